@@ -1,0 +1,292 @@
+//! A sharded LRU cache of decoded blocks keyed by (file id, block offset),
+//! charged by bytes, that knows which blocks of each file are resident.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+use lru::LruCache;
+use parking_lot::Mutex;
+
+use crate::table::Block;
+
+/// Most shards a cache is split into.
+const MAX_SHARD_BITS: u32 = 4;
+/// Smallest capacity per shard; smaller caches use fewer shards so a shard
+/// still fits a reasonable number of blocks.
+const MIN_SHARD_CAPACITY: usize = 512 * 1024;
+
+/// Counters of a [`BlockCache`] (a consistent sum over shards, each read under its lock).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Lookups that found the block.
+    pub hits: u64,
+    /// Lookups that did not.
+    pub misses: u64,
+    /// Blocks inserted (replacements included; oversized blocks not).
+    pub inserts: u64,
+    /// Blocks pushed out to make room.
+    pub evictions: u64,
+    /// Resident blocks dropped because their file was deleted.
+    pub invalidations: u64,
+    /// Bytes charged by resident blocks.
+    pub usage_bytes: u64,
+    /// Configured capacity in bytes.
+    pub capacity_bytes: u64,
+    /// Resident blocks.
+    pub entries: u64,
+}
+
+type Key = (u64, u64);
+
+/// One independently locked part of the cache.
+struct Shard {
+    lru: LruCache<Key, Arc<Block>>,
+    /// Resident offsets of each file, so per-file counts and invalidation
+    /// never scan the whole shard.
+    by_file: HashMap<u64, HashSet<u64>>,
+    usage: usize,
+    capacity: usize,
+    stats: CacheStats,
+}
+
+impl Shard {
+    fn forget(&mut self, (file_id, offset): Key, block: &Block) {
+        self.usage -= block.memory_size();
+        if let Some(set) = self.by_file.get_mut(&file_id) {
+            set.remove(&offset);
+            if set.is_empty() {
+                self.by_file.remove(&file_id);
+            }
+        }
+    }
+}
+
+/// The block cache: an LRU by bytes, split into up to 16 shards by a hash of
+/// (file id, offset).
+pub struct BlockCache {
+    shards: Box<[Mutex<Shard>]>,
+    shard_bits: u32,
+    capacity: usize,
+}
+
+impl fmt::Debug for BlockCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlockCache")
+            .field("shards", &self.shards.len())
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl BlockCache {
+    /// A cache holding at most `capacity_bytes` of blocks.
+    pub fn new(capacity_bytes: usize) -> Self {
+        let mut shard_bits = 0;
+        while shard_bits < MAX_SHARD_BITS && capacity_bytes >> (shard_bits + 1) >= MIN_SHARD_CAPACITY {
+            shard_bits += 1;
+        }
+        let per_shard = capacity_bytes >> shard_bits;
+        let shards = (0..1usize << shard_bits)
+            .map(|_| {
+                Mutex::new(Shard {
+                    lru: LruCache::unbounded(),
+                    by_file: HashMap::new(),
+                    usage: 0,
+                    capacity: per_shard,
+                    stats: CacheStats::default(),
+                })
+            })
+            .collect();
+        BlockCache { shards, shard_bits, capacity: capacity_bytes }
+    }
+
+    fn shard(&self, file_id: u64, offset: u64) -> &Mutex<Shard> {
+        let h = (file_id ^ offset.rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let i = if self.shard_bits == 0 { 0 } else { (h >> (64 - self.shard_bits)) as usize };
+        &self.shards[i]
+    }
+
+    /// The cached block at (file, offset), counting a hit or a miss.
+    pub fn get(&self, file_id: u64, offset: u64) -> Option<Arc<Block>> {
+        let mut s = self.shard(file_id, offset).lock();
+        let found = s.lru.get(&(file_id, offset)).cloned();
+        if found.is_some() {
+            s.stats.hits += 1;
+        } else {
+            s.stats.misses += 1;
+        }
+        found
+    }
+
+    /// Caches a block, evicting least recently used ones to stay within
+    /// capacity. A block larger than a shard's capacity is not cached.
+    pub fn insert(&self, file_id: u64, offset: u64, block: Arc<Block>) {
+        let charge = block.memory_size();
+        let mut s = self.shard(file_id, offset).lock();
+        if charge > s.capacity {
+            return;
+        }
+        match s.lru.put((file_id, offset), block) {
+            Some(old) => s.usage -= old.memory_size(),
+            None => {
+                s.by_file.entry(file_id).or_default().insert(offset);
+            }
+        }
+        s.usage += charge;
+        s.stats.inserts += 1;
+        while s.usage > s.capacity {
+            let Some((key, victim)) = s.lru.pop_lru() else { break };
+            s.forget(key, &victim);
+            s.stats.evictions += 1;
+        }
+    }
+
+    /// Exact number of resident blocks of `file_id`.
+    pub fn resident_blocks(&self, file_id: u64) -> u64 {
+        self.shards.iter().map(|s| s.lock().by_file.get(&file_id).map_or(0, |set| set.len() as u64)).sum()
+    }
+
+    /// Drops every resident block of a deleted file; returns how many were
+    /// dropped (counted as invalidations, not evictions).
+    pub fn invalidate_file(&self, file_id: u64) -> u64 {
+        let mut dropped = 0;
+        for shard in self.shards.iter() {
+            let mut s = shard.lock();
+            let Some(offsets) = s.by_file.remove(&file_id) else { continue };
+            for offset in offsets {
+                if let Some(block) = s.lru.pop(&(file_id, offset)) {
+                    s.usage -= block.memory_size();
+                    s.stats.invalidations += 1;
+                    dropped += 1;
+                }
+            }
+        }
+        dropped
+    }
+
+    /// Counters summed over all shards.
+    pub fn stats(&self) -> CacheStats {
+        let mut total = CacheStats { capacity_bytes: self.capacity as u64, ..CacheStats::default() };
+        for shard in self.shards.iter() {
+            let s = shard.lock();
+            total.hits += s.stats.hits;
+            total.misses += s.stats.misses;
+            total.inserts += s.stats.inserts;
+            total.evictions += s.stats.evictions;
+            total.invalidations += s.stats.invalidations;
+            total.usage_bytes += s.usage as u64;
+            total.entries += s.lru.len() as u64;
+        }
+        total
+    }
+
+    /// Configured capacity in bytes.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    /// A block whose payload is `len` zero bytes plus one restart point.
+    fn block(len: usize) -> Arc<Block> {
+        let mut d = Vec::with_capacity(len + 8);
+        d.resize(len, 0);
+        d.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0]);
+        Arc::new(Block::new(d).unwrap())
+    }
+
+    #[test]
+    fn shard_count_follows_capacity() {
+        assert_eq!(BlockCache::new(0).shards.len(), 1);
+        assert_eq!(BlockCache::new(1 << 20).shards.len(), 2);
+        assert_eq!(BlockCache::new(1 << 30).shards.len(), 16);
+    }
+
+    #[test]
+    fn resident_counts_stay_exact_under_random_operations() {
+        let mut rng = SmallRng::seed_from_u64(9);
+        let cache = BlockCache::new(1 << 20); // 2 shards of 512 KiB
+        let charge = block(4000).memory_size();
+        let resident = |f: u64, o: u64| cache.shard(f, o).lock().lru.contains(&(f, o));
+        // Model of inserted blocks, pruned of evicted ones by asking the LRU itself;
+        // the per-file index must then agree with it exactly.
+        let mut model: HashMap<u64, HashSet<u64>> = HashMap::new();
+        let reconcile = |model: &mut HashMap<u64, HashSet<u64>>, f: u64| {
+            let set = model.entry(f).or_default();
+            set.retain(|&o| resident(f, o));
+            assert_eq!(cache.resident_blocks(f), set.len() as u64);
+        };
+        let (mut hits, mut misses, mut inserts, mut new_inserts, mut invalidations) = (0, 0, 0, 0, 0);
+        for _ in 0..20_000u64 {
+            let file = rng.gen_range(0..20u64);
+            let offset = rng.gen_range(0..100u64) * 4096;
+            reconcile(&mut model, file);
+            match rng.gen_range(0..50) {
+                0..=29 => {
+                    new_inserts += u64::from(!resident(file, offset));
+                    cache.insert(file, offset, block(4000));
+                    inserts += 1;
+                    model.entry(file).or_default().insert(offset);
+                }
+                30..=48 => {
+                    let hit = cache.get(file, offset).is_some();
+                    assert_eq!(hit, model[&file].contains(&offset));
+                    if hit {
+                        hits += 1;
+                    } else {
+                        misses += 1;
+                    }
+                }
+                _ => {
+                    let n = cache.invalidate_file(file);
+                    assert_eq!(n, model.remove(&file).map_or(0, |s| s.len() as u64));
+                    invalidations += n;
+                    assert_eq!(cache.resident_blocks(file), 0);
+                }
+            }
+            reconcile(&mut model, file);
+        }
+        for f in 0..20 {
+            reconcile(&mut model, f);
+        }
+        let s = cache.stats();
+        assert_eq!((s.hits, s.misses, s.inserts, s.invalidations), (hits, misses, inserts, invalidations));
+        assert!(s.evictions > 0);
+        assert_eq!(s.entries, new_inserts - s.evictions - s.invalidations);
+        assert!(s.usage_bytes <= s.capacity_bytes);
+        assert_eq!(s.usage_bytes, s.entries * charge as u64);
+        assert_eq!((0..20).map(|f| cache.resident_blocks(f)).sum::<u64>(), s.entries);
+    }
+
+    #[test]
+    fn lru_order_oversized_blocks_and_replacement() {
+        let one = block(100).memory_size();
+        let cache = BlockCache::new(one * 3);
+        for off in 0..3 {
+            cache.insert(7, off, block(100));
+        }
+        assert!(cache.get(7, 0).is_some()); // 0 becomes most recent
+        cache.insert(7, 3, block(100)); // evicts 1
+        assert!(cache.get(7, 1).is_none());
+        assert_eq!(cache.resident_blocks(7), 3);
+        cache.insert(7, 3, block(100)); // replacement: no eviction
+        assert_eq!(cache.stats().evictions, 1);
+        cache.insert(8, 0, block(one * 3)); // larger than the shard: not cached
+        assert_eq!(cache.resident_blocks(8), 0);
+        let s = cache.stats();
+        assert_eq!((s.inserts, s.entries, s.usage_bytes, s.hits, s.misses), (5, 3, 3 * one as u64, 1, 1));
+        assert_eq!(cache.invalidate_file(7), 3);
+        let s = cache.stats();
+        assert_eq!((s.entries, s.usage_bytes, s.invalidations, s.evictions), (0, 0, 3, 1));
+        assert_eq!(cache.capacity(), one * 3);
+        let zero = BlockCache::new(0);
+        zero.insert(1, 0, block(1));
+        assert!(zero.get(1, 0).is_none());
+    }
+}

@@ -1,0 +1,185 @@
+//! A bounded LRU of open tables, so the index and filter blocks of recently
+//! used tables stay in memory without holding every file open.
+
+use std::fmt;
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use lru::LruCache;
+use parking_lot::Mutex;
+
+use crate::cache::BlockCache;
+use crate::error::Result;
+use crate::filename::table_path;
+use crate::table::Table;
+use crate::vfs::{RandomOpenOptions, Vfs};
+
+struct Inner {
+    lru: LruCache<u64, Arc<Table>>,
+    /// Sum of `memory_usage()` of the cached tables.
+    memory: usize,
+}
+
+/// Open table handles, at most `capacity` of them, least recently used dropped first.
+pub struct TableCache {
+    vfs: Arc<dyn Vfs>,
+    dir: PathBuf,
+    block_cache: Option<Arc<BlockCache>>,
+    direct_reads: bool,
+    inner: Mutex<Inner>,
+}
+
+impl fmt::Debug for TableCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TableCache").field("dir", &self.dir).field("len", &self.len()).finish_non_exhaustive()
+    }
+}
+
+impl TableCache {
+    /// A cache of up to `capacity` (at least 1) open tables of directory `dir`.
+    pub fn new(
+        vfs: Arc<dyn Vfs>,
+        dir: PathBuf,
+        capacity: usize,
+        block_cache: Option<Arc<BlockCache>>,
+        direct_reads: bool,
+    ) -> Self {
+        let cap = NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN);
+        TableCache {
+            vfs,
+            dir,
+            block_cache,
+            direct_reads,
+            inner: Mutex::new(Inner { lru: LruCache::new(cap), memory: 0 }),
+        }
+    }
+
+    /// The open table `file_id` of `file_size` bytes, opening it on a miss.
+    /// The file is opened and its metadata read without holding the lock; if
+    /// two threads race, the first table inserted wins.
+    pub fn get(&self, file_id: u64, file_size: u64) -> Result<Arc<Table>> {
+        if let Some(t) = self.inner.lock().lru.get(&file_id) {
+            return Ok(Arc::clone(t));
+        }
+        let path = table_path(&self.dir, file_id);
+        let file = self.vfs.open_random(&path, RandomOpenOptions { direct: self.direct_reads })?;
+        let table = Arc::new(Table::open(file, file_id, file_size, self.block_cache.clone())?);
+        let mut inner = self.inner.lock();
+        if let Some(t) = inner.lru.get(&file_id) {
+            return Ok(Arc::clone(t));
+        }
+        inner.memory += table.memory_usage();
+        if let Some((_, evicted)) = inner.lru.push(file_id, Arc::clone(&table)) {
+            inner.memory -= evicted.memory_usage();
+        }
+        Ok(table)
+    }
+
+    /// Drops the handle of `file_id` (e.g. its file was deleted). Its blocks
+    /// stay in the block cache until [`BlockCache::invalidate_file`].
+    pub fn evict(&self, file_id: u64) {
+        let mut inner = self.inner.lock();
+        if let Some(t) = inner.lru.pop(&file_id) {
+            inner.memory -= t.memory_usage();
+        }
+    }
+
+    /// Bytes of index and filter blocks held by the cached tables.
+    pub fn memory_usage(&self) -> usize {
+        self.inner.lock().memory
+    }
+
+    /// Number of cached tables.
+    pub fn len(&self) -> usize {
+        self.inner.lock().lru.len()
+    }
+
+    /// True when no table is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{lookup_key, make_internal_key, ValueKind};
+    use crate::table::{BlockReadOptions, TableBuilder, TableBuilderOptions};
+    use crate::vfs::{MemVfs, RealVfs};
+
+    /// Writes tables 0..n with 100 keys each into `dir`; returns their sizes.
+    fn write_tables(vfs: &dyn Vfs, dir: &std::path::Path, n: u64) -> Vec<u64> {
+        vfs.create_dir_all(dir).unwrap();
+        (0..n)
+            .map(|id| {
+                let file = vfs.create(&table_path(dir, id)).unwrap();
+                let mut b = TableBuilder::new(file, TableBuilderOptions::default());
+                for i in 0..100u64 {
+                    b.add(
+                        &make_internal_key(format!("t{id}k{i:03}").as_bytes(), i + 1, ValueKind::Put),
+                        b"v",
+                    )
+                    .unwrap();
+                }
+                b.finish().unwrap().file_size
+            })
+            .collect()
+    }
+
+    fn check_get(t: &Table, id: u64) {
+        let got =
+            t.get(&lookup_key(format!("t{id}k050").as_bytes(), 1000), BlockReadOptions::default()).unwrap();
+        assert_eq!(got, Some((ValueKind::Put, b"v".to_vec())));
+    }
+
+    #[test]
+    fn bounded_lru_of_open_tables() {
+        let vfs = Arc::new(MemVfs::new());
+        let dir = PathBuf::from("/db");
+        let sizes = write_tables(&*vfs, &dir, 10);
+        let cache =
+            TableCache::new(vfs.clone(), dir.clone(), 3, Some(Arc::new(BlockCache::new(1 << 20))), false);
+        assert!(cache.is_empty());
+        let mut handles = Vec::new();
+        for id in 0..10u64 {
+            let t = cache.get(id, sizes[id as usize]).unwrap();
+            check_get(&t, id);
+            assert!(cache.len() <= 3);
+            handles.push(t);
+        }
+        // The most recent three are resident (same handle), older ones were dropped.
+        for id in 7..10 {
+            assert!(Arc::ptr_eq(&cache.get(id, sizes[id as usize]).unwrap(), &handles[id as usize]));
+        }
+        let one = handles[9].memory_usage();
+        assert_eq!(cache.memory_usage(), 3 * one);
+        cache.evict(8);
+        assert_eq!((cache.len(), cache.memory_usage()), (2, 2 * one));
+        assert!(!Arc::ptr_eq(&cache.get(8, sizes[8]).unwrap(), &handles[8]));
+        assert!(!Arc::ptr_eq(&cache.get(0, sizes[0]).unwrap(), &handles[0]));
+        assert_eq!((cache.len(), cache.memory_usage()), (3, 3 * one));
+        // Missing files and wrong sizes are errors, and are not cached.
+        assert!(cache.get(99, 1000).is_err());
+        assert!(cache.get(1, sizes[1] - 1).unwrap_err().is_corruption());
+        assert_eq!(cache.len(), 3);
+        // Capacity 0 behaves as 1.
+        let tiny = TableCache::new(vfs, dir, 0, None, false);
+        tiny.get(0, sizes[0]).unwrap();
+        tiny.get(1, sizes[1]).unwrap();
+        assert_eq!(tiny.len(), 1);
+    }
+
+    #[test]
+    fn reads_real_files_with_and_without_direct_io() {
+        let tmp = tempfile::tempdir().unwrap();
+        let vfs: Arc<dyn Vfs> = Arc::new(RealVfs::new());
+        let sizes = write_tables(&*vfs, tmp.path(), 2);
+        for direct in [false, true] {
+            let cache = TableCache::new(vfs.clone(), tmp.path().to_path_buf(), 4, None, direct);
+            for id in 0..2 {
+                check_get(&cache.get(id, sizes[id as usize]).unwrap(), id);
+            }
+        }
+    }
+}

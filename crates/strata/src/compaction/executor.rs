@@ -1,0 +1,329 @@
+//! Runs flushes and compaction tasks: merges inputs, drops what no snapshot can
+//! see, writes output tables, and records the result in the MANIFEST.
+
+use std::cmp::Ordering;
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::policy::{CompactionTask, FileRef, FileView, LevelView, LsmView, PickResult, RunTarget, RunView};
+use super::CompactionPolicy;
+use crate::cache::TableCache;
+use crate::error::{Error, Result};
+use crate::filename::table_path;
+use crate::iter::{InternalIterator, MergingIterator};
+use crate::key::{parse_internal_key, user_key, SeqNum, ValueKind};
+use crate::options::Options;
+use crate::stats::CompactionRecord;
+use crate::table::{BlockReadOptions, TableBuilder, TableBuilderOptions};
+use crate::version::{FileMeta, NewFile, Run, Version, VersionEdit, VersionSet};
+use crate::vfs::Vfs;
+
+/// What a task needs from the engine.
+pub(crate) struct Env<'a> {
+    pub dir: &'a Path,
+    pub vfs: &'a dyn Vfs,
+    pub versions: &'a VersionSet,
+    pub tables: &'a TableCache,
+    pub opts: &'a Options,
+    pub policy: &'a dyn CompactionPolicy,
+}
+
+/// Builds the policy's view of a version.
+pub(crate) fn build_view(version: &Version, pointers: Vec<Option<Vec<u8>>>, busy: &HashSet<u64>) -> LsmView {
+    let levels = version
+        .levels
+        .iter()
+        .map(|level| LevelView {
+            runs: level
+                .runs
+                .iter()
+                .map(|run| RunView {
+                    id: run.id,
+                    files: run
+                        .files
+                        .iter()
+                        .map(|f| FileView {
+                            id: f.id,
+                            size: f.size,
+                            smallest: f.smallest_user_key().to_vec(),
+                            largest: f.largest_user_key().to_vec(),
+                            num_entries: f.num_entries,
+                            num_deletions: f.num_deletions,
+                            being_compacted: busy.contains(&f.id),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect();
+    LsmView { levels, compact_pointers: pointers }
+}
+
+/// Writes a sorted stream into tables cut at a target size, never splitting one
+/// user key across two files (so runs stay disjoint in user keys).
+pub(crate) struct OutputWriter<'a> {
+    env: &'a Env<'a>,
+    builder_opts: TableBuilderOptions,
+    target_size: u64,
+    current: Option<(u64, TableBuilder, SeqNum, SeqNum)>,
+    last_user_key: Vec<u8>,
+    outputs: Vec<NewFile>,
+    created: Vec<u64>,
+}
+
+impl<'a> OutputWriter<'a> {
+    pub(crate) fn new(env: &'a Env<'a>, level: usize, target_size: u64) -> Self {
+        let o = env.opts;
+        let builder_opts = TableBuilderOptions {
+            block_size: o.block_size,
+            block_restart_interval: o.block_restart_interval,
+            bloom_bits_per_key: env.policy.bloom_bits_for_level(level, o.bloom_bits_per_key),
+            compression: o.compression,
+        };
+        OutputWriter {
+            env,
+            builder_opts,
+            target_size,
+            current: None,
+            last_user_key: Vec::new(),
+            outputs: Vec::new(),
+            created: Vec::new(),
+        }
+    }
+
+    pub(crate) fn add(&mut self, ikey: &[u8], value: &[u8], seq: SeqNum) -> Result<()> {
+        let uk = user_key(ikey);
+        let cut = match &self.current {
+            Some((_, b, _, _)) => {
+                b.estimated_file_size() >= self.target_size && uk != self.last_user_key.as_slice()
+            }
+            None => false,
+        };
+        if cut {
+            self.finish_current()?;
+        }
+        if self.current.is_none() {
+            let id = self.env.versions.new_file_number();
+            self.created.push(id);
+            let file = self.env.vfs.create(&table_path(self.env.dir, id))?;
+            self.current = Some((id, TableBuilder::new(file, self.builder_opts.clone()), seq, seq));
+        }
+        if let Some((_, b, lo, hi)) = &mut self.current {
+            b.add(ikey, value)?;
+            *lo = (*lo).min(seq);
+            *hi = (*hi).max(seq);
+        }
+        self.last_user_key.clear();
+        self.last_user_key.extend_from_slice(uk);
+        Ok(())
+    }
+
+    fn finish_current(&mut self) -> Result<()> {
+        if let Some((id, b, lo, hi)) = self.current.take() {
+            let s = b.finish()?;
+            self.outputs.push(NewFile {
+                id,
+                size: s.file_size,
+                smallest: s.smallest,
+                largest: s.largest,
+                num_entries: s.num_entries,
+                num_deletions: s.num_deletions,
+                smallest_seq: lo,
+                largest_seq: hi,
+            });
+        }
+        Ok(())
+    }
+
+    /// Finishes the last table and syncs the directory, so that the files are
+    /// durable before a MANIFEST edit names them.
+    pub(crate) fn finish(mut self) -> Result<Vec<NewFile>> {
+        let r = self.finish_current().and_then(|_| self.env.vfs.sync_dir(self.env.dir));
+        match r {
+            Ok(()) => {
+                self.created.clear();
+                Ok(std::mem::take(&mut self.outputs))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Drop for OutputWriter<'_> {
+    /// An abandoned writer (error path) removes the files it created.
+    fn drop(&mut self) {
+        self.current = None;
+        for id in self.created.drain(..) {
+            let _ = self.env.vfs.remove_file(&table_path(self.env.dir, id));
+        }
+    }
+}
+
+fn find_file(version: &Version, r: &FileRef) -> Result<Arc<FileMeta>> {
+    version
+        .levels
+        .get(r.level)
+        .and_then(|l| l.runs.iter().find(|run| run.id == r.run))
+        .and_then(|run| run.files.iter().find(|f| f.id == r.file))
+        .cloned()
+        .ok_or_else(|| {
+            Error::invalid(format!("task names missing file {} in L{} run {}", r.file, r.level, r.run))
+        })
+}
+
+fn new_file_of(f: &FileMeta) -> NewFile {
+    NewFile {
+        id: f.id,
+        size: f.size,
+        smallest: f.smallest.clone(),
+        largest: f.largest.clone(),
+        num_entries: f.num_entries,
+        num_deletions: f.num_deletions,
+        smallest_seq: f.smallest_seq,
+        largest_seq: f.largest_seq,
+    }
+}
+
+fn run_id(env: &Env<'_>, target: RunTarget) -> u64 {
+    match target {
+        RunTarget::Existing(id) => id,
+        RunTarget::New => env.versions.new_file_number(),
+    }
+}
+
+/// Runs a task picked from `version` and installs its result.
+pub(crate) fn execute(
+    env: &Env<'_>,
+    version: &Version,
+    pick: &PickResult,
+    smallest_snapshot: SeqNum,
+) -> Result<CompactionRecord> {
+    let start = Instant::now();
+    let mut edit = VersionEdit::default();
+    if let Some(p) = &pick.compact_pointer {
+        edit.compact_pointers.push(p.clone());
+    }
+    let record = match &pick.task {
+        CompactionTask::Move { file, to_level, to_run } => {
+            let meta = find_file(version, file)?;
+            edit.deleted_files.push((file.level, file.run, file.file));
+            edit.new_files.push((*to_level, run_id(env, *to_run), new_file_of(&meta)));
+            env.versions.log_and_apply(edit)?;
+            record("move", "trivial move", *to_level, 1, 0, 0, 0, start)
+        }
+        CompactionTask::Drop { files } => {
+            for f in files {
+                find_file(version, f)?;
+                edit.deleted_files.push((f.level, f.run, f.file));
+            }
+            env.versions.log_and_apply(edit)?;
+            record("drop", "obsolete files", 0, files.len(), 0, 0, 0, start)
+        }
+        CompactionTask::Merge { inputs, output_level, output_run, target_file_size, reason } => {
+            let metas = inputs.iter().map(|r| find_file(version, r)).collect::<Result<Vec<_>>>()?;
+            let out_run = run_id(env, *output_run);
+            let input_ids: HashSet<u64> = metas.iter().map(|m| m.id).collect();
+            let older = older_runs(version, *output_level, out_run, &input_ids);
+            let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(metas.len());
+            let read_opts = BlockReadOptions { verify_checksums: true, fill_cache: false };
+            for m in &metas {
+                children.push(Box::new(env.tables.get(m.id, m.size)?.iter(read_opts)));
+            }
+            let mut input = MergingIterator::new(children);
+            let mut out = OutputWriter::new(env, *output_level, *target_file_size);
+            merge_into(&mut input, &mut out, smallest_snapshot, |uk| {
+                !older.iter().any(|r| r.find_file(uk).is_some())
+            })?;
+            let outputs = out.finish()?;
+            for r in inputs {
+                edit.deleted_files.push((r.level, r.run, r.file));
+            }
+            let written: u64 = outputs.iter().map(|o| o.size).sum();
+            let n_out = outputs.len();
+            for o in outputs {
+                edit.new_files.push((*output_level, out_run, o));
+            }
+            env.versions.log_and_apply(edit)?;
+            let read: u64 = metas.iter().map(|m| m.size).sum();
+            record("merge", reason, *output_level, metas.len(), n_out, read, written, start)
+        }
+    };
+    Ok(record)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn record(
+    kind: &'static str,
+    reason: &'static str,
+    output_level: usize,
+    input_files: usize,
+    output_files: usize,
+    bytes_read: u64,
+    bytes_written: u64,
+    start: Instant,
+) -> CompactionRecord {
+    CompactionRecord {
+        kind,
+        reason,
+        output_level,
+        input_files,
+        output_files,
+        bytes_read,
+        bytes_written,
+        duration: start.elapsed(),
+    }
+}
+
+/// Runs that hold data older than the output of a merge into
+/// (`level`, `out_run`): every run of deeper levels, and runs of the output level
+/// with files that are not inputs (other than the output run itself).
+fn older_runs<'v>(version: &'v Version, level: usize, out_run: u64, inputs: &HashSet<u64>) -> Vec<&'v Run> {
+    let mut v = Vec::new();
+    for (l, lvl) in version.levels.iter().enumerate().skip(level) {
+        for run in &lvl.runs {
+            if l == level && (run.id == out_run || run.files.iter().all(|f| inputs.contains(&f.id))) {
+                continue;
+            }
+            v.push(run);
+        }
+    }
+    v
+}
+
+/// The merge loop shared by compactions: keeps the newest version of each user
+/// key plus every version a live snapshot can still see, and drops a tombstone
+/// once no snapshot needs it and `is_base(user_key)` says no older data exists.
+pub(crate) fn merge_into(
+    input: &mut dyn InternalIterator,
+    out: &mut OutputWriter<'_>,
+    smallest_snapshot: SeqNum,
+    is_base: impl Fn(&[u8]) -> bool,
+) -> Result<()> {
+    input.seek_to_first()?;
+    let mut current_user: Vec<u8> = Vec::new();
+    let mut have_current = false;
+    let mut last_seq_for_key = SeqNum::MAX;
+    while input.valid() {
+        let k = parse_internal_key(input.key())?;
+        if !have_current || k.user_key.cmp(current_user.as_slice()) != Ordering::Equal {
+            current_user.clear();
+            current_user.extend_from_slice(k.user_key);
+            have_current = true;
+            last_seq_for_key = SeqNum::MAX;
+        }
+        let drop = if last_seq_for_key <= smallest_snapshot {
+            // A newer version of this key is visible to every snapshot.
+            true
+        } else {
+            k.kind == ValueKind::Delete && k.seq <= smallest_snapshot && is_base(k.user_key)
+        };
+        last_seq_for_key = k.seq;
+        if !drop {
+            out.add(input.key(), input.value(), k.seq)?;
+        }
+        input.next()?;
+    }
+    Ok(())
+}

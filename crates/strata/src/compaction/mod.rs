@@ -1,0 +1,11 @@
+//! Compaction: *choosing* (a pure [`CompactionPolicy`] over an [`LsmView`]) is
+//! kept apart from *doing* (the executor, which validates and runs tasks).
+
+pub(crate) mod executor;
+pub mod leveled;
+pub mod policy;
+pub mod sim;
+
+pub use leveled::{LeveledConfig, LeveledPolicy};
+pub use policy::*;
+pub use sim::*;

@@ -1,0 +1,488 @@
+//! The compaction-policy seam: a pure metadata view of the tree, the tasks a policy may ask for,
+//! the [`CompactionPolicy`] trait, and [`validate_task`], which the engine runs before executing
+//! any task so that a policy bug surfaces as an error instead of a corrupted tree.
+//!
+//! Choosing is separate from doing: a policy only reads an [`LsmView`] (built by the engine from its
+//! current Version) and returns a [`CompactionTask`]; the executor does the I/O.
+
+use std::collections::HashSet;
+
+use crate::error::{Error, Result};
+
+/// Metadata of one table file as the policy sees it.
+#[derive(Clone, Debug)]
+pub struct FileView {
+    /// File number.
+    pub id: u64,
+    /// File size in bytes.
+    pub size: u64,
+    /// Smallest user key in the file (inclusive).
+    pub smallest: Vec<u8>,
+    /// Largest user key in the file (inclusive).
+    pub largest: Vec<u8>,
+    /// Number of entries (all kinds).
+    pub num_entries: u64,
+    /// Number of deletion tombstones.
+    pub num_deletions: u64,
+    /// True while a running compaction uses this file as an input.
+    pub being_compacted: bool,
+}
+
+impl FileView {
+    /// True if the file's user-key range intersects the inclusive range `[lo, hi]`.
+    pub fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
+        self.smallest.as_slice() <= hi && self.largest.as_slice() >= lo
+    }
+}
+
+/// One sorted run: files sorted by key with disjoint user-key ranges.
+#[derive(Clone, Debug)]
+pub struct RunView {
+    /// Run id, unique within the tree.
+    pub id: u64,
+    /// Files in key order.
+    pub files: Vec<FileView>,
+}
+
+impl RunView {
+    /// Total bytes of the run's files.
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+
+    /// The file with this id, if the run holds it.
+    pub fn file(&self, id: u64) -> Option<&FileView> {
+        self.files.iter().find(|f| f.id == id)
+    }
+
+    /// The contiguous slice of files whose ranges intersect `[lo, hi]` (binary search; relies on
+    /// the run being sorted and disjoint).
+    pub fn overlapping(&self, lo: &[u8], hi: &[u8]) -> &[FileView] {
+        let start = self.files.partition_point(|f| f.largest.as_slice() < lo);
+        let rest = self.files.get(start..).unwrap_or_default();
+        let len = rest.partition_point(|f| f.smallest.as_slice() <= hi);
+        rest.get(..len).unwrap_or_default()
+    }
+}
+
+/// One level: its sorted runs, newest first.
+#[derive(Clone, Debug, Default)]
+pub struct LevelView {
+    /// Runs of the level, newest first.
+    pub runs: Vec<RunView>,
+}
+
+impl LevelView {
+    /// Total bytes of all runs.
+    pub fn bytes(&self) -> u64 {
+        self.runs.iter().map(RunView::bytes).sum()
+    }
+
+    /// Number of files over all runs (a file linked into two runs counts twice).
+    pub fn num_files(&self) -> usize {
+        self.runs.iter().map(|r| r.files.len()).sum()
+    }
+
+    /// The run with this id, if the level holds it.
+    pub fn run(&self, id: u64) -> Option<&RunView> {
+        self.runs.iter().find(|r| r.id == id)
+    }
+
+    /// True if any file of the level is being compacted.
+    pub fn any_busy(&self) -> bool {
+        self.runs.iter().any(|r| r.files.iter().any(|f| f.being_compacted))
+    }
+
+    /// References to every file of the level (all runs) intersecting `[lo, hi]`.
+    pub fn overlapping(&self, level: usize, lo: &[u8], hi: &[u8]) -> Vec<FileRef> {
+        self.runs
+            .iter()
+            .flat_map(|r| r.overlapping(lo, hi).iter().map(move |f| FileRef { level, run: r.id, file: f.id }))
+            .collect()
+    }
+}
+
+/// The whole tree as the policy sees it.
+#[derive(Clone, Debug, Default)]
+pub struct LsmView {
+    /// Levels, L0 first; the engine supplies one entry per level of the policy.
+    pub levels: Vec<LevelView>,
+    /// Per level: user key of the last compacted file's largest key (round-robin cursor).
+    pub compact_pointers: Vec<Option<Vec<u8>>>,
+}
+
+impl LsmView {
+    /// An empty tree with `num_levels` levels and no compact pointers.
+    pub fn new(num_levels: usize) -> Self {
+        LsmView { levels: vec![LevelView::default(); num_levels], compact_pointers: vec![None; num_levels] }
+    }
+
+    /// The level, if it exists.
+    pub fn level(&self, level: usize) -> Option<&LevelView> {
+        self.levels.get(level)
+    }
+
+    /// Total bytes of a level (0 for a missing level).
+    pub fn level_bytes(&self, level: usize) -> u64 {
+        self.level(level).map_or(0, LevelView::bytes)
+    }
+
+    /// Number of files of a level (0 for a missing level).
+    pub fn num_files(&self, level: usize) -> usize {
+        self.level(level).map_or(0, LevelView::num_files)
+    }
+
+    /// Number of runs of a level (0 for a missing level).
+    pub fn num_runs(&self, level: usize) -> usize {
+        self.level(level).map_or(0, |l| l.runs.len())
+    }
+
+    /// The compact pointer of a level, if one is set.
+    pub fn compact_pointer(&self, level: usize) -> Option<&[u8]> {
+        self.compact_pointers.get(level).and_then(|p| p.as_deref())
+    }
+
+    /// The file a reference points at, if it exists in that level and run.
+    pub fn file(&self, r: &FileRef) -> Option<&FileView> {
+        self.level(r.level)?.run(r.run)?.file(r.file)
+    }
+}
+
+/// Smallest and largest user key over a set of files; `None` for an empty set.
+pub fn key_range<'a>(files: impl IntoIterator<Item = &'a FileView>) -> Option<(&'a [u8], &'a [u8])> {
+    files.into_iter().fold(None, |acc, f| {
+        let (s, l) = (f.smallest.as_slice(), f.largest.as_slice());
+        Some(match acc {
+            None => (s, l),
+            Some((lo, hi)) => (lo.min(s), hi.max(l)),
+        })
+    })
+}
+
+/// Names one file in one run of one level (the same file id may appear in several runs).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FileRef {
+    /// Level index.
+    pub level: usize,
+    /// Run id within the level.
+    pub run: u64,
+    /// File id.
+    pub file: u64,
+}
+
+/// Where a task's output goes inside a level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunTarget {
+    /// An existing run of the target level.
+    Existing(u64),
+    /// A new run; the engine allocates its id and makes it the newest run of the level.
+    New,
+}
+
+/// What a policy asks the executor to do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CompactionTask {
+    /// Merge-sort inputs into new files cut at target_file_size, written to (output_level,
+    /// output_run); inputs are removed from their runs.
+    Merge {
+        /// Files to merge.
+        inputs: Vec<FileRef>,
+        /// Level receiving the output.
+        output_level: usize,
+        /// Run receiving the output.
+        output_run: RunTarget,
+        /// Cut output files at this many bytes.
+        target_file_size: u64,
+        /// Why the policy chose this (for logs and stats).
+        reason: &'static str,
+    },
+    /// Re-link a file into another level/run without rewriting it (trivial move).
+    Move {
+        /// The file to move.
+        file: FileRef,
+        /// Destination level.
+        to_level: usize,
+        /// Destination run.
+        to_run: RunTarget,
+    },
+    /// Remove files from runs without reading them (e.g. data wholly obsolete).
+    Drop {
+        /// Files to unlink.
+        files: Vec<FileRef>,
+    },
+}
+
+impl CompactionTask {
+    /// Short name of the task kind ("merge", "move", "drop").
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CompactionTask::Merge { .. } => "merge",
+            CompactionTask::Move { .. } => "move",
+            CompactionTask::Drop { .. } => "drop",
+        }
+    }
+}
+
+/// A policy's decision.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PickResult {
+    /// The task to run.
+    pub task: CompactionTask,
+    /// New round-robin cursor `(level, user key)` to persist once the task is installed.
+    pub compact_pointer: Option<(usize, Vec<u8>)>,
+    /// Score of the level that triggered the task.
+    pub score: f64,
+}
+
+/// A compaction policy: a pure function from a metadata view to a task.
+pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
+    /// Policy name for logs, stats and properties.
+    fn name(&self) -> &str;
+    /// Number of levels the policy uses (L0 included).
+    fn num_levels(&self) -> usize;
+    /// Pure: no I/O, no interior mutation. None = nothing to do.
+    fn pick(&self, view: &LsmView) -> Option<PickResult>;
+    /// Per-level scores, indexed by level; score >= 1 means compaction wanted.
+    fn scores(&self, view: &LsmView) -> Vec<f64>;
+    /// Target capacity of a level in bytes (None for L0), for stats.
+    fn level_target_bytes(&self, level: usize) -> Option<u64>;
+    /// Bloom bits/key for a table written to `level` (default: the configured bits everywhere).
+    fn bloom_bits_for_level(&self, _level: usize, default_bits: f64) -> f64 {
+        default_bits
+    }
+}
+
+/// Checks a task against the view before the engine executes it.
+///
+/// Rules: every referenced level exists; every input exists in its level/run, is named once and is
+/// not being compacted; an `Existing` output run exists; output never goes to a shallower level than
+/// an input (newer data must stay above older data); a Move's target run holds no file overlapping
+/// the moved file; a Merge's existing output run keeps no non-input file overlapping the merged
+/// range. Violations give [`Error::InvalidArgument`].
+pub fn validate_task(view: &LsmView, task: &CompactionTask) -> Result<()> {
+    match task {
+        CompactionTask::Merge { inputs, output_level, output_run, target_file_size, reason } => {
+            if inputs.is_empty() {
+                return Err(Error::invalid(format!("merge ({reason}) has no inputs")));
+            }
+            if *target_file_size == 0 {
+                return Err(Error::invalid(format!("merge ({reason}) has target_file_size 0")));
+            }
+            let files = check_inputs(view, inputs)?;
+            check_output(view, inputs, *output_level, *output_run)?;
+            if let (RunTarget::Existing(run_id), Some((lo, hi))) = (output_run, key_range(files)) {
+                let run = existing_run(view, *output_level, *run_id)?;
+                for f in run.overlapping(lo, hi) {
+                    let r = FileRef { level: *output_level, run: *run_id, file: f.id };
+                    if !inputs.contains(&r) {
+                        return Err(Error::invalid(format!(
+                            "merge ({reason}) output run {run_id} of level {output_level} keeps file {} \
+                             overlapping the merged range but not among the inputs",
+                            f.id
+                        )));
+                    }
+                }
+            }
+            Ok(())
+        }
+        CompactionTask::Move { file, to_level, to_run } => {
+            let moved = check_inputs(view, std::slice::from_ref(file))?;
+            check_output(view, std::slice::from_ref(file), *to_level, *to_run)?;
+            if let RunTarget::Existing(run_id) = to_run {
+                if *to_level == file.level && *run_id == file.run {
+                    return Err(Error::invalid(format!("move of file {} into its own run", file.file)));
+                }
+                let run = existing_run(view, *to_level, *run_id)?;
+                if let Some(m) = moved.first() {
+                    if let Some(o) = run.overlapping(&m.smallest, &m.largest).first() {
+                        return Err(Error::invalid(format!(
+                            "move of file {} into run {run_id} of level {to_level} overlaps file {}",
+                            m.id, o.id
+                        )));
+                    }
+                }
+            }
+            Ok(())
+        }
+        CompactionTask::Drop { files } => {
+            if files.is_empty() {
+                return Err(Error::invalid("drop has no files"));
+            }
+            check_inputs(view, files).map(|_| ())
+        }
+    }
+}
+
+/// Resolves every input, rejecting missing, duplicate and busy files.
+fn check_inputs<'a>(view: &'a LsmView, inputs: &[FileRef]) -> Result<Vec<&'a FileView>> {
+    let mut seen = HashSet::with_capacity(inputs.len());
+    let mut files = Vec::with_capacity(inputs.len());
+    for r in inputs {
+        if r.level >= view.levels.len() {
+            return Err(Error::invalid(format!(
+                "file {} names level {} but the tree has {} levels",
+                r.file,
+                r.level,
+                view.levels.len()
+            )));
+        }
+        if !seen.insert(r) {
+            return Err(Error::invalid(format!(
+                "file {} of level {} run {} named twice",
+                r.file, r.level, r.run
+            )));
+        }
+        let f = view.file(r).ok_or_else(|| {
+            Error::invalid(format!("file {} not found in level {} run {}", r.file, r.level, r.run))
+        })?;
+        if f.being_compacted {
+            return Err(Error::invalid(format!("file {} is already being compacted", r.file)));
+        }
+        files.push(f);
+    }
+    Ok(files)
+}
+
+/// Checks the output level/run exists and is not above any input.
+fn check_output(view: &LsmView, inputs: &[FileRef], level: usize, run: RunTarget) -> Result<()> {
+    if level >= view.levels.len() {
+        return Err(Error::invalid(format!(
+            "output level {level} out of range (tree has {} levels)",
+            view.levels.len()
+        )));
+    }
+    if let Some(deepest) = inputs.iter().map(|r| r.level).max().filter(|&d| d > level) {
+        return Err(Error::invalid(format!("output level {level} is above input level {deepest}")));
+    }
+    if let RunTarget::Existing(id) = run {
+        existing_run(view, level, id)?;
+    }
+    Ok(())
+}
+
+fn existing_run(view: &LsmView, level: usize, id: u64) -> Result<&RunView> {
+    view.level(level)
+        .and_then(|l| l.run(id))
+        .ok_or_else(|| Error::invalid(format!("run {id} does not exist in level {level}")))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A test file with big-endian u64 bounds.
+    pub(crate) fn fv(id: u64, lo: u64, hi: u64, size: u64) -> FileView {
+        FileView {
+            id,
+            size,
+            smallest: lo.to_be_bytes().to_vec(),
+            largest: hi.to_be_bytes().to_vec(),
+            num_entries: 1,
+            num_deletions: 0,
+            being_compacted: false,
+        }
+    }
+
+    fn view() -> LsmView {
+        let mut v = LsmView::new(3);
+        v.levels[0].runs = vec![RunView { id: 10, files: vec![fv(1, 5, 50, 100)] }];
+        v.levels[1].runs =
+            vec![RunView { id: 11, files: vec![fv(2, 0, 9, 100), fv(3, 10, 19, 100), fv(4, 30, 39, 100)] }];
+        v.levels[2].runs = vec![RunView { id: 12, files: vec![fv(5, 0, 100, 100)] }];
+        v
+    }
+
+    fn r(level: usize, run: u64, file: u64) -> FileRef {
+        FileRef { level, run, file }
+    }
+
+    fn k(x: u64) -> [u8; 8] {
+        x.to_be_bytes()
+    }
+
+    #[test]
+    fn helpers() {
+        let v = view();
+        assert_eq!(v.level_bytes(1), 300);
+        assert_eq!(v.num_files(1), 3);
+        assert_eq!(v.num_runs(0), 1);
+        assert_eq!(v.level_bytes(9), 0);
+        let run = &v.levels[1].runs[0];
+        let ids = |fs: &[FileView]| fs.iter().map(|f| f.id).collect::<Vec<_>>();
+        assert_eq!(ids(run.overlapping(&k(9), &k(30))), vec![2, 3, 4]);
+        assert_eq!(ids(run.overlapping(&k(20), &k(29))), Vec::<u64>::new());
+        assert_eq!(ids(run.overlapping(&k(19), &k(19))), vec![3]);
+        assert_eq!(ids(run.overlapping(&k(40), &k(90))), Vec::<u64>::new());
+        assert_eq!(v.levels[1].overlapping(1, &k(15), &k(35)), vec![r(1, 11, 3), r(1, 11, 4)]);
+        let (lo, hi) = key_range(&run.files).unwrap();
+        assert_eq!((lo, hi), (&k(0)[..], &k(39)[..]));
+        assert!(key_range(std::iter::empty()).is_none());
+        assert_eq!(v.file(&r(2, 12, 5)).map(|f| f.id), Some(5));
+        assert!(v.file(&r(2, 11, 5)).is_none());
+    }
+
+    #[test]
+    fn accepts_good_tasks() {
+        let v = view();
+        let merge = CompactionTask::Merge {
+            inputs: vec![r(0, 10, 1), r(1, 11, 2), r(1, 11, 3), r(1, 11, 4)],
+            output_level: 1,
+            output_run: RunTarget::Existing(11),
+            target_file_size: 10,
+            reason: "t",
+        };
+        validate_task(&v, &merge).unwrap();
+        let mv = CompactionTask::Move { file: r(1, 11, 3), to_level: 2, to_run: RunTarget::New };
+        validate_task(&v, &mv).unwrap();
+        validate_task(&v, &CompactionTask::Drop { files: vec![r(2, 12, 5)] }).unwrap();
+    }
+
+    fn rejects(v: &LsmView, t: CompactionTask, needle: &str) {
+        match validate_task(v, &t) {
+            Err(Error::InvalidArgument(msg)) => assert!(msg.contains(needle), "{msg:?} lacks {needle:?}"),
+            other => panic!("expected InvalidArgument for {t:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn rejects_bad_tasks() {
+        let mut v = view();
+        let merge = |inputs: Vec<FileRef>, level, run| CompactionTask::Merge {
+            inputs,
+            output_level: level,
+            output_run: run,
+            target_file_size: 10,
+            reason: "t",
+        };
+        rejects(&v, merge(vec![r(1, 11, 99)], 2, RunTarget::New), "not found");
+        rejects(&v, merge(vec![r(1, 12, 2)], 2, RunTarget::New), "not found");
+        rejects(&v, merge(vec![r(7, 11, 2)], 2, RunTarget::New), "levels");
+        rejects(&v, merge(vec![], 2, RunTarget::New), "no inputs");
+        rejects(&v, merge(vec![r(1, 11, 2), r(1, 11, 2)], 2, RunTarget::New), "twice");
+        rejects(&v, merge(vec![r(1, 11, 2)], 3, RunTarget::New), "out of range");
+        rejects(&v, merge(vec![r(2, 12, 5)], 1, RunTarget::New), "above input level");
+        rejects(&v, merge(vec![r(1, 11, 2)], 2, RunTarget::Existing(77)), "does not exist");
+        // L0 file spans 5..50: L1 files 2, 3, 4 must all be inputs.
+        rejects(&v, merge(vec![r(0, 10, 1), r(1, 11, 2)], 1, RunTarget::Existing(11)), "keeps file 3");
+        rejects(
+            &v,
+            CompactionTask::Merge {
+                inputs: vec![r(1, 11, 2)],
+                output_level: 2,
+                output_run: RunTarget::New,
+                target_file_size: 0,
+                reason: "t",
+            },
+            "target_file_size",
+        );
+        let mv = |file, to_level, to_run| CompactionTask::Move { file, to_level, to_run };
+        rejects(&v, mv(r(1, 11, 3), 2, RunTarget::Existing(12)), "overlaps file 5");
+        rejects(&v, mv(r(0, 10, 1), 1, RunTarget::Existing(11)), "overlaps file 2");
+        rejects(&v, mv(r(1, 11, 3), 1, RunTarget::Existing(11)), "own run");
+        rejects(&v, mv(r(1, 11, 9), 2, RunTarget::New), "not found");
+        rejects(&v, CompactionTask::Drop { files: vec![] }, "no files");
+        v.levels[1].runs[0].files[1].being_compacted = true;
+        rejects(&v, mv(r(1, 11, 3), 2, RunTarget::New), "being compacted");
+        rejects(&v, CompactionTask::Drop { files: vec![r(1, 11, 3)] }, "being compacted");
+    }
+}

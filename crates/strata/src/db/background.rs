@@ -1,0 +1,237 @@
+//! Background work: one thread flushes immutable memtables, one runs the
+//! compaction policy. Both publish results through the MANIFEST and then a new
+//! super version, and delete files nothing references any more.
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::DbInner;
+use crate::compaction::executor::{build_view, execute, OutputWriter};
+use crate::compaction::{validate_task, CompactionTask, FileRef, PickResult, RunTarget};
+use crate::error::{Error, Result};
+use crate::filename::wal_path;
+use crate::iter::InternalIterator;
+use crate::key::parse_internal_key;
+use crate::memtable::MemTable;
+use crate::stats::CompactionRecord;
+use crate::version::VersionEdit;
+
+impl DbInner {
+    pub(crate) fn spawn_background(self: &Arc<Self>) -> Result<()> {
+        let mut threads = self.threads.lock();
+        let db = self.clone();
+        threads.push(std::thread::Builder::new().name("strata-flush".into()).spawn(move || db.flush_loop())?);
+        let db = self.clone();
+        threads.push(
+            std::thread::Builder::new().name("strata-compact".into()).spawn(move || db.compaction_loop())?,
+        );
+        Ok(())
+    }
+
+    fn flush_loop(&self) {
+        loop {
+            let job = {
+                let mut st = self.state.lock();
+                loop {
+                    if st.shutting_down {
+                        return;
+                    }
+                    if st.bg_error.is_none() {
+                        if let Some(front) = st.imms.front() {
+                            break front.clone();
+                        }
+                    }
+                    self.bg_cv.wait(&mut st);
+                }
+            };
+            if let Err(e) = self.flush_memtable(&job.0, job.1) {
+                self.set_bg_error(&e);
+            }
+        }
+    }
+
+    /// Writes the oldest immutable memtable to an L0 table, records it and
+    /// retires its WAL.
+    fn flush_memtable(&self, mem: &Arc<MemTable>, wal: u64) -> Result<()> {
+        let start = Instant::now();
+        let env = self.env();
+        let mut out = OutputWriter::new(&env, 0, u64::MAX);
+        let mut it = mem.iter();
+        it.seek_to_first()?;
+        while it.valid() {
+            let seq = parse_internal_key(it.key())?.seq;
+            out.add(it.key(), it.value(), seq)?;
+            it.next()?;
+        }
+        let outputs = out.finish()?;
+        let mut edit = VersionEdit::default();
+        // WALs older than the next unflushed memtable's are no longer needed.
+        let next_log = {
+            let st = self.state.lock();
+            st.imms.get(1).map(|(_, w)| *w).unwrap_or(st.mem_wal)
+        };
+        edit.log_number = Some(next_log);
+        let written: u64 = outputs.iter().map(|f| f.size).sum();
+        let n = outputs.len();
+        if !outputs.is_empty() {
+            let run = self.versions.new_file_number();
+            for f in outputs {
+                edit.new_files.push((0, run, f));
+            }
+        }
+        self.versions.log_and_apply(edit)?;
+        {
+            let mut st = self.state.lock();
+            st.imms.pop_front();
+            self.install_super_version(&st);
+        }
+        let _ = self.vfs.remove_file(&wal_path(&self.dir, wal));
+        self.counters.record(CompactionRecord {
+            kind: "flush",
+            reason: "memtable full",
+            output_level: 0,
+            input_files: 0,
+            output_files: n,
+            bytes_read: 0,
+            bytes_written: written,
+            duration: start.elapsed(),
+        });
+        self.purge_obsolete_files();
+        self.done_cv.notify_all();
+        self.bg_cv.notify_all();
+        Ok(())
+    }
+
+    fn compaction_loop(&self) {
+        loop {
+            {
+                let st = self.state.lock();
+                if st.shutting_down {
+                    return;
+                }
+            }
+            let did = if self.opts.disable_auto_compactions || self.check_bg_error().is_err() {
+                Ok(false)
+            } else {
+                let _g = self.compaction_lock.lock();
+                self.compact_once()
+            };
+            match did {
+                Ok(true) => continue,
+                Ok(false) => {
+                    let mut st = self.state.lock();
+                    if !st.shutting_down {
+                        self.bg_cv.wait_for(&mut st, Duration::from_millis(500));
+                    }
+                }
+                Err(e) => self.set_bg_error(&e),
+            }
+        }
+    }
+
+    /// Asks the policy for one task and runs it. Callers hold `compaction_lock`.
+    fn compact_once(&self) -> Result<bool> {
+        let version = self.versions.current();
+        let view = build_view(&version, self.versions.compact_pointers(), &HashSet::new());
+        let Some(pick) = self.policy.pick(&view) else { return Ok(false) };
+        self.run_task(&version, &view, &pick)?;
+        Ok(true)
+    }
+
+    fn run_task(
+        &self,
+        version: &crate::version::Version,
+        view: &crate::compaction::LsmView,
+        pick: &PickResult,
+    ) -> Result<()> {
+        validate_task(view, &pick.task)?;
+        let smallest_snapshot = self.snapshots.oldest(self.visible_seq.load(Ordering::Acquire));
+        let record = execute(&self.env(), version, pick, smallest_snapshot)?;
+        self.counters.record(record);
+        {
+            let st = self.state.lock();
+            self.install_super_version(&st);
+        }
+        self.purge_obsolete_files();
+        self.done_cv.notify_all();
+        Ok(())
+    }
+
+    /// Manual compaction: merges, level by level, every file overlapping the
+    /// range into the next level, down to the deepest level holding such files.
+    pub(crate) fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.flush()?;
+        let _g = self.compaction_lock.lock();
+        self.check_bg_error()?;
+        let overlaps = |lo: &[u8], hi: &[u8]| start.is_none_or(|s| hi >= s) && end.is_none_or(|e| lo <= e);
+        let version = self.versions.current();
+        let deepest = (0..version.num_levels())
+            .rev()
+            .find(|&l| {
+                version.levels[l]
+                    .runs
+                    .iter()
+                    .flat_map(|r| &r.files)
+                    .any(|f| overlaps(f.smallest_user_key(), f.largest_user_key()))
+            })
+            .unwrap_or(0)
+            .max(1);
+        for level in 0..deepest {
+            let version = self.versions.current();
+            // Inputs of `level`: files overlapping the range, widened until no other
+            // file of the level overlaps them (runs of one level may overlap).
+            let mut picked: Vec<FileRef> = Vec::new();
+            let mut seen = HashSet::new();
+            let mut lo: Option<Vec<u8>> = None;
+            let mut hi: Option<Vec<u8>> = None;
+            loop {
+                let mut grew = false;
+                for run in &version.levels[level].runs {
+                    for f in &run.files {
+                        let (s, l) = (f.smallest_user_key(), f.largest_user_key());
+                        let hit = overlaps(s, l)
+                            || matches!((&lo, &hi), (Some(a), Some(b)) if l >= a.as_slice() && s <= b.as_slice());
+                        if hit && seen.insert((run.id, f.id)) {
+                            picked.push(FileRef { level, run: run.id, file: f.id });
+                            lo = Some(lo.map_or(s.to_vec(), |a| a.min(s.to_vec())));
+                            hi = Some(hi.map_or(l.to_vec(), |b| b.max(l.to_vec())));
+                            grew = true;
+                        }
+                    }
+                }
+                if !grew {
+                    break;
+                }
+            }
+            let (Some(lo), Some(hi)) = (lo, hi) else { continue };
+            let next = &version.levels[level + 1];
+            for run in &next.runs {
+                for f in run.overlapping(&lo, &hi) {
+                    picked.push(FileRef { level: level + 1, run: run.id, file: f.id });
+                }
+            }
+            let output_run = next.runs.first().map_or(RunTarget::New, |r| RunTarget::Existing(r.id));
+            let pick = PickResult {
+                task: CompactionTask::Merge {
+                    inputs: picked,
+                    output_level: level + 1,
+                    output_run,
+                    target_file_size: self.opts.target_file_size_base,
+                    reason: "manual compaction",
+                },
+                compact_pointer: None,
+                score: 0.0,
+            };
+            let view = build_view(&version, self.versions.compact_pointers(), &HashSet::new());
+            if let Err(e) = self.run_task(&version, &view, &pick) {
+                if !matches!(e, Error::InvalidArgument(_)) {
+                    self.set_bg_error(&e);
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,232 @@
+//! The user-facing iterator: merges every source, hides versions newer than
+//! the read sequence, shadowed versions and tombstones, and honours bounds.
+//! Forward and backward ends are separate cursors that stop where they meet,
+//! which keeps each direction simple and makes the iterator double-ended.
+
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+use super::{DbInner, SuperVersion};
+use crate::error::Result;
+use crate::iter::{InternalIterator, MergingIterator, RunIterator};
+use crate::key::{make_internal_key, parse_internal_key, user_key, SeqNum, ValueKind, MAX_SEQ};
+use crate::options::ReadOptions;
+use crate::table::BlockReadOptions;
+
+/// A key-value pair yielded by [`DbIterator`].
+pub type KvPair = (Vec<u8>, Vec<u8>);
+
+/// An ordered, double-ended iterator over a consistent view of the database.
+/// It pins the files it reads until dropped.
+pub struct DbIterator {
+    db: Arc<DbInner>,
+    sv: Arc<SuperVersion>,
+    seq: SeqNum,
+    lower: Bound<Vec<u8>>,
+    upper: Bound<Vec<u8>>,
+    bro: BlockReadOptions,
+    front: Option<MergingIterator>,
+    back: Option<MergingIterator>,
+    front_last: Option<Vec<u8>>,
+    back_last: Option<Vec<u8>>,
+    front_done: bool,
+    back_done: bool,
+}
+
+fn owned(b: Bound<&impl AsRef<[u8]>>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+impl DbIterator {
+    pub(crate) fn new<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        db: Arc<DbInner>,
+        seq: SeqNum,
+        range: &R,
+        ro: &ReadOptions,
+    ) -> Self {
+        let sv = db.sv.load_full();
+        DbIterator {
+            db,
+            sv,
+            seq,
+            lower: owned(range.start_bound()),
+            upper: owned(range.end_bound()),
+            bro: BlockReadOptions { verify_checksums: ro.verify_checksums, fill_cache: ro.fill_cache },
+            front: None,
+            back: None,
+            front_last: None,
+            back_last: None,
+            front_done: false,
+            back_done: false,
+        }
+    }
+
+    fn build(&self) -> MergingIterator {
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        children.push(Box::new(self.sv.mem.iter()));
+        for m in &self.sv.imms {
+            children.push(Box::new(m.iter()));
+        }
+        for level in &self.sv.version.levels {
+            for run in &level.runs {
+                children.push(Box::new(RunIterator::new(
+                    run.files.clone(),
+                    self.db.tables.clone(),
+                    self.bro,
+                )));
+            }
+        }
+        MergingIterator::new(children)
+    }
+
+    fn below_upper(&self, uk: &[u8]) -> bool {
+        match &self.upper {
+            Bound::Included(u) => uk <= u.as_slice(),
+            Bound::Excluded(u) => uk < u.as_slice(),
+            Bound::Unbounded => true,
+        }
+    }
+
+    fn above_lower(&self, uk: &[u8]) -> bool {
+        match &self.lower {
+            Bound::Included(l) => uk >= l.as_slice(),
+            Bound::Excluded(l) => uk > l.as_slice(),
+            Bound::Unbounded => true,
+        }
+    }
+
+    fn step_forward(&mut self) -> Result<Option<KvPair>> {
+        let mut it = match self.front.take() {
+            Some(it) => it,
+            None => {
+                let mut it = self.build();
+                match &self.lower {
+                    Bound::Included(k) | Bound::Excluded(k) => {
+                        it.seek(&make_internal_key(k, MAX_SEQ, ValueKind::Put))?
+                    }
+                    Bound::Unbounded => it.seek_to_first()?,
+                }
+                it
+            }
+        };
+        let r = self.scan_forward(&mut it);
+        self.front = Some(it);
+        r
+    }
+
+    fn scan_forward(&mut self, it: &mut MergingIterator) -> Result<Option<KvPair>> {
+        while it.valid() {
+            let k = parse_internal_key(it.key())?;
+            let uk = k.user_key.to_vec();
+            if !self.below_upper(&uk) || self.back_last.as_ref().is_some_and(|b| uk >= *b) {
+                return Ok(None);
+            }
+            // The first visible entry of a user key decides it; skip the rest.
+            let mut decided: Option<Option<Vec<u8>>> = None;
+            while it.valid() && user_key(it.key()) == uk.as_slice() {
+                if decided.is_none() {
+                    let e = parse_internal_key(it.key())?;
+                    if e.seq <= self.seq {
+                        decided = Some((e.kind == ValueKind::Put).then(|| it.value().to_vec()));
+                    }
+                }
+                it.next()?;
+            }
+            if let Some(Some(v)) = decided {
+                if self.above_lower(&uk) {
+                    self.front_last = Some(uk.clone());
+                    return Ok(Some((uk, v)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn step_backward(&mut self) -> Result<Option<KvPair>> {
+        let mut it = match self.back.take() {
+            Some(it) => it,
+            None => {
+                let mut it = self.build();
+                match &self.upper {
+                    Bound::Included(k) | Bound::Excluded(k) => {
+                        it.seek_for_prev(&make_internal_key(k, 0, ValueKind::Delete))?
+                    }
+                    Bound::Unbounded => it.seek_to_last()?,
+                }
+                it
+            }
+        };
+        let r = self.scan_backward(&mut it);
+        self.back = Some(it);
+        r
+    }
+
+    fn scan_backward(&mut self, it: &mut MergingIterator) -> Result<Option<KvPair>> {
+        while it.valid() {
+            let uk = user_key(it.key()).to_vec();
+            if !self.above_lower(&uk) || self.front_last.as_ref().is_some_and(|f| uk <= *f) {
+                return Ok(None);
+            }
+            // Walking backwards meets versions oldest first: the last visible one wins.
+            let mut newest: Option<(ValueKind, Vec<u8>)> = None;
+            while it.valid() && user_key(it.key()) == uk.as_slice() {
+                let e = parse_internal_key(it.key())?;
+                if e.seq <= self.seq {
+                    newest = Some((e.kind, it.value().to_vec()));
+                }
+                it.prev()?;
+            }
+            if let Some((ValueKind::Put, v)) = newest {
+                if self.below_upper(&uk) {
+                    self.back_last = Some(uk.clone());
+                    return Ok(Some((uk, v)));
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl Iterator for DbIterator {
+    type Item = Result<KvPair>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.front_done {
+            return None;
+        }
+        match self.step_forward() {
+            Ok(Some(kv)) => Some(Ok(kv)),
+            Ok(None) => {
+                self.front_done = true;
+                None
+            }
+            Err(e) => {
+                self.front_done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl DoubleEndedIterator for DbIterator {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.back_done {
+            return None;
+        }
+        match self.step_backward() {
+            Ok(Some(kv)) => Some(Ok(kv)),
+            Ok(None) => {
+                self.back_done = true;
+                None
+            }
+            Err(e) => {
+                self.back_done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}

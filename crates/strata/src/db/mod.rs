@@ -1,0 +1,345 @@
+//! The database handle: the public API, and the shared state the write path,
+//! read path and background threads work on.
+
+mod background;
+mod iter;
+mod read;
+mod recovery;
+mod snapshot;
+mod write;
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::ops::RangeBounds;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use arc_swap::ArcSwap;
+use parking_lot::{Condvar, Mutex};
+
+pub use iter::DbIterator;
+pub use snapshot::Snapshot;
+
+use crate::batch::WriteBatch;
+use crate::cache::{BlockCache, TableCache};
+use crate::compaction::executor::{build_view, Env};
+use crate::compaction::CompactionPolicy;
+use crate::error::{Error, Result};
+use crate::memtable::MemTable;
+use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::stats::{Counters, LevelStats, Stats};
+use crate::version::{Version, VersionSet};
+use crate::vfs::{FileLock, Vfs};
+use crate::wal::LogWriter;
+use snapshot::SnapshotList;
+use write::WriterQueue;
+
+/// What readers see: the memtables and the tree, swapped atomically together.
+pub(crate) struct SuperVersion {
+    pub mem: Arc<MemTable>,
+    /// Immutable memtables, newest first.
+    pub imms: Vec<Arc<MemTable>>,
+    pub version: Arc<Version>,
+}
+
+/// Write-side state, under `DbInner::state`.
+pub(crate) struct DbState {
+    pub mem: Arc<MemTable>,
+    pub mem_wal: u64,
+    /// Immutable memtables waiting for flush, oldest first, with their WAL numbers.
+    pub imms: VecDeque<(Arc<MemTable>, u64)>,
+    /// Set by a failed WAL write/sync, flush or compaction: the DB goes read-only.
+    pub bg_error: Option<String>,
+    pub shutting_down: bool,
+}
+
+pub(crate) struct DbInner {
+    pub dir: PathBuf,
+    pub opts: Options,
+    pub vfs: Arc<dyn Vfs>,
+    pub versions: VersionSet,
+    pub tables: Arc<TableCache>,
+    pub block_cache: Option<Arc<BlockCache>>,
+    pub policy: Arc<dyn CompactionPolicy>,
+    pub sv: ArcSwap<SuperVersion>,
+    pub state: Mutex<DbState>,
+    /// Wakes the background threads.
+    pub bg_cv: Condvar,
+    /// Signalled when a flush or compaction finishes (stalled writers, `flush()`).
+    pub done_cv: Condvar,
+    /// The active WAL; only the write-group leader (or `flush`) holds it.
+    pub wal: Mutex<Option<LogWriter>>,
+    pub writers: Mutex<WriterQueue>,
+    pub writers_cv: Condvar,
+    /// Highest sequence number whose write is fully applied to the memtable.
+    pub visible_seq: AtomicU64,
+    pub snapshots: SnapshotList,
+    pub counters: Counters,
+    /// One compaction at a time, background or manual.
+    pub compaction_lock: Mutex<()>,
+    pub threads: Mutex<Vec<JoinHandle<()>>>,
+    pub lock_file: Mutex<Option<Box<dyn FileLock>>>,
+    pub closed: AtomicBool,
+}
+
+impl DbInner {
+    pub(crate) fn env(&self) -> Env<'_> {
+        Env {
+            dir: &self.dir,
+            vfs: self.vfs.as_ref(),
+            versions: &self.versions,
+            tables: &self.tables,
+            opts: &self.opts,
+            policy: self.policy.as_ref(),
+        }
+    }
+
+    /// Publishes the current memtables and version to readers. Callers hold `state`.
+    pub(crate) fn install_super_version(&self, st: &DbState) {
+        self.sv.store(Arc::new(SuperVersion {
+            mem: st.mem.clone(),
+            imms: st.imms.iter().rev().map(|(m, _)| m.clone()).collect(),
+            version: self.versions.current(),
+        }));
+    }
+
+    /// Puts the database in read-only mode after a failure.
+    pub(crate) fn set_bg_error(&self, e: &Error) {
+        let mut st = self.state.lock();
+        if st.bg_error.is_none() {
+            st.bg_error = Some(e.to_string());
+        }
+        drop(st);
+        self.done_cv.notify_all();
+        self.bg_cv.notify_all();
+    }
+
+    pub(crate) fn check_bg_error(&self) -> Result<()> {
+        match &self.state.lock().bg_error {
+            Some(e) => Err(Error::ReadOnly(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Deletes table files no version references any more, and drops their
+    /// cached blocks and open handles.
+    pub(crate) fn purge_obsolete_files(&self) {
+        for id in self.versions.obsolete_files().take() {
+            self.tables.evict(id);
+            if let Some(c) = &self.block_cache {
+                c.invalidate_file(id);
+            }
+            if self.vfs.remove_file(&crate::filename::table_path(&self.dir, id)).is_ok() {
+                Counters::add(&self.counters.files_deleted, 1);
+            }
+        }
+    }
+
+    fn stats(&self) -> Stats {
+        let mut s = Stats::default();
+        self.counters.fill(&mut s);
+        let version = self.versions.current();
+        let view = build_view(&version, self.versions.compact_pointers(), &Default::default());
+        let scores = self.policy.scores(&view);
+        s.levels = (0..version.num_levels())
+            .map(|l| LevelStats {
+                level: l,
+                files: version.level_files(l),
+                bytes: version.level_bytes(l),
+                runs: version.levels[l].runs.len(),
+                score: scores.get(l).copied().unwrap_or(0.0),
+                target_bytes: self.policy.level_target_bytes(l),
+            })
+            .collect();
+        s.total_table_bytes = s.levels.iter().map(|l| l.bytes).sum();
+        if let Some(c) = &self.block_cache {
+            s.cache = c.stats();
+        }
+        let sv = self.sv.load();
+        s.memtable_bytes = (sv.mem.approximate_memory_usage()
+            + sv.imms.iter().map(|m| m.approximate_memory_usage()).sum::<usize>())
+            as u64;
+        s.open_tables = self.tables.len();
+        s.table_memory_bytes = self.tables.memory_usage() as u64;
+        s
+    }
+
+    /// Stops background work, syncs the WAL and releases the directory lock.
+    fn shutdown(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.state.lock().shutting_down = true;
+        self.bg_cv.notify_all();
+        self.done_cv.notify_all();
+        self.writers_cv.notify_all();
+        let threads: Vec<_> = self.threads.lock().drain(..).collect();
+        for t in threads {
+            let _ = t.join();
+        }
+        let mut result = Ok(());
+        if let Some(w) = self.wal.lock().as_mut() {
+            result = w.sync();
+        }
+        self.purge_obsolete_files();
+        self.lock_file.lock().take();
+        result
+    }
+}
+
+/// An open database (RocksDB `DB`). Dropping it closes it.
+pub struct Db {
+    inner: Arc<DbInner>,
+}
+
+impl fmt::Debug for Db {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Db({})", self.inner.dir.display())
+    }
+}
+
+impl Db {
+    /// Opens (or creates, with `create_if_missing`) the database in `path`.
+    /// Fails with [`Error::Locked`] if another handle or process has it open.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        recovery::open(path.as_ref(), opts).map(|inner| Db { inner })
+    }
+
+    /// Stores a value (RocksDB `Put`).
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.put_opt(key, value, &WriteOptions::default())
+    }
+
+    /// Stores a value with write options.
+    pub fn put_opt(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>, wo: &WriteOptions) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write_opt(b, wo)
+    }
+
+    /// Deletes a key (RocksDB `Delete`); deleting a missing key is not an error.
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_opt(key, &WriteOptions::default())
+    }
+
+    /// Deletes a key with write options.
+    pub fn delete_opt(&self, key: impl AsRef<[u8]>, wo: &WriteOptions) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write_opt(b, wo)
+    }
+
+    /// Applies a batch atomically (RocksDB `Write`).
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.write_opt(batch, &WriteOptions::default())
+    }
+
+    /// Applies a batch atomically with write options.
+    pub fn write_opt(&self, batch: WriteBatch, wo: &WriteOptions) -> Result<()> {
+        self.inner.write(batch, wo)
+    }
+
+    /// Reads the latest value of a key (RocksDB `Get`).
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.get_opt(key, &ReadOptions::default())
+    }
+
+    /// Reads a key with read options (e.g. at a snapshot).
+    pub fn get_opt(&self, key: impl AsRef<[u8]>, ro: &ReadOptions) -> Result<Option<Vec<u8>>> {
+        let seq = self.inner.read_seq(ro);
+        self.inner.get_at(key.as_ref(), seq, ro)
+    }
+
+    /// Takes a snapshot of the current state (RocksDB `GetSnapshot`).
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(self.inner.clone(), self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// Iterates all keys in order; also iterates backwards (`.rev()`).
+    pub fn iter(&self) -> DbIterator {
+        self.range::<&[u8], _>(..)
+    }
+
+    /// Iterates the keys in `range`, in order or reversed.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> DbIterator {
+        self.range_opt(range, &ReadOptions::default())
+    }
+
+    /// Iterates a range with read options (e.g. at a snapshot).
+    pub fn range_opt<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R, ro: &ReadOptions) -> DbIterator {
+        let seq = self.inner.read_seq(ro);
+        DbIterator::new(self.inner.clone(), seq, &range, ro)
+    }
+
+    /// Writes the memtable to a table and waits (RocksDB `Flush`).
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush()
+    }
+
+    /// Compacts the keys in `[start, end]` (either end open with `None`) down
+    /// the tree and waits (RocksDB `CompactRange`); flushes the memtable first.
+    pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.inner.compact_range(start, end)
+    }
+
+    /// Counters and the shape of the tree.
+    pub fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+
+    /// Text for humans (RocksDB `GetProperty`): `strata.stats`, `strata.levels`,
+    /// `strata.num-files-at-level<N>`, `strata.compactions`, `strata.policy`.
+    pub fn property(&self, name: &str) -> Option<String> {
+        let s = self.inner.stats();
+        match name {
+            "strata.stats" => Some(s.to_string()),
+            "strata.levels" => {
+                let text = s.to_string();
+                Some(text.lines().take(s.levels.len() + 1).collect::<Vec<_>>().join("\n"))
+            }
+            "strata.policy" => Some(self.inner.policy.name().to_string()),
+            "strata.compactions" => Some(
+                s.recent_compactions
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "{} ({}) -> L{}: {} in, {} out, read {} B, wrote {} B, {:?}",
+                            c.kind,
+                            c.reason,
+                            c.output_level,
+                            c.input_files,
+                            c.output_files,
+                            c.bytes_read,
+                            c.bytes_written,
+                            c.duration
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            other => {
+                let n: usize = other.strip_prefix("strata.num-files-at-level")?.parse().ok()?;
+                s.levels.get(n).map(|l| l.files.to_string())
+            }
+        }
+    }
+
+    /// The directory this database lives in.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Stops background work, syncs the WAL and releases the lock. Also done on drop,
+    /// where errors cannot be reported.
+    pub fn close(self) -> Result<()> {
+        self.inner.shutdown()
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.inner.shutdown();
+    }
+}

@@ -1,0 +1,237 @@
+//! Opening a database: lock, read or create the MANIFEST, replay WALs newer
+//! than the recorded log number into L0 tables, remove files nothing names,
+//! and start a fresh WAL and the background threads.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use parking_lot::{Condvar, Mutex};
+
+use super::{DbInner, DbState, SuperVersion};
+use crate::batch::WriteBatch;
+use crate::cache::{BlockCache, TableCache};
+use crate::compaction::executor::{Env, OutputWriter};
+use crate::compaction::{CompactionPolicy, LeveledConfig, LeveledPolicy};
+use crate::error::{Error, Result};
+use crate::filename::{current_path, lock_path, parse_file_name, wal_path, FileKind};
+use crate::iter::InternalIterator;
+use crate::key::parse_internal_key;
+use crate::memtable::MemTable;
+use crate::options::{CompactionStyle, Options};
+use crate::stats::Counters;
+use crate::version::{VersionEdit, VersionSet};
+use crate::vfs::Vfs;
+use crate::wal::{LogReader, LogWriter};
+
+fn make_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>> {
+    Ok(match &opts.compaction_style {
+        CompactionStyle::Leveled => Arc::new(LeveledPolicy::new(LeveledConfig {
+            num_levels: opts.num_levels,
+            l0_trigger: opts.level0_file_num_compaction_trigger,
+            max_bytes_for_level_base: opts.max_bytes_for_level_base,
+            multiplier: opts.max_bytes_for_level_multiplier,
+            target_file_size: opts.target_file_size_base,
+        })?),
+        CompactionStyle::Custom(p) => p.clone(),
+    })
+}
+
+pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
+    opts.validate()?;
+    let vfs = opts.vfs.clone();
+    let policy = make_policy(&opts)?;
+    if policy.num_levels() != opts.num_levels {
+        return Err(Error::invalid(format!(
+            "policy {} uses {} levels but num_levels is {}",
+            policy.name(),
+            policy.num_levels(),
+            opts.num_levels
+        )));
+    }
+    if !vfs.exists(dir) {
+        if !opts.create_if_missing {
+            return Err(Error::NotADatabase(format!(
+                "{} does not exist (create_if_missing is off)",
+                dir.display()
+            )));
+        }
+        vfs.create_dir_all(dir)?;
+    }
+    let entries = vfs
+        .list_dir(dir)
+        .map_err(|e| Error::NotADatabase(format!("{} is not a readable directory: {e}", dir.display())))?;
+    let lock = vfs.lock(&lock_path(dir))?;
+    let has_current = vfs.exists(&current_path(dir));
+    let versions = if has_current {
+        if opts.error_if_exists {
+            return Err(Error::invalid(format!("{} already exists (error_if_exists)", dir.display())));
+        }
+        VersionSet::recover(vfs.clone(), dir, opts.num_levels)?
+    } else {
+        let ours = entries.iter().filter(|n| {
+            matches!(parse_file_name(n), Some(FileKind::Table(_) | FileKind::Wal(_) | FileKind::Manifest(_)))
+        });
+        if let Some(name) = ours.into_iter().next() {
+            return Err(Error::NotADatabase(format!(
+                "{} holds {name} but no CURRENT file; refusing to create a database over it",
+                dir.display()
+            )));
+        }
+        if !opts.create_if_missing {
+            return Err(Error::NotADatabase(format!("{} has no CURRENT file", dir.display())));
+        }
+        VersionSet::create(vfs.clone(), dir, opts.num_levels)?
+    };
+    for n in &entries {
+        if let Some(FileKind::Wal(k) | FileKind::Table(k) | FileKind::Temp(k) | FileKind::Manifest(k)) =
+            parse_file_name(n)
+        {
+            versions.mark_file_number_used(k)
+        }
+    }
+    let block_cache =
+        (opts.block_cache_capacity > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
+    let tables = Arc::new(TableCache::new(
+        vfs.clone(),
+        dir.to_path_buf(),
+        opts.max_open_files,
+        block_cache.clone(),
+        opts.use_direct_reads,
+    ));
+    remove_unreferenced(dir, vfs.as_ref(), &versions, &entries);
+    // The new WAL exists (durably) before the edit that retires the old ones.
+    let wal_number = versions.new_file_number();
+    let wal_file = vfs.create(&wal_path(dir, wal_number))?;
+    vfs.sync_dir(dir)?;
+    replay_wals(dir, &opts, &vfs, &versions, &tables, policy.as_ref(), &entries, wal_number)?;
+    // Logs before the new one were replayed into tables named by the MANIFEST.
+    for n in &entries {
+        if let Some(FileKind::Wal(k)) = parse_file_name(n) {
+            let _ = vfs.remove_file(&wal_path(dir, k));
+        }
+    }
+
+    let mem = Arc::new(MemTable::new());
+    let last = versions.last_sequence();
+    let sv = SuperVersion { mem: mem.clone(), imms: Vec::new(), version: versions.current() };
+    let inner = Arc::new(DbInner {
+        dir: dir.to_path_buf(),
+        opts,
+        vfs,
+        versions,
+        tables,
+        block_cache,
+        policy,
+        sv: ArcSwap::from_pointee(sv),
+        state: Mutex::new(DbState {
+            mem,
+            mem_wal: wal_number,
+            imms: VecDeque::new(),
+            bg_error: None,
+            shutting_down: false,
+        }),
+        bg_cv: Condvar::new(),
+        done_cv: Condvar::new(),
+        wal: Mutex::new(Some(LogWriter::new(wal_file))),
+        writers: Mutex::new(Default::default()),
+        writers_cv: Condvar::new(),
+        visible_seq: AtomicU64::new(last),
+        snapshots: Default::default(),
+        counters: Counters::default(),
+        compaction_lock: Mutex::new(()),
+        threads: Mutex::new(Vec::new()),
+        lock_file: Mutex::new(Some(lock)),
+        closed: AtomicBool::new(false),
+    });
+    inner.spawn_background()?;
+    Ok(inner)
+}
+
+/// Replays WALs at or after the MANIFEST's log number into L0 tables and
+/// records them, the highest sequence seen and the new log number in one edit,
+/// so a crash during recovery never replays a log twice.
+#[allow(clippy::too_many_arguments)]
+fn replay_wals(
+    dir: &Path,
+    opts: &Options,
+    vfs: &Arc<dyn Vfs>,
+    versions: &VersionSet,
+    tables: &TableCache,
+    policy: &dyn CompactionPolicy,
+    entries: &[String],
+    new_log: u64,
+) -> Result<()> {
+    let mut logs: Vec<u64> = entries
+        .iter()
+        .filter_map(|n| match parse_file_name(n) {
+            Some(FileKind::Wal(k)) if k >= versions.log_number() => Some(k),
+            _ => None,
+        })
+        .collect();
+    logs.sort_unstable();
+    let env = Env { dir, vfs: vfs.as_ref(), versions, tables, opts, policy };
+    let mut edit = VersionEdit { log_number: Some(new_log), ..Default::default() };
+    let mut max_seq = versions.last_sequence();
+    let mut mem = MemTable::new();
+    for log in logs {
+        let file = vfs.open_sequential(&wal_path(dir, log))?;
+        let mut reader = LogReader::new(file, opts.wal_recovery_mode);
+        while let Some(record) =
+            reader.read_record().map_err(|e| Error::corruption(format!("WAL {:06}.log: {e}", log)))?
+        {
+            let batch = WriteBatch::from_data(record)
+                .map_err(|e| Error::corruption(format!("WAL {:06}.log: {e}", log)))?;
+            for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
+                let op = op?;
+                mem.add(seq, op.kind, op.key, op.value);
+                max_seq = max_seq.max(seq);
+            }
+            if mem.approximate_memory_usage() >= opts.write_buffer_size {
+                flush_recovered(&env, std::mem::take(&mut mem), &mut edit)?;
+            }
+        }
+    }
+    if !mem.is_empty() {
+        flush_recovered(&env, mem, &mut edit)?;
+    }
+    edit.last_sequence = Some(max_seq);
+    versions.set_last_sequence(max_seq);
+    versions.log_and_apply(edit)?;
+    Ok(())
+}
+
+fn flush_recovered(env: &Env<'_>, mem: MemTable, edit: &mut VersionEdit) -> Result<()> {
+    let mem = Arc::new(mem);
+    let mut out = OutputWriter::new(env, 0, u64::MAX);
+    let mut it = mem.iter();
+    it.seek_to_first()?;
+    while it.valid() {
+        out.add(it.key(), it.value(), parse_internal_key(it.key())?.seq)?;
+        it.next()?;
+    }
+    let run = env.versions.new_file_number();
+    for f in out.finish()? {
+        edit.new_files.push((0, run, f));
+    }
+    Ok(())
+}
+
+/// Removes tables no version names (outputs of an interrupted compaction),
+/// temp files and old MANIFESTs.
+fn remove_unreferenced(dir: &Path, vfs: &dyn Vfs, versions: &VersionSet, entries: &[String]) {
+    let live = versions.live_files();
+    for n in entries {
+        let stale = match parse_file_name(n) {
+            Some(FileKind::Table(k)) => !live.contains(&k),
+            Some(FileKind::Temp(_)) => true,
+            Some(FileKind::Manifest(k)) => k != versions.manifest_number(),
+            _ => false,
+        };
+        if stale {
+            let _ = vfs.remove_file(&dir.join(n));
+        }
+    }
+}

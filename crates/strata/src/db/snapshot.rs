@@ -1,0 +1,92 @@
+//! Snapshots pin a sequence number; compaction keeps every version a live
+//! snapshot can still see.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::RangeBounds;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{DbInner, DbIterator};
+use crate::error::Result;
+use crate::key::SeqNum;
+use crate::options::ReadOptions;
+
+/// Live snapshots: sequence number -> how many handles hold it.
+#[derive(Debug, Default)]
+pub(crate) struct SnapshotList {
+    live: Mutex<BTreeMap<SeqNum, usize>>,
+}
+
+impl SnapshotList {
+    fn acquire(&self, seq: SeqNum) {
+        *self.live.lock().entry(seq).or_default() += 1;
+    }
+
+    fn release(&self, seq: SeqNum) {
+        let mut live = self.live.lock();
+        if let Some(n) = live.get_mut(&seq) {
+            *n -= 1;
+            if *n == 0 {
+                live.remove(&seq);
+            }
+        }
+    }
+
+    /// The oldest sequence any snapshot pins, or `default` if none is live.
+    pub(crate) fn oldest(&self, default: SeqNum) -> SeqNum {
+        self.live.lock().keys().next().copied().unwrap_or(default)
+    }
+}
+
+struct Handle {
+    db: Arc<DbInner>,
+    seq: SeqNum,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.db.snapshots.release(self.seq);
+    }
+}
+
+/// A consistent read-only view of the database as of the moment it was taken
+/// (RocksDB `Snapshot`). Cheap to clone; released when the last clone drops.
+#[derive(Clone)]
+pub struct Snapshot {
+    handle: Arc<Handle>,
+}
+
+impl fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Snapshot(seq {})", self.handle.seq)
+    }
+}
+
+impl Snapshot {
+    pub(crate) fn new(db: Arc<DbInner>, seq: SeqNum) -> Self {
+        db.snapshots.acquire(seq);
+        Snapshot { handle: Arc::new(Handle { db, seq }) }
+    }
+
+    /// The sequence number this snapshot reads at.
+    pub fn sequence(&self) -> SeqNum {
+        self.handle.seq
+    }
+
+    /// Reads a key as of this snapshot.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.handle.db.get_at(key.as_ref(), self.handle.seq, &ReadOptions::default())
+    }
+
+    /// Iterates a key range as of this snapshot.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> DbIterator {
+        DbIterator::new(self.handle.db.clone(), self.handle.seq, &range, &ReadOptions::default())
+    }
+
+    /// Iterates every key as of this snapshot.
+    pub fn iter(&self) -> DbIterator {
+        self.range::<&[u8], _>(..)
+    }
+}

@@ -1,0 +1,239 @@
+//! The write path: group commit (one WAL write and at most one sync for all
+//! writers queued behind a leader), memtable switches and write stalls.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::{DbInner, DbState};
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::filename::wal_path;
+use crate::memtable::MemTable;
+use crate::options::WriteOptions;
+use crate::stats::Counters;
+use crate::wal::LogWriter;
+
+/// Upper bound on the bytes one group commit gathers.
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+pub(crate) struct WriteSlot {
+    batch: Mutex<Option<WriteBatch>>,
+    sync: bool,
+    disable_wal: bool,
+    size: usize,
+    /// Filled by the leader that committed this slot's batch.
+    result: Mutex<Option<Result<()>>>,
+}
+
+/// Writers waiting to commit, in arrival order; the front one leads.
+#[derive(Default)]
+pub(crate) struct WriterQueue {
+    queue: VecDeque<Arc<WriteSlot>>,
+}
+
+impl DbInner {
+    pub(crate) fn write(&self, batch: WriteBatch, wo: &WriteOptions) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let slot = Arc::new(WriteSlot {
+            size: batch.size_in_bytes(),
+            batch: Mutex::new(Some(batch)),
+            sync: wo.sync,
+            disable_wal: wo.disable_wal,
+            result: Mutex::new(None),
+        });
+        let mut q = self.writers.lock();
+        q.queue.push_back(slot.clone());
+        loop {
+            if let Some(r) = slot.result.lock().take() {
+                return r;
+            }
+            if q.queue.front().is_some_and(|f| Arc::ptr_eq(f, &slot)) {
+                break;
+            }
+            if self.closed.load(Ordering::Acquire) {
+                q.queue.retain(|s| !Arc::ptr_eq(s, &slot));
+                return Err(Error::Closed);
+            }
+            self.writers_cv.wait(&mut q);
+        }
+        // Leader: take a group from the front of the queue.
+        let mut group = Vec::new();
+        let mut bytes = 0;
+        for s in q.queue.iter() {
+            if !group.is_empty() && bytes + s.size > MAX_GROUP_BYTES {
+                break;
+            }
+            bytes += s.size;
+            group.push(s.clone());
+        }
+        drop(q);
+        let result = self.commit_group(&group);
+        let mut q = self.writers.lock();
+        for s in &group {
+            q.queue.pop_front();
+            if !Arc::ptr_eq(s, &slot) {
+                *s.result.lock() = Some(match &result {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(e.duplicate()),
+                });
+            }
+        }
+        drop(q);
+        self.writers_cv.notify_all();
+        result
+    }
+
+    fn commit_group(&self, group: &[Arc<WriteSlot>]) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        let mut wal_guard = self.wal.lock();
+        let mem = self.make_room_for_write(&mut wal_guard)?;
+        let wal = wal_guard.as_mut().ok_or(Error::Closed)?;
+        let mut batch = WriteBatch::new();
+        for s in group {
+            if let Some(b) = s.batch.lock().take() {
+                if group.len() == 1 {
+                    batch = b;
+                } else {
+                    batch.append(&b);
+                }
+            }
+        }
+        let first_seq = self.versions.last_sequence() + 1;
+        batch.set_sequence(first_seq);
+        let sync = group.iter().any(|s| s.sync);
+        if group.iter().any(|s| !s.disable_wal) {
+            let before = wal.len();
+            let r = wal.add_record(batch.data()).and_then(|_| if sync { wal.sync() } else { wal.flush() });
+            if let Err(e) = r {
+                // The WAL may now hold a partial record: no later write may follow it.
+                self.set_bg_error(&e);
+                return Err(e);
+            }
+            Counters::add(&self.counters.wal_bytes, wal.len() - before);
+        }
+        let mut seq = first_seq;
+        let mut user_bytes = 0u64;
+        for op in batch.iter() {
+            let op = op?;
+            mem.add(seq, op.kind, op.key, op.value);
+            user_bytes += (op.key.len() + op.value.len()) as u64;
+            seq += 1;
+        }
+        Counters::add(&self.counters.user_bytes, user_bytes);
+        self.versions.set_last_sequence(seq - 1);
+        self.visible_seq.store(seq - 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Waits out stalls and switches a full memtable; returns the memtable to
+    /// write into. The caller holds the WAL lock (it is the only writer).
+    fn make_room_for_write(&self, wal: &mut Option<LogWriter>) -> Result<Arc<MemTable>> {
+        let mut allow_delay = true;
+        let mut st = self.state.lock();
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::ReadOnly(e.clone()));
+            }
+            if st.shutting_down {
+                return Err(Error::Closed);
+            }
+            let l0 = self.versions.current().level_files(0);
+            let l0_stalls = !self.opts.disable_auto_compactions;
+            if allow_delay && l0_stalls && l0 >= self.opts.level0_slowdown_writes_trigger {
+                // Slow each write down by 1 ms rather than stop later for seconds.
+                drop(st);
+                std::thread::sleep(Duration::from_millis(1));
+                Counters::add(&self.counters.stall_micros, 1000);
+                Counters::add(&self.counters.slowdowns, 1);
+                allow_delay = false;
+                st = self.state.lock();
+                continue;
+            }
+            if st.mem.approximate_memory_usage() < self.opts.write_buffer_size {
+                return Ok(st.mem.clone());
+            }
+            if st.imms.len() + 1 >= self.opts.max_write_buffer_number
+                || (l0_stalls && l0 >= self.opts.level0_stop_writes_trigger)
+            {
+                let start = Instant::now();
+                Counters::add(&self.counters.stops, 1);
+                self.bg_cv.notify_all();
+                self.done_cv.wait_for(&mut st, Duration::from_millis(100));
+                Counters::add(&self.counters.stall_micros, start.elapsed().as_micros() as u64);
+                continue;
+            }
+            self.switch_memtable(wal, &mut st)?;
+        }
+    }
+
+    /// Seals the active memtable and starts a new one with a new WAL.
+    pub(crate) fn switch_memtable(&self, wal: &mut Option<LogWriter>, st: &mut DbState) -> Result<()> {
+        let number = self.versions.new_file_number();
+        let r = (|| -> Result<LogWriter> {
+            let file = self.vfs.create(&wal_path(&self.dir, number))?;
+            self.vfs.sync_dir(&self.dir)?;
+            // The old log must be complete on disk before newer writes depend on it.
+            if let Some(old) = wal.as_mut() {
+                old.sync()?;
+            }
+            Ok(LogWriter::new(file))
+        })();
+        let writer = match r {
+            Ok(w) => w,
+            Err(e) => {
+                st.bg_error.get_or_insert_with(|| e.to_string());
+                return Err(e);
+            }
+        };
+        *wal = Some(writer);
+        let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new()));
+        let old_wal = std::mem::replace(&mut st.mem_wal, number);
+        st.imms.push_back((old, old_wal));
+        self.install_super_version(st);
+        self.bg_cv.notify_all();
+        Ok(())
+    }
+
+    /// Flushes the active memtable (if not empty) and waits for every
+    /// immutable memtable to reach L0.
+    pub(crate) fn flush(&self) -> Result<()> {
+        {
+            let mut wal = self.wal.lock();
+            let mut st = self.state.lock();
+            if let Some(e) = &st.bg_error {
+                return Err(Error::ReadOnly(e.clone()));
+            }
+            if st.shutting_down {
+                return Err(Error::Closed);
+            }
+            if !st.mem.is_empty() {
+                self.switch_memtable(&mut wal, &mut st)?;
+            }
+        }
+        self.wait_for_flushes()
+    }
+
+    pub(crate) fn wait_for_flushes(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::ReadOnly(e.clone()));
+            }
+            if st.imms.is_empty() {
+                return Ok(());
+            }
+            if st.shutting_down {
+                return Err(Error::Closed);
+            }
+            self.done_cv.wait_for(&mut st, Duration::from_millis(100));
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! The error type every fallible Strata call returns.
+
+use std::fmt;
+
+/// Result alias used throughout Strata.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Everything that can go wrong in Strata.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The operating system reported an I/O failure.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// Stored bytes failed a checksum or could not be decoded.
+    #[error("corruption: {0}")]
+    Corruption(String),
+    /// The caller passed an invalid option or argument.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The database directory is locked by another process or an open handle.
+    #[error("database is locked: {0}")]
+    Locked(String),
+    /// The path does not hold a Strata database (and `create_if_missing` is off),
+    /// or holds something else entirely.
+    #[error("not a Strata database: {0}")]
+    NotADatabase(String),
+    /// A previous write or sync failed; the database refuses further writes
+    /// (RocksDB's "background error" / read-only mode). Reopen to recover.
+    #[error("database is read-only after an earlier failure: {0}")]
+    ReadOnly(String),
+    /// The database was closed.
+    #[error("database is closed")]
+    Closed,
+}
+
+impl Error {
+    /// Builds a [`Error::Corruption`] from anything printable.
+    pub fn corruption(msg: impl fmt::Display) -> Self {
+        Error::Corruption(msg.to_string())
+    }
+
+    /// Builds an [`Error::InvalidArgument`] from anything printable.
+    pub fn invalid(msg: impl fmt::Display) -> Self {
+        Error::InvalidArgument(msg.to_string())
+    }
+
+    /// True for [`Error::Corruption`].
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption(_))
+    }
+}
+
+impl Error {
+    /// A copy for the other members of a write group (io::Error is not `Clone`).
+    pub(crate) fn duplicate(&self) -> Error {
+        match self {
+            Error::Io(e) => Error::Io(std::io::Error::new(e.kind(), e.to_string())),
+            Error::Corruption(s) => Error::Corruption(s.clone()),
+            Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+            Error::Locked(s) => Error::Locked(s.clone()),
+            Error::NotADatabase(s) => Error::NotADatabase(s.clone()),
+            Error::ReadOnly(s) => Error::ReadOnly(s.clone()),
+            Error::Closed => Error::Closed,
+        }
+    }
+}

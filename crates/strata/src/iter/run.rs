@@ -1,0 +1,143 @@
+//! Concatenates the files of one sorted run (disjoint, ordered files) into one
+//! cursor, opening each table lazily through the table cache.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use super::InternalIterator;
+use crate::cache::TableCache;
+use crate::error::Result;
+use crate::key::compare_internal;
+use crate::table::{BlockReadOptions, TableIter};
+use crate::version::FileMeta;
+
+/// A cursor over all files of a run.
+pub struct RunIterator {
+    files: Vec<Arc<FileMeta>>,
+    tables: Arc<TableCache>,
+    opts: BlockReadOptions,
+    index: usize,
+    current: Option<TableIter>,
+}
+
+impl RunIterator {
+    /// Iterates `files` (sorted, disjoint) of one run.
+    pub fn new(files: Vec<Arc<FileMeta>>, tables: Arc<TableCache>, opts: BlockReadOptions) -> Self {
+        RunIterator { files, tables, opts, index: 0, current: None }
+    }
+
+    fn open(&mut self, index: usize) -> Result<()> {
+        self.index = index;
+        self.current = match self.files.get(index) {
+            Some(f) => Some(self.tables.get(f.id, f.size)?.iter(self.opts)),
+            None => None,
+        };
+        Ok(())
+    }
+
+    fn skip_forward(&mut self) -> Result<()> {
+        while let Some(it) = &self.current {
+            if it.valid() {
+                break;
+            }
+            if self.index + 1 >= self.files.len() {
+                self.current = None;
+                break;
+            }
+            self.open(self.index + 1)?;
+            if let Some(it) = &mut self.current {
+                it.seek_to_first()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn skip_backward(&mut self) -> Result<()> {
+        while let Some(it) = &self.current {
+            if it.valid() {
+                break;
+            }
+            if self.index == 0 {
+                self.current = None;
+                break;
+            }
+            self.open(self.index - 1)?;
+            if let Some(it) = &mut self.current {
+                it.seek_to_last()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl InternalIterator for RunIterator {
+    fn valid(&self) -> bool {
+        self.current.as_ref().is_some_and(|c| c.valid())
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.open(0)?;
+        if let Some(it) = &mut self.current {
+            it.seek_to_first()?;
+        }
+        self.skip_forward()
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        if self.files.is_empty() {
+            self.current = None;
+            return Ok(());
+        }
+        self.open(self.files.len() - 1)?;
+        if let Some(it) = &mut self.current {
+            it.seek_to_last()?;
+        }
+        self.skip_backward()
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        // First file whose largest key is >= target.
+        let i = self.files.partition_point(|f| compare_internal(&f.largest, target) == Ordering::Less);
+        self.open(i)?;
+        if let Some(it) = &mut self.current {
+            it.seek(target)?;
+        }
+        self.skip_forward()
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        // Last file whose smallest key is <= target.
+        let i = self.files.partition_point(|f| compare_internal(&f.smallest, target) != Ordering::Greater);
+        if i == 0 {
+            self.current = None;
+            return Ok(());
+        }
+        self.open(i - 1)?;
+        if let Some(it) = &mut self.current {
+            it.seek_for_prev(target)?;
+        }
+        self.skip_backward()
+    }
+
+    fn next(&mut self) -> Result<()> {
+        if let Some(it) = &mut self.current {
+            it.next()?;
+        }
+        self.skip_forward()
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        if let Some(it) = &mut self.current {
+            it.prev()?;
+        }
+        self.skip_backward()
+    }
+
+    fn key(&self) -> &[u8] {
+        self.current.as_ref().map(|c| c.key()).unwrap_or(&[])
+    }
+
+    fn value(&self) -> &[u8] {
+        self.current.as_ref().map(|c| c.value()).unwrap_or(&[])
+    }
+}

@@ -1,0 +1,50 @@
+//! Strata: an embedded, durable, ordered key-value store (an LSM-tree) whose
+//! compaction layer is a selectable policy.
+//!
+//! ```
+//! use strata::{Db, Options, WriteBatch};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let db = Db::open(dir.path(), Options::default())?;
+//! db.put(b"apple", b"red")?;
+//! let mut batch = WriteBatch::new();
+//! batch.put(b"banana", b"yellow");
+//! batch.delete(b"apple");
+//! db.write(batch)?;
+//! assert_eq!(db.get(b"banana")?.as_deref(), Some(&b"yellow"[..]));
+//! let keys: Vec<_> = db.iter().map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+//! assert_eq!(keys, vec![b"banana".to_vec()]);
+//! db.close()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The stable API is what this page re-exports. The modules below it expose the
+//! engine's parts (table and log formats, policies, the VFS) for tools, tests and
+//! research code; they change more freely.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![deny(missing_docs)]
+
+mod batch;
+pub mod cache;
+pub mod compaction;
+mod db;
+pub mod error;
+pub mod filename;
+pub mod iter;
+pub mod key;
+pub mod memtable;
+pub mod options;
+pub mod stats;
+pub mod table;
+pub mod util;
+pub mod version;
+pub mod vfs;
+pub mod wal;
+
+pub use batch::{BatchIter, BatchOp, WriteBatch};
+pub use compaction::CompactionPolicy;
+pub use db::{Db, DbIterator, Snapshot};
+pub use error::{Error, Result};
+pub use options::{CompactionStyle, CompressionType, Options, ReadOptions, WalRecoveryMode, WriteOptions};
+pub use stats::{CompactionRecord, LevelStats, Stats};
+pub use vfs::{MemVfs, RealVfs, Vfs};

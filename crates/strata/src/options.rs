@@ -1,0 +1,305 @@
+//! Options for opening a database, writing and reading. Builders follow
+//! rust-rocksdb's names; each `with_*` method names the RocksDB option it matches.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::compaction::CompactionPolicy;
+use crate::db::Snapshot;
+use crate::error::{Error, Result};
+use crate::vfs::{RealVfs, Vfs};
+
+/// Block compression (RocksDB `CompressionType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CompressionType {
+    /// Blocks are stored as they are.
+    None,
+    /// LZ4 block compression.
+    Lz4,
+    /// Zstandard at the given level (1–22).
+    Zstd(i32),
+}
+
+impl CompressionType {
+    /// Parses `none`, `lz4`, `zstd` or `zstd:N` (db_bench's names).
+    pub fn parse(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "none" | "no" => Ok(CompressionType::None),
+            "lz4" => Ok(CompressionType::Lz4),
+            "zstd" => Ok(CompressionType::Zstd(3)),
+            other => match other.strip_prefix("zstd:").map(str::parse::<i32>) {
+                Some(Ok(l)) if (1..=22).contains(&l) => Ok(CompressionType::Zstd(l)),
+                _ => Err(Error::invalid(format!("unknown compression type {s:?}"))),
+            },
+        }
+    }
+}
+
+/// What WAL replay does with a damaged record (RocksDB `WALRecoveryMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WalRecoveryMode {
+    /// Damage at the very end of the last WAL (a torn write from a crash) is
+    /// dropped; damage followed by valid records is `Corruption`. The default.
+    #[default]
+    TolerateCorruptedTailRecords,
+    /// Any damage, even a torn tail, is `Corruption`.
+    AbsoluteConsistency,
+    /// Replay stops at the first damage, without error (may lose later writes).
+    PointInTimeRecovery,
+    /// Damaged records are skipped and replay goes on (may break batch order).
+    SkipAnyCorruptedRecords,
+}
+
+/// Which compaction policy shapes the tree.
+#[derive(Clone, Default)]
+pub enum CompactionStyle {
+    /// LevelDB-style leveling: L0 trigger by file count, ratio 10 between
+    /// levels, round-robin file picking, trivial moves (RocksDB `kCompactionStyleLevel`).
+    #[default]
+    Leveled,
+    /// A caller-supplied policy.
+    Custom(Arc<dyn CompactionPolicy>),
+}
+
+impl CompactionStyle {
+    /// The policy's name as the benchmark tool spells it.
+    pub fn name(&self) -> String {
+        match self {
+            CompactionStyle::Leveled => "leveled".to_string(),
+            CompactionStyle::Custom(p) => p.name().to_string(),
+        }
+    }
+
+    /// Looks a built-in policy up by name (`leveled`).
+    pub fn from_name(name: &str) -> Result<Self> {
+        match name {
+            "leveled" | "leveling" | "level" => Ok(CompactionStyle::Leveled),
+            other => Err(Error::invalid(format!("unknown compaction policy {other:?} (known: leveled)"))),
+        }
+    }
+}
+
+impl fmt::Debug for CompactionStyle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// Options for [`crate::Db::open`].
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub(crate) create_if_missing: bool,
+    pub(crate) error_if_exists: bool,
+    pub(crate) write_buffer_size: usize,
+    pub(crate) max_write_buffer_number: usize,
+    pub(crate) level0_file_num_compaction_trigger: usize,
+    pub(crate) level0_slowdown_writes_trigger: usize,
+    pub(crate) level0_stop_writes_trigger: usize,
+    pub(crate) max_bytes_for_level_base: u64,
+    pub(crate) max_bytes_for_level_multiplier: f64,
+    pub(crate) num_levels: usize,
+    pub(crate) target_file_size_base: u64,
+    pub(crate) block_size: usize,
+    pub(crate) block_restart_interval: usize,
+    pub(crate) bloom_bits_per_key: f64,
+    pub(crate) compression: CompressionType,
+    pub(crate) block_cache_capacity: usize,
+    pub(crate) max_open_files: usize,
+    pub(crate) use_direct_reads: bool,
+    pub(crate) paranoid_checks: bool,
+    pub(crate) wal_recovery_mode: WalRecoveryMode,
+    pub(crate) compaction_style: CompactionStyle,
+    pub(crate) disable_auto_compactions: bool,
+    pub(crate) vfs: Arc<dyn Vfs>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 36,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            num_levels: 7,
+            target_file_size_base: 64 << 20,
+            block_size: 4096,
+            block_restart_interval: 16,
+            bloom_bits_per_key: 10.0,
+            compression: CompressionType::Lz4,
+            block_cache_capacity: 32 << 20,
+            max_open_files: 1000,
+            use_direct_reads: false,
+            paranoid_checks: true,
+            wal_recovery_mode: WalRecoveryMode::default(),
+            compaction_style: CompactionStyle::default(),
+            disable_auto_compactions: false,
+            vfs: Arc::new(RealVfs::new()),
+        }
+    }
+}
+
+macro_rules! setter {
+    ($(#[$doc:meta])* $name:ident, $field:ident, $ty:ty) => {
+        $(#[$doc])*
+        #[must_use]
+        pub fn $name(mut self, v: $ty) -> Self {
+            self.$field = v;
+            self
+        }
+    };
+}
+
+impl Options {
+    /// Default options: create if missing, 64 MiB memtables, leveled compaction.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    setter!(/// Create the database if it does not exist (RocksDB `create_if_missing`; default true).
+        with_create_if_missing, create_if_missing, bool);
+    setter!(/// Fail if the database already exists (RocksDB `error_if_exists`).
+        with_error_if_exists, error_if_exists, bool);
+    setter!(/// Memtable size before it is switched and flushed (RocksDB `write_buffer_size`; default 64 MiB).
+        with_write_buffer_size, write_buffer_size, usize);
+    setter!(/// Memtables (active + immutable) before writes stop (RocksDB `max_write_buffer_number`; default 2).
+        with_max_write_buffer_number, max_write_buffer_number, usize);
+    setter!(/// L0 files that trigger a compaction (RocksDB `level0_file_num_compaction_trigger`; default 4).
+        with_level0_file_num_compaction_trigger, level0_file_num_compaction_trigger, usize);
+    setter!(/// L0 files at which writes slow down (RocksDB `level0_slowdown_writes_trigger`; default 20).
+        with_level0_slowdown_writes_trigger, level0_slowdown_writes_trigger, usize);
+    setter!(/// L0 files at which writes stop (RocksDB `level0_stop_writes_trigger`; default 36).
+        with_level0_stop_writes_trigger, level0_stop_writes_trigger, usize);
+    setter!(/// Capacity of level 1 in bytes (RocksDB `max_bytes_for_level_base`; default 256 MiB).
+        with_max_bytes_for_level_base, max_bytes_for_level_base, u64);
+    setter!(/// Size ratio between adjacent levels (RocksDB `max_bytes_for_level_multiplier`; default 10).
+        with_max_bytes_for_level_multiplier, max_bytes_for_level_multiplier, f64);
+    setter!(/// Number of levels including L0 (RocksDB `num_levels`; default 7).
+        with_num_levels, num_levels, usize);
+    setter!(/// Target size of compaction output files (RocksDB `target_file_size_base`; default 64 MiB).
+        with_target_file_size_base, target_file_size_base, u64);
+    setter!(/// Uncompressed data block size (RocksDB `BlockBasedTableOptions::block_size`; default 4 KiB).
+        with_block_size, block_size, usize);
+    setter!(/// Keys between restart points in a block (RocksDB `block_restart_interval`; default 16).
+        with_block_restart_interval, block_restart_interval, usize);
+    setter!(/// Bloom filter bits per key, 0 for none (RocksDB `NewBloomFilterPolicy(bits)`; default 10).
+        with_bloom_bits_per_key, bloom_bits_per_key, f64);
+    setter!(/// Block compression (RocksDB `compression`; default LZ4).
+        with_compression, compression, CompressionType);
+    setter!(/// Block cache capacity in bytes, 0 for none (RocksDB `NewLRUCache(capacity)`; default 32 MiB).
+        with_block_cache_capacity, block_cache_capacity, usize);
+    setter!(/// Open tables kept with their index and filter in memory (RocksDB `max_open_files`; default 1000).
+        with_max_open_files, max_open_files, usize);
+    setter!(/// Read tables with `O_DIRECT`, bypassing the page cache (RocksDB `use_direct_reads`).
+        with_use_direct_reads, use_direct_reads, bool);
+    setter!(/// Verify checksums of everything read at open (RocksDB `paranoid_checks`; default true).
+        with_paranoid_checks, paranoid_checks, bool);
+    setter!(/// What WAL replay does with damage (RocksDB `wal_recovery_mode`).
+        with_wal_recovery_mode, wal_recovery_mode, WalRecoveryMode);
+    setter!(/// The compaction policy (RocksDB `compaction_style`; default leveled).
+        with_compaction_style, compaction_style, CompactionStyle);
+    setter!(/// Turn background compactions off; `compact_range` still works (RocksDB `disable_auto_compactions`).
+        with_disable_auto_compactions, disable_auto_compactions, bool);
+    setter!(/// The file system (RocksDB `Env`); default the real one.
+        with_vfs, vfs, Arc<dyn Vfs>);
+
+    /// Checks that the options make sense together.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: &str| Err(Error::invalid(m));
+        if self.write_buffer_size < 4096 {
+            return bad("write_buffer_size must be at least 4 KiB");
+        }
+        if self.max_write_buffer_number < 2 {
+            return bad("max_write_buffer_number must be at least 2");
+        }
+        if self.level0_file_num_compaction_trigger == 0 {
+            return bad("level0_file_num_compaction_trigger must be at least 1");
+        }
+        if self.level0_slowdown_writes_trigger < self.level0_file_num_compaction_trigger
+            || self.level0_stop_writes_trigger < self.level0_slowdown_writes_trigger
+        {
+            return bad("need level0 compaction trigger <= slowdown trigger <= stop trigger");
+        }
+        if !(2..=20).contains(&self.num_levels) {
+            return bad("num_levels must be between 2 and 20");
+        }
+        if !(self.max_bytes_for_level_multiplier >= 2.0 && self.max_bytes_for_level_multiplier <= 1000.0) {
+            return bad("max_bytes_for_level_multiplier must be between 2 and 1000");
+        }
+        if self.max_bytes_for_level_base < 4096 || self.target_file_size_base < 1024 {
+            return bad("max_bytes_for_level_base must be >= 4 KiB and target_file_size_base >= 1 KiB");
+        }
+        if !(256..=(16 << 20)).contains(&self.block_size) {
+            return bad("block_size must be between 256 B and 16 MiB");
+        }
+        if !(1..=1024).contains(&self.block_restart_interval) {
+            return bad("block_restart_interval must be between 1 and 1024");
+        }
+        if !(self.bloom_bits_per_key >= 0.0 && self.bloom_bits_per_key <= 64.0) {
+            return bad("bloom_bits_per_key must be between 0 and 64");
+        }
+        if self.max_open_files < 16 {
+            return bad("max_open_files must be at least 16");
+        }
+        if let CompressionType::Zstd(l) = self.compression {
+            if !(1..=22).contains(&l) {
+                return bad("zstd level must be between 1 and 22");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Options for one write (RocksDB `WriteOptions`).
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    pub(crate) sync: bool,
+    pub(crate) disable_wal: bool,
+}
+
+impl WriteOptions {
+    /// Defaults: no sync, WAL on.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    setter!(/// Sync the WAL before acknowledging (RocksDB `WriteOptions::sync`). Without it a
+        /// write survives a process crash but not power loss.
+        with_sync, sync, bool);
+    setter!(/// Skip the WAL: the write is lost on any crash until flushed (RocksDB `disableWAL`).
+        with_disable_wal, disable_wal, bool);
+}
+
+/// Options for one read (RocksDB `ReadOptions`).
+#[derive(Clone, Debug)]
+pub struct ReadOptions {
+    pub(crate) snapshot: Option<Snapshot>,
+    pub(crate) verify_checksums: bool,
+    pub(crate) fill_cache: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions { snapshot: None, verify_checksums: true, fill_cache: true }
+    }
+}
+
+impl ReadOptions {
+    /// Defaults: latest state, checksums verified, blocks cached.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Read as of a snapshot (RocksDB `ReadOptions::snapshot`).
+    #[must_use]
+    pub fn with_snapshot(mut self, snapshot: &Snapshot) -> Self {
+        self.snapshot = Some(snapshot.clone());
+        self
+    }
+    setter!(/// Verify block checksums (RocksDB `verify_checksums`; default true).
+        with_verify_checksums, verify_checksums, bool);
+    setter!(/// Put blocks read into the block cache (RocksDB `fill_cache`; default true).
+        with_fill_cache, fill_cache, bool);
+}

@@ -1,0 +1,240 @@
+//! Engine statistics: live counters (atomics bumped on the hot paths) and the
+//! [`Stats`] snapshot `Db::stats()` returns.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::cache::CacheStats;
+
+/// How many finished compactions [`Stats::recent_compactions`] keeps.
+const HISTORY: usize = 64;
+
+/// What one flush or compaction task did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionRecord {
+    /// `flush`, `merge`, `move` or `drop`.
+    pub kind: &'static str,
+    /// Why the policy chose it.
+    pub reason: &'static str,
+    /// Level the output went to.
+    pub output_level: usize,
+    /// Input files.
+    pub input_files: usize,
+    /// Output files.
+    pub output_files: usize,
+    /// Bytes read from input tables.
+    pub bytes_read: u64,
+    /// Bytes written to output tables.
+    pub bytes_written: u64,
+    /// Wall time of the task.
+    pub duration: Duration,
+}
+
+/// Per-level shape of the tree.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LevelStats {
+    /// Level number (0 = flushed memtables).
+    pub level: usize,
+    /// Distinct files in the level.
+    pub files: usize,
+    /// Bytes of those files.
+    pub bytes: u64,
+    /// Sorted runs in the level.
+    pub runs: usize,
+    /// The policy's score (>= 1 wants compaction).
+    pub score: f64,
+    /// The policy's target size, if it has one.
+    pub target_bytes: Option<u64>,
+}
+
+/// A snapshot of the engine's counters (`Db::stats()`).
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Key + value bytes the user wrote.
+    pub user_bytes_written: u64,
+    /// Bytes appended to WALs.
+    pub wal_bytes_written: u64,
+    /// Table bytes written by flushes.
+    pub flush_bytes_written: u64,
+    /// Table bytes read by compactions.
+    pub compaction_bytes_read: u64,
+    /// Table bytes written by compactions.
+    pub compaction_bytes_written: u64,
+    /// (flush + compaction bytes written) / user bytes written; 0 before any write.
+    pub write_amplification: f64,
+    /// Memtables flushed.
+    pub flushes: u64,
+    /// Merge tasks run.
+    pub compactions: u64,
+    /// Files moved down without rewrite.
+    pub trivial_moves: u64,
+    /// Files dropped without rewrite.
+    pub dropped_files: u64,
+    /// Time writers spent slowed down or stopped.
+    pub stall_time: Duration,
+    /// Writes delayed by the L0 slowdown trigger.
+    pub slowdowns: u64,
+    /// Times writers stopped (too many memtables or L0 files).
+    pub stops: u64,
+    /// Point lookups served.
+    pub gets: u64,
+    /// Tables probed by point lookups (read amplification = this / gets).
+    pub get_table_probes: u64,
+    /// Table files deleted from disk.
+    pub files_deleted: u64,
+    /// Per-level shape.
+    pub levels: Vec<LevelStats>,
+    /// Block cache counters.
+    pub cache: CacheStats,
+    /// Bytes of all live tables.
+    pub total_table_bytes: u64,
+    /// Bytes held by memtables (active + immutable).
+    pub memtable_bytes: u64,
+    /// Open tables in the table cache and their index+filter memory.
+    pub open_tables: usize,
+    /// Index and filter bytes held by open tables.
+    pub table_memory_bytes: u64,
+    /// The most recent flushes and compactions, oldest first.
+    pub recent_compactions: Vec<CompactionRecord>,
+}
+
+impl Stats {
+    /// Tables probed per point lookup.
+    pub fn read_amplification(&self) -> f64 {
+        if self.gets == 0 {
+            0.0
+        } else {
+            self.get_table_probes as f64 / self.gets as f64
+        }
+    }
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "level  files  runs        bytes   score      target")?;
+        for l in &self.levels {
+            let target = l.target_bytes.map(|t| t.to_string()).unwrap_or_else(|| "-".into());
+            writeln!(
+                f,
+                "L{:<5} {:>5} {:>5} {:>12} {:>7.2} {:>11}",
+                l.level, l.files, l.runs, l.bytes, l.score, target
+            )?;
+        }
+        writeln!(
+            f,
+            "user written {} B, wal {} B, flush {} B, compaction read {} B / written {} B, write-amp {:.2}",
+            self.user_bytes_written,
+            self.wal_bytes_written,
+            self.flush_bytes_written,
+            self.compaction_bytes_read,
+            self.compaction_bytes_written,
+            self.write_amplification
+        )?;
+        writeln!(
+            f,
+            "flushes {}, compactions {}, trivial moves {}, dropped files {}, stall {:?} ({} slowdowns, {} stops)",
+            self.flushes,
+            self.compactions,
+            self.trivial_moves,
+            self.dropped_files,
+            self.stall_time,
+            self.slowdowns,
+            self.stops
+        )?;
+        let c = &self.cache;
+        let lookups = c.hits + c.misses;
+        let ratio = if lookups == 0 { 0.0 } else { c.hits as f64 / lookups as f64 };
+        writeln!(
+            f,
+            "block cache: {}/{} B, {} blocks, hits {}, misses {} (hit ratio {:.3}), inserts {}, evictions {}, invalidations {}",
+            c.usage_bytes, c.capacity_bytes, c.entries, c.hits, c.misses, ratio, c.inserts, c.evictions, c.invalidations
+        )?;
+        write!(
+            f,
+            "gets {}, tables probed per get {:.2}; memtables {} B; open tables {} ({} B index+filter)",
+            self.gets,
+            self.read_amplification(),
+            self.memtable_bytes,
+            self.open_tables,
+            self.table_memory_bytes
+        )
+    }
+}
+
+/// The counters the engine bumps as it works.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub user_bytes: AtomicU64,
+    pub wal_bytes: AtomicU64,
+    pub flush_bytes: AtomicU64,
+    pub compaction_read: AtomicU64,
+    pub compaction_written: AtomicU64,
+    pub flushes: AtomicU64,
+    pub compactions: AtomicU64,
+    pub moves: AtomicU64,
+    pub drops: AtomicU64,
+    pub stall_micros: AtomicU64,
+    pub slowdowns: AtomicU64,
+    pub stops: AtomicU64,
+    pub gets: AtomicU64,
+    pub get_probes: AtomicU64,
+    pub files_deleted: AtomicU64,
+    history: Mutex<VecDeque<CompactionRecord>>,
+}
+
+impl Counters {
+    pub fn add(c: &AtomicU64, v: u64) {
+        c.fetch_add(v, Relaxed);
+    }
+
+    pub fn record(&self, r: CompactionRecord) {
+        match r.kind {
+            "flush" => {
+                Self::add(&self.flushes, 1);
+                Self::add(&self.flush_bytes, r.bytes_written);
+            }
+            "merge" => {
+                Self::add(&self.compactions, 1);
+                Self::add(&self.compaction_read, r.bytes_read);
+                Self::add(&self.compaction_written, r.bytes_written);
+            }
+            "move" => Self::add(&self.moves, r.input_files as u64),
+            _ => Self::add(&self.drops, r.input_files as u64),
+        }
+        let mut h = self.history.lock();
+        if h.len() == HISTORY {
+            h.pop_front();
+        }
+        h.push_back(r);
+    }
+
+    /// Fills the counter part of a [`Stats`].
+    pub fn fill(&self, s: &mut Stats) {
+        let g = |c: &AtomicU64| c.load(Relaxed);
+        s.user_bytes_written = g(&self.user_bytes);
+        s.wal_bytes_written = g(&self.wal_bytes);
+        s.flush_bytes_written = g(&self.flush_bytes);
+        s.compaction_bytes_read = g(&self.compaction_read);
+        s.compaction_bytes_written = g(&self.compaction_written);
+        s.write_amplification = if s.user_bytes_written == 0 {
+            0.0
+        } else {
+            (s.flush_bytes_written + s.compaction_bytes_written) as f64 / s.user_bytes_written as f64
+        };
+        s.flushes = g(&self.flushes);
+        s.compactions = g(&self.compactions);
+        s.trivial_moves = g(&self.moves);
+        s.dropped_files = g(&self.drops);
+        s.stall_time = Duration::from_micros(g(&self.stall_micros));
+        s.slowdowns = g(&self.slowdowns);
+        s.stops = g(&self.stops);
+        s.gets = g(&self.gets);
+        s.get_table_probes = g(&self.get_probes);
+        s.files_deleted = g(&self.files_deleted);
+        s.recent_compactions = self.history.lock().iter().cloned().collect();
+    }
+}

@@ -1,0 +1,194 @@
+//! An open table: footer, index, filter and properties held in memory; data
+//! blocks read on demand through the block cache.
+
+use std::cell::Cell;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::cache::BlockCache;
+use crate::error::{Error, Result};
+use crate::key::{parse_internal_key, user_key, ValueKind};
+use crate::table::block::Block;
+use crate::table::filter::BloomFilter;
+use crate::table::format::{read_block_contents, BlockHandle, Footer, TableProperties, FOOTER_LEN};
+use crate::table::iter::TableIter;
+use crate::vfs::RandomAccessFile;
+
+/// How data blocks are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockReadOptions {
+    /// Verify each block's CRC when it is read from the file.
+    pub verify_checksums: bool,
+    /// Insert blocks read from the file into the block cache.
+    pub fill_cache: bool,
+}
+
+impl Default for BlockReadOptions {
+    fn default() -> Self {
+        BlockReadOptions { verify_checksums: true, fill_cache: true }
+    }
+}
+
+/// Keys larger than this do not keep their scratch buffer alive between gets.
+const MAX_RETAINED_KEY_BUF: usize = 64 * 1024;
+
+thread_local! {
+    /// Reused key buffer for point lookups, so `get` allocates only the value.
+    static KEY_BUF: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// An open, immutable table file.
+pub struct Table {
+    file: Arc<dyn RandomAccessFile>,
+    file_id: u64,
+    file_size: u64,
+    cache: Option<Arc<BlockCache>>,
+    index: Arc<Block>,
+    filter: Option<BloomFilter>,
+    props: TableProperties,
+    /// End of the data-block area: every data block handle must end before it.
+    data_end: u64,
+}
+
+impl fmt::Debug for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Table")
+            .field("file_id", &self.file_id)
+            .field("file_size", &self.file_size)
+            .field("num_entries", &self.props.num_entries)
+            .field("num_data_blocks", &self.props.num_data_blocks)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Table {
+    /// Opens a table of `file_size` bytes: reads and verifies (always, whatever
+    /// the read options) the footer, index, filter and properties blocks.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        file_id: u64,
+        file_size: u64,
+        cache: Option<Arc<BlockCache>>,
+    ) -> Result<Table> {
+        if file_size < FOOTER_LEN as u64 || file.len() < file_size {
+            return Err(Error::corruption(format!(
+                "table {file_id}: file is {} bytes, expected {file_size} (at least a footer)",
+                file.len()
+            )));
+        }
+        let footer_bytes = file.read_at(file_size - FOOTER_LEN as u64, FOOTER_LEN)?;
+        let footer = Footer::decode(&footer_bytes, file_size)?;
+        let index = Arc::new(Block::new(read_block_contents(&*file, footer.index, true)?)?);
+        let props = TableProperties::decode(&read_block_contents(&*file, footer.properties, true)?)?;
+        let filter = if footer.filter.size == 0 {
+            None
+        } else {
+            Some(BloomFilter::new(read_block_contents(&*file, footer.filter, true)?)?)
+        };
+        let mut data_end = footer.properties.offset.min(footer.index.offset);
+        if footer.filter.size != 0 {
+            data_end = data_end.min(footer.filter.offset);
+        }
+        Ok(Table { file, file_id, file_size, cache, index, filter, props, data_end })
+    }
+
+    /// False only if the table certainly holds no entry for `user_key`.
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    /// The newest entry with internal key `>= lookup` (from
+    /// [`crate::key::lookup_key`]) whose user key equals `lookup`'s; a delete
+    /// comes back as `(ValueKind::Delete, empty)`.
+    pub fn get(&self, lookup: &[u8], opts: BlockReadOptions) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        let target_user = user_key(lookup);
+        if !self.may_contain(target_user) {
+            return Ok(None);
+        }
+        let mut buf = KEY_BUF.with(Cell::take);
+        let result = self.get_with(lookup, target_user, opts, &mut buf);
+        if buf.capacity() <= MAX_RETAINED_KEY_BUF {
+            KEY_BUF.with(|c| c.set(buf));
+        }
+        result
+    }
+
+    fn get_with(
+        &self,
+        lookup: &[u8],
+        target_user: &[u8],
+        opts: BlockReadOptions,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        let Some(handle) = self.index.seek_ge(lookup, buf)? else {
+            return Ok(None);
+        };
+        let block = self.read_block(BlockHandle::decode(handle)?, opts)?;
+        let Some(value) = block.seek_ge(lookup, buf)? else {
+            return Err(Error::corruption(format!(
+                "table {}: index key beyond its data block",
+                self.file_id
+            )));
+        };
+        let parsed = parse_internal_key(buf)?;
+        if parsed.user_key != target_user {
+            return Ok(None);
+        }
+        Ok(Some(match parsed.kind {
+            ValueKind::Put => (ValueKind::Put, value.to_vec()),
+            ValueKind::Delete => (ValueKind::Delete, Vec::new()),
+        }))
+    }
+
+    /// A two-level iterator over the whole table.
+    pub fn iter(self: &Arc<Self>, opts: BlockReadOptions) -> TableIter {
+        TableIter::new(Arc::clone(self), opts)
+    }
+
+    /// The index block (last key of each data block -> encoded [`BlockHandle`]).
+    pub(crate) fn index_block(&self) -> &Arc<Block> {
+        &self.index
+    }
+
+    /// Returns the data block at `handle`, from the cache or the file.
+    pub(crate) fn read_block(&self, handle: BlockHandle, opts: BlockReadOptions) -> Result<Arc<Block>> {
+        handle.check_within(self.data_end, "data")?;
+        if let Some(cache) = &self.cache {
+            if let Some(block) = cache.get(self.file_id, handle.offset) {
+                return Ok(block);
+            }
+        }
+        let block = Arc::new(Block::new(read_block_contents(&*self.file, handle, opts.verify_checksums)?)?);
+        if opts.fill_cache {
+            if let Some(cache) = &self.cache {
+                cache.insert(self.file_id, handle.offset, Arc::clone(&block));
+            }
+        }
+        Ok(block)
+    }
+
+    /// The file number this table was opened as.
+    pub fn file_id(&self) -> u64 {
+        self.file_id
+    }
+
+    /// The table's size in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// Number of data blocks.
+    pub fn num_data_blocks(&self) -> u64 {
+        self.props.num_data_blocks
+    }
+
+    /// The properties block.
+    pub fn properties(&self) -> &TableProperties {
+        &self.props
+    }
+
+    /// Bytes of index and filter held in memory.
+    pub fn memory_usage(&self) -> usize {
+        self.index.memory_size() + self.filter.as_ref().map_or(0, BloomFilter::memory_size)
+    }
+}

@@ -1,0 +1,4 @@
+//! Small encoding helpers shared by the on-disk formats.
+
+pub mod coding;
+pub mod crc;

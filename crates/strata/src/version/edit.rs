@@ -1,0 +1,249 @@
+//! `VersionEdit`: one atomic change to the tree, and its MANIFEST encoding.
+//!
+//! An encoded edit is a sequence of fields, each a varint tag followed by its
+//! payload (varints and varint-length-prefixed byte strings). See
+//! `docs/.parts/manifest.md` for the tag table.
+
+use crate::error::{Error, Result};
+use crate::key::SeqNum;
+use crate::util::coding::{put_length_prefixed, put_varint64, Reader};
+
+use super::file_meta::NewFile;
+
+const TAG_LOG_NUMBER: u64 = 1;
+const TAG_NEXT_FILE_NUMBER: u64 = 2;
+const TAG_LAST_SEQUENCE: u64 = 3;
+const TAG_COMPACT_POINTER: u64 = 4;
+const TAG_DELETED_FILE: u64 = 5;
+const TAG_NEW_FILE: u64 = 6;
+const TAG_POLICY_STATE: u64 = 7;
+
+/// One atomic change to the version state. Deletions apply before additions, so
+/// an edit can move a file between runs or levels.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct VersionEdit {
+    /// WALs with a number `>=` this must be replayed at recovery.
+    pub log_number: Option<u64>,
+    /// The next unused file number (filled in by `log_and_apply`).
+    pub next_file_number: Option<u64>,
+    /// The last sequence number used (filled in by `log_and_apply` if unset).
+    pub last_sequence: Option<SeqNum>,
+    /// `(level, run id, file id)` to remove from that run.
+    pub deleted_files: Vec<(usize, u64, u64)>,
+    /// `(level, run id, file)` to add to that run (created if missing).
+    pub new_files: Vec<(usize, u64, NewFile)>,
+    /// Per-level round-robin cursor (a user key) of the leveled policy; later entries win.
+    pub compact_pointers: Vec<(usize, Vec<u8>)>,
+    /// Opaque policy blob; replaces the stored one (`Some(vec![])` clears it).
+    pub policy_state: Option<Vec<u8>>,
+}
+
+impl VersionEdit {
+    /// Serializes the edit.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        for (tag, v) in [
+            (TAG_LOG_NUMBER, self.log_number),
+            (TAG_NEXT_FILE_NUMBER, self.next_file_number),
+            (TAG_LAST_SEQUENCE, self.last_sequence),
+        ] {
+            if let Some(v) = v {
+                put_varint64(&mut b, tag);
+                put_varint64(&mut b, v);
+            }
+        }
+        for (level, key) in &self.compact_pointers {
+            put_varint64(&mut b, TAG_COMPACT_POINTER);
+            put_varint64(&mut b, *level as u64);
+            put_length_prefixed(&mut b, key);
+        }
+        for &(level, run, file) in &self.deleted_files {
+            put_varint64(&mut b, TAG_DELETED_FILE);
+            put_varint64(&mut b, level as u64);
+            put_varint64(&mut b, run);
+            put_varint64(&mut b, file);
+        }
+        for (level, run, f) in &self.new_files {
+            put_varint64(&mut b, TAG_NEW_FILE);
+            put_varint64(&mut b, *level as u64);
+            put_varint64(&mut b, *run);
+            put_varint64(&mut b, f.id);
+            put_varint64(&mut b, f.size);
+            put_length_prefixed(&mut b, &f.smallest);
+            put_length_prefixed(&mut b, &f.largest);
+            put_varint64(&mut b, f.num_entries);
+            put_varint64(&mut b, f.num_deletions);
+            put_varint64(&mut b, f.smallest_seq);
+            put_varint64(&mut b, f.largest_seq);
+        }
+        if let Some(state) = &self.policy_state {
+            put_varint64(&mut b, TAG_POLICY_STATE);
+            put_length_prefixed(&mut b, state);
+        }
+        b
+    }
+
+    /// Parses an encoded edit. Unknown tags, repeated scalar fields and
+    /// truncated payloads are `Corruption`.
+    pub fn decode(data: &[u8]) -> Result<Self> {
+        let mut r = Reader::new(data);
+        let mut e = VersionEdit::default();
+        while !r.is_empty() {
+            let tag = r.varint64().ok_or_else(|| bad("tag"))?;
+            match tag {
+                TAG_LOG_NUMBER => set_once(&mut e.log_number, r.varint64(), "log number")?,
+                TAG_NEXT_FILE_NUMBER => set_once(&mut e.next_file_number, r.varint64(), "next file number")?,
+                TAG_LAST_SEQUENCE => set_once(&mut e.last_sequence, r.varint64(), "last sequence")?,
+                TAG_COMPACT_POINTER => {
+                    let level = level(&mut r)?;
+                    let key = r.length_prefixed().ok_or_else(|| bad("compact pointer"))?;
+                    e.compact_pointers.push((level, key.to_vec()));
+                }
+                TAG_DELETED_FILE => {
+                    let level = level(&mut r)?;
+                    let (run, file) = (varint(&mut r, "deleted run")?, varint(&mut r, "deleted file")?);
+                    e.deleted_files.push((level, run, file));
+                }
+                TAG_NEW_FILE => {
+                    let level = level(&mut r)?;
+                    let run = varint(&mut r, "new file run")?;
+                    e.new_files.push((level, run, new_file(&mut r)?));
+                }
+                TAG_POLICY_STATE => {
+                    let state = r.length_prefixed().ok_or_else(|| bad("policy state"))?;
+                    set_once(&mut e.policy_state, Some(state.to_vec()), "policy state")?;
+                }
+                other => return Err(Error::corruption(format!("version edit: unknown tag {other}"))),
+            }
+        }
+        Ok(e)
+    }
+}
+
+fn bad(what: &str) -> Error {
+    Error::corruption(format!("version edit: bad {what}"))
+}
+
+fn varint(r: &mut Reader<'_>, what: &str) -> Result<u64> {
+    r.varint64().ok_or_else(|| bad(what))
+}
+
+fn level(r: &mut Reader<'_>) -> Result<usize> {
+    usize::try_from(varint(r, "level")?).map_err(|_| bad("level"))
+}
+
+fn set_once<T>(slot: &mut Option<T>, v: Option<T>, what: &str) -> Result<()> {
+    let v = v.ok_or_else(|| bad(what))?;
+    if slot.replace(v).is_some() {
+        return Err(Error::corruption(format!("version edit: {what} given twice")));
+    }
+    Ok(())
+}
+
+fn new_file(r: &mut Reader<'_>) -> Result<NewFile> {
+    Ok(NewFile {
+        id: varint(r, "file id")?,
+        size: varint(r, "file size")?,
+        smallest: r.length_prefixed().ok_or_else(|| bad("smallest key"))?.to_vec(),
+        largest: r.length_prefixed().ok_or_else(|| bad("largest key"))?.to_vec(),
+        num_entries: varint(r, "entry count")?,
+        num_deletions: varint(r, "deletion count")?,
+        smallest_seq: varint(r, "smallest seq")?,
+        largest_seq: varint(r, "largest seq")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    fn bytes(rng: &mut SmallRng, max: usize) -> Vec<u8> {
+        let n = rng.gen_range(0..=max);
+        (0..n).map(|_| rng.gen()).collect()
+    }
+
+    fn num(rng: &mut SmallRng) -> u64 {
+        match rng.gen_range(0..3) {
+            0 => rng.gen_range(0..200),
+            1 => rng.gen(),
+            _ => u64::MAX,
+        }
+    }
+
+    pub(crate) fn random_edit(rng: &mut SmallRng) -> VersionEdit {
+        let opt = |rng: &mut SmallRng| if rng.gen_bool(0.5) { Some(num(rng)) } else { None };
+        VersionEdit {
+            log_number: opt(rng),
+            next_file_number: opt(rng),
+            last_sequence: opt(rng),
+            deleted_files: (0..rng.gen_range(0..4))
+                .map(|_| (rng.gen_range(0..10), num(rng), num(rng)))
+                .collect(),
+            new_files: (0..rng.gen_range(0..4))
+                .map(|_| {
+                    let f = NewFile {
+                        id: num(rng),
+                        size: num(rng),
+                        smallest: bytes(rng, 20),
+                        largest: bytes(rng, 20),
+                        num_entries: num(rng),
+                        num_deletions: num(rng),
+                        smallest_seq: num(rng),
+                        largest_seq: num(rng),
+                    };
+                    (rng.gen_range(0..10), num(rng), f)
+                })
+                .collect(),
+            compact_pointers: (0..rng.gen_range(0..3))
+                .map(|_| (rng.gen_range(0..10), bytes(rng, 10)))
+                .collect(),
+            policy_state: if rng.gen_bool(0.5) { Some(bytes(rng, 30)) } else { None },
+        }
+    }
+
+    #[test]
+    fn random_edits_round_trip() {
+        let mut rng = SmallRng::seed_from_u64(7);
+        for _ in 0..500 {
+            let e = random_edit(&mut rng);
+            assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
+        }
+        assert_eq!(VersionEdit::decode(&[]).unwrap(), VersionEdit::default());
+    }
+
+    #[test]
+    fn truncation_and_garbage_never_panic() {
+        let mut rng = SmallRng::seed_from_u64(11);
+        for _ in 0..200 {
+            let e = random_edit(&mut rng);
+            let enc = e.encode();
+            for cut in 0..enc.len() {
+                // A cut at a field boundary is a valid (shorter) edit; anything
+                // else must be Corruption. Neither may panic.
+                if let Err(err) = VersionEdit::decode(&enc[..cut]) {
+                    assert!(err.is_corruption());
+                }
+            }
+            let mut flipped = enc.clone();
+            if !flipped.is_empty() {
+                let i = rng.gen_range(0..flipped.len());
+                flipped[i] ^= 1 << rng.gen_range(0..8);
+                let _ = VersionEdit::decode(&flipped);
+            }
+            let _ = VersionEdit::decode(&bytes(&mut rng, 64));
+        }
+    }
+
+    #[test]
+    fn unknown_tag_and_duplicates_are_corruption() {
+        assert!(VersionEdit::decode(&[99, 1]).unwrap_err().is_corruption());
+        assert!(VersionEdit::decode(&[0]).unwrap_err().is_corruption());
+        assert!(VersionEdit::decode(&[1, 5, 1, 6]).unwrap_err().is_corruption());
+        // A length prefix far beyond the data.
+        assert!(VersionEdit::decode(&[7, 0xff, 0xff, 0xff, 0xff, 0x0f]).unwrap_err().is_corruption());
+        let e = VersionEdit { log_number: Some(5), ..Default::default() };
+        assert_eq!(VersionEdit::decode(&[1, 5]).unwrap(), e);
+    }
+}

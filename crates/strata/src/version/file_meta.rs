@@ -1,0 +1,218 @@
+//! Table-file metadata with reference-counted lifetime.
+//!
+//! Every Version holds its files as `Arc<FileMeta>`, and one physical file has
+//! exactly one `FileMeta` however many runs and Versions list it. When the
+//! VersionSet publishes a Version in which no run references a file any more it
+//! marks the `FileMeta` obsolete; the file's id reaches the [`ObsoleteFiles`]
+//! queue only when the last `Arc` (old Version, iterator) drops. Files still
+//! live at shutdown are never queued.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::key::{self, SeqNum};
+
+/// Ids of table files that no Version references any more and that may be removed
+/// from disk.
+#[derive(Debug, Default)]
+pub struct ObsoleteFiles {
+    ids: Mutex<Vec<u64>>,
+}
+
+impl ObsoleteFiles {
+    /// An empty queue.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Removes and returns every queued id (oldest first).
+    pub fn take(&self) -> Vec<u64> {
+        std::mem::take(&mut *self.ids.lock())
+    }
+
+    fn push(&self, id: u64) {
+        self.ids.lock().push(id);
+    }
+}
+
+/// Plain metadata of a table file, as recorded in a [`super::VersionEdit`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NewFile {
+    /// File number (`NNNNNN.sst`).
+    pub id: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Smallest internal key.
+    pub smallest: Vec<u8>,
+    /// Largest internal key.
+    pub largest: Vec<u8>,
+    /// Number of entries (puts and tombstones).
+    pub num_entries: u64,
+    /// Number of tombstones.
+    pub num_deletions: u64,
+    /// Smallest sequence number in the file.
+    pub smallest_seq: SeqNum,
+    /// Largest sequence number in the file.
+    pub largest_seq: SeqNum,
+}
+
+/// A live table file. Shared by every run and Version that lists it.
+pub struct FileMeta {
+    /// File number (`NNNNNN.sst`).
+    pub id: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Smallest internal key.
+    pub smallest: Vec<u8>,
+    /// Largest internal key.
+    pub largest: Vec<u8>,
+    /// Number of entries (puts and tombstones).
+    pub num_entries: u64,
+    /// Number of tombstones.
+    pub num_deletions: u64,
+    /// Smallest sequence number in the file.
+    pub smallest_seq: SeqNum,
+    /// Largest sequence number in the file.
+    pub largest_seq: SeqNum,
+    obsolete: AtomicBool,
+    queue: Arc<ObsoleteFiles>,
+}
+
+impl FileMeta {
+    /// Builds metadata whose id goes to `queue` once it is marked obsolete and dropped.
+    /// Outside a VersionSet (policy simulators, tests) pass a private queue.
+    pub fn new(f: NewFile, queue: Arc<ObsoleteFiles>) -> Self {
+        FileMeta {
+            id: f.id,
+            size: f.size,
+            smallest: f.smallest,
+            largest: f.largest,
+            num_entries: f.num_entries,
+            num_deletions: f.num_deletions,
+            smallest_seq: f.smallest_seq,
+            largest_seq: f.largest_seq,
+            obsolete: AtomicBool::new(false),
+            queue,
+        }
+    }
+
+    /// The plain metadata, e.g. to re-add this file to another run in an edit.
+    pub fn to_new_file(&self) -> NewFile {
+        NewFile {
+            id: self.id,
+            size: self.size,
+            smallest: self.smallest.clone(),
+            largest: self.largest.clone(),
+            num_entries: self.num_entries,
+            num_deletions: self.num_deletions,
+            smallest_seq: self.smallest_seq,
+            largest_seq: self.largest_seq,
+        }
+    }
+
+    /// True if `f` describes this file exactly.
+    pub(crate) fn same_as(&self, f: &NewFile) -> bool {
+        self.id == f.id
+            && self.size == f.size
+            && self.smallest == f.smallest
+            && self.largest == f.largest
+            && self.num_entries == f.num_entries
+            && self.num_deletions == f.num_deletions
+            && self.smallest_seq == f.smallest_seq
+            && self.largest_seq == f.largest_seq
+    }
+
+    /// User key of the smallest entry.
+    #[inline]
+    pub fn smallest_user_key(&self) -> &[u8] {
+        key::user_key(&self.smallest)
+    }
+
+    /// User key of the largest entry.
+    #[inline]
+    pub fn largest_user_key(&self) -> &[u8] {
+        key::user_key(&self.largest)
+    }
+
+    /// True if the file may hold a user key in `lo..=hi`.
+    #[inline]
+    pub fn overlaps_user_range(&self, lo: &[u8], hi: &[u8]) -> bool {
+        self.smallest_user_key() <= hi && self.largest_user_key() >= lo
+    }
+
+    /// Called when the newest Version no longer lists the file: its id is queued
+    /// for deletion when the last reference drops.
+    pub(crate) fn mark_obsolete(&self) {
+        self.obsolete.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for FileMeta {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire) {
+            self.queue.push(self.id);
+        }
+    }
+}
+
+impl fmt::Debug for FileMeta {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FileMeta")
+            .field("id", &self.id)
+            .field("size", &self.size)
+            .field("smallest", &self.smallest)
+            .field("largest", &self.largest)
+            .field("seq", &(self.smallest_seq..=self.largest_seq))
+            .field("obsolete", &self.obsolete.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{make_internal_key, ValueKind};
+
+    fn nf(id: u64, lo: &[u8], hi: &[u8]) -> NewFile {
+        NewFile {
+            id,
+            size: 10,
+            smallest: make_internal_key(lo, 5, ValueKind::Put),
+            largest: make_internal_key(hi, 1, ValueKind::Delete),
+            ..NewFile::default()
+        }
+    }
+
+    #[test]
+    fn user_keys_and_overlap() {
+        let q = Arc::new(ObsoleteFiles::new());
+        let f = FileMeta::new(nf(1, b"c", b"f"), q);
+        assert_eq!(f.smallest_user_key(), b"c");
+        assert_eq!(f.largest_user_key(), b"f");
+        assert!(f.overlaps_user_range(b"a", b"c"));
+        assert!(f.overlaps_user_range(b"f", b"z"));
+        assert!(f.overlaps_user_range(b"d", b"e"));
+        assert!(!f.overlaps_user_range(b"a", b"b"));
+        assert!(!f.overlaps_user_range(b"g", b"z"));
+        assert!(f.same_as(&f.to_new_file()));
+        assert!(!f.same_as(&nf(1, b"c", b"g")));
+    }
+
+    #[test]
+    fn only_obsolete_files_are_queued_on_last_drop() {
+        let q = Arc::new(ObsoleteFiles::new());
+        let live = Arc::new(FileMeta::new(nf(1, b"a", b"b"), q.clone()));
+        let dead = Arc::new(FileMeta::new(nf(2, b"a", b"b"), q.clone()));
+        let pin = dead.clone();
+        dead.mark_obsolete();
+        drop(dead);
+        assert!(q.take().is_empty(), "still pinned");
+        drop(pin);
+        drop(live);
+        assert_eq!(q.take(), vec![2]);
+        assert!(q.take().is_empty());
+    }
+}

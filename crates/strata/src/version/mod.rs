@@ -1,0 +1,17 @@
+//! Versions: file metadata with reference-counted lifetime, immutable `Version`s
+//! (levels of sorted runs), `VersionEdit`s, the append-only MANIFEST with
+//! `CURRENT`, and recovery of the version state. See `docs/.parts/manifest.md`.
+
+mod builder;
+mod edit;
+mod file_meta;
+mod manifest;
+#[allow(clippy::module_inception)]
+mod version;
+mod version_set;
+
+pub use edit::VersionEdit;
+pub use file_meta::{FileMeta, NewFile, ObsoleteFiles};
+pub use manifest::{read_current, read_manifest, set_current};
+pub use version::{Level, Run, Version};
+pub use version_set::VersionSet;

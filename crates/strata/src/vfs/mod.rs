@@ -1,0 +1,101 @@
+//! The file-system layer. Every byte Strata reads or writes goes through a
+//! [`Vfs`], so tests can run on memory, and crash simulation, fault injection and
+//! device-latency simulation can wrap the real thing without touching the engine.
+
+use std::fmt::Debug;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::Result;
+
+mod mem;
+mod real;
+
+pub use mem::{DirOp, MemVfs};
+pub use real::RealVfs;
+
+/// How a file is opened for random reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RandomOpenOptions {
+    /// Bypass the OS page cache (`O_DIRECT`) where the platform allows it, so a
+    /// block-cache miss really reaches the device. Ignored by in-memory VFSes.
+    pub direct: bool,
+}
+
+/// A file being written sequentially (WAL, table, MANIFEST).
+pub trait WritableFile: Send + Sync {
+    /// Appends bytes (may stay buffered in user space until `flush`/`sync`).
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Pushes buffered bytes to the OS (survives a process kill, not power loss).
+    fn flush(&mut self) -> Result<()>;
+    /// Flushes and makes the data durable (`fdatasync`).
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far.
+    fn len(&self) -> u64;
+    /// True if nothing was appended.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file read front to back (WAL and MANIFEST replay).
+pub trait SequentialFile: Send {
+    /// Reads up to `buf.len()` bytes; returns 0 at end of file.
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize>;
+}
+
+/// A file read at arbitrary offsets by many threads (tables).
+pub trait RandomAccessFile: Send + Sync + Debug {
+    /// Reads exactly `len` bytes at `offset`; reading past the end is an error.
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>>;
+    /// The file's size in bytes.
+    fn len(&self) -> u64;
+    /// True for an empty file.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// An exclusive lock on a file; released when dropped.
+pub trait FileLock: Send + Sync + Debug {}
+
+/// A file system.
+pub trait Vfs: Send + Sync + Debug {
+    /// Creates a directory and its parents if missing.
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Creates (or truncates) a file for writing.
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for sequential reading.
+    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
+    /// Opens an existing file for random reads.
+    fn open_random(&self, path: &Path, opts: RandomOpenOptions) -> Result<Arc<dyn RandomAccessFile>>;
+    /// True if the path exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Size of a file in bytes.
+    fn file_size(&self, path: &Path) -> Result<u64>;
+    /// Removes a file.
+    fn remove_file(&self, path: &Path) -> Result<()>;
+    /// Atomically renames a file, replacing the target.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Names (not paths) of the entries of a directory.
+    fn list_dir(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Makes creations, renames and removals in `dir` durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Takes an exclusive lock on `path` (creating it); fails with
+    /// [`crate::Error::Locked`] if another process or handle holds it.
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+
+    /// Reads a whole file.
+    fn read_file(&self, path: &Path) -> Result<Vec<u8>> {
+        let mut f = self.open_sequential(path)?;
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = f.read(&mut buf)?;
+            if n == 0 {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+}

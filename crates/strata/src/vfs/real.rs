@@ -1,0 +1,392 @@
+//! The operating system's file system (`std::fs`), with a user-space write
+//! buffer and optional `O_DIRECT` random reads.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{FileLock, RandomAccessFile, RandomOpenOptions, SequentialFile, Vfs, WritableFile};
+use crate::error::{Error, Result};
+
+/// Bytes a [`WritableFile`] collects before it writes them to the OS.
+const WRITE_BUFFER: usize = 64 * 1024;
+
+/// Alignment `O_DIRECT` requires of offsets, lengths and buffers (the logical
+/// block size is at most this on every device we expect).
+const DIRECT_ALIGN: usize = 4096;
+
+/// Attaches the path to an I/O error, keeping its kind.
+fn io_err(path: &Path, e: io::Error) -> Error {
+    Error::Io(io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+}
+
+/// The real file system.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RealVfs;
+
+impl RealVfs {
+    /// Returns the real file system.
+    pub fn new() -> Self {
+        RealVfs
+    }
+}
+
+impl Vfs for RealVfs {
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        fs::create_dir_all(dir).map_err(|e| io_err(dir, e))
+    }
+
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = File::create(path).map_err(|e| io_err(path, e))?;
+        Ok(Box::new(RealWritableFile {
+            file,
+            path: path.to_path_buf(),
+            buf: Vec::with_capacity(WRITE_BUFFER),
+            len: 0,
+        }))
+    }
+
+    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
+        let file = File::open(path).map_err(|e| io_err(path, e))?;
+        Ok(Box::new(RealSequentialFile { file, path: path.to_path_buf() }))
+    }
+
+    fn open_random(&self, path: &Path, opts: RandomOpenOptions) -> Result<Arc<dyn RandomAccessFile>> {
+        let file =
+            if opts.direct { open_direct(path)? } else { File::open(path).map_err(|e| io_err(path, e))? };
+        let len = file.metadata().map_err(|e| io_err(path, e))?.len();
+        Ok(Arc::new(RealRandomFile { file, path: path.to_path_buf(), len, direct: opts.direct }))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        Ok(fs::metadata(path).map_err(|e| io_err(path, e))?.len())
+    }
+
+    fn remove_file(&self, path: &Path) -> Result<()> {
+        fs::remove_file(path).map_err(|e| io_err(path, e))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::rename(from, to).map_err(|e| io_err(from, e))
+    }
+
+    fn list_dir(&self, dir: &Path) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir).map_err(|e| io_err(dir, e))? {
+            let entry = entry.map_err(|e| io_err(dir, e))?;
+            // Strata only creates UTF-8 names; anything else is not ours.
+            if let Ok(name) = entry.file_name().into_string() {
+                names.push(name);
+            }
+        }
+        Ok(names)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io_err(dir, e))
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| io_err(path, e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Box::new(RealFileLock { _file: file })),
+            Err(fs::TryLockError::WouldBlock) => Err(Error::Locked(path.display().to_string())),
+            Err(fs::TryLockError::Error(e)) => Err(io_err(path, e)),
+        }
+    }
+}
+
+/// Opens `path` for `O_DIRECT` reads, or explains that the file system refuses them.
+fn open_direct(path: &Path) -> Result<File> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        match OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path) {
+            Ok(f) => Ok(f),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Err(direct_unsupported(path)),
+            Err(e) => Err(io_err(path, e)),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(direct_unsupported(path))
+    }
+}
+
+fn direct_unsupported(path: &Path) -> Error {
+    Error::invalid(format!("{}: direct reads (O_DIRECT) are unsupported on this file system", path.display()))
+}
+
+/// A file written through a user-space buffer.
+struct RealWritableFile {
+    file: File,
+    path: PathBuf,
+    buf: Vec<u8>,
+    len: u64,
+}
+
+impl RealWritableFile {
+    fn write_buffer(&mut self) -> Result<()> {
+        if !self.buf.is_empty() {
+            self.file.write_all(&self.buf).map_err(|e| io_err(&self.path, e))?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+}
+
+impl WritableFile for RealWritableFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        if self.buf.len() + data.len() > WRITE_BUFFER {
+            self.write_buffer()?;
+        }
+        if data.len() >= WRITE_BUFFER {
+            // Large appends skip the copy into the buffer.
+            self.file.write_all(data).map_err(|e| io_err(&self.path, e))?;
+        } else {
+            self.buf.extend_from_slice(data);
+        }
+        self.len += data.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.write_buffer()
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.write_buffer()?;
+        self.file.sync_data().map_err(|e| io_err(&self.path, e))
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl Drop for RealWritableFile {
+    fn drop(&mut self) {
+        // Like closing a stdio stream: buffered bytes reach the OS. Errors cannot
+        // be reported from drop; callers that care call flush/sync first.
+        let _ = self.write_buffer();
+    }
+}
+
+struct RealSequentialFile {
+    file: File,
+    path: PathBuf,
+}
+
+impl SequentialFile for RealSequentialFile {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize> {
+        loop {
+            match self.file.read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_err(&self.path, e)),
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct RealRandomFile {
+    file: File,
+    path: PathBuf,
+    len: u64,
+    direct: bool,
+}
+
+impl RealRandomFile {
+    /// Reads `out.len()` bytes at `offset` through an aligned bounce buffer, as
+    /// `O_DIRECT` demands aligned offsets, lengths and memory.
+    fn read_direct(&self, offset: u64, out: &mut [u8]) -> Result<()> {
+        let align = DIRECT_ALIGN as u64;
+        let start = offset / align * align;
+        let end = (offset + out.len() as u64).div_ceil(align) * align;
+        let span = usize::try_from(end - start).map_err(Error::invalid)?;
+        // Over-allocate so an aligned window of `span` bytes fits inside.
+        let mut raw = vec![0u8; span + DIRECT_ALIGN];
+        let pad = raw.as_ptr().align_offset(DIRECT_ALIGN);
+        let window = raw.get_mut(pad..pad + span).ok_or_else(|| Error::invalid("aligned buffer"))?;
+        let want = (offset - start) as usize + out.len();
+        let mut got = 0usize;
+        while got < want {
+            // `got` stays a multiple of the alignment: only the read that hits
+            // end of file returns a partial block, and it ends the loop.
+            match self.file.read_at(&mut window[got..], start + got as u64) {
+                Ok(0) => {
+                    return Err(Error::corruption(format!("{}: read past end of file", self.path.display())))
+                }
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    return Err(direct_unsupported(&self.path))
+                }
+                Err(e) => return Err(io_err(&self.path, e)),
+            }
+        }
+        let from = (offset - start) as usize;
+        out.copy_from_slice(&window[from..from + out.len()]);
+        Ok(())
+    }
+}
+
+impl RandomAccessFile for RealRandomFile {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        if offset.checked_add(len as u64).is_none_or(|end| end > self.len) {
+            return Err(Error::corruption(format!(
+                "{}: read past end of file ({len} bytes at {offset}, file has {})",
+                self.path.display(),
+                self.len
+            )));
+        }
+        let mut out = vec![0u8; len];
+        if self.direct {
+            self.read_direct(offset, &mut out)?;
+        } else {
+            self.file.read_exact_at(&mut out, offset).map_err(|e| {
+                if e.kind() == io::ErrorKind::UnexpectedEof {
+                    Error::corruption(format!("{}: read past end of file", self.path.display()))
+                } else {
+                    io_err(&self.path, e)
+                }
+            })?;
+        }
+        Ok(out)
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+/// Holds the OS lock until dropped (closing the file releases it). `File`'s
+/// Debug output names the path.
+#[derive(Debug)]
+struct RealFileLock {
+    _file: File,
+}
+
+impl FileLock for RealFileLock {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> (tempfile::TempDir, RealVfs) {
+        (tempfile::tempdir().unwrap(), RealVfs::new())
+    }
+
+    #[test]
+    fn write_buffer_flush_and_read_back() {
+        let (dir, vfs) = setup();
+        let p = dir.path().join("f");
+        let mut w = vfs.create(&p).unwrap();
+        assert!(w.is_empty());
+        w.append(b"hello ").unwrap();
+        // Still in the user-space buffer.
+        assert_eq!(vfs.file_size(&p).unwrap(), 0);
+        w.flush().unwrap();
+        assert_eq!(vfs.file_size(&p).unwrap(), 6);
+        let big = vec![7u8; 3 * WRITE_BUFFER + 5];
+        w.append(&big).unwrap();
+        w.append(b"end").unwrap();
+        w.sync().unwrap();
+        assert_eq!(w.len(), 6 + big.len() as u64 + 3);
+        drop(w);
+        let all = vfs.read_file(&p).unwrap();
+        assert_eq!(&all[..6], b"hello ");
+        assert_eq!(&all[6..6 + big.len()], &big[..]);
+        assert_eq!(&all[all.len() - 3..], b"end");
+
+        let r = vfs.open_random(&p, RandomOpenOptions::default()).unwrap();
+        assert_eq!(r.len(), all.len() as u64);
+        assert_eq!(r.read_at(2, 4).unwrap(), b"llo ");
+        assert!(r.read_at(r.len() - 1, 2).unwrap_err().is_corruption());
+        assert!(r.read_at(u64::MAX, 2).unwrap_err().is_corruption());
+        assert_eq!(r.read_at(r.len(), 0).unwrap(), b"");
+    }
+
+    #[test]
+    fn drop_flushes_buffer() {
+        let (dir, vfs) = setup();
+        let p = dir.path().join("f");
+        let mut w = vfs.create(&p).unwrap();
+        w.append(b"abc").unwrap();
+        drop(w);
+        assert_eq!(vfs.read_file(&p).unwrap(), b"abc");
+    }
+
+    #[test]
+    fn direct_reads_match_buffered_or_are_refused() {
+        let (dir, vfs) = setup();
+        let p = dir.path().join("t");
+        let data: Vec<u8> = (0..3 * DIRECT_ALIGN as u32 + 123).map(|i| (i * 31 % 251) as u8).collect();
+        let mut w = vfs.create(&p).unwrap();
+        w.append(&data).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        match vfs.open_random(&p, RandomOpenOptions { direct: true }) {
+            Ok(r) => {
+                for (off, len) in [(0, 1), (1, 4095), (4095, 2), (4096, 4096), (100, 12000), (12000, 411)] {
+                    match r.read_at(off, len) {
+                        Ok(got) => assert_eq!(got, &data[off as usize..off as usize + len]),
+                        Err(Error::InvalidArgument(msg)) => assert!(msg.contains("direct")),
+                        Err(e) => panic!("unexpected {e}"),
+                    }
+                }
+                assert!(r.read_at(data.len() as u64 - 2, 3).unwrap_err().is_corruption());
+            }
+            Err(Error::InvalidArgument(msg)) => {
+                assert!(msg.contains("direct") && msg.contains(&p.display().to_string()))
+            }
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+
+    #[test]
+    fn dir_ops_rename_remove_list() {
+        let (dir, vfs) = setup();
+        let sub = dir.path().join("a/b");
+        vfs.create_dir_all(&sub).unwrap();
+        for n in ["x", "y"] {
+            let mut w = vfs.create(&sub.join(n)).unwrap();
+            w.append(n.as_bytes()).unwrap();
+            w.flush().unwrap();
+        }
+        vfs.rename(&sub.join("x"), &sub.join("y")).unwrap();
+        assert_eq!(vfs.read_file(&sub.join("y")).unwrap(), b"x");
+        assert!(!vfs.exists(&sub.join("x")));
+        vfs.sync_dir(&sub).unwrap();
+        assert_eq!(vfs.list_dir(&sub).unwrap(), vec!["y".to_string()]);
+        vfs.remove_file(&sub.join("y")).unwrap();
+        assert!(
+            matches!(vfs.remove_file(&sub.join("y")), Err(Error::Io(e)) if e.kind() == io::ErrorKind::NotFound)
+        );
+        assert!(matches!(vfs.open_sequential(&sub.join("nope")), Err(Error::Io(_))));
+        assert!(matches!(vfs.file_size(&sub.join("nope")), Err(Error::Io(_))));
+    }
+
+    #[test]
+    fn lock_is_exclusive_until_dropped() {
+        let (dir, vfs) = setup();
+        let p = dir.path().join("LOCK");
+        let l = vfs.lock(&p).unwrap();
+        assert!(matches!(vfs.lock(&p), Err(Error::Locked(_))));
+        drop(l);
+        let _again = vfs.lock(&p).unwrap();
+    }
+}

@@ -1,0 +1,11 @@
+//! The write-ahead log, in LevelDB's log format: 32 KiB blocks of CRC-checked
+//! physical records, a logical record split into FIRST/MIDDLE/LAST fragments
+//! where it crosses blocks. The MANIFEST uses the same format. See
+//! `docs/FORMAT.md` ("Write-ahead log") for the byte layout and recovery modes.
+
+mod format;
+mod reader;
+mod writer;
+
+pub use reader::LogReader;
+pub use writer::LogWriter;

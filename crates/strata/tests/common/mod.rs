@@ -1,0 +1,469 @@
+//! The metamorphic model harness: one random operation log, replayed under any
+//! number of configurations (policies, option sets, file systems), with every
+//! read checked against a `BTreeMap` model. A mismatch names the seed, the
+//! configuration and the operation index, so it can be replayed alone.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use strata::{
+    CompressionType, Db, DbIterator, MemVfs, Options, ReadOptions, RealVfs, Snapshot, Vfs, WriteBatch,
+    WriteOptions,
+};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// One step of an operation log.
+#[derive(Debug, Clone)]
+pub enum Op {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+    Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    Get(Vec<u8>),
+    /// Scan `[lo, hi)` (None = open), forward or reverse, at most `limit` items.
+    Scan {
+        lo: Option<Vec<u8>>,
+        hi: Option<Vec<u8>>,
+        reverse: bool,
+        limit: usize,
+    },
+    TakeSnapshot,
+    /// Read key through snapshot `idx % live`.
+    SnapshotGet(usize, Vec<u8>),
+    SnapshotScan(usize),
+    ReleaseSnapshot(usize),
+    /// Open a long-lived iterator over `[lo, ∞)`.
+    OpenIter(Option<Vec<u8>>),
+    /// Advance iterator `idx % live` by `n`, from the back if `back`.
+    AdvanceIter {
+        idx: usize,
+        n: usize,
+        back: bool,
+    },
+    Flush,
+    CompactRange(Option<Vec<u8>>, Option<Vec<u8>>),
+    Reopen,
+    /// Changes only the model (never generated): lets a test prove the
+    /// checker fails when the database and the model disagree.
+    ModelOnlyPut(Vec<u8>, Vec<u8>),
+}
+
+fn key(rng: &mut StdRng, space: u32) -> Vec<u8> {
+    // Skewed so that some keys are overwritten often.
+    let k = if rng.gen_bool(0.3) { rng.gen_range(0..space / 10 + 1) } else { rng.gen_range(0..space) };
+    format!("key{k:06}").into_bytes()
+}
+
+fn value(rng: &mut StdRng, seq: usize) -> Vec<u8> {
+    let len = match rng.gen_range(0..100) {
+        0..=9 => 0,
+        10..=89 => rng.gen_range(1..64),
+        90..=97 => rng.gen_range(64..1024),
+        _ => rng.gen_range(1024..6000),
+    };
+    // Random letters: compressible about as much as real text, so tables
+    // have realistic sizes under every compression setting.
+    let mut v = format!("v{seq}-").into_bytes();
+    while v.len() < len {
+        v.push(b'a' + rng.gen_range(0..26u8));
+    }
+    v
+}
+
+/// A random operation log of `n` steps over a key space of `space` keys.
+pub fn gen_ops(seed: u64, n: usize, space: u32) -> Vec<Op> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut ops = Vec::with_capacity(n);
+    for i in 0..n {
+        let op = match rng.gen_range(0..1000) {
+            0..=399 => Op::Put(key(&mut rng, space), value(&mut rng, i)),
+            400..=479 => Op::Delete(key(&mut rng, space)),
+            480..=559 => Op::Batch(
+                (0..rng.gen_range(1..8))
+                    .map(|_| {
+                        let k = key(&mut rng, space);
+                        let v = rng.gen_bool(0.8).then(|| value(&mut rng, i));
+                        (k, v)
+                    })
+                    .collect(),
+            ),
+            560..=759 => Op::Get(key(&mut rng, space)),
+            760..=819 => {
+                let lo = rng.gen_bool(0.7).then(|| key(&mut rng, space));
+                let hi = rng.gen_bool(0.5).then(|| key(&mut rng, space));
+                Op::Scan { lo, hi, reverse: rng.gen_bool(0.4), limit: rng.gen_range(1..60) }
+            }
+            820..=839 => Op::TakeSnapshot,
+            840..=869 => Op::SnapshotGet(rng.gen(), key(&mut rng, space)),
+            870..=879 => Op::SnapshotScan(rng.gen()),
+            880..=889 => Op::ReleaseSnapshot(rng.gen()),
+            890..=904 => Op::OpenIter(rng.gen_bool(0.5).then(|| key(&mut rng, space))),
+            905..=944 => Op::AdvanceIter { idx: rng.gen(), n: rng.gen_range(1..20), back: rng.gen_bool(0.3) },
+            945..=969 => Op::Flush,
+            970..=989 => {
+                let a = rng.gen_bool(0.6).then(|| key(&mut rng, space));
+                let b = rng.gen_bool(0.6).then(|| key(&mut rng, space));
+                Op::CompactRange(a, b)
+            }
+            _ => Op::Reopen,
+        };
+        ops.push(op);
+    }
+    ops
+}
+
+/// Which file system a configuration runs on.
+#[derive(Clone, Copy, Debug)]
+pub enum Fs {
+    Mem,
+    Real,
+}
+
+/// A named option set to run op logs under.
+#[derive(Clone)]
+pub struct Config {
+    pub name: &'static str,
+    pub fs: Fs,
+    pub options: fn() -> Options,
+}
+
+/// Small sizes so that flushes, compactions and multi-level trees happen
+/// within a few thousand operations.
+pub fn small_options() -> Options {
+    Options::default()
+        .with_write_buffer_size(16 << 10)
+        .with_target_file_size_base(8 << 10)
+        .with_max_bytes_for_level_base(32 << 10)
+        .with_level0_file_num_compaction_trigger(2)
+        .with_level0_slowdown_writes_trigger(8)
+        .with_level0_stop_writes_trigger(12)
+        .with_block_size(512)
+        .with_block_cache_capacity(64 << 10)
+        .with_max_open_files(16)
+}
+
+/// The option sets every policy is checked under (later policies add theirs).
+pub fn configs() -> Vec<Config> {
+    vec![
+        Config { name: "leveled-mem", fs: Fs::Mem, options: small_options },
+        Config { name: "leveled-real", fs: Fs::Real, options: small_options },
+        Config {
+            name: "leveled-zstd-nobloom-nocache",
+            fs: Fs::Mem,
+            options: || {
+                small_options()
+                    .with_compression(CompressionType::Zstd(3))
+                    .with_bloom_bits_per_key(0.0)
+                    .with_block_cache_capacity(0)
+                    .with_block_restart_interval(1)
+            },
+        },
+        Config {
+            name: "leveled-uncompressed-deep",
+            fs: Fs::Mem,
+            options: || {
+                small_options()
+                    .with_compression(CompressionType::None)
+                    .with_max_bytes_for_level_base(8 << 10)
+                    .with_max_bytes_for_level_multiplier(3.0)
+                    .with_num_levels(5)
+                    .with_bloom_bits_per_key(3.5)
+            },
+        },
+        Config {
+            name: "leveled-manual-only",
+            fs: Fs::Mem,
+            options: || small_options().with_disable_auto_compactions(true),
+        },
+    ]
+}
+
+struct OpenIter {
+    it: DbIterator,
+    expected: Vec<(Vec<u8>, Vec<u8>)>,
+    front: usize,
+    back: usize,
+}
+
+struct Runner {
+    cfg: Config,
+    vfs: Arc<dyn Vfs>,
+    path: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+    db: Option<Db>,
+    model: Model,
+    snapshots: Vec<(Snapshot, Model)>,
+    iters: Vec<OpenIter>,
+}
+
+fn range_of(model: &Model, lo: &Option<Vec<u8>>, hi: &Option<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let lo_b = lo.as_ref().map_or(Bound::Unbounded, |k| Bound::Included(k.clone()));
+    let hi_b = hi.as_ref().map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
+    if let (Bound::Included(a), Bound::Excluded(b)) = (&lo_b, &hi_b) {
+        if a >= b {
+            return Vec::new();
+        }
+    }
+    model.range((lo_b, hi_b)).map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+impl Runner {
+    fn new(cfg: Config) -> Self {
+        let (vfs, tmp, path): (Arc<dyn Vfs>, _, PathBuf) = match cfg.fs {
+            Fs::Mem => (Arc::new(MemVfs::new()), None, PathBuf::from("/db")),
+            Fs::Real => {
+                let t = tempfile::tempdir().expect("tempdir");
+                let p = t.path().join("db");
+                (Arc::new(RealVfs::new()), Some(t), p)
+            }
+        };
+        let mut r = Runner {
+            cfg,
+            vfs,
+            path,
+            _tmp: tmp,
+            db: None,
+            model: Model::new(),
+            snapshots: vec![],
+            iters: vec![],
+        };
+        r.open();
+        r
+    }
+
+    fn open(&mut self) {
+        let opts = (self.cfg.options)().with_vfs(self.vfs.clone());
+        self.db = Some(Db::open(&self.path, opts).expect("open"));
+    }
+
+    fn db(&self) -> &Db {
+        self.db.as_ref().expect("db open")
+    }
+
+    fn scan(&self, it: DbIterator, reverse: bool, limit: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let r: Result<Vec<_>, _> =
+            if reverse { it.rev().take(limit).collect() } else { it.take(limit).collect() };
+        r.expect("scan")
+    }
+
+    fn step(&mut self, op: &Op) -> Result<(), String> {
+        let wo = WriteOptions::default();
+        match op {
+            Op::Put(k, v) => {
+                self.db().put_opt(k, v, &wo).map_err(|e| e.to_string())?;
+                self.model.insert(k.clone(), v.clone());
+            }
+            Op::Delete(k) => {
+                self.db().delete(k).map_err(|e| e.to_string())?;
+                self.model.remove(k);
+            }
+            Op::Batch(ops) => {
+                let mut b = WriteBatch::new();
+                for (k, v) in ops {
+                    match v {
+                        Some(v) => {
+                            b.put(k, v);
+                            self.model.insert(k.clone(), v.clone());
+                        }
+                        None => {
+                            b.delete(k);
+                            self.model.remove(k);
+                        }
+                    }
+                }
+                self.db().write(b).map_err(|e| e.to_string())?;
+            }
+            Op::Get(k) => {
+                let got = self.db().get(k).map_err(|e| e.to_string())?;
+                if got.as_ref() != self.model.get(k) {
+                    return Err(format!(
+                        "get {:?}: got {:?}, want {:?}",
+                        s(k),
+                        got.map(|v| v.len()),
+                        self.model.get(k).map(|v| v.len())
+                    ));
+                }
+            }
+            Op::Scan { lo, hi, reverse, limit } => {
+                let it = match (lo, hi) {
+                    (Some(a), Some(b)) => self.db().range(a.as_slice()..b.as_slice()),
+                    (Some(a), None) => self.db().range(a.as_slice()..),
+                    (None, Some(b)) => self.db().range(..b.as_slice()),
+                    (None, None) => self.db().iter(),
+                };
+                let got = self.scan(it, *reverse, *limit);
+                let mut want = range_of(&self.model, lo, hi);
+                if *reverse {
+                    want.reverse();
+                }
+                want.truncate(*limit);
+                if got != want {
+                    return Err(format!(
+                        "scan {lo:?}..{hi:?} rev={reverse}: got {} items, want {}; first diff {:?}",
+                        got.len(),
+                        want.len(),
+                        first_diff(&got, &want)
+                    ));
+                }
+            }
+            Op::TakeSnapshot => {
+                self.snapshots.push((self.db().snapshot(), self.model.clone()));
+            }
+            Op::SnapshotGet(i, k) => {
+                if self.snapshots.is_empty() {
+                    return Ok(());
+                }
+                let (snap, m) = &self.snapshots[i % self.snapshots.len()];
+                let got = snap.get(k).map_err(|e| e.to_string())?;
+                let via_opts = self
+                    .db()
+                    .get_opt(k, &ReadOptions::default().with_snapshot(snap))
+                    .map_err(|e| e.to_string())?;
+                if got.as_ref() != m.get(k) || via_opts != got {
+                    return Err(format!("snapshot get {:?}: got {:?}, want {:?}", s(k), got, m.get(k)));
+                }
+            }
+            Op::SnapshotScan(i) => {
+                if self.snapshots.is_empty() {
+                    return Ok(());
+                }
+                let (snap, m) = &self.snapshots[i % self.snapshots.len()];
+                let got: Vec<_> = snap.iter().collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+                let want: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                if got != want {
+                    return Err(format!(
+                        "snapshot scan: got {} items, want {}; first diff {:?}",
+                        got.len(),
+                        want.len(),
+                        first_diff(&got, &want)
+                    ));
+                }
+            }
+            Op::ReleaseSnapshot(i) => {
+                if !self.snapshots.is_empty() {
+                    let n = self.snapshots.len();
+                    self.snapshots.remove(i % n);
+                }
+            }
+            Op::OpenIter(lo) => {
+                let it = match lo {
+                    Some(a) => self.db().range(a.as_slice()..),
+                    None => self.db().iter(),
+                };
+                let expected = range_of(&self.model, lo, &None);
+                let back = expected.len();
+                self.iters.push(OpenIter { it, expected, front: 0, back });
+                if self.iters.len() > 4 {
+                    self.iters.remove(0);
+                }
+            }
+            Op::AdvanceIter { idx, n, back } => {
+                if self.iters.is_empty() {
+                    return Ok(());
+                }
+                let len = self.iters.len();
+                let oi = &mut self.iters[idx % len];
+                for _ in 0..*n {
+                    let got = if *back { oi.it.next_back() } else { oi.it.next() };
+                    let got = got.transpose().map_err(|e| e.to_string())?;
+                    let want = if oi.front < oi.back {
+                        if *back {
+                            oi.back -= 1;
+                            Some(oi.expected[oi.back].clone())
+                        } else {
+                            oi.front += 1;
+                            Some(oi.expected[oi.front - 1].clone())
+                        }
+                    } else {
+                        None
+                    };
+                    if got != want {
+                        return Err(format!(
+                            "long-lived iterator (back={back}): got {:?}, want {:?}",
+                            got.map(|kv| s(&kv.0)),
+                            want.map(|kv| s(&kv.0))
+                        ));
+                    }
+                }
+            }
+            Op::Flush => self.db().flush().map_err(|e| e.to_string())?,
+            Op::CompactRange(a, b) => {
+                self.db().compact_range(a.as_deref(), b.as_deref()).map_err(|e| e.to_string())?
+            }
+            Op::ModelOnlyPut(k, v) => {
+                self.model.insert(k.clone(), v.clone());
+            }
+            Op::Reopen => {
+                self.snapshots.clear();
+                self.iters.clear();
+                self.db.take().expect("db").close().map_err(|e| e.to_string())?;
+                self.open();
+            }
+        }
+        Ok(())
+    }
+
+    /// Full scan both ways plus a get of every model key.
+    fn verify_all(&self) -> Result<(), String> {
+        let got: Vec<_> = self.db().iter().collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+        let want: Vec<_> = self.model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        if got != want {
+            return Err(format!(
+                "final scan: got {} items, want {}; first diff {:?}",
+                got.len(),
+                want.len(),
+                first_diff(&got, &want)
+            ));
+        }
+        let mut rev: Vec<_> = self.db().iter().rev().collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+        rev.reverse();
+        if rev != want {
+            return Err("final reverse scan differs".into());
+        }
+        for (k, v) in &self.model {
+            if self.db().get(k).map_err(|e| e.to_string())?.as_ref() != Some(v) {
+                return Err(format!("final get {:?} differs", s(k)));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn s(k: &[u8]) -> String {
+    String::from_utf8_lossy(k).into_owned()
+}
+
+fn first_diff(
+    a: &[(Vec<u8>, Vec<u8>)],
+    b: &[(Vec<u8>, Vec<u8>)],
+) -> Option<(usize, Option<String>, Option<String>)> {
+    let n = a.len().max(b.len());
+    (0..n).find(|&i| a.get(i) != b.get(i)).map(|i| (i, a.get(i).map(|x| s(&x.0)), b.get(i).map(|x| s(&x.0))))
+}
+
+/// Runs `ops` under `cfg`, checking every read; returns the database's final
+/// stats text on success.
+pub fn run_log(seed: u64, ops: &[Op], cfg: &Config) -> strata::Stats {
+    let mut r = Runner::new(cfg.clone());
+    for (i, op) in ops.iter().enumerate() {
+        if let Err(e) = r.step(op) {
+            panic!("model mismatch: seed {seed}, config {}, op #{i} {:?}: {e}", cfg.name, short(op));
+        }
+    }
+    if let Err(e) = r.verify_all() {
+        panic!("model mismatch at the end: seed {seed}, config {}: {e}", cfg.name);
+    }
+    let stats = r.db().stats();
+    r.db.take().expect("db").close().expect("close");
+    stats
+}
+
+fn short(op: &Op) -> String {
+    let t = format!("{op:?}");
+    t.chars().take(200).collect()
+}

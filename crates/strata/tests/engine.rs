@@ -1,0 +1,140 @@
+//! Focused engine behaviour: flush, manual compaction, stats, iterator
+//! pinning, snapshots across compactions, properties.
+
+use strata::{Db, MemVfs, Options, ReadOptions};
+
+fn opts() -> Options {
+    Options::default()
+        .with_vfs(std::sync::Arc::new(MemVfs::new()))
+        .with_write_buffer_size(8 << 10)
+        .with_target_file_size_base(4 << 10)
+        .with_max_bytes_for_level_base(16 << 10)
+        .with_level0_file_num_compaction_trigger(2)
+        .with_block_size(512)
+}
+
+fn k(i: u32) -> Vec<u8> {
+    format!("k{i:06}").into_bytes()
+}
+
+fn fill(db: &Db, range: std::ops::Range<u32>, tag: &str) {
+    for i in range {
+        db.put(k(i), format!("{tag}-{i}-{}", "x".repeat((i % 40) as usize))).unwrap();
+    }
+}
+
+#[test]
+fn manual_compaction_empties_l0_and_drops_tombstones() {
+    let db = Db::open("/db", opts().with_disable_auto_compactions(true)).unwrap();
+    fill(&db, 0..2000, "a");
+    db.flush().unwrap();
+    for i in 0..1000 {
+        db.delete(k(i)).unwrap();
+    }
+    db.flush().unwrap();
+    assert!(db.stats().levels[0].files >= 2);
+    db.compact_range(None, None).unwrap();
+    let s = db.stats();
+    assert_eq!(s.levels[0].files, 0, "{s}");
+    assert!(s.compactions >= 1);
+    // Deleted keys are gone from the bottom: no entries remain for them.
+    assert_eq!(db.iter().count(), 1000);
+    assert_eq!(db.get(k(5)).unwrap(), None);
+    assert!(db.get(k(1500)).unwrap().is_some());
+    let entries: u64 = s.levels.iter().map(|l| l.bytes).sum();
+    assert!(entries > 0);
+    assert!(db.property("strata.levels").unwrap().contains("L1"));
+    assert_eq!(db.property("strata.num-files-at-level0").as_deref(), Some("0"));
+    assert_eq!(db.property("strata.policy").as_deref(), Some("leveled"));
+    assert!(db.property("strata.nope").is_none());
+}
+
+#[test]
+fn background_compaction_builds_levels_and_counts_write_amplification() {
+    let db = Db::open("/db", opts()).unwrap();
+    for round in 0..6 {
+        fill(&db, 0..3000, &format!("r{round}"));
+    }
+    db.flush().unwrap();
+    let s = db.stats();
+    assert!(s.compactions > 0, "{s}");
+    assert!(s.write_amplification > 1.0, "{s}");
+    assert!(s.levels.iter().skip(2).any(|l| l.files > 0), "expected a tree deeper than L1: {s}");
+    assert_eq!(s.user_bytes_written, s.user_bytes_written.max(1));
+    for i in (0..3000).step_by(37) {
+        let v = db.get(k(i)).unwrap().unwrap();
+        assert!(v.starts_with(b"r5-"), "stale value for {i}");
+    }
+}
+
+#[test]
+fn iterators_and_snapshots_survive_compactions() {
+    let db = Db::open("/db", opts()).unwrap();
+    fill(&db, 0..1500, "old");
+    let snap = db.snapshot();
+    let mut it = db.iter();
+    let first = it.next().unwrap().unwrap();
+    for round in 0..4 {
+        fill(&db, 0..1500, &format!("new{round}"));
+        for i in (0..1500).step_by(3) {
+            db.delete(k(i)).unwrap();
+        }
+    }
+    db.compact_range(None, None).unwrap();
+    // The iterator still sees the state at its creation, files pinned.
+    assert!(first.1.starts_with(b"old-"));
+    let rest: Vec<_> = it.map(|r| r.unwrap()).collect();
+    assert_eq!(rest.len(), 1499);
+    assert!(rest.iter().all(|(_, v)| v.starts_with(b"old-")));
+    // The snapshot too, through both APIs.
+    assert!(snap.get(k(3)).unwrap().unwrap().starts_with(b"old-"));
+    let ro = ReadOptions::default().with_snapshot(&snap);
+    assert!(db.get_opt(k(3), &ro).unwrap().unwrap().starts_with(b"old-"));
+    assert_eq!(snap.iter().count(), 1500);
+    assert_eq!(db.get(k(3)).unwrap(), None);
+    assert!(db.get(k(4)).unwrap().unwrap().starts_with(b"new3-"));
+    drop(snap);
+    let files_deleted_before = db.stats().files_deleted;
+    db.compact_range(None, None).unwrap();
+    assert!(db.stats().files_deleted > files_deleted_before || files_deleted_before > 0);
+}
+
+#[test]
+fn reverse_and_mixed_direction_iteration() {
+    let db = Db::open("/db", opts()).unwrap();
+    fill(&db, 0..500, "v");
+    db.flush().unwrap();
+    fill(&db, 250..300, "w");
+    let mut it = db.range(k(100).as_slice()..k(110).as_slice());
+    assert_eq!(it.next().unwrap().unwrap().0, k(100));
+    assert_eq!(it.next_back().unwrap().unwrap().0, k(109));
+    let middle: Vec<_> = it.map(|r| r.unwrap().0).collect();
+    assert_eq!(middle, (101..109).map(k).collect::<Vec<_>>());
+    let rev: Vec<_> = db.range(k(245).as_slice()..=k(255).as_slice()).rev().map(|r| r.unwrap()).collect();
+    assert_eq!(rev.len(), 11);
+    assert_eq!(rev[0].0, k(255));
+    assert!(rev[0].1.starts_with(b"w-"));
+    assert!(rev[10].1.starts_with(b"v-"));
+}
+
+#[test]
+fn concurrent_writers_are_grouped_and_all_applied() {
+    let db = std::sync::Arc::new(Db::open("/db", opts()).unwrap());
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                for i in 0..500u32 {
+                    db.put(format!("t{t}-{i:04}"), format!("{i}")).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(db.iter().count(), 2000);
+    for t in 0..4 {
+        assert_eq!(db.get(format!("t{t}-0499")).unwrap().as_deref(), Some(&b"499"[..]));
+    }
+}

@@ -1,0 +1,32 @@
+//! Randomized model test: each seed's op log runs under every configuration
+//! (policies x option sets x file systems) and must match a BTreeMap.
+
+mod common;
+
+use common::{configs, gen_ops, run_log, Op};
+
+const SEEDS: u64 = 6;
+const OPS: usize = 2500;
+
+#[test]
+fn every_config_matches_the_model() {
+    for seed in 0..SEEDS {
+        let ops = gen_ops(seed, OPS, 1500);
+        for cfg in configs() {
+            let stats = run_log(seed, &ops, &cfg);
+            if seed == 0 {
+                eprintln!("{} seed {seed}:\n{stats}", cfg.name);
+            }
+        }
+    }
+}
+
+/// The checker itself can fail: a write the database never saw is caught.
+#[test]
+#[should_panic(expected = "model mismatch")]
+fn harness_detects_a_lost_write() {
+    let mut ops = gen_ops(1, 200, 50);
+    ops.push(Op::ModelOnlyPut(b"ghost".to_vec(), b"boo".to_vec()));
+    ops.push(Op::Get(b"ghost".to_vec()));
+    run_log(1, &ops, &configs()[0]);
+}
