@@ -1,0 +1,200 @@
+//! The engines a benchmark can drive, behind one trait, and the mapping of the
+//! benchmark's options onto each engine's own (printed, so runs are auditable).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Errors from any engine, as text (each engine has its own error type).
+pub type BenchResult<T> = Result<T, String>;
+
+/// Engine-independent settings, named after db_bench's flags.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Database directory.
+    pub path: PathBuf,
+    /// Block cache bytes (`--cache_size`).
+    pub cache_size: usize,
+    /// Bloom filter bits per key, 0 = none (`--bloom_bits`).
+    pub bloom_bits: f64,
+    /// Memtable bytes (`--write_buffer_size`).
+    pub write_buffer_size: usize,
+    /// Target table file bytes (`--max_file_size`).
+    pub max_file_size: u64,
+    /// `none`, `lz4`, `zstd` (`--compression_type`).
+    pub compression: String,
+    /// O_DIRECT for table reads (`--use_direct_reads`).
+    pub use_direct_reads: bool,
+    /// Strata compaction policy name (`--policy`); ignored by peers.
+    pub policy: String,
+    /// Sync every write (`--sync`).
+    pub sync: bool,
+    /// Reuse an existing database (`--use_existing_db`).
+    pub use_existing_db: bool,
+}
+
+/// Counters an engine can report; `None` where the engine has no such counter.
+#[derive(Debug, Clone, Default)]
+pub struct EngineStats {
+    /// Block cache hits since open.
+    pub cache_hits: Option<u64>,
+    /// Block cache misses since open.
+    pub cache_misses: Option<u64>,
+    /// (flush + compaction writes) / user writes.
+    pub write_amplification: Option<f64>,
+    /// Time writers were stalled, in microseconds.
+    pub stall_micros: Option<u64>,
+}
+
+impl EngineStats {
+    /// Hits / (hits + misses), if both are known and nonzero.
+    pub fn hit_ratio(&self) -> Option<f64> {
+        let (h, m) = (self.cache_hits?, self.cache_misses?);
+        (h + m > 0).then(|| h as f64 / (h + m) as f64)
+    }
+}
+
+/// One key-value engine under test. Implementations must be usable from many
+/// threads at once.
+pub trait Engine: Send + Sync {
+    /// Name shown in reports, e.g. `strata/leveled`, `rocksdb`.
+    fn name(&self) -> String;
+    /// Stores a value.
+    fn put(&self, key: &[u8], value: &[u8]) -> BenchResult<()>;
+    /// Reads a value.
+    fn get(&self, key: &[u8]) -> BenchResult<Option<Vec<u8>>>;
+    /// Deletes a key.
+    fn delete(&self, key: &[u8]) -> BenchResult<()>;
+    /// Seeks to the first key >= `start` and reads up to `n` entries forward;
+    /// returns (entries read, key+value bytes read).
+    fn scan(&self, start: &[u8], n: usize) -> BenchResult<(usize, usize)>;
+    /// Flushes memtables to disk and waits.
+    fn flush(&self) -> BenchResult<()>;
+    /// Counters since open.
+    fn stats(&self) -> EngineStats;
+    /// Human-readable statistics dump (e.g. strata's `strata.stats` property).
+    fn stats_text(&self) -> String {
+        String::new()
+    }
+    /// How this engine's options were set from the [`EngineConfig`] (printed).
+    fn option_mapping(&self) -> String;
+    /// Directory holding the database.
+    fn path(&self) -> &Path;
+}
+
+/// Bytes of all files under `dir` (database size on disk).
+pub fn dir_size(dir: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(dir) else { return 0 };
+    rd.filter_map(Result::ok)
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// Strata, with any of its compaction policies.
+pub struct StrataEngine {
+    db: strata::Db,
+    policy: String,
+    mapping: String,
+    wo: strata::WriteOptions,
+    path: PathBuf,
+}
+
+impl StrataEngine {
+    /// Opens Strata with the benchmark's settings.
+    pub fn open(cfg: &EngineConfig) -> BenchResult<Self> {
+        let compression = strata::CompressionType::parse(&cfg.compression).map_err(|e| e.to_string())?;
+        let style = strata::CompactionStyle::from_name(&cfg.policy).map_err(|e| e.to_string())?;
+        let opts = strata::Options::default()
+            .with_block_cache_capacity(cfg.cache_size)
+            .with_bloom_bits_per_key(cfg.bloom_bits)
+            .with_write_buffer_size(cfg.write_buffer_size)
+            .with_target_file_size_base(cfg.max_file_size)
+            .with_compression(compression)
+            .with_use_direct_reads(cfg.use_direct_reads)
+            .with_compaction_style(style)
+            .with_error_if_exists(false);
+        let mapping = format!(
+            "strata: block_cache_capacity={} bloom_bits_per_key={} write_buffer_size={} target_file_size_base={} \
+             compression={:?} use_direct_reads={} compaction_style={} sync={}",
+            cfg.cache_size,
+            cfg.bloom_bits,
+            cfg.write_buffer_size,
+            cfg.max_file_size,
+            compression,
+            cfg.use_direct_reads,
+            cfg.policy,
+            cfg.sync
+        );
+        let db = strata::Db::open(&cfg.path, opts).map_err(|e| e.to_string())?;
+        Ok(StrataEngine {
+            db,
+            policy: cfg.policy.clone(),
+            mapping,
+            wo: strata::WriteOptions::default().with_sync(cfg.sync),
+            path: cfg.path.clone(),
+        })
+    }
+
+    /// The underlying database (for strata-only experiments).
+    pub fn db(&self) -> &strata::Db {
+        &self.db
+    }
+}
+
+impl Engine for StrataEngine {
+    fn name(&self) -> String {
+        format!("strata/{}", self.policy)
+    }
+    fn put(&self, key: &[u8], value: &[u8]) -> BenchResult<()> {
+        self.db.put_opt(key, value, &self.wo).map_err(|e| e.to_string())
+    }
+    fn get(&self, key: &[u8]) -> BenchResult<Option<Vec<u8>>> {
+        self.db.get(key).map_err(|e| e.to_string())
+    }
+    fn delete(&self, key: &[u8]) -> BenchResult<()> {
+        self.db.delete_opt(key, &self.wo).map_err(|e| e.to_string())
+    }
+    fn scan(&self, start: &[u8], n: usize) -> BenchResult<(usize, usize)> {
+        let mut count = 0;
+        let mut bytes = 0;
+        for kv in self.db.range(start..).take(n) {
+            let (k, v) = kv.map_err(|e| e.to_string())?;
+            count += 1;
+            bytes += k.len() + v.len();
+        }
+        Ok((count, bytes))
+    }
+    fn flush(&self) -> BenchResult<()> {
+        self.db.flush().map_err(|e| e.to_string())
+    }
+    fn stats(&self) -> EngineStats {
+        let s = self.db.stats();
+        EngineStats {
+            cache_hits: Some(s.cache.hits),
+            cache_misses: Some(s.cache.misses),
+            write_amplification: Some(s.write_amplification),
+            stall_micros: Some(s.stall_time.as_micros() as u64),
+        }
+    }
+    fn stats_text(&self) -> String {
+        self.db.property("strata.stats").unwrap_or_default()
+    }
+    fn option_mapping(&self) -> String {
+        self.mapping.clone()
+    }
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Opens the engine named `kind` (`strata`, and with features `rocksdb`,
+/// `leveldb`, `fjall`).
+pub fn open_engine(kind: &str, cfg: &EngineConfig) -> BenchResult<Arc<dyn Engine>> {
+    match kind {
+        "strata" => Ok(Arc::new(StrataEngine::open(cfg)?)),
+        other => Err(format!("engine {other:?} is not built in (enable its cargo feature; see docs/BENCHMARKS.md)")),
+    }
+}

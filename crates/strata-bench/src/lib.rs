@@ -1,0 +1,8 @@
+//! `strata-bench`: db_bench- and YCSB-style benchmarks for Strata and its peers
+//! (RocksDB, LevelDB, fjall behind cargo features), reporting ratios measured
+//! side by side in one run.
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+#![warn(missing_docs)]
+
+pub mod engine;
+pub mod results;

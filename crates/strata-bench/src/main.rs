@@ -1,0 +1,4 @@
+//! `strata-bench` command line.
+fn main() {
+    println!("strata-bench: under construction");
+}

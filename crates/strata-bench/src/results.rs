@@ -1,0 +1,54 @@
+//! What a benchmark run produces: one row per (engine, benchmark, repetition),
+//! each with an optional per-interval time series.
+
+/// One sampling interval of a time-series benchmark (`--stats_interval_seconds`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sample {
+    /// Seconds since the measured phase started (end of the interval).
+    pub t_secs: f64,
+    /// Reads completed per second in this interval.
+    pub read_ops_per_sec: f64,
+    /// Writes completed per second in this interval.
+    pub write_ops_per_sec: f64,
+    /// Block-cache hit ratio in this interval, from the engine's counters.
+    pub hit_ratio: Option<f64>,
+    /// Median read latency in this interval, microseconds.
+    pub read_p50_us: f64,
+    /// 99th percentile read latency in this interval, microseconds.
+    pub read_p99_us: f64,
+    /// Database size on disk at the end of the interval, bytes.
+    pub db_bytes: u64,
+}
+
+/// The outcome of one benchmark on one engine.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunResult {
+    /// Engine name, e.g. `strata/leveled`.
+    pub engine: String,
+    /// Benchmark name, e.g. `readrandom`, `ycsb-a`.
+    pub benchmark: String,
+    /// Repetition index (0-based) when runs are interleaved.
+    pub repetition: usize,
+    /// Operations completed.
+    pub ops: u64,
+    /// Wall time in seconds.
+    pub secs: f64,
+    /// Operations per second.
+    pub ops_per_sec: f64,
+    /// Median latency, microseconds.
+    pub p50_us: f64,
+    /// 99th percentile latency, microseconds.
+    pub p99_us: f64,
+    /// 99.9th percentile latency, microseconds.
+    pub p999_us: f64,
+    /// Write amplification at the end, if the engine reports it.
+    pub write_amplification: Option<f64>,
+    /// Block-cache hit ratio over the run, if the engine reports it.
+    pub hit_ratio: Option<f64>,
+    /// Size on disk at the end, bytes.
+    pub db_bytes: u64,
+    /// Reads that found their key (sanity check against the data set).
+    pub found: u64,
+    /// Time series, for benchmarks that sample.
+    pub samples: Vec<Sample>,
+}
