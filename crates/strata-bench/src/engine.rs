@@ -195,6 +195,8 @@ impl Engine for StrataEngine {
 pub fn open_engine(kind: &str, cfg: &EngineConfig) -> BenchResult<Arc<dyn Engine>> {
     match kind {
         "strata" => Ok(Arc::new(StrataEngine::open(cfg)?)),
-        other => Err(format!("engine {other:?} is not built in (enable its cargo feature; see docs/BENCHMARKS.md)")),
+        other => Err(format!(
+            "engine {other:?} is not built in (enable its cargo feature; see docs/BENCHMARKS.md)"
+        )),
     }
 }

@@ -48,3 +48,8 @@ pub use error::{Error, Result};
 pub use options::{CompactionStyle, CompressionType, Options, ReadOptions, WalRecoveryMode, WriteOptions};
 pub use stats::{CompactionRecord, LevelStats, Stats};
 pub use vfs::{MemVfs, RealVfs, Vfs};
+
+/// The README's usage example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctest;

@@ -3,7 +3,6 @@
 //! super version, and delete files nothing references any more.
 
 use std::collections::HashSet;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -147,7 +146,7 @@ impl DbInner {
         pick: &PickResult,
     ) -> Result<()> {
         validate_task(view, &pick.task)?;
-        let smallest_snapshot = self.snapshots.oldest(self.visible_seq.load(Ordering::Acquire));
+        let smallest_snapshot = self.snapshots.oldest(&self.visible_seq);
         let record = execute(&self.env(), version, pick, smallest_snapshot)?;
         self.counters.record(record);
         {

@@ -44,11 +44,11 @@ fn owned(b: Bound<&impl AsRef<[u8]>>) -> Bound<Vec<u8>> {
 impl DbIterator {
     pub(crate) fn new<K: AsRef<[u8]>, R: RangeBounds<K>>(
         db: Arc<DbInner>,
-        seq: SeqNum,
+        snapshot: Option<SeqNum>,
         range: &R,
         ro: &ReadOptions,
     ) -> Self {
-        let sv = db.sv.load_full();
+        let (sv, seq) = db.read_view(snapshot);
         DbIterator {
             db,
             sv,

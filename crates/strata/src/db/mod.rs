@@ -248,13 +248,12 @@ impl Db {
 
     /// Reads a key with read options (e.g. at a snapshot).
     pub fn get_opt(&self, key: impl AsRef<[u8]>, ro: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        let seq = self.inner.read_seq(ro);
-        self.inner.get_at(key.as_ref(), seq, ro)
+        self.inner.get_at(key.as_ref(), ro.snapshot.as_ref().map(Snapshot::sequence), ro)
     }
 
     /// Takes a snapshot of the current state (RocksDB `GetSnapshot`).
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot::new(self.inner.clone(), self.inner.visible_seq.load(Ordering::Acquire))
+        Snapshot::new(self.inner.clone())
     }
 
     /// Iterates all keys in order; also iterates backwards (`.rev()`).
@@ -269,8 +268,7 @@ impl Db {
 
     /// Iterates a range with read options (e.g. at a snapshot).
     pub fn range_opt<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R, ro: &ReadOptions) -> DbIterator {
-        let seq = self.inner.read_seq(ro);
-        DbIterator::new(self.inner.clone(), seq, &range, ro)
+        DbIterator::new(self.inner.clone(), ro.snapshot.as_ref().map(Snapshot::sequence), &range, ro)
     }
 
     /// Writes the memtable to a table and waits (RocksDB `Flush`).

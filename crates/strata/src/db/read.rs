@@ -3,7 +3,9 @@
 
 use std::sync::atomic::Ordering;
 
-use super::DbInner;
+use std::sync::Arc;
+
+use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::key::{lookup_key, SeqNum, ValueKind};
 use crate::options::ReadOptions;
@@ -11,17 +13,24 @@ use crate::stats::Counters;
 use crate::table::BlockReadOptions;
 
 impl DbInner {
-    /// The sequence a read without an explicit snapshot uses.
-    pub(crate) fn read_seq(&self, ro: &ReadOptions) -> SeqNum {
-        match &ro.snapshot {
-            Some(s) => s.sequence(),
-            None => self.visible_seq.load(Ordering::Acquire),
-        }
+    /// The super version to read and the sequence to read it at. Without a
+    /// snapshot the sequence is read *after* the super version is loaded: any
+    /// compaction that produced that version dropped only versions shadowed at
+    /// or below the then-visible sequence, which is <= ours.
+    pub(crate) fn read_view(&self, snapshot: Option<SeqNum>) -> (Arc<SuperVersion>, SeqNum) {
+        let sv = self.sv.load_full();
+        let seq = snapshot.unwrap_or_else(|| self.visible_seq.load(Ordering::Acquire));
+        (sv, seq)
     }
 
-    pub(crate) fn get_at(&self, key: &[u8], seq: SeqNum, ro: &ReadOptions) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn get_at(
+        &self,
+        key: &[u8],
+        snapshot: Option<SeqNum>,
+        ro: &ReadOptions,
+    ) -> Result<Option<Vec<u8>>> {
         Counters::add(&self.counters.gets, 1);
-        let sv = self.sv.load_full();
+        let (sv, seq) = self.read_view(snapshot);
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             if let Some((kind, value)) = mem.get(key, seq) {
                 return Ok((kind == ValueKind::Put).then_some(value));

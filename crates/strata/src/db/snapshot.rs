@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::RangeBounds;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -20,8 +21,13 @@ pub(crate) struct SnapshotList {
 }
 
 impl SnapshotList {
-    fn acquire(&self, seq: SeqNum) {
-        *self.live.lock().entry(seq).or_default() += 1;
+    /// Registers a snapshot at the current visible sequence. Reading the
+    /// sequence under the list's lock makes it atomic with [`Self::oldest`].
+    fn acquire(&self, visible: &AtomicU64) -> SeqNum {
+        let mut live = self.live.lock();
+        let seq = visible.load(Ordering::Acquire);
+        *live.entry(seq).or_default() += 1;
+        seq
     }
 
     fn release(&self, seq: SeqNum) {
@@ -34,9 +40,11 @@ impl SnapshotList {
         }
     }
 
-    /// The oldest sequence any snapshot pins, or `default` if none is live.
-    pub(crate) fn oldest(&self, default: SeqNum) -> SeqNum {
-        self.live.lock().keys().next().copied().unwrap_or(default)
+    /// The oldest sequence any snapshot pins, or the visible sequence if none
+    /// is live: versions shadowed at or below it are invisible to every reader.
+    pub(crate) fn oldest(&self, visible: &AtomicU64) -> SeqNum {
+        let live = self.live.lock();
+        live.keys().next().copied().unwrap_or_else(|| visible.load(Ordering::Acquire))
     }
 }
 
@@ -65,8 +73,8 @@ impl fmt::Debug for Snapshot {
 }
 
 impl Snapshot {
-    pub(crate) fn new(db: Arc<DbInner>, seq: SeqNum) -> Self {
-        db.snapshots.acquire(seq);
+    pub(crate) fn new(db: Arc<DbInner>) -> Self {
+        let seq = db.snapshots.acquire(&db.visible_seq);
         Snapshot { handle: Arc::new(Handle { db, seq }) }
     }
 
@@ -77,12 +85,12 @@ impl Snapshot {
 
     /// Reads a key as of this snapshot.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        self.handle.db.get_at(key.as_ref(), self.handle.seq, &ReadOptions::default())
+        self.handle.db.get_at(key.as_ref(), Some(self.handle.seq), &ReadOptions::default())
     }
 
     /// Iterates a key range as of this snapshot.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> DbIterator {
-        DbIterator::new(self.handle.db.clone(), self.handle.seq, &range, &ReadOptions::default())
+        DbIterator::new(self.handle.db.clone(), Some(self.handle.seq), &range, &ReadOptions::default())
     }
 
     /// Iterates every key as of this snapshot.

@@ -1,0 +1,53 @@
+//! Write benchmarks: fillseq, fillrandom, overwrite.
+
+use super::measure::{finish, progress, run_threads, ThreadOut, PROGRESS_BATCH};
+use super::Outcome;
+use crate::cli::Args;
+use crate::engine::{BenchResult, Engine};
+use crate::gen::{format_key_into, ValueGen};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::time::Instant;
+
+/// Which keys a fill writes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Order {
+    /// Indices 0, 1, …, num-1 (fillseq).
+    Sequential,
+    /// `num` uniform draws from [0, num) (fillrandom, overwrite).
+    Random,
+}
+
+/// Each of `--threads` threads writes `--num` entries (db_bench semantics), one
+/// put per operation, each put timed.
+pub fn fill(engine: &dyn Engine, name: &str, args: &Args, order: Order, seeds: &[u64]) -> BenchResult<Outcome> {
+    let pb = progress(args.quiet, args.num * seeds.len() as u64, name);
+    let before = engine.stats();
+    let start = Instant::now();
+    let outs = run_threads(seeds.len(), |t| {
+        let mut rng = SmallRng::seed_from_u64(seeds[t]);
+        let mut values = ValueGen::new(seeds[t], args.compression_ratio);
+        let mut key = Vec::with_capacity(args.key_size);
+        let mut out = ThreadOut::new()?;
+        for i in 0..args.num {
+            let index = match order {
+                Order::Sequential => i,
+                Order::Random => rng.gen_range(0..args.num),
+            };
+            format_key_into(index, args.key_size, &mut key);
+            let value = values.next(args.value_size);
+            let t0 = Instant::now();
+            engine.put(&key, value)?;
+            out.record(t0.elapsed().as_nanos() as u64, key.len() + value.len(), false);
+            if (i + 1) % PROGRESS_BATCH == 0 {
+                pb.inc(PROGRESS_BATCH);
+            }
+        }
+        Ok(out)
+    })?;
+    let secs = start.elapsed().as_secs_f64();
+    pb.finish_and_clear();
+    let bytes = outs.iter().map(|o| o.bytes).sum();
+    let (result, hist) = finish(engine, name, &before, secs, outs)?;
+    Ok(Outcome { results: vec![result], hist: Some(hist), bytes })
+}

@@ -1,0 +1,126 @@
+//! Per-operation latency histograms, worker threads, progress bars, and turning
+//! what the workers measured into a [`RunResult`].
+
+use crate::engine::{dir_size, BenchResult, Engine, EngineStats};
+use crate::results::RunResult;
+use hdrhistogram::Histogram;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::time::Duration;
+
+/// A latency histogram in nanoseconds (3 significant figures, up to one hour);
+/// nanoseconds so sub-microsecond operations keep their precision, reported in µs.
+pub fn new_hist() -> BenchResult<Histogram<u64>> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).map_err(|e| format!("histogram: {e:?}"))
+}
+
+/// The `q` quantile of `h` in microseconds; NaN when nothing was recorded.
+pub fn quantile_us(h: &Histogram<u64>, q: f64) -> f64 {
+    if h.is_empty() {
+        f64::NAN
+    } else {
+        h.value_at_quantile(q) as f64 / 1000.0
+    }
+}
+
+/// Block-cache hit ratio between two snapshots of an engine's counters
+/// (None if the engine has no counters or there were no lookups).
+pub fn hit_ratio_between(before: &EngineStats, after: &EngineStats) -> Option<f64> {
+    let hits = after.cache_hits?.saturating_sub(before.cache_hits?);
+    let misses = after.cache_misses?.saturating_sub(before.cache_misses?);
+    (hits + misses > 0).then(|| hits as f64 / (hits + misses) as f64)
+}
+
+/// What one worker thread measured.
+pub struct ThreadOut {
+    /// Operations completed.
+    pub ops: u64,
+    /// Reads that found something.
+    pub found: u64,
+    /// Key + value bytes moved.
+    pub bytes: u64,
+    /// Per-operation latencies.
+    pub hist: Histogram<u64>,
+}
+
+impl ThreadOut {
+    /// An empty record.
+    pub fn new() -> BenchResult<Self> {
+        Ok(ThreadOut { ops: 0, found: 0, bytes: 0, hist: new_hist()? })
+    }
+
+    /// Records one operation that took `ns`.
+    #[inline]
+    pub fn record(&mut self, ns: u64, bytes: usize, found: bool) {
+        self.ops += 1;
+        self.bytes += bytes as u64;
+        self.found += u64::from(found);
+        self.hist.saturating_record(ns.max(1));
+    }
+}
+
+/// Runs `f(thread_index)` on `threads` threads and collects their results; the
+/// first error wins.
+pub fn run_threads<F>(threads: usize, f: F) -> BenchResult<Vec<ThreadOut>>
+where
+    F: Fn(usize) -> BenchResult<ThreadOut> + Sync,
+{
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads).map(|t| s.spawn({ let f = &f; move || f(t) })).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().map_err(|_| "benchmark thread panicked".to_string())?)
+            .collect()
+    })
+}
+
+/// A progress bar on stderr (hidden with `--quiet`).
+pub fn progress(quiet: bool, len: u64, label: &str) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("{msg:>40} [{bar:30}] {percent:>3}% {elapsed}/{eta}") {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb.set_message(label.to_string());
+    pb.enable_steady_tick(Duration::from_millis(200));
+    pb
+}
+
+/// Workers tick the bar every this many operations (one atomic per batch).
+pub const PROGRESS_BATCH: u64 = 1024;
+
+/// Builds the result of a closed-loop benchmark from its workers' records.
+pub fn finish(
+    engine: &dyn Engine,
+    benchmark: &str,
+    before: &EngineStats,
+    secs: f64,
+    outs: Vec<ThreadOut>,
+) -> BenchResult<(RunResult, Histogram<u64>)> {
+    let mut hist = new_hist()?;
+    let (mut ops, mut found) = (0, 0);
+    for o in outs {
+        ops += o.ops;
+        found += o.found;
+        hist.add(&o.hist).map_err(|e| format!("histogram: {e:?}"))?;
+    }
+    let after = engine.stats();
+    let r = RunResult {
+        engine: engine.name(),
+        benchmark: benchmark.to_string(),
+        repetition: 0,
+        ops,
+        secs,
+        ops_per_sec: if secs > 0.0 { ops as f64 / secs } else { 0.0 },
+        p50_us: quantile_us(&hist, 0.5),
+        p99_us: quantile_us(&hist, 0.99),
+        p999_us: quantile_us(&hist, 0.999),
+        write_amplification: after.write_amplification,
+        hit_ratio: hit_ratio_between(before, &after),
+        db_bytes: dir_size(engine.path()),
+        found,
+        samples: Vec::new(),
+    };
+    Ok((r, hist))
+}

@@ -1,0 +1,84 @@
+//! Closed-loop read benchmarks: readrandom, readseq, seekrandom, seekrandomnext10/100.
+
+use super::measure::{finish, progress, run_threads, ThreadOut, PROGRESS_BATCH};
+use super::Outcome;
+use crate::cli::Args;
+use crate::engine::{BenchResult, Engine};
+use crate::gen::format_key_into;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::time::Instant;
+
+/// What each read operation does.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ReadOp {
+    /// A point get; found when the key exists.
+    Get,
+    /// A seek that reads up to this many entries; found when it reads at least one.
+    Seek(usize),
+}
+
+/// Each of `--threads` threads does `--reads` operations on uniform random keys in
+/// [0, num) (db_bench semantics: reads are per thread).
+pub fn random_reads(
+    engine: &dyn Engine,
+    name: &str,
+    args: &Args,
+    op: ReadOp,
+    seeds: &[u64],
+) -> BenchResult<Outcome> {
+    let reads = args.reads();
+    let pb = progress(args.quiet, reads * seeds.len() as u64, name);
+    let before = engine.stats();
+    let start = Instant::now();
+    let outs = run_threads(seeds.len(), |t| {
+        let mut rng = SmallRng::seed_from_u64(seeds[t]);
+        let mut key = Vec::with_capacity(args.key_size);
+        let mut out = ThreadOut::new()?;
+        for i in 0..reads {
+            format_key_into(rng.gen_range(0..args.num), args.key_size, &mut key);
+            let t0 = Instant::now();
+            let (found, bytes) = match op {
+                ReadOp::Get => match engine.get(&key)? {
+                    Some(v) => (true, key.len() + v.len()),
+                    None => (false, 0),
+                },
+                ReadOp::Seek(n) => {
+                    let (entries, bytes) = engine.scan(&key, n)?;
+                    (entries > 0, bytes)
+                }
+            };
+            out.record(t0.elapsed().as_nanos() as u64, bytes, found);
+            if (i + 1) % PROGRESS_BATCH == 0 {
+                pb.inc(PROGRESS_BATCH);
+            }
+        }
+        Ok(out)
+    })?;
+    let secs = start.elapsed().as_secs_f64();
+    pb.finish_and_clear();
+    let bytes = outs.iter().map(|o| o.bytes).sum();
+    let (result, hist) = finish(engine, name, &before, secs, outs)?;
+    Ok(Outcome { results: vec![result], hist: Some(hist), bytes })
+}
+
+/// readseq: each thread scans forward from the first key, up to `--reads` entries
+/// (a full scan by default). ops = entries read. The engine's scan is one call,
+/// so there is no per-entry latency: percentiles are left empty (NaN), not estimated.
+pub fn read_seq(engine: &dyn Engine, name: &str, args: &Args, threads: usize) -> BenchResult<Outcome> {
+    let reads = usize::try_from(args.reads()).unwrap_or(usize::MAX);
+    let before = engine.stats();
+    let start = Instant::now();
+    let outs = run_threads(threads, |_| {
+        let mut out = ThreadOut::new()?;
+        let (entries, bytes) = engine.scan(b"", reads)?;
+        out.ops = entries as u64;
+        out.found = entries as u64;
+        out.bytes = bytes as u64;
+        Ok(out)
+    })?;
+    let secs = start.elapsed().as_secs_f64();
+    let bytes = outs.iter().map(|o| o.bytes).sum();
+    let (result, _) = finish(engine, name, &before, secs, outs)?;
+    Ok(Outcome { results: vec![result], hist: None, bytes })
+}

@@ -1,0 +1,339 @@
+//! The command line, with db_bench's flag names and meanings so that one command
+//! line can be replayed against RocksDB's and LevelDB's own `db_bench`.
+//!
+//! Boolean flags accept db_bench's spellings too: `--sync`, `--sync=1`,
+//! `--sync=true`, `--sync=0`, `--sync=false`.
+
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Every benchmark name `--benchmarks` accepts, in the order `--help` lists them.
+pub const BENCHMARKS: &[&str] = &[
+    "fillseq",
+    "fillrandom",
+    "overwrite",
+    "readrandom",
+    "readseq",
+    "seekrandom",
+    "seekrandomnext10",
+    "seekrandomnext100",
+    "readwhilewriting",
+    "seekrandomwhilewriting",
+    "ycsba",
+    "ycsbb",
+    "ycsbc",
+    "ycsbd",
+    "ycsbe",
+    "ycsbf",
+];
+
+/// Engines `--engines` accepts (peers only work when their cargo feature is on).
+pub const ENGINES: &[&str] = &["strata", "rocksdb", "leveldb", "fjall"];
+
+/// Compression names `--compression_type` accepts.
+pub const COMPRESSIONS: &[&str] = &["none", "lz4", "zstd"];
+
+/// Parses a db_bench-style boolean (`1/0/true/false/yes/no`).
+fn parse_bool(s: &str) -> Result<bool, String> {
+    match s {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!("expected a boolean (true/false/1/0), got {s:?}")),
+    }
+}
+
+/// All flags. Defaults follow db_bench unless noted in the flag's help.
+#[derive(Parser, Debug, Clone, PartialEq)]
+#[command(
+    name = "strata-bench",
+    version,
+    rename_all = "snake_case",
+    about = "db_bench- and YCSB-style benchmarks for Strata and its peers.\n\
+             With no arguments, runs the default suite on a fresh temporary directory."
+)]
+pub struct Args {
+    /// Comma-separated benchmarks, run in order on the same database: fillseq, fillrandom,
+    /// overwrite, readrandom, readseq, seekrandom, seekrandomnext10, seekrandomnext100,
+    /// readwhilewriting, seekrandomwhilewriting, ycsba..ycsbf.
+    #[arg(long, value_delimiter = ',', default_value = "fillrandom,readrandom,seekrandom")]
+    pub benchmarks: Vec<String>,
+    /// Number of keys (key space [0, num)); each fill thread writes this many entries.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub num: u64,
+    /// Reads per reader thread (db_bench semantics); default: --num.
+    #[arg(long)]
+    pub reads: Option<u64>,
+    /// Key size in bytes.
+    #[arg(long, default_value_t = 16)]
+    pub key_size: usize,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+    /// Worker threads (readers for *whilewriting, which add one writer thread).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Block cache bytes, the same for every engine (db_bench's 8 MiB).
+    #[arg(long, default_value_t = 8 << 20)]
+    pub cache_size: usize,
+    /// Bloom filter bits per key, 0 = no filter.
+    #[arg(long, default_value_t = 10.0)]
+    pub bloom_bits: f64,
+    /// Memtable bytes, the same for every engine.
+    #[arg(long, default_value_t = 64 << 20)]
+    pub write_buffer_size: usize,
+    /// Target table file bytes.
+    #[arg(long, default_value_t = 64 << 20)]
+    pub max_file_size: u64,
+    /// none | lz4 | zstd. Default none: engines' compressors differ, so fair
+    /// cross-engine runs compare storage engines, not compressors.
+    #[arg(long, default_value = "none")]
+    pub compression_type: String,
+    /// Values are generated to shrink to this fraction of their size when compressed.
+    #[arg(long, default_value_t = 0.5)]
+    pub compression_ratio: f64,
+    /// O_DIRECT for table reads.
+    #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub use_direct_reads: bool,
+    /// Database directory (each engine row gets a subdirectory); default: a fresh temporary directory.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Reuse the database in --db instead of starting empty.
+    #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub use_existing_db: bool,
+    /// Seed of every random generator (fixed by default so runs are reproducible).
+    #[arg(long, default_value_t = 301)]
+    pub seed: u64,
+    /// Entries read after each seek in seekrandom and seekrandomwhilewriting.
+    #[arg(long, default_value_t = 0)]
+    pub seek_nexts: usize,
+    /// Writer rate limit in bytes/s for *whilewriting (key + value bytes); 0 = unlimited.
+    #[arg(long, default_value_t = 0)]
+    pub benchmark_write_rate_limit: u64,
+    /// Reader key distribution for *whilewriting: uniform | zipfian | latest (= latest_zipfian) |
+    /// latest_uniform | latest_rangehot | rangehot; latest* draw from the writer's recent keys.
+    #[arg(long, default_value = "uniform")]
+    pub read_dist: String,
+    /// Zipfian constant (YCSB's 0.99).
+    #[arg(long, default_value_t = 0.99)]
+    pub zipf_const: f64,
+    /// Fraction of the key space that is hot (rangehot).
+    #[arg(long, default_value_t = 0.15)]
+    pub hot_fraction: f64,
+    /// Probability that a read goes to the hot range (rangehot).
+    #[arg(long, default_value_t = 0.98)]
+    pub hot_prob: f64,
+    /// Seconds to run *whilewriting; 0 = until each reader did --reads reads.
+    #[arg(long, default_value_t = 0.0)]
+    pub duration: f64,
+    /// Sampling interval of the time series, seconds.
+    #[arg(long, default_value_t = 1.0)]
+    pub stats_interval_seconds: f64,
+    /// Comma-separated engines: strata, rocksdb, leveldb, fjall; default: all compiled in.
+    #[arg(long, value_delimiter = ',')]
+    pub engines: Vec<String>,
+    /// Comma-separated Strata compaction policies; each is its own row `strata/<policy>`.
+    #[arg(long, value_delimiter = ',', default_value = "leveled")]
+    pub policy: Vec<String>,
+    /// Repetitions, interleaved across engines (A B A B ...); the table shows medians.
+    #[arg(long, default_value_t = 1)]
+    pub repetitions: usize,
+    /// Engine row the ratio column compares against (e.g. `rocksdb`); default: the first row.
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Directory for CSV/JSON of every result and sample, and charts.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub quiet: bool,
+    /// Sync every write.
+    #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub sync: bool,
+    /// Print each benchmark's latency histogram.
+    #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub histogram: bool,
+}
+
+impl Args {
+    /// Reads per reader thread (`--reads`, defaulting to `--num`).
+    pub fn reads(&self) -> u64 {
+        self.reads.unwrap_or(self.num)
+    }
+
+    /// The engines to run: `--engines`, or every engine compiled in.
+    pub fn engine_kinds(&self) -> Vec<String> {
+        if self.engines.is_empty() {
+            compiled_engines().iter().map(|s| s.to_string()).collect()
+        } else {
+            self.engines.clone()
+        }
+    }
+
+    /// Checks values clap cannot check alone; the message names the flag.
+    pub fn validate(&self) -> Result<(), String> {
+        for b in &self.benchmarks {
+            if !BENCHMARKS.contains(&b.as_str()) {
+                return Err(format!("--benchmarks: unknown benchmark {b:?} (known: {})", BENCHMARKS.join(", ")));
+            }
+        }
+        check(self.num > 0, "--num must be > 0")?;
+        check(self.reads() > 0, "--reads must be > 0")?;
+        check((8..=1024).contains(&self.key_size), "--key_size must be in 8..=1024")?;
+        // Keys are zero-padded decimal indices; a wider index would make longer keys.
+        let digits = self.num.to_string().len();
+        check(self.key_size >= digits, &format!("--key_size must hold the {digits} digits of --num"))?;
+        check(self.value_size > 0, "--value_size must be > 0")?;
+        check((1..=1024).contains(&self.threads), "--threads must be in 1..=1024")?;
+        check(self.bloom_bits >= 0.0 && self.bloom_bits <= 64.0, "--bloom_bits must be in [0, 64]")?;
+        check(self.write_buffer_size >= 4096, "--write_buffer_size must be >= 4096")?;
+        check(self.max_file_size >= 4096, "--max_file_size must be >= 4096")?;
+        one_of("--compression_type", &self.compression_type, COMPRESSIONS)?;
+        check(
+            self.compression_ratio > 0.0 && self.compression_ratio <= 1.0,
+            "--compression_ratio must be in (0, 1]",
+        )?;
+        one_of("--read_dist", &self.read_dist, crate::gen::READ_DISTS)?;
+        check(
+            self.zipf_const > 0.0 && self.zipf_const < 1.0,
+            "--zipf_const must be in (0, 1) (YCSB's zipfian generator)",
+        )?;
+        check(self.hot_fraction > 0.0 && self.hot_fraction <= 1.0, "--hot_fraction must be in (0, 1]")?;
+        check((0.0..=1.0).contains(&self.hot_prob), "--hot_prob must be in [0, 1]")?;
+        check(self.duration >= 0.0 && self.duration.is_finite(), "--duration must be >= 0")?;
+        check(
+            self.stats_interval_seconds >= 0.01 && self.stats_interval_seconds.is_finite(),
+            "--stats_interval_seconds must be >= 0.01",
+        )?;
+        check(self.repetitions >= 1, "--repetitions must be >= 1")?;
+        let kinds = self.engine_kinds();
+        check(!kinds.is_empty(), "--engines: no engine selected")?;
+        for e in &kinds {
+            one_of("--engines", e, ENGINES)?;
+        }
+        check(!self.policy.is_empty(), "--policy: no policy given")?;
+        for p in &self.policy {
+            strata::CompactionStyle::from_name(p).map_err(|e| format!("--policy: {e}"))?;
+        }
+        if let Some(b) = &self.baseline {
+            let rows = engine_rows(&kinds, &self.policy);
+            check(
+                resolve_baseline(&rows, b).is_some(),
+                &format!("--baseline {b:?} is not one of the engine rows ({})", rows.join(", ")),
+            )?;
+        }
+        if self.use_existing_db {
+            check(self.db.is_some(), "--use_existing_db needs --db")?;
+        }
+        Ok(())
+    }
+}
+
+fn check(ok: bool, msg: &str) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(msg.to_string())
+    }
+}
+
+fn one_of(flag: &str, value: &str, allowed: &[&str]) -> Result<(), String> {
+    check(allowed.contains(&value), &format!("{flag}: unknown value {value:?} (known: {})", allowed.join(", ")))
+}
+
+/// Engines compiled into this binary (peers sit behind cargo features).
+pub fn compiled_engines() -> Vec<&'static str> {
+    let mut v = vec!["strata"];
+    if cfg!(feature = "rocksdb") {
+        v.push("rocksdb");
+    }
+    if cfg!(feature = "leveldb") {
+        v.push("leveldb");
+    }
+    if cfg!(feature = "fjall") {
+        v.push("fjall");
+    }
+    v
+}
+
+/// Report rows for the engines: `strata/<policy>` per policy, else the engine kind.
+pub fn engine_rows(kinds: &[String], policies: &[String]) -> Vec<String> {
+    let mut rows = Vec::new();
+    for k in kinds {
+        if k == "strata" {
+            rows.extend(policies.iter().map(|p| format!("strata/{p}")));
+        } else {
+            rows.push(k.clone());
+        }
+    }
+    rows
+}
+
+/// The row `--baseline` names: an exact row name, or an engine kind (first matching row).
+pub fn resolve_baseline(rows: &[String], baseline: &str) -> Option<String> {
+    rows.iter()
+        .find(|r| *r == baseline)
+        .or_else(|| rows.iter().find(|r| r.split('/').next() == Some(baseline)))
+        .cloned()
+}
+
+/// Parses and validates a command line; errors are clap errors (exit code 2 via
+/// [`clap::Error::exit`]; `--help`/`--version` come back as errors that exit 0).
+pub fn parse_args<I, T>(args: I) -> Result<Args, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args = Args::try_parse_from(args)?;
+    args.validate().map_err(|msg| Args::command().error(ErrorKind::ValueValidation, msg))?;
+    Ok(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Result<Args, clap::Error> {
+        parse_args(std::iter::once("strata-bench").chain(line.split_whitespace()))
+    }
+
+    #[test]
+    fn db_bench_spellings_parse() {
+        let a = parse("--benchmarks=fillseq,readrandom --num=1000 --key_size=16 --use_existing_db=0 --sync=1 --quiet")
+            .unwrap();
+        assert_eq!(a.benchmarks, vec!["fillseq", "readrandom"]);
+        assert_eq!(a.num, 1000);
+        assert_eq!(a.reads(), 1000);
+        assert!(a.sync && a.quiet && !a.use_existing_db);
+        assert_eq!(a.cache_size, 8 << 20);
+    }
+
+    #[test]
+    fn bad_values_are_rejected_with_exit_code_2() {
+        for bad in [
+            "--num=abc",
+            "--benchmarks=fillrandom,nosuch",
+            "--compression_type=snappy",
+            "--read_dist=gauss",
+            "--engines=mysql",
+            "--policy=nosuch",
+            "--threads=0",
+            "--hot_prob=2",
+            "--baseline=leveldb --engines=strata",
+            "--no_such_flag=1",
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+        }
+    }
+
+    #[test]
+    fn rows_and_baseline() {
+        let rows = engine_rows(&["strata".into(), "rocksdb".into()], &["leveled".into(), "x".into()]);
+        assert_eq!(rows, vec!["strata/leveled", "strata/x", "rocksdb"]);
+        assert_eq!(resolve_baseline(&rows, "strata").as_deref(), Some("strata/leveled"));
+        assert_eq!(resolve_baseline(&rows, "rocksdb").as_deref(), Some("rocksdb"));
+        assert_eq!(resolve_baseline(&rows, "fjall"), None);
+    }
+}

@@ -1,0 +1,92 @@
+//! Peer engines (RocksDB, LevelDB, fjall), each behind its own cargo feature
+//! so the default build needs none of them. Every peer maps the
+//! [`crate::engine::EngineConfig`] onto its own options and prints the mapping.
+
+#[cfg(feature = "fjall")]
+pub mod fjall;
+#[cfg(feature = "leveldb")]
+pub mod leveldb;
+#[cfg(feature = "rocksdb")]
+pub mod rocksdb;
+
+/// Strata's `Options::default()` shape, which peers copy where the benchmark
+/// has no flag, so that all engines run the same LSM geometry. Strata keeps
+/// these fields private, hence the copy; keep in step with
+/// `crates/strata/src/options.rs`.
+pub mod strata_defaults {
+    /// Memtables per column family (active + immutable).
+    pub const MAX_WRITE_BUFFER_NUMBER: i32 = 2;
+    /// L0 files that trigger a compaction.
+    pub const L0_COMPACTION_TRIGGER: i32 = 4;
+    /// L0 files that slow writes down.
+    pub const L0_SLOWDOWN_TRIGGER: i32 = 20;
+    /// L0 files that stop writes.
+    pub const L0_STOP_TRIGGER: i32 = 36;
+    /// Target size of L1, bytes.
+    pub const MAX_BYTES_FOR_LEVEL_BASE: u64 = 256 << 20;
+    /// Size ratio between adjacent levels.
+    pub const LEVEL_MULTIPLIER: f64 = 10.0;
+    /// Number of levels.
+    pub const NUM_LEVELS: i32 = 7;
+    /// Data block size, bytes.
+    pub const BLOCK_SIZE: usize = 4096;
+    /// Keys between restart points in a data block.
+    pub const BLOCK_RESTART_INTERVAL: i32 = 16;
+    /// Table files kept open.
+    pub const MAX_OPEN_FILES: i32 = 1000;
+}
+
+/// The benchmark's `--compression_type`, normalised (`none`, `lz4`, `zstd`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    /// No compression.
+    None,
+    /// LZ4.
+    Lz4,
+    /// Zstandard at its default level (3), as Strata's `zstd`.
+    Zstd,
+}
+
+impl Codec {
+    /// Parses `--compression_type` the way Strata does (`no` = `none`,
+    /// `zstd:N` is refused for peers since levels are not mapped).
+    pub fn parse(s: &str) -> Result<Codec, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "none" | "no" => Ok(Codec::None),
+            "lz4" => Ok(Codec::Lz4),
+            "zstd" => Ok(Codec::Zstd),
+            other => Err(format!("compression_type {other:?} cannot be mapped onto peers (use none, lz4 or zstd)")),
+        }
+    }
+}
+
+/// Reads the counter `name` from a RocksDB-style statistics dump, where
+/// lines look like `rocksdb.block.cache.hit COUNT : 42`.
+pub fn parse_ticker(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let rest = line.strip_prefix(name)?.strip_prefix(" COUNT : ")?;
+        rest.trim().parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codec_parses_like_strata() {
+        assert_eq!(Codec::parse("NO"), Ok(Codec::None));
+        assert_eq!(Codec::parse("lz4"), Ok(Codec::Lz4));
+        assert_eq!(Codec::parse("zstd"), Ok(Codec::Zstd));
+        assert!(Codec::parse("snappy").is_err());
+    }
+
+    #[test]
+    fn ticker_parsing_matches_exact_names() {
+        let text = "rocksdb.block.cache.miss COUNT : 7\nrocksdb.block.cache.hit COUNT : 42\n\
+                    rocksdb.block.cache.hit.extra COUNT : 1\n";
+        assert_eq!(parse_ticker(text, "rocksdb.block.cache.hit"), Some(42));
+        assert_eq!(parse_ticker(text, "rocksdb.block.cache.miss"), Some(7));
+        assert_eq!(parse_ticker(text, "rocksdb.flush.write.bytes"), None);
+    }
+}

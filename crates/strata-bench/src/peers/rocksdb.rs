@@ -1,0 +1,159 @@
+//! RocksDB (the `rocksdb` crate, linked against Debian's librocksdb 7.8.3)
+//! with Strata's LSM shape, statistics on so cache and write counters can be
+//! read back the same way Strata reports them.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, WriteOptions, DB};
+
+use super::{parse_ticker, strata_defaults as sd, Codec};
+use crate::engine::{BenchResult, Engine, EngineConfig, EngineStats};
+
+/// A RocksDB database driven through the benchmark's [`Engine`] trait.
+pub struct RocksDbEngine {
+    db: DB,
+    // Kept alive for `get_statistics`: the statistics object is shared with
+    // the open DB.
+    opts: Options,
+    wo: WriteOptions,
+    // Key + value bytes handed to put/delete: Strata's definition of user
+    // bytes (RocksDB's own `rocksdb.bytes.written` adds batch headers).
+    user_bytes: AtomicU64,
+    mapping: String,
+    path: PathBuf,
+}
+
+fn compression(codec: Codec) -> DBCompressionType {
+    match codec {
+        Codec::None => DBCompressionType::None,
+        Codec::Lz4 => DBCompressionType::Lz4,
+        Codec::Zstd => DBCompressionType::Zstd,
+    }
+}
+
+impl RocksDbEngine {
+    /// Opens (creating if needed) a RocksDB database with the benchmark's settings.
+    pub fn open(cfg: &EngineConfig) -> BenchResult<Self> {
+        let codec = Codec::parse(&cfg.compression)?;
+        let cache = Cache::new_lru_cache(cfg.cache_size).map_err(|e| format!("rocksdb cache: {e}"))?;
+        let mut table = BlockBasedOptions::default();
+        table.set_block_cache(&cache);
+        table.set_block_size(sd::BLOCK_SIZE);
+        table.set_block_restart_interval(sd::BLOCK_RESTART_INTERVAL);
+        if cfg.bloom_bits > 0.0 {
+            // Full (not block-based) filters, as Strata's one filter per table.
+            table.set_bloom_filter(cfg.bloom_bits, false);
+        }
+
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.set_block_based_table_factory(&table);
+        opts.set_write_buffer_size(cfg.write_buffer_size);
+        opts.set_max_write_buffer_number(sd::MAX_WRITE_BUFFER_NUMBER);
+        opts.set_target_file_size_base(cfg.max_file_size);
+        opts.set_compression_type(compression(codec));
+        opts.set_use_direct_reads(cfg.use_direct_reads);
+        opts.set_level_zero_file_num_compaction_trigger(sd::L0_COMPACTION_TRIGGER);
+        opts.set_level_zero_slowdown_writes_trigger(sd::L0_SLOWDOWN_TRIGGER);
+        opts.set_level_zero_stop_writes_trigger(sd::L0_STOP_TRIGGER);
+        opts.set_max_bytes_for_level_base(sd::MAX_BYTES_FOR_LEVEL_BASE);
+        opts.set_max_bytes_for_level_multiplier(sd::LEVEL_MULTIPLIER);
+        opts.set_num_levels(sd::NUM_LEVELS);
+        opts.set_max_open_files(sd::MAX_OPEN_FILES);
+        // One flush and one compaction thread, like Strata's background pair.
+        opts.set_max_background_jobs(2);
+        opts.enable_statistics();
+
+        let mapping = format!(
+            "rocksdb 7.8.3: block_cache=LRU({}) bloom_filter(bits_per_key={}, full) write_buffer_size={} \
+             max_write_buffer_number={} target_file_size_base={} compression={:?} use_direct_reads={} \
+             block_size={} block_restart_interval={} level0_triggers={}/{}/{} max_bytes_for_level_base={} \
+             level_multiplier={} num_levels={} max_open_files={} max_background_jobs=2 \
+             cache_index_and_filter_blocks=false sync={} statistics=on",
+            cfg.cache_size,
+            if cfg.bloom_bits > 0.0 { cfg.bloom_bits.to_string() } else { "off".into() },
+            cfg.write_buffer_size,
+            sd::MAX_WRITE_BUFFER_NUMBER,
+            cfg.max_file_size,
+            compression(codec),
+            cfg.use_direct_reads,
+            sd::BLOCK_SIZE,
+            sd::BLOCK_RESTART_INTERVAL,
+            sd::L0_COMPACTION_TRIGGER,
+            sd::L0_SLOWDOWN_TRIGGER,
+            sd::L0_STOP_TRIGGER,
+            sd::MAX_BYTES_FOR_LEVEL_BASE,
+            sd::LEVEL_MULTIPLIER,
+            sd::NUM_LEVELS,
+            sd::MAX_OPEN_FILES,
+            cfg.sync,
+        );
+        let db = DB::open(&opts, &cfg.path).map_err(|e| format!("rocksdb open {}: {e}", cfg.path.display()))?;
+        let mut wo = WriteOptions::default();
+        wo.set_sync(cfg.sync);
+        Ok(RocksDbEngine { db, opts, wo, user_bytes: AtomicU64::new(0), mapping, path: cfg.path.clone() })
+    }
+}
+
+impl Engine for RocksDbEngine {
+    fn name(&self) -> String {
+        "rocksdb".to_string()
+    }
+    fn put(&self, key: &[u8], value: &[u8]) -> BenchResult<()> {
+        self.user_bytes.fetch_add((key.len() + value.len()) as u64, Relaxed);
+        self.db.put_opt(key, value, &self.wo).map_err(|e| e.to_string())
+    }
+    fn get(&self, key: &[u8]) -> BenchResult<Option<Vec<u8>>> {
+        self.db.get(key).map_err(|e| e.to_string())
+    }
+    fn delete(&self, key: &[u8]) -> BenchResult<()> {
+        self.user_bytes.fetch_add(key.len() as u64, Relaxed);
+        self.db.delete_opt(key, &self.wo).map_err(|e| e.to_string())
+    }
+    fn scan(&self, start: &[u8], n: usize) -> BenchResult<(usize, usize)> {
+        let mut it = self.db.raw_iterator();
+        it.seek(start);
+        let (mut count, mut bytes) = (0, 0);
+        while count < n {
+            match (it.key(), it.value()) {
+                (Some(k), Some(v)) => bytes += k.len() + v.len(),
+                _ => break,
+            }
+            count += 1;
+            it.next();
+        }
+        it.status().map_err(|e| e.to_string())?;
+        Ok((count, bytes))
+    }
+    fn flush(&self) -> BenchResult<()> {
+        self.db.flush().map_err(|e| e.to_string())
+    }
+    fn stats(&self) -> EngineStats {
+        let Some(text) = self.opts.get_statistics() else { return EngineStats::default() };
+        let t = |name| parse_ticker(&text, name);
+        let user = self.user_bytes.load(Relaxed);
+        // Data-block tickers only: Strata's cache holds data blocks, and with
+        // cache_index_and_filter_blocks=false neither does RocksDB's.
+        let write_amplification = match (t("rocksdb.flush.write.bytes"), t("rocksdb.compact.write.bytes")) {
+            (Some(f), Some(c)) if user > 0 => Some((f + c) as f64 / user as f64),
+            (Some(_), Some(_)) => Some(0.0),
+            _ => None,
+        };
+        EngineStats {
+            cache_hits: t("rocksdb.block.cache.data.hit"),
+            cache_misses: t("rocksdb.block.cache.data.miss"),
+            write_amplification,
+            stall_micros: t("rocksdb.stall.micros"),
+        }
+    }
+    fn stats_text(&self) -> String {
+        self.db.property_value("rocksdb.stats").ok().flatten().unwrap_or_default()
+    }
+    fn option_mapping(&self) -> String {
+        self.mapping.clone()
+    }
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
