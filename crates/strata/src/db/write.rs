@@ -118,7 +118,12 @@ impl DbInner {
                 return Err(e);
             }
             Counters::add(&self.counters.wal_bytes, wal.len() - before);
+            if sync {
+                Counters::add(&self.counters.wal_syncs, 1);
+            }
         }
+        Counters::add(&self.counters.write_groups, 1);
+        Counters::add(&self.counters.writes, group.len() as u64);
         let mut seq = first_seq;
         let mut user_bytes = 0u64;
         for op in batch.iter() {

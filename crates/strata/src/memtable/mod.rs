@@ -17,7 +17,7 @@ pub use iter::MemTableIter;
 
 /// Estimated bytes per entry beyond its key and value: the skip-list node
 /// (key handle, tower of next pointers, reference count) and allocator slack.
-const ENTRY_OVERHEAD: usize = 64;
+const ENTRY_OVERHEAD: usize = 80;
 
 /// Lookup keys up to this size are built on the stack.
 const STACK_KEY: usize = 128;
@@ -54,8 +54,20 @@ impl Eq for IKey {}
 
 /// One entry: the internal key followed by the value, in a single allocation.
 struct Entry {
+    /// The first 16 user-key bytes, big-endian, zero-padded: comparing these
+    /// inline settles most comparisons without touching `buf` (a cache miss).
+    head: u128,
     buf: Box<[u8]>,
     key_len: usize,
+}
+
+/// Order-preserving prefix of a user key: if two heads differ, the user keys
+/// (and so the internal keys) compare the same way; equal heads say nothing.
+fn head_of(user_key: &[u8]) -> u128 {
+    let mut b = [0u8; 16];
+    let n = user_key.len().min(16);
+    b[..n].copy_from_slice(&user_key[..n]);
+    u128::from_be_bytes(b)
 }
 
 impl Entry {
@@ -74,7 +86,10 @@ impl Borrow<IKey> for Entry {
 }
 impl Ord for Entry {
     fn cmp(&self, other: &Self) -> Ordering {
-        key::compare_internal(self.ikey(), other.ikey())
+        match self.head.cmp(&other.head) {
+            Ordering::Equal => key::compare_internal(self.ikey(), other.ikey()),
+            o => o,
+        }
     }
 }
 impl PartialOrd for Entry {
@@ -117,7 +132,7 @@ impl MemTable {
         let mut buf = Vec::with_capacity(key_len + value.len());
         key::append_internal_key(&mut buf, user_key, seq, kind);
         buf.extend_from_slice(value);
-        self.map.insert(Entry { buf: buf.into_boxed_slice(), key_len }, ());
+        self.map.insert(Entry { head: head_of(user_key), buf: buf.into_boxed_slice(), key_len }, ());
         self.usage.fetch_add(key_len + value.len() + ENTRY_OVERHEAD, AtomicOrdering::Relaxed);
     }
 

@@ -66,6 +66,12 @@ pub struct Stats {
     pub compaction_bytes_written: u64,
     /// (flush + compaction bytes written) / user bytes written; 0 before any write.
     pub write_amplification: f64,
+    /// Write groups committed (one WAL append each; group commit merges concurrent writers).
+    pub write_groups: u64,
+    /// Writes (batches) committed.
+    pub writes: u64,
+    /// WAL syncs performed.
+    pub wal_syncs: u64,
     /// Memtables flushed.
     pub flushes: u64,
     /// Merge tasks run.
@@ -134,6 +140,7 @@ impl fmt::Display for Stats {
             self.compaction_bytes_written,
             self.write_amplification
         )?;
+        writeln!(f, "writes {} in {} groups, {} WAL syncs", self.writes, self.write_groups, self.wal_syncs)?;
         writeln!(
             f,
             "flushes {}, compactions {}, trivial moves {}, dropped files {}, stall {:?} ({} slowdowns, {} stops)",
@@ -173,6 +180,9 @@ pub(crate) struct Counters {
     pub flush_bytes: AtomicU64,
     pub compaction_read: AtomicU64,
     pub compaction_written: AtomicU64,
+    pub write_groups: AtomicU64,
+    pub writes: AtomicU64,
+    pub wal_syncs: AtomicU64,
     pub flushes: AtomicU64,
     pub compactions: AtomicU64,
     pub moves: AtomicU64,
@@ -225,6 +235,9 @@ impl Counters {
         } else {
             (s.flush_bytes_written + s.compaction_bytes_written) as f64 / s.user_bytes_written as f64
         };
+        s.write_groups = g(&self.write_groups);
+        s.writes = g(&self.writes);
+        s.wal_syncs = g(&self.wal_syncs);
         s.flushes = g(&self.flushes);
         s.compactions = g(&self.compactions);
         s.trivial_moves = g(&self.moves);
