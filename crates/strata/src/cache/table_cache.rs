@@ -21,13 +21,16 @@ struct Inner {
     memory: usize,
 }
 
+/// Shards, so concurrent readers of different files rarely share a lock.
+const SHARDS: usize = 8;
+
 /// Open table handles, at most `capacity` of them, least recently used dropped first.
 pub struct TableCache {
     vfs: Arc<dyn Vfs>,
     dir: PathBuf,
     block_cache: Option<Arc<BlockCache>>,
     direct_reads: bool,
-    inner: Mutex<Inner>,
+    shards: Vec<Mutex<Inner>>,
 }
 
 impl fmt::Debug for TableCache {
@@ -45,27 +48,35 @@ impl TableCache {
         block_cache: Option<Arc<BlockCache>>,
         direct_reads: bool,
     ) -> Self {
-        let cap = NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN);
+        // Equal shards whose total stays within `capacity` (small capacities
+        // get fewer shards).
+        let shards = capacity.clamp(1, SHARDS);
+        let per_shard = NonZeroUsize::new(capacity / shards).unwrap_or(NonZeroUsize::MIN);
         TableCache {
             vfs,
             dir,
             block_cache,
             direct_reads,
-            inner: Mutex::new(Inner { lru: LruCache::new(cap), memory: 0 }),
+            shards: (0..shards)
+                .map(|_| Mutex::new(Inner { lru: LruCache::new(per_shard), memory: 0 }))
+                .collect(),
         }
     }
 
-    /// The open table `file_id` of `file_size` bytes, opening it on a miss.
-    /// The file is opened and its metadata read without holding the lock; if
-    /// two threads race, the first table inserted wins.
+    fn shard(&self, file_id: u64) -> &Mutex<Inner> {
+        &self.shards[(file_id % self.shards.len() as u64) as usize]
+    }
+
+    /// The open table `file_id` (of `file_size` bytes), opening it on a miss.
     pub fn get(&self, file_id: u64, file_size: u64) -> Result<Arc<Table>> {
-        if let Some(t) = self.inner.lock().lru.get(&file_id) {
+        let shard = self.shard(file_id);
+        if let Some(t) = shard.lock().lru.get(&file_id) {
             return Ok(Arc::clone(t));
         }
         let path = table_path(&self.dir, file_id);
         let file = self.vfs.open_random(&path, RandomOpenOptions { direct: self.direct_reads })?;
         let table = Arc::new(Table::open(file, file_id, file_size, self.block_cache.clone())?);
-        let mut inner = self.inner.lock();
+        let mut inner = shard.lock();
         if let Some(t) = inner.lru.get(&file_id) {
             return Ok(Arc::clone(t));
         }
@@ -79,7 +90,7 @@ impl TableCache {
     /// Drops the handle of `file_id` (e.g. its file was deleted). Its blocks
     /// stay in the block cache until [`BlockCache::invalidate_file`].
     pub fn evict(&self, file_id: u64) {
-        let mut inner = self.inner.lock();
+        let mut inner = self.shard(file_id).lock();
         if let Some(t) = inner.lru.pop(&file_id) {
             inner.memory -= t.memory_usage();
         }
@@ -87,12 +98,12 @@ impl TableCache {
 
     /// Bytes of index and filter blocks held by the cached tables.
     pub fn memory_usage(&self) -> usize {
-        self.inner.lock().memory
+        self.shards.iter().map(|s| s.lock().memory).sum()
     }
 
     /// Number of cached tables.
     pub fn len(&self) -> usize {
-        self.inner.lock().lru.len()
+        self.shards.iter().map(|s| s.lock().lru.len()).sum()
     }
 
     /// True when no table is cached.
