@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # Installs what strata-bench's optional peers (cargo features `rocksdb`,
 # `leveldb`, `fjall`) and the db_bench cross-check need, from Debian's packages.
-# Idempotent: re-running only installs what is missing. Run as root (or via sudo).
+# Idempotent: re-running installs only what is missing. Run as root (or it uses sudo).
 #
 #   librocksdb-dev  RocksDB 7.8.3 headers + shared library (feature `rocksdb`)
-#   libclang-dev    bindgen, used by librocksdb-sys's build script
+#   libclang-dev    bindgen, run by librocksdb-sys's build script
 #   libleveldb-dev  LevelDB 1.23 headers + shared library (feature `leveldb`)
-#   rocksdb-tools   RocksDB's own db_bench (installed as `rocksdb_db_bench`)
-#   cmake, g++      building LevelDB's db_bench from the leveldb-sys source
+#   rocksdb-tools   RocksDB's own db_bench (/usr/bin/db_bench)
+#   cmake, g++      building LevelDB's db_bench (not packaged) from leveldb-sys's source
+#
+# With --leveldb-db-bench it also builds LevelDB's db_bench into
+# target/leveldb-db-bench/db_bench (needs the leveldb-sys crate source, which
+# any `cargo build --features leveldb` downloads).
 set -euo pipefail
 
 PKGS=(librocksdb-dev libclang-dev libleveldb-dev rocksdb-tools cmake g++ pkg-config)
+LEVELDB_SYS=leveldb-sys-2.0.9
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -32,9 +38,26 @@ else
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
-# Report what the peers' build scripts will find.
-echo "install-peers: librocksdb: $(dpkg-query -W -f='${Version}' librocksdb-dev)"
-echo "install-peers: libleveldb: $(dpkg-query -W -f='${Version}' libleveldb-dev)"
-command -v rocksdb_db_bench >/dev/null && echo "install-peers: RocksDB db_bench: $(command -v rocksdb_db_bench)"
-echo "install-peers: build peers with"
-echo "  ROCKSDB_LIB_DIR=/usr/lib/x86_64-linux-gnu cargo build --release -p strata-bench --features rocksdb,leveldb,fjall"
+echo "install-peers: librocksdb-dev $(dpkg-query -W -f='${Version}' librocksdb-dev)," \
+  "libleveldb-dev $(dpkg-query -W -f='${Version}' libleveldb-dev)," \
+  "RocksDB db_bench: $(command -v db_bench || echo missing)"
+
+if [ "${1:-}" = "--leveldb-db-bench" ]; then
+  src=""
+  for d in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$LEVELDB_SYS"/deps/leveldb-*; do
+    [ -f "$d/db/db_bench.cc" ] && src="$d"
+  done
+  if [ -z "$src" ]; then
+    echo "install-peers: $LEVELDB_SYS source not found; run 'cargo fetch' (or build with --features leveldb) first" >&2
+    exit 1
+  fi
+  out="$ROOT/target/leveldb-db-bench"
+  cmake -S "$src" -B "$out" -DCMAKE_BUILD_TYPE=Release \
+    -DLEVELDB_BUILD_TESTS=OFF -DLEVELDB_BUILD_BENCHMARKS=ON >/dev/null
+  cmake --build "$out" --target db_bench -j"$(nproc)" >/dev/null
+  cp "$out/db_bench" "$out/leveldb_db_bench"
+  echo "install-peers: LevelDB db_bench ($(basename "$src")): $out/leveldb_db_bench"
+fi
+
+echo "install-peers: build the peers with"
+echo "  cargo build --release -p strata-bench --features rocksdb,leveldb,fjall"

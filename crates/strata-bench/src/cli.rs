@@ -50,6 +50,8 @@ fn parse_bool(s: &str) -> Result<bool, String> {
     name = "strata-bench",
     version,
     rename_all = "snake_case",
+    // A flag given twice takes the last value, as with db_bench's gflags.
+    args_override_self = true,
     about = "db_bench- and YCSB-style benchmarks for Strata and its peers.\n\
              With no arguments, runs the default suite on a fresh temporary directory."
 )]
@@ -175,7 +177,10 @@ impl Args {
     pub fn validate(&self) -> Result<(), String> {
         for b in &self.benchmarks {
             if !BENCHMARKS.contains(&b.as_str()) {
-                return Err(format!("--benchmarks: unknown benchmark {b:?} (known: {})", BENCHMARKS.join(", ")));
+                return Err(format!(
+                    "--benchmarks: unknown benchmark {b:?} (known: {})",
+                    BENCHMARKS.join(", ")
+                ));
             }
         }
         check(self.num > 0, "--num must be > 0")?;
@@ -211,6 +216,12 @@ impl Args {
         check(!kinds.is_empty(), "--engines: no engine selected")?;
         for e in &kinds {
             one_of("--engines", e, ENGINES)?;
+            check(
+                compiled_engines().contains(&e.as_str()),
+                &format!(
+                    "--engines: {e} is not built in; rebuild with `--features {e}` (see docs/BENCHMARKS.md)"
+                ),
+            )?;
         }
         check(!self.policy.is_empty(), "--policy: no policy given")?;
         for p in &self.policy {
@@ -239,7 +250,10 @@ fn check(ok: bool, msg: &str) -> Result<(), String> {
 }
 
 fn one_of(flag: &str, value: &str, allowed: &[&str]) -> Result<(), String> {
-    check(allowed.contains(&value), &format!("{flag}: unknown value {value:?} (known: {})", allowed.join(", ")))
+    check(
+        allowed.contains(&value),
+        &format!("{flag}: unknown value {value:?} (known: {})", allowed.join(", ")),
+    )
 }
 
 /// Engines compiled into this binary (peers sit behind cargo features).
@@ -291,6 +305,7 @@ where
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -300,8 +315,10 @@ mod tests {
 
     #[test]
     fn db_bench_spellings_parse() {
-        let a = parse("--benchmarks=fillseq,readrandom --num=1000 --key_size=16 --use_existing_db=0 --sync=1 --quiet")
-            .unwrap();
+        let a = parse(
+            "--benchmarks=fillseq,readrandom --num=1000 --key_size=16 --use_existing_db=0 --sync=1 --quiet",
+        )
+        .unwrap();
         assert_eq!(a.benchmarks, vec!["fillseq", "readrandom"]);
         assert_eq!(a.num, 1000);
         assert_eq!(a.reads(), 1000);

@@ -195,6 +195,12 @@ impl Engine for StrataEngine {
 pub fn open_engine(kind: &str, cfg: &EngineConfig) -> BenchResult<Arc<dyn Engine>> {
     match kind {
         "strata" => Ok(Arc::new(StrataEngine::open(cfg)?)),
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => Ok(Arc::new(crate::peers::rocksdb::RocksDbEngine::open(cfg)?)),
+        #[cfg(feature = "leveldb")]
+        "leveldb" => Ok(Arc::new(crate::peers::leveldb::LevelDbEngine::open(cfg)?)),
+        #[cfg(feature = "fjall")]
+        "fjall" => Ok(Arc::new(crate::peers::fjall::FjallEngine::open(cfg)?)),
         other => Err(format!(
             "engine {other:?} is not built in (enable its cargo feature; see docs/BENCHMARKS.md)"
         )),

@@ -4,5 +4,14 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![warn(missing_docs)]
 
+pub mod bench;
+pub mod charts;
+pub mod cli;
 pub mod engine;
+pub mod gen;
+pub mod output;
+pub mod peers;
+pub mod report;
 pub mod results;
+pub mod suite;
+pub mod ycsb;

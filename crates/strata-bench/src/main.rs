@@ -1,4 +1,24 @@
-//! `strata-bench` command line.
-fn main() {
-    println!("strata-bench: under construction");
+//! `strata-bench` command line: with no arguments, the default suite on a fresh
+//! temporary directory; otherwise db_bench-style flags (`--help`).
+use std::process::ExitCode;
+use strata_bench::{cli, suite};
+
+fn main() -> ExitCode {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let plan = if argv.len() <= 1 {
+        suite::Plan::default_suite()
+    } else {
+        match cli::parse_args(argv) {
+            Ok(args) => Ok(suite::Plan::from_args(&args)),
+            // Usage errors exit 2 (help and version exit 0).
+            Err(e) => e.exit(),
+        }
+    };
+    match plan.and_then(|p| suite::run_main(&p)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("strata-bench: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

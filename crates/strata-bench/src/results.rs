@@ -2,7 +2,7 @@
 //! each with an optional per-interval time series.
 
 /// One sampling interval of a time-series benchmark (`--stats_interval_seconds`).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Sample {
     /// Seconds since the measured phase started (end of the interval).
     pub t_secs: f64,
@@ -21,7 +21,7 @@ pub struct Sample {
 }
 
 /// The outcome of one benchmark on one engine.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunResult {
     /// Engine name, e.g. `strata/leveled`.
     pub engine: String,

@@ -20,7 +20,13 @@ pub enum Order {
 
 /// Each of `--threads` threads writes `--num` entries (db_bench semantics), one
 /// put per operation, each put timed.
-pub fn fill(engine: &dyn Engine, name: &str, args: &Args, order: Order, seeds: &[u64]) -> BenchResult<Outcome> {
+pub fn fill(
+    engine: &dyn Engine,
+    name: &str,
+    args: &Args,
+    order: Order,
+    seeds: &[u64],
+) -> BenchResult<Outcome> {
     let pb = progress(args.quiet, args.num * seeds.len() as u64, name);
     let before = engine.stats();
     let start = Instant::now();

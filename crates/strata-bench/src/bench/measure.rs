@@ -65,11 +65,15 @@ where
     F: Fn(usize) -> BenchResult<ThreadOut> + Sync,
 {
     std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads).map(|t| s.spawn({ let f = &f; move || f(t) })).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().map_err(|_| "benchmark thread panicked".to_string())?)
-            .collect()
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn({
+                    let f = &f;
+                    move || f(t)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().map_err(|_| "benchmark thread panicked".to_string())?).collect()
     })
 }
 

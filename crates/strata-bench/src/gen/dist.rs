@@ -50,7 +50,8 @@ impl RangeHot {
     /// `hot_prob` of the draws; paper defaults 0.15 and 0.98.
     pub fn new(n: u64, hot_fraction: f64, hot_prob: f64, seed: u64) -> Self {
         let start_frac = SmallRng::seed_from_u64(seed).gen::<f64>();
-        let mut r = RangeHot { n: 0, hot_fraction: hot_fraction.clamp(0.0, 1.0), hot_prob, start_frac, hot: 0..0 };
+        let mut r =
+            RangeHot { n: 0, hot_fraction: hot_fraction.clamp(0.0, 1.0), hot_prob, start_frac, hot: 0..0 };
         r.set_item_count(n);
         r
     }

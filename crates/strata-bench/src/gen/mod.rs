@@ -84,7 +84,9 @@ pub fn make_read_dist(
         "latest_rangehot" => {
             Box::new(LatestOf::new(RangeHot::new(n, hot_fraction, hot_prob, seed), n, ring(recent)?))
         }
-        other => return Err(format!("unknown read distribution {other:?}; valid: {}", READ_DISTS.join(", "))),
+        other => {
+            return Err(format!("unknown read distribution {other:?}; valid: {}", READ_DISTS.join(", ")))
+        }
     })
 }
 

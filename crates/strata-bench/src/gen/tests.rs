@@ -35,16 +35,43 @@ fn zeta_matches_ycsb_constant_and_exact_sum() {
     assert_close(z.zetan(), zeta(5000, 0.99), 1e-12, "incremental zetan");
 }
 
+/// The exact probability that Gray et al.'s method (as YCSB runs it) yields
+/// rank `k` over `n` items: ranks 0 and 1 are exact, higher ranks come from
+/// inverting `n * (eta*u - eta + 1)^alpha`.
+fn gray_pmf(n: u64, theta: f64, k: u64) -> f64 {
+    gray_pmf_big(n, theta, zeta(n, theta), k)
+}
+
 #[test]
 fn zipfian_top_ranks_follow_theory() {
     let (n, draws, theta) = (1000usize, 200_000usize, 0.99);
     let c = counts(&mut Zipfian::new(n as u64, theta), n, draws, 7);
     let zn = zeta(n as u64, theta);
     for (i, &got) in c.iter().enumerate().take(10) {
-        let want = 1.0 / (((i + 1) as f64).powf(theta) * zn);
-        assert_close(got as f64 / draws as f64, want, 0.10, &format!("rank {i}"));
+        let got = got as f64 / draws as f64;
+        // Against the algorithm's own distribution: sampling noise only.
+        assert_close(got, gray_pmf(n as u64, theta, i as u64), 0.05, &format!("rank {i} vs Gray pmf"));
+        // Against the ideal law 1/(i^theta * zeta(n)): Gray's approximation
+        // over-weights ranks 2 and 3 (by 17% and 11% here), as YCSB's does.
+        let ideal = 1.0 / (((i + 1) as f64).powf(theta) * zn);
+        let tol = if (2..4).contains(&i) { 0.20 } else { 0.10 };
+        assert_close(got, ideal, tol, &format!("rank {i} vs ideal zipf"));
     }
     assert!(c[0] > c[1] && c[1] > c[2] && c[2] > c[9], "item 0 must be the most popular");
+}
+
+/// [`gray_pmf`] with `zeta(n)` precomputed, for many ranks of a big space.
+fn gray_pmf_big(n: u64, theta: f64, zn: f64, k: u64) -> f64 {
+    let z2 = zeta(2, theta);
+    match k {
+        0 => 1.0 / zn,
+        1 => 0.5f64.powf(theta) / zn,
+        _ => {
+            let eta = (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - z2 / zn);
+            let u = |x: f64| ((x / n as f64).powf(1.0 - theta) - 1.0) / eta + 1.0;
+            (u((k + 1) as f64) - u(k as f64).max(z2 / zn)).max(0.0)
+        }
+    }
 }
 
 #[test]
@@ -57,9 +84,9 @@ fn scrambled_zipfian_spreads_hot_items_with_ycsb_profile() {
     let mut want = vec![0f64; n as usize];
     let head = 1_000_000u64;
     for r in 0..head {
-        want[g.index_of_rank(r) as usize] += 1.0 / (((r + 1) as f64).powf(theta) * zn);
+        want[g.index_of_rank(r) as usize] += gray_pmf_big(SCRAMBLED_ITEM_COUNT, theta, zn, r);
     }
-    let tail = (1.0 - zeta(head, theta) / zn) / n as f64;
+    let tail = (1.0 - want.iter().sum::<f64>()) / n as f64;
     want.iter_mut().for_each(|w| *w += tail);
     let mut got_sorted: Vec<f64> = c.iter().map(|&x| x as f64 / draws as f64).collect();
     let mut want_sorted = want.clone();
@@ -142,7 +169,8 @@ fn latest_of_draws_only_recorded_indices() {
     assert!(hist.values().all(|&v| v <= newest), "newest write is not the most read");
     // Uniform and range-hot variants also stay inside the ring.
     for name in ["latest_uniform", "latest_rangehot", "latest"] {
-        let mut g = make_read_dist(name, 10_000, 0.99, 0.15, 0.98, 1, Some(recent.clone())).unwrap();
+        let mut g = make_read_dist(name, 10_000, 0.99, 0.15, 0.98, 1, Some(recent.clone()))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!((0..2000).all(|_| held.contains(&g.next_index(&mut rng))), "{name}");
     }
 }
@@ -168,7 +196,7 @@ fn rate_limiter_holds_rate() {
         rl.wait(1000);
     }
     let secs = t.elapsed().as_secs_f64();
-    assert!((0.19..0.23).contains(&secs), "50 KB at 250 KB/s took {secs:.3}s, want 0.2s");
+    assert!((0.199..0.26).contains(&secs), "50 KB at 250 KB/s took {secs:.3}s, want 0.2s");
     let t = Instant::now();
     let mut free = RateLimiter::new(0);
     (0..1000).for_each(|_| free.wait(1 << 20));
@@ -180,7 +208,8 @@ fn format_key_width_and_order() {
     assert_eq!(format_key(42, 16), b"0000000000000042");
     assert_eq!(format_key(0, 4), b"0000");
     assert_eq!(format_key(123_456, 4), b"123456", "too-wide indices keep every digit");
-    let keys: Vec<Vec<u8>> = [0u64, 9, 10, 99, 100, 12_345, 999_999_999].iter().map(|&i| format_key(i, 16)).collect();
+    let keys: Vec<Vec<u8>> =
+        [0u64, 9, 10, 99, 100, 12_345, 999_999_999].iter().map(|&i| format_key(i, 16)).collect();
     assert!(keys.iter().all(|k| k.len() == 16));
     assert!(keys.windows(2).all(|w| w[0] < w[1]), "keys must sort like their indices");
     let mut buf = b"junk".to_vec();

@@ -25,7 +25,12 @@ impl ValueGen {
     /// `CompressibleString`), so a compressor shrinks it to about that share.
     pub fn new(seed: u64, compression_ratio: f64) -> Self {
         let ratio = if compression_ratio.is_finite() { compression_ratio.clamp(0.0, 1.0) } else { 1.0 };
-        let mut g = ValueGen { pool: Vec::with_capacity(POOL_BYTES), pos: 0, rng: SmallRng::seed_from_u64(seed), ratio };
+        let mut g = ValueGen {
+            pool: Vec::with_capacity(POOL_BYTES),
+            pos: 0,
+            rng: SmallRng::seed_from_u64(seed),
+            ratio,
+        };
         g.grow(POOL_BYTES);
         g
     }

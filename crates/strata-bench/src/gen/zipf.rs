@@ -42,7 +42,8 @@ fn zeta_range(from: u64, to: u64, theta: f64) -> f64 {
 /// (a >= 10 000 makes the remainder negligible).
 fn euler_maclaurin(a: u64, b: u64, s: f64) -> f64 {
     let (a, b) = (a as f64, b as f64);
-    let integral = if (s - 1.0).abs() < 1e-12 { (b / a).ln() } else { (b.powf(1.0 - s) - a.powf(1.0 - s)) / (1.0 - s) };
+    let integral =
+        if (s - 1.0).abs() < 1e-12 { (b / a).ln() } else { (b.powf(1.0 - s) - a.powf(1.0 - s)) / (1.0 - s) };
     let f = |x: f64| x.powf(-s);
     let d1 = |x: f64| -s * x.powf(-s - 1.0);
     let d3 = |x: f64| -s * (s + 1.0) * (s + 2.0) * x.powf(-s - 3.0);
@@ -99,7 +100,7 @@ impl Zipfian {
     }
 
     /// Gray et al.'s inversion of one uniform draw `u` in `[0, 1)`.
-    fn from_uniform(&self, u: f64) -> u64 {
+    fn invert(&self, u: f64) -> u64 {
         let uz = u * self.zetan;
         if uz < 1.0 {
             return 0;
@@ -114,7 +115,7 @@ impl Zipfian {
 
 impl KeyChooser for Zipfian {
     fn next_index(&mut self, rng: &mut SmallRng) -> u64 {
-        self.from_uniform(rng.gen::<f64>())
+        self.invert(rng.gen::<f64>())
     }
 
     /// Like YCSB's `nextLong(itemcount)`: growing adds the new terms to zetan;

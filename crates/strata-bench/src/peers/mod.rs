@@ -55,7 +55,9 @@ impl Codec {
             "none" | "no" => Ok(Codec::None),
             "lz4" => Ok(Codec::Lz4),
             "zstd" => Ok(Codec::Zstd),
-            other => Err(format!("compression_type {other:?} cannot be mapped onto peers (use none, lz4 or zstd)")),
+            other => {
+                Err(format!("compression_type {other:?} cannot be mapped onto peers (use none, lz4 or zstd)"))
+            }
         }
     }
 }
@@ -70,6 +72,7 @@ pub fn parse_ticker(text: &str, name: &str) -> Option<u64> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -88,5 +91,77 @@ mod tests {
         assert_eq!(parse_ticker(text, "rocksdb.block.cache.hit"), Some(42));
         assert_eq!(parse_ticker(text, "rocksdb.block.cache.miss"), Some(7));
         assert_eq!(parse_ticker(text, "rocksdb.flush.write.bytes"), None);
+    }
+
+    /// Settings small enough that a few thousand puts flush and compact.
+    #[allow(dead_code)]
+    fn tiny_config(dir: &std::path::Path) -> crate::engine::EngineConfig {
+        crate::engine::EngineConfig {
+            path: dir.join("db"),
+            cache_size: 1 << 20,
+            bloom_bits: 10.0,
+            write_buffer_size: 64 << 10,
+            max_file_size: 64 << 10,
+            compression: "lz4".into(),
+            use_direct_reads: false,
+            policy: "leveled".into(),
+            sync: false,
+            use_existing_db: false,
+        }
+    }
+
+    /// Drives one peer through every trait method and checks the answers.
+    #[allow(dead_code)]
+    fn exercise(kind: &str, expect_cache_counters: bool) {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = tiny_config(dir.path());
+        let db = crate::engine::open_engine(kind, &cfg).unwrap();
+        assert_eq!(db.name(), kind);
+        assert!(!db.option_mapping().is_empty());
+        let value = [7u8; 100];
+        for i in 0..5000u32 {
+            db.put(format!("{i:016}").as_bytes(), &value).unwrap();
+        }
+        db.delete(format!("{:016}", 10).as_bytes()).unwrap();
+        db.flush().unwrap();
+        assert_eq!(db.get(format!("{:016}", 42).as_bytes()).unwrap().as_deref(), Some(&value[..]));
+        assert_eq!(db.get(format!("{:016}", 10).as_bytes()).unwrap(), None);
+        assert_eq!(db.get(b"missing").unwrap(), None);
+        // Seek lands on 9 (10 is deleted), then 11, 12, ...
+        assert_eq!(db.scan(format!("{:016}", 9).as_bytes(), 3).unwrap(), (3, 3 * 116));
+        assert_eq!(db.scan(format!("{:016}", 4998).as_bytes(), 10).unwrap(), (2, 2 * 116));
+        for i in 0..5000u32 {
+            db.get(format!("{i:016}").as_bytes()).unwrap();
+        }
+        let st = db.stats();
+        if expect_cache_counters {
+            let (h, m) = (st.cache_hits.unwrap(), st.cache_misses.unwrap());
+            assert!(h > 0 && m > 0, "hits {h} misses {m}");
+        } else {
+            assert_eq!(st.hit_ratio(), None);
+        }
+        assert!(crate::engine::dir_size(db.path()) > 0);
+        drop(db);
+        // Reopens on the same files.
+        let db = crate::engine::open_engine(kind, &cfg).unwrap();
+        assert_eq!(db.get(format!("{:016}", 4999).as_bytes()).unwrap().as_deref(), Some(&value[..]));
+    }
+
+    #[cfg(feature = "rocksdb")]
+    #[test]
+    fn rocksdb_round_trip() {
+        exercise("rocksdb", true);
+    }
+
+    #[cfg(feature = "leveldb")]
+    #[test]
+    fn leveldb_round_trip() {
+        exercise("leveldb", false);
+    }
+
+    #[cfg(feature = "fjall")]
+    #[test]
+    fn fjall_round_trip() {
+        exercise("fjall", false);
     }
 }

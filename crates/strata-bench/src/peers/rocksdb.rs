@@ -89,7 +89,8 @@ impl RocksDbEngine {
             sd::MAX_OPEN_FILES,
             cfg.sync,
         );
-        let db = DB::open(&opts, &cfg.path).map_err(|e| format!("rocksdb open {}: {e}", cfg.path.display()))?;
+        let db =
+            DB::open(&opts, &cfg.path).map_err(|e| format!("rocksdb open {}: {e}", cfg.path.display()))?;
         let mut wo = WriteOptions::default();
         wo.set_sync(cfg.sync);
         Ok(RocksDbEngine { db, opts, wo, user_bytes: AtomicU64::new(0), mapping, path: cfg.path.clone() })

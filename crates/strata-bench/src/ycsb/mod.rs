@@ -1,1 +1,194 @@
-//! stub
+//! YCSB core workloads A–F on any [`Engine`], with YCSB's own generators:
+//! scrambled zipfian (constant 0.99) or latest request keys, hashed insert
+//! order (`user` + FNV-1a 64 of the record number), scan lengths uniform in
+//! 1..=100, 1 KiB records stored as one value. Load and run phases report
+//! throughput and latency percentiles from HdrHistograms, overall and per
+//! operation type.
+
+mod stats;
+mod worker;
+mod workload;
+
+pub use stats::OpSummary;
+pub use workload::{Workload, OP_NAMES};
+
+use crate::engine::{dir_size, BenchResult, Engine};
+use crate::gen::{fnv_hash64, write_decimal};
+use crate::results::RunResult;
+use stats::{hit_ratio_between, us, OpStats};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Instant;
+use worker::Shared;
+
+/// YCSB's `CoreWorkload` properties that matter here.
+#[derive(Debug, Clone, PartialEq)]
+pub struct YcsbConfig {
+    /// Records inserted by the load phase (`recordcount`).
+    pub record_count: u64,
+    /// Operations of the run phase, split over the threads (`operationcount`).
+    pub operation_count: u64,
+    /// Client threads (`threadcount`).
+    pub threads: usize,
+    /// Bytes per field (`fieldlength`, default 100).
+    pub field_length: usize,
+    /// Fields per record (`fieldcount`, default 10); a record is stored as
+    /// one value of `field_count * field_length` bytes, and updates rewrite it.
+    pub field_count: usize,
+    /// Zipfian constant (`zipfian_const`, default 0.99), in (0, 1).
+    pub zipf_const: f64,
+    /// Seed of the key choices and values.
+    pub seed: u64,
+    /// Key prefix (YCSB's `user`).
+    pub key_prefix: String,
+}
+
+impl Default for YcsbConfig {
+    fn default() -> Self {
+        YcsbConfig {
+            record_count: 100_000,
+            operation_count: 100_000,
+            threads: 1,
+            field_length: 100,
+            field_count: 10,
+            zipf_const: crate::gen::ZIPFIAN_CONSTANT,
+            seed: 0,
+            key_prefix: "user".into(),
+        }
+    }
+}
+
+impl YcsbConfig {
+    /// Bytes of one record's value.
+    pub fn value_len(&self) -> usize {
+        self.field_count * self.field_length
+    }
+
+    fn validate(&self) -> BenchResult<()> {
+        if self.record_count == 0 {
+            return Err("YCSB needs record_count > 0".into());
+        }
+        if self.threads == 0 {
+            return Err("YCSB needs at least one thread".into());
+        }
+        if !(self.zipf_const > 0.0 && self.zipf_const < 1.0) {
+            return Err(format!("YCSB zipfian constant must be in (0, 1), got {}", self.zipf_const));
+        }
+        Ok(())
+    }
+}
+
+/// YCSB's key for record number `index` with insertorder=hashed:
+/// `prefix` followed by the decimal FNV-1a 64 hash of `index` (buffer cleared
+/// first).
+pub fn ycsb_key_into(prefix: &str, index: u64, buf: &mut Vec<u8>) {
+    buf.clear();
+    buf.extend_from_slice(prefix.as_bytes());
+    write_decimal(fnv_hash64(index), 0, buf);
+}
+
+/// Load phase: inserts `record_count` records in hashed order with
+/// `threads` threads; benchmark name `ycsb-load`.
+pub fn load(engine: &dyn Engine, cfg: &YcsbConfig) -> BenchResult<RunResult> {
+    cfg.validate()?;
+    let shared = shared(engine, cfg, 0);
+    let (stats, secs, before) = on_threads(&shared, cfg.threads, |t| worker::load_thread(&shared, t))?;
+    Ok(finish(engine, "ycsb-load", &stats, secs, &before)?.0)
+}
+
+/// Run phase of `workload` after [`load`] with the same `record_count`:
+/// `operation_count` operations split over the threads; inserts (D, E)
+/// extend the key space through a shared counter. Returns the overall
+/// result; see [`run_with_ops`] for per-operation-type latencies.
+pub fn run(engine: &dyn Engine, workload: Workload, cfg: &YcsbConfig) -> BenchResult<RunResult> {
+    Ok(run_with_ops(engine, workload, cfg)?.0)
+}
+
+/// [`run`], also returning per-operation-type summaries (READ, UPDATE,
+/// INSERT, SCAN, READ-MODIFY-WRITE; those that ran).
+pub fn run_with_ops(
+    engine: &dyn Engine,
+    workload: Workload,
+    cfg: &YcsbConfig,
+) -> BenchResult<(RunResult, Vec<OpSummary>)> {
+    cfg.validate()?;
+    let shared = shared(engine, cfg, cfg.record_count);
+    let threads = cfg.threads as u64;
+    let share =
+        |t: usize| cfg.operation_count / threads + u64::from((t as u64) < cfg.operation_count % threads);
+    let (stats, secs, before) =
+        on_threads(&shared, cfg.threads, |t| worker::run_thread(&shared, workload, share(t), t))?;
+    finish(engine, workload.name(), &stats, secs, &before)
+}
+
+fn shared<'a>(engine: &'a dyn Engine, cfg: &'a YcsbConfig, first_insert: u64) -> Shared<'a> {
+    Shared {
+        engine,
+        cfg,
+        inserted: Arc::new(AtomicU64::new(first_insert)),
+        next_insert: AtomicU64::new(first_insert),
+    }
+}
+
+/// Runs `body` on `threads` threads; returns the merged statistics, the wall
+/// time and the engine's counters from before the start.
+fn on_threads<F>(
+    shared: &Shared,
+    threads: usize,
+    body: F,
+) -> BenchResult<(OpStats, f64, crate::engine::EngineStats)>
+where
+    F: Fn(usize) -> BenchResult<OpStats> + Sync,
+{
+    let before = shared.engine.stats();
+    let start = Instant::now();
+    let outcomes: Vec<BenchResult<OpStats>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let body = &body;
+                s.spawn(move || body(t))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("YCSB client thread panicked".to_string())))
+            .collect()
+    });
+    let secs = start.elapsed().as_secs_f64();
+    let mut merged = OpStats::new()?;
+    for outcome in outcomes {
+        merged.merge(&outcome?)?;
+    }
+    Ok((merged, secs, before))
+}
+
+fn finish(
+    engine: &dyn Engine,
+    benchmark: &str,
+    stats: &OpStats,
+    secs: f64,
+    before: &crate::engine::EngineStats,
+) -> BenchResult<(RunResult, Vec<OpSummary>)> {
+    let after = engine.stats();
+    let total = stats.total()?;
+    let ops = stats.ops();
+    let result = RunResult {
+        engine: engine.name(),
+        benchmark: benchmark.to_string(),
+        ops,
+        secs,
+        ops_per_sec: if secs > 0.0 { ops as f64 / secs } else { 0.0 },
+        p50_us: us(&total, 0.5),
+        p99_us: us(&total, 0.99),
+        p999_us: us(&total, 0.999),
+        write_amplification: after.write_amplification,
+        hit_ratio: hit_ratio_between(before, &after),
+        db_bytes: dir_size(engine.path()),
+        found: stats.reads_found(),
+        ..RunResult::default()
+    };
+    Ok((result, stats.summaries()))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,115 @@
+//! db_bench's benchmarks with db_bench's semantics, plus YCSB workloads, run in
+//! order on one open database.
+
+mod fill;
+pub mod measure;
+mod read;
+mod timed;
+mod ycsb_step;
+
+use crate::cli::Args;
+use crate::engine::{BenchResult, Engine};
+use crate::results::RunResult;
+use hdrhistogram::Histogram;
+
+/// What running one benchmark produced.
+pub struct Outcome {
+    /// Result rows (YCSB's first workload on a database adds its load phase).
+    pub results: Vec<RunResult>,
+    /// Latencies of the main result, in nanoseconds (None where not measured per op).
+    pub hist: Option<Histogram<u64>>,
+    /// Key + value bytes read or written (for db_bench's MB/s).
+    pub bytes: u64,
+}
+
+/// What earlier benchmarks left in the database, carried from one to the next.
+#[derive(Debug, Clone, Default)]
+pub struct DbState {
+    /// A fill (or `--use_existing_db`) put db_bench keys in.
+    pub has_data: bool,
+    /// The YCSB load phase ran.
+    pub ycsb_loaded: bool,
+    /// Threads started so far: each thread's seed is `--seed` plus this count,
+    /// as in RocksDB's db_bench, so successive benchmarks draw different keys.
+    pub threads_started: u64,
+    /// Warnings for the user (e.g. a read benchmark on an empty database).
+    pub warnings: Vec<String>,
+}
+
+impl DbState {
+    /// A state for a database that starts empty (or holds data with `--use_existing_db`).
+    pub fn new(use_existing_db: bool) -> Self {
+        DbState { has_data: use_existing_db, ..Default::default() }
+    }
+
+    /// Seeds for `n` new threads.
+    fn seeds(&mut self, seed: u64, n: usize) -> Vec<u64> {
+        (0..n)
+            .map(|_| {
+                self.threads_started += 1;
+                seed.wrapping_add(self.threads_started)
+            })
+            .collect()
+    }
+
+    /// db_bench runs a read benchmark on an empty database (finding nothing); warn.
+    fn warn_if_empty(&mut self, name: &str) {
+        if !self.has_data {
+            self.warnings.push(format!(
+                "warning: {name} runs on an empty database (found will be 0); put fillseq or fillrandom \
+                 before it in --benchmarks, or pass --use_existing_db"
+            ));
+        }
+    }
+}
+
+/// True for benchmark names whose result carries a time series.
+pub fn is_timed(name: &str) -> bool {
+    name.ends_with("whilewriting")
+}
+
+/// Runs benchmark `name` (one of [`crate::cli::BENCHMARKS`]) with `args` on `engine`.
+pub fn run_benchmark(
+    engine: &dyn Engine,
+    name: &str,
+    args: &Args,
+    state: &mut DbState,
+) -> BenchResult<Outcome> {
+    use fill::Order;
+    use read::ReadOp;
+    let threads = args.threads;
+    let seek_n = 1 + args.seek_nexts;
+    let outcome = match name {
+        "fillseq" | "fillrandom" | "overwrite" => {
+            let order = if name == "fillseq" { Order::Sequential } else { Order::Random };
+            let seeds = state.seeds(args.seed, threads);
+            let o = fill::fill(engine, name, args, order, &seeds)?;
+            state.has_data = true;
+            o
+        }
+        "readrandom" | "seekrandom" | "seekrandomnext10" | "seekrandomnext100" => {
+            state.warn_if_empty(name);
+            let op = match name {
+                "readrandom" => ReadOp::Get,
+                "seekrandom" => ReadOp::Seek(seek_n),
+                "seekrandomnext10" => ReadOp::Seek(10),
+                _ => ReadOp::Seek(100),
+            };
+            let seeds = state.seeds(args.seed, threads);
+            read::random_reads(engine, name, args, op, &seeds)?
+        }
+        "readseq" => {
+            state.warn_if_empty(name);
+            read::read_seq(engine, name, args, threads)?
+        }
+        "readwhilewriting" | "seekrandomwhilewriting" => {
+            state.warn_if_empty(name);
+            let op = if name == "readwhilewriting" { ReadOp::Get } else { ReadOp::Seek(seek_n) };
+            let seeds = state.seeds(args.seed, threads + 1);
+            timed::run(engine, name, args, op, &seeds)?
+        }
+        y if y.starts_with("ycsb") => ycsb_step::run(engine, y, args, state)?,
+        other => return Err(format!("unknown benchmark {other:?}")),
+    };
+    Ok(outcome)
+}

@@ -1,0 +1,254 @@
+//! readwhilewriting and seekrandomwhilewriting: `--threads` readers drawing keys
+//! from `--read_dist` while ONE writer does uniform random updates held to
+//! `--benchmark_write_rate_limit`, sampled every `--stats_interval_seconds`.
+
+use super::measure::{hit_ratio_between, new_hist, progress, quantile_us};
+use super::read::ReadOp;
+use super::Outcome;
+use crate::cli::Args;
+use crate::engine::{dir_size, BenchResult, Engine};
+use crate::gen::{format_key_into, make_read_dist, RateLimiter, RecentWrites, ValueGen};
+use crate::results::{RunResult, Sample};
+use hdrhistogram::Histogram;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A reader's latencies: `interval` is swapped out by the sampler, `total` is kept.
+struct ReaderHists {
+    interval: Histogram<u64>,
+    total: Histogram<u64>,
+}
+
+/// State shared by the readers, the writer and the sampler.
+struct Shared {
+    stop: AtomicBool,
+    readers_left: AtomicUsize,
+    writes: AtomicU64,
+    hists: Vec<Mutex<ReaderHists>>,
+    recent: Arc<RecentWrites>,
+}
+
+/// Capacity of the ring of recent writes the latest* distributions draw from.
+fn recent_capacity(num: u64) -> usize {
+    usize::try_from(num.clamp(1, 1 << 20)).unwrap_or(1 << 20)
+}
+
+/// Runs the benchmark; `seeds` has one seed per reader plus one for the writer.
+pub fn run(engine: &dyn Engine, name: &str, args: &Args, op: ReadOp, seeds: &[u64]) -> BenchResult<Outcome> {
+    let readers = seeds.len().saturating_sub(1).max(1);
+    let mut hists = Vec::with_capacity(readers);
+    for _ in 0..readers {
+        hists.push(Mutex::new(ReaderHists { interval: new_hist()?, total: new_hist()? }));
+    }
+    let shared = Shared {
+        stop: AtomicBool::new(false),
+        readers_left: AtomicUsize::new(readers),
+        writes: AtomicU64::new(0),
+        hists,
+        recent: Arc::new(RecentWrites::new(recent_capacity(args.num))),
+    };
+    // Every reader builds its chooser up front so a bad distribution fails before any work.
+    let mut choosers = Vec::with_capacity(readers);
+    for _ in 0..readers {
+        // The same seed for every reader: it places the hot range, which all share.
+        choosers.push(make_read_dist(
+            &args.read_dist,
+            args.num,
+            args.zipf_const,
+            args.hot_fraction,
+            args.hot_prob,
+            args.seed,
+            Some(shared.recent.clone()),
+        )?);
+    }
+    let writer_seed = seeds.last().copied().unwrap_or(args.seed);
+    let before = engine.stats();
+    let start = Instant::now();
+    let (outcome, found) = std::thread::scope(|s| -> BenchResult<(Vec<Sample>, u64)> {
+        let shared = &shared;
+        let readers_h: Vec<_> = choosers
+            .into_iter()
+            .enumerate()
+            .map(|(t, mut chooser)| {
+                let seed = seeds[t];
+                s.spawn(move || {
+                    let r = reader(engine, args, op, t, seed, &mut *chooser, shared);
+                    shared.readers_left.fetch_sub(1, Ordering::SeqCst);
+                    if r.is_err() {
+                        shared.stop.store(true, Ordering::SeqCst);
+                    }
+                    r
+                })
+            })
+            .collect();
+        let writer_h = s.spawn(move || {
+            let r = writer(engine, args, writer_seed, shared);
+            if r.is_err() {
+                shared.stop.store(true, Ordering::SeqCst);
+            }
+            r
+        });
+        let samples = sample_loop(engine, name, args, readers as u64, start, shared);
+        shared.stop.store(true, Ordering::SeqCst);
+        let mut found = 0;
+        for h in readers_h {
+            found += h.join().map_err(|_| "reader thread panicked".to_string())??;
+        }
+        writer_h.join().map_err(|_| "writer thread panicked".to_string())??;
+        Ok((samples?, found))
+    })?;
+    let secs = start.elapsed().as_secs_f64();
+    let mut total = new_hist()?;
+    for h in &shared.hists {
+        let h = h.lock().map_err(|_| "poisoned histogram lock".to_string())?;
+        total.add(&h.total).map_err(|e| format!("histogram: {e:?}"))?;
+    }
+    let after = engine.stats();
+    let reads = total.len();
+    let result = RunResult {
+        engine: engine.name(),
+        benchmark: name.to_string(),
+        repetition: 0,
+        ops: reads,
+        secs,
+        ops_per_sec: if secs > 0.0 { reads as f64 / secs } else { 0.0 },
+        p50_us: quantile_us(&total, 0.5),
+        p99_us: quantile_us(&total, 0.99),
+        p999_us: quantile_us(&total, 0.999),
+        write_amplification: after.write_amplification,
+        hit_ratio: hit_ratio_between(&before, &after),
+        db_bytes: dir_size(engine.path()),
+        found,
+        samples: outcome,
+    };
+    // No MB/s line: db_bench's would count read bytes, which a get does not return here.
+    Ok(Outcome { results: vec![result], hist: Some(total), bytes: 0 })
+}
+
+/// One reader: until stopped (or `--reads` reads when `--duration` is 0). Returns found reads.
+fn reader(
+    engine: &dyn Engine,
+    args: &Args,
+    op: ReadOp,
+    t: usize,
+    seed: u64,
+    chooser: &mut dyn crate::gen::KeyChooser,
+    shared: &Shared,
+) -> BenchResult<u64> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut key = Vec::with_capacity(args.key_size);
+    let limit = if args.duration > 0.0 { u64::MAX } else { args.reads() };
+    let mut found = 0;
+    let mut done = 0;
+    while done < limit && !shared.stop.load(Ordering::Relaxed) {
+        format_key_into(chooser.next_index(&mut rng), args.key_size, &mut key);
+        let t0 = Instant::now();
+        let hit = match op {
+            ReadOp::Get => engine.get(&key)?.is_some(),
+            ReadOp::Seek(n) => engine.scan(&key, n)?.0 > 0,
+        };
+        let ns = (t0.elapsed().as_nanos() as u64).max(1);
+        found += u64::from(hit);
+        done += 1;
+        let mut h = shared.hists[t].lock().map_err(|_| "poisoned histogram lock".to_string())?;
+        h.interval.saturating_record(ns);
+        h.total.saturating_record(ns);
+    }
+    Ok(found)
+}
+
+/// The writer: uniform random updates over [0, num), paced by the rate limiter,
+/// each written index recorded for the latest* read distributions.
+fn writer(engine: &dyn Engine, args: &Args, seed: u64, shared: &Shared) -> BenchResult<()> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut values = ValueGen::new(seed, args.compression_ratio);
+    let mut limiter = RateLimiter::new(args.benchmark_write_rate_limit);
+    let mut key = Vec::with_capacity(args.key_size);
+    while !shared.stop.load(Ordering::Relaxed) {
+        let index = rng.gen_range(0..args.num);
+        format_key_into(index, args.key_size, &mut key);
+        let value = values.next(args.value_size);
+        let bytes = (key.len() + value.len()) as u64;
+        limiter.wait(bytes);
+        if shared.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        engine.put(&key, value)?;
+        shared.recent.record(index);
+        shared.writes.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Samples every `--stats_interval_seconds` until `--duration` ends or every reader
+/// finished; a last partial interval is kept when it is at least a fifth of one.
+fn sample_loop(
+    engine: &dyn Engine,
+    name: &str,
+    args: &Args,
+    readers: u64,
+    start: Instant,
+    shared: &Shared,
+) -> BenchResult<Vec<Sample>> {
+    let timed = args.duration > 0.0;
+    let pb = if timed {
+        progress(args.quiet, (args.duration * 1000.0) as u64, name)
+    } else {
+        progress(args.quiet, readers * args.reads(), name)
+    };
+    let interval = Duration::from_secs_f64(args.stats_interval_seconds);
+    let mut samples = Vec::new();
+    let mut prev_stats = engine.stats();
+    let mut prev_t = Duration::ZERO;
+    let mut prev_writes = 0;
+    let mut reads_total = 0;
+    let mut scratch = new_hist()?;
+    loop {
+        let next = prev_t + interval;
+        let end = if timed { next.min(Duration::from_secs_f64(args.duration)) } else { next };
+        let finished = loop {
+            let now = start.elapsed();
+            let done = (timed && now >= Duration::from_secs_f64(args.duration))
+                || shared.readers_left.load(Ordering::SeqCst) == 0
+                || shared.stop.load(Ordering::SeqCst);
+            if done || now >= end {
+                break done;
+            }
+            std::thread::sleep((end - now).min(Duration::from_millis(20)));
+        };
+        let now = start.elapsed();
+        let dt = (now - prev_t).as_secs_f64();
+        if !finished || dt >= interval.as_secs_f64() / 5.0 {
+            scratch.reset();
+            for h in &shared.hists {
+                let mut h = h.lock().map_err(|_| "poisoned histogram lock".to_string())?;
+                scratch.add(&h.interval).map_err(|e| format!("histogram: {e:?}"))?;
+                h.interval.reset();
+            }
+            let stats = engine.stats();
+            let writes = shared.writes.load(Ordering::Relaxed);
+            samples.push(Sample {
+                t_secs: now.as_secs_f64(),
+                read_ops_per_sec: scratch.len() as f64 / dt,
+                write_ops_per_sec: (writes - prev_writes) as f64 / dt,
+                hit_ratio: hit_ratio_between(&prev_stats, &stats),
+                read_p50_us: quantile_us(&scratch, 0.5),
+                read_p99_us: quantile_us(&scratch, 0.99),
+                db_bytes: dir_size(engine.path()),
+            });
+            reads_total += scratch.len();
+            prev_stats = stats;
+            prev_writes = writes;
+            prev_t = now;
+            pb.set_position(if timed { now.as_millis() as u64 } else { reads_total });
+        }
+        if finished {
+            break;
+        }
+    }
+    pb.finish_and_clear();
+    Ok(samples)
+}

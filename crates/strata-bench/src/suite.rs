@@ -1,0 +1,263 @@
+//! What to run: a plan of benchmark steps over engine rows and repetitions,
+//! either from the command line or the default suite, and the loop that runs
+//! it (repetitions interleaved A B A B …, each on a fresh database).
+
+use crate::bench::{self, DbState};
+use crate::cli::{engine_rows, parse_args, resolve_baseline, Args};
+use crate::engine::{open_engine, BenchResult, EngineConfig};
+use crate::report;
+use crate::results::RunResult;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// One benchmark in the plan, with the flags it runs under.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// Benchmark name (one of [`crate::cli::BENCHMARKS`]).
+    pub benchmark: String,
+    /// Name in the report (differs when a benchmark runs twice with other flags).
+    pub label: String,
+    /// Flags for this step (engine options are taken from [`Plan::base`]).
+    pub args: Args,
+}
+
+/// Everything a run does.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Engine options, engines, policies, repetitions, baseline, db, out, quiet.
+    pub base: Args,
+    /// Benchmarks in order, all on the same database per engine row and repetition.
+    pub steps: Vec<Step>,
+}
+
+/// Seconds of each `*whilewriting` step of the default suite (uniform reads).
+pub const SUITE_RWW_SECS: f64 = 25.0;
+/// Seconds of the default suite's mixed-workload time series (rangehot reads).
+pub const SUITE_MIXED_SECS: f64 = 40.0;
+/// Keys in the default suite (16-byte keys, 100-byte values, 8 MiB cache, 64 MiB
+/// memtable): db_bench's 1 M fits the budget. Measured on 2 shared cores: about
+/// 1.5 minutes for Strata alone; each peer engine adds its own share.
+pub const SUITE_NUM: u64 = 1_000_000;
+/// Reads of readrandom and seekrandom in the default suite.
+pub const SUITE_READS: u64 = 1_000_000;
+/// Writer rate of the default suite's `readwhilewriting` steps, bytes/s.
+pub const SUITE_WRITE_RATE: u64 = 2 << 20;
+
+impl Plan {
+    /// The plan for explicit flags: `--benchmarks` in order, each with all flags.
+    pub fn from_args(args: &Args) -> Plan {
+        let steps = args
+            .benchmarks
+            .iter()
+            .map(|b| Step { benchmark: b.clone(), label: b.clone(), args: args.clone() })
+            .collect();
+        Plan { base: args.clone(), steps }
+    }
+
+    /// The default main-job suite (no arguments): fillrandom, readrandom,
+    /// seekrandom, readwhilewriting (rate-limited writer, uniform reads) and a
+    /// rangehot mixed-workload time series, on every engine compiled in.
+    pub fn default_suite() -> BenchResult<Plan> {
+        let num = SUITE_NUM.to_string();
+        let reads = SUITE_READS.to_string();
+        let base = parse_args([
+            "strata-bench",
+            "--num",
+            &num,
+            "--reads",
+            &reads,
+            "--benchmarks=fillrandom,readrandom,seekrandom,readwhilewriting",
+        ])
+        .map_err(|e| e.to_string())?;
+        let mut plan = Plan::from_args(&base);
+        for step in &mut plan.steps {
+            if step.benchmark == "readwhilewriting" {
+                step.args.duration = SUITE_RWW_SECS;
+                step.args.benchmark_write_rate_limit = SUITE_WRITE_RATE;
+            }
+        }
+        let mut mixed = base.clone();
+        mixed.duration = SUITE_MIXED_SECS;
+        mixed.benchmark_write_rate_limit = SUITE_WRITE_RATE;
+        mixed.read_dist = "rangehot".into();
+        plan.steps.push(Step {
+            benchmark: "readwhilewriting".into(),
+            label: "readwhilewriting/rangehot".into(),
+            args: mixed,
+        });
+        Ok(plan)
+    }
+
+    /// (engine kind, policy, report row) for each engine row.
+    pub fn rows(&self) -> Vec<(String, String, String)> {
+        let mut out = Vec::new();
+        for kind in self.base.engine_kinds() {
+            if kind == "strata" {
+                for p in &self.base.policy {
+                    out.push((kind.clone(), p.clone(), format!("strata/{p}")));
+                }
+            } else {
+                out.push((kind.clone(), self.base.policy.first().cloned().unwrap_or_default(), kind.clone()));
+            }
+        }
+        out
+    }
+
+    /// The baseline row the ratio column compares against.
+    pub fn baseline(&self) -> Option<String> {
+        let rows = engine_rows(&self.base.engine_kinds(), &self.base.policy);
+        match &self.base.baseline {
+            Some(b) => resolve_baseline(&rows, b),
+            None => rows.first().cloned(),
+        }
+    }
+
+    /// The engine configuration of one row in `dir`.
+    fn engine_config(&self, dir: &Path, policy: &str) -> EngineConfig {
+        let a = &self.base;
+        EngineConfig {
+            path: dir.to_path_buf(),
+            cache_size: a.cache_size,
+            bloom_bits: a.bloom_bits,
+            write_buffer_size: a.write_buffer_size,
+            max_file_size: a.max_file_size,
+            compression: a.compression_type.clone(),
+            use_direct_reads: a.use_direct_reads,
+            policy: policy.to_string(),
+            sync: a.sync,
+            use_existing_db: a.use_existing_db,
+        }
+    }
+}
+
+/// `strata/leveled` -> `strata-leveled` (a directory name).
+fn dir_name(row: &str) -> String {
+    row.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect()
+}
+
+/// Runs the plan; progress lines (option mappings, db_bench-style summaries,
+/// warnings, histograms) go to `log`.
+pub fn run_plan(plan: &Plan, log: &mut dyn Write) -> BenchResult<Vec<RunResult>> {
+    let io = |e: std::io::Error| e.to_string();
+    // A fresh temporary directory unless --db is given; removed when done.
+    let temp = match &plan.base.db {
+        Some(_) => None,
+        None => Some(tempfile::Builder::new().prefix("strata-bench-").tempdir().map_err(io)?),
+    };
+    let root: PathBuf = match (&plan.base.db, &temp) {
+        (Some(db), _) => db.clone(),
+        (None, Some(t)) => t.path().to_path_buf(),
+        (None, None) => return Err("no database directory".into()),
+    };
+    let mut results = Vec::new();
+    for rep in 0..plan.base.repetitions {
+        for (kind, policy, row) in plan.rows() {
+            let dir = root.join(dir_name(&row));
+            if !plan.base.use_existing_db && dir.exists() {
+                std::fs::remove_dir_all(&dir).map_err(|e| format!("cannot clear {}: {e}", dir.display()))?;
+            }
+            std::fs::create_dir_all(&dir).map_err(io)?;
+            let engine = open_engine(&kind, &plan.engine_config(&dir, policy.as_str()))?;
+            if rep == 0 {
+                writeln!(log, "{row}: {}", engine.option_mapping()).map_err(io)?;
+            }
+            let mut state = DbState::new(plan.base.use_existing_db);
+            for step in &plan.steps {
+                let out = bench::run_benchmark(engine.as_ref(), &step.benchmark, &step.args, &mut state)?;
+                for w in state.warnings.drain(..) {
+                    writeln!(log, "{row}: {w}").map_err(io)?;
+                }
+                let n = out.results.len();
+                for (i, mut r) in out.results.into_iter().enumerate() {
+                    r.engine = row.clone();
+                    r.repetition = rep;
+                    // The main result (the last one) carries the step's label.
+                    if i + 1 == n && !step.benchmark.starts_with("ycsb") {
+                        r.benchmark = step.label.clone();
+                    }
+                    writeln!(log, "{}", report::db_bench_line(&r, if i + 1 == n { out.bytes } else { 0 }))
+                        .map_err(io)?;
+                    results.push(r);
+                }
+                if step.args.histogram {
+                    if let Some(h) = &out.hist {
+                        writeln!(log, "{}", report::format_histogram(h)).map_err(io)?;
+                    }
+                }
+            }
+            drop(engine);
+            if temp.is_some() {
+                // Free the disk space of finished rows (the next repetition starts fresh).
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+    }
+    Ok(results)
+}
+
+/// Runs a plan end to end: prints the option mappings and summaries, the table
+/// and time series, and writes `--out` files.
+pub fn run_main(plan: &Plan) -> BenchResult<()> {
+    let io = |e: std::io::Error| e.to_string();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let rows: Vec<String> = plan.rows().into_iter().map(|r| r.2).collect();
+    let steps: Vec<&str> = plan.steps.iter().map(|s| s.label.as_str()).collect();
+    writeln!(
+        out,
+        "strata-bench: engines {} | benchmarks {} | num {} | key {} B | value {} B | repetitions {}",
+        rows.join(","),
+        steps.join(","),
+        plan.base.num,
+        plan.base.key_size,
+        plan.base.value_size,
+        plan.base.repetitions
+    )
+    .map_err(io)?;
+    let results = run_plan(plan, &mut out)?;
+    writeln!(out, "\n{}", report::format_table(&results, plan.baseline().as_deref())).map_err(io)?;
+    let series = report::format_series(&results);
+    if !series.is_empty() {
+        writeln!(out, "time series (every {} s):{series}", plan.base.stats_interval_seconds).map_err(io)?;
+    }
+    if let Some(dir) = &plan.base.out {
+        let files = crate::output::write_outputs(dir, &results)?;
+        for f in files {
+            writeln!(out, "wrote {}", f.display()).map_err(io)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_suite_has_the_main_job_steps() {
+        let plan = Plan::default_suite().unwrap();
+        let labels: Vec<&str> = plan.steps.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["fillrandom", "readrandom", "seekrandom", "readwhilewriting", "readwhilewriting/rangehot"]
+        );
+        let mixed = &plan.steps[4].args;
+        assert_eq!((mixed.read_dist.as_str(), mixed.duration), ("rangehot", SUITE_MIXED_SECS));
+        assert!(plan.steps[3].args.benchmark_write_rate_limit > 0);
+        assert_eq!(plan.base.num, SUITE_NUM);
+        assert!(plan.rows().iter().any(|r| r.2 == "strata/leveled"));
+    }
+
+    #[test]
+    fn rows_and_baseline_from_flags() {
+        let a =
+            parse_args(["x", "--engines=strata", "--policy=leveled,leveling", "--baseline=strata/leveling"])
+                .unwrap();
+        let plan = Plan::from_args(&a);
+        let rows: Vec<String> = plan.rows().into_iter().map(|r| r.2).collect();
+        assert_eq!(rows, ["strata/leveled", "strata/leveling"]);
+        assert_eq!(plan.baseline().as_deref(), Some("strata/leveling"));
+        assert_eq!(dir_name("strata/leveled"), "strata-leveled");
+    }
+}

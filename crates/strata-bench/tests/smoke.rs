@@ -1,0 +1,104 @@
+//! End-to-end smoke run of every benchmark name on a tiny data set against
+//! Strata, through the library API, plus the CLI's rejection of bad flags.
+
+use strata_bench::cli::{parse_args, BENCHMARKS};
+use strata_bench::results::RunResult;
+use strata_bench::suite::{run_plan, Plan};
+
+/// Small memtable so the tiny data set still flushes to tables.
+const TINY: &str = "--num=2000 --reads=400 --threads=2 --write_buffer_size=65536 --max_file_size=65536 \
+                    --duration=1 --stats_interval_seconds=0.25 --quiet --engines=strata";
+
+fn run(extra: &str) -> Vec<RunResult> {
+    let line = format!("strata-bench {TINY} {extra}");
+    let args = parse_args(line.split_whitespace()).unwrap();
+    let mut log = Vec::new();
+    let results = run_plan(&Plan::from_args(&args), &mut log).unwrap();
+    let log = String::from_utf8(log).unwrap();
+    assert!(log.contains("strata/leveled: strata:"), "option mapping printed:\n{log}");
+    results
+}
+
+fn get<'a>(results: &'a [RunResult], bench: &str) -> &'a RunResult {
+    results
+        .iter()
+        .find(|r| r.benchmark == bench)
+        .unwrap_or_else(|| panic!("no result for {bench}: {results:#?}"))
+}
+
+#[test]
+fn every_benchmark_runs_after_fillseq() {
+    let list = BENCHMARKS.join(",");
+    let results = run(&format!("--benchmarks={list}"));
+    for r in &results {
+        assert!(r.ops > 0, "{} did no operations", r.benchmark);
+        assert!(r.ops_per_sec > 0.0 && r.secs > 0.0, "{r:?}");
+        assert_eq!(r.engine, "strata/leveled");
+        assert!(r.db_bytes > 0, "{r:?}");
+    }
+    // Two threads each write all 2000 keys, so every key exists afterwards.
+    assert_eq!(get(&results, "fillseq").ops, 4000);
+    let rr = get(&results, "readrandom");
+    assert_eq!((rr.ops, rr.found), (800, 800), "2 threads x 400 reads, all keys exist");
+    assert!(rr.p50_us > 0.0 && rr.p50_us <= rr.p99_us && rr.p99_us <= rr.p999_us, "{rr:?}");
+    assert!(rr.hit_ratio.is_some() && rr.write_amplification.is_some());
+    assert_eq!(get(&results, "readseq").ops, 800, "each thread scans --reads entries");
+    for s in ["seekrandom", "seekrandomnext10", "seekrandomnext100"] {
+        let r = get(&results, s);
+        assert_eq!((r.ops, r.found), (800, 800), "{s}");
+    }
+    for t in ["readwhilewriting", "seekrandomwhilewriting"] {
+        let r = get(&results, t);
+        assert!(r.samples.len() >= 3, "{t}: {} samples", r.samples.len());
+        assert!(r.found > 0 && r.found <= r.ops, "{t}: {r:?}");
+        assert!(r.samples.iter().any(|s| s.write_ops_per_sec > 0.0), "{t}: the writer wrote");
+        assert!(r.samples.iter().all(|s| s.read_ops_per_sec > 0.0 && s.db_bytes > 0), "{t}: {:?}", r.samples);
+        assert!(r.samples.windows(2).all(|w| w[0].t_secs < w[1].t_secs));
+    }
+    // YCSB: the load phase once, then workloads A-F.
+    let ycsb: Vec<&RunResult> = results.iter().filter(|r| r.benchmark.starts_with("ycsb")).collect();
+    assert_eq!(ycsb.len(), 7, "{ycsb:#?}");
+    assert!(ycsb.iter().all(|r| r.ops > 0));
+}
+
+#[test]
+fn readrandom_after_fillrandom_finds_only_written_keys() {
+    let results = run("--benchmarks=fillrandom,readrandom --threads=1 --reads=2000");
+    let r = get(&results, "readrandom");
+    // 2000 uniform draws from 2000 keys cover about 1 - 1/e = 63 % of them.
+    assert!(r.found > 0 && r.found < r.ops, "{r:?}");
+    let share = r.found as f64 / r.ops as f64;
+    assert!((0.5..0.75).contains(&share), "found share {share}");
+}
+
+#[test]
+fn existing_db_is_reused_and_read_on_empty_db_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().display().to_string();
+    run(&format!("--benchmarks=fillseq --threads=1 --db={db}"));
+    let again = run(&format!("--benchmarks=readrandom --threads=1 --db={db} --use_existing_db"));
+    let r = get(&again, "readrandom");
+    assert_eq!(r.found, r.ops, "all keys of the earlier fillseq are found");
+
+    let args = parse_args(format!("x {TINY} --benchmarks=readrandom").split_whitespace()).unwrap();
+    let mut log = Vec::new();
+    let results = run_plan(&Plan::from_args(&args), &mut log).unwrap();
+    assert_eq!(get(&results, "readrandom").found, 0);
+    assert!(String::from_utf8(log).unwrap().contains("empty database"));
+}
+
+#[test]
+fn bad_flags_are_rejected() {
+    for bad in
+        ["--num=abc", "--read_dist=gauss", "--benchmarks=fillrandom,bogus", "--compression_type=snappy"]
+    {
+        let e = parse_args(["strata-bench", bad]).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{bad}");
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata-bench"))
+        .arg("--read_dist=gauss")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--read_dist"));
+}
