@@ -70,6 +70,11 @@ impl CompactionStyle {
         }
     }
 
+    /// Names of every built-in policy, for tests and tools that run each one.
+    pub fn builtin_names() -> &'static [&'static str] {
+        &["leveled"]
+    }
+
     /// Looks a built-in policy up by name (`leveled`).
     pub fn from_name(name: &str) -> Result<Self> {
         match name {
