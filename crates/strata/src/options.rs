@@ -57,6 +57,10 @@ pub enum CompactionStyle {
     /// levels, round-robin file picking, trivial moves (RocksDB `kCompactionStyleLevel`).
     #[default]
     Leveled,
+    /// bLSM: two-part levels (`C_i` receiving, `C'_i` draining file by file)
+    /// held at the level capacity by the gear scheduler; the structure the
+    /// LSbM compaction buffer builds on. Same shape options as `Leveled`.
+    Blsm,
     /// A caller-supplied policy.
     Custom(Arc<dyn CompactionPolicy>),
 }
@@ -66,20 +70,25 @@ impl CompactionStyle {
     pub fn name(&self) -> String {
         match self {
             CompactionStyle::Leveled => "leveled".to_string(),
+            CompactionStyle::Blsm => "blsm".to_string(),
             CompactionStyle::Custom(p) => p.name().to_string(),
         }
     }
 
     /// Names of every built-in policy, for tests and tools that run each one.
     pub fn builtin_names() -> &'static [&'static str] {
-        &["leveled"]
+        &["leveled", "blsm"]
     }
 
-    /// Looks a built-in policy up by name (`leveled`).
+    /// Looks a built-in policy up by name (`leveled`, `blsm`).
     pub fn from_name(name: &str) -> Result<Self> {
         match name {
             "leveled" | "leveling" | "level" => Ok(CompactionStyle::Leveled),
-            other => Err(Error::invalid(format!("unknown compaction policy {other:?} (known: leveled)"))),
+            "blsm" => Ok(CompactionStyle::Blsm),
+            other => Err(Error::invalid(format!(
+                "unknown compaction policy {other:?} (known: {})",
+                Self::builtin_names().join(", ")
+            ))),
         }
     }
 }

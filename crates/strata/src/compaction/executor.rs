@@ -30,8 +30,8 @@ pub(crate) struct Env<'a> {
     pub policy: &'a dyn CompactionPolicy,
 }
 
-/// Builds the policy's view of a version.
-pub(crate) fn build_view(version: &Version, pointers: Vec<Option<Vec<u8>>>, busy: &HashSet<u64>) -> LsmView {
+/// Builds the policy's view of `version` (with the policy metadata of `versions`).
+pub(crate) fn build_view(version: &Version, versions: &VersionSet, busy: &HashSet<u64>) -> LsmView {
     let levels = version
         .levels
         .iter()
@@ -58,7 +58,7 @@ pub(crate) fn build_view(version: &Version, pointers: Vec<Option<Vec<u8>>>, busy
                 .collect(),
         })
         .collect();
-    LsmView { levels, compact_pointers: pointers }
+    LsmView { levels, compact_pointers: versions.compact_pointers(), policy_state: versions.policy_state() }
 }
 
 /// Writes a sorted stream into tables cut at a target size, never splitting one
@@ -205,6 +205,7 @@ pub(crate) fn execute(
     if let Some(p) = &pick.compact_pointer {
         edit.compact_pointers.push(p.clone());
     }
+    edit.policy_state = pick.policy_state.clone();
     let record = match &pick.task {
         CompactionTask::Move { file, to_level, to_run } => {
             let meta = find_file(version, file)?;
@@ -212,6 +213,10 @@ pub(crate) fn execute(
             edit.new_files.push((*to_level, run_id(env, *to_run), new_file_of(&meta)));
             env.versions.log_and_apply(edit)?;
             record("move", "trivial move", *to_level, 1, 0, 0, 0, start)
+        }
+        CompactionTask::UpdateState { reason } => {
+            env.versions.log_and_apply(edit)?;
+            record("state", reason, 0, 0, 0, 0, 0, start)
         }
         CompactionTask::Drop { files } => {
             for f in files {

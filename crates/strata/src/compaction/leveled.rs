@@ -206,12 +206,18 @@ impl CompactionPolicy for LeveledPolicy {
         order.sort_by(|a, b| b.1.total_cmp(&a.1));
         order.into_iter().find_map(|(level, score)| {
             if level == 0 {
-                self.pick_l0(view).map(|task| PickResult { task, compact_pointer: None, score })
+                self.pick_l0(view).map(|task| PickResult {
+                    task,
+                    compact_pointer: None,
+                    score,
+                    policy_state: None,
+                })
             } else {
                 self.pick_level(view, level).map(|(task, key)| PickResult {
                     task,
                     compact_pointer: Some((level, key)),
                     score,
+                    policy_state: None,
                 })
             }
         })

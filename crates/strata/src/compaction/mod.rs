@@ -1,11 +1,13 @@
 //! Compaction: *choosing* (a pure [`CompactionPolicy`] over an [`LsmView`]) is
 //! kept apart from *doing* (the executor, which validates and runs tasks).
 
+pub mod blsm;
 pub(crate) mod executor;
 pub mod leveled;
 pub mod policy;
 pub mod sim;
 
+pub use blsm::{BlsmPolicy, BlsmState};
 pub use leveled::{LeveledConfig, LeveledPolicy};
 pub use policy::*;
 pub use sim::*;

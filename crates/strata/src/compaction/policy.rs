@@ -109,12 +109,19 @@ pub struct LsmView {
     pub levels: Vec<LevelView>,
     /// Per level: user key of the last compacted file's largest key (round-robin cursor).
     pub compact_pointers: Vec<Option<Vec<u8>>>,
+    /// The policy's own persistent state (an opaque blob it last returned in
+    /// [`PickResult::policy_state`]), as recorded in the MANIFEST.
+    pub policy_state: Option<Vec<u8>>,
 }
 
 impl LsmView {
     /// An empty tree with `num_levels` levels and no compact pointers.
     pub fn new(num_levels: usize) -> Self {
-        LsmView { levels: vec![LevelView::default(); num_levels], compact_pointers: vec![None; num_levels] }
+        LsmView {
+            levels: vec![LevelView::default(); num_levels],
+            compact_pointers: vec![None; num_levels],
+            policy_state: None,
+        }
     }
 
     /// The level, if it exists.
@@ -210,15 +217,22 @@ pub enum CompactionTask {
         /// Files to unlink.
         files: Vec<FileRef>,
     },
+    /// Change only the policy's persistent state (e.g. a bLSM merge round
+    /// turning over: `C_i` becomes `C'_i`), no file moves.
+    UpdateState {
+        /// Why the policy chose this (for logs and stats).
+        reason: &'static str,
+    },
 }
 
 impl CompactionTask {
-    /// Short name of the task kind ("merge", "move", "drop").
+    /// Short name of the task kind ("merge", "move", "drop", "state").
     pub fn kind(&self) -> &'static str {
         match self {
             CompactionTask::Merge { .. } => "merge",
             CompactionTask::Move { .. } => "move",
             CompactionTask::Drop { .. } => "drop",
+            CompactionTask::UpdateState { .. } => "state",
         }
     }
 }
@@ -232,6 +246,9 @@ pub struct PickResult {
     pub compact_pointer: Option<(usize, Vec<u8>)>,
     /// Score of the level that triggered the task.
     pub score: f64,
+    /// New policy state to persist in the same MANIFEST edit as the task
+    /// (`None` keeps the current state).
+    pub policy_state: Option<Vec<u8>>,
 }
 
 /// A compaction policy: a pure function from a metadata view to a task.
@@ -310,6 +327,7 @@ pub fn validate_task(view: &LsmView, task: &CompactionTask) -> Result<()> {
             }
             check_inputs(view, files).map(|_| ())
         }
+        CompactionTask::UpdateState { .. } => Ok(()),
     }
 }
 

@@ -58,6 +58,8 @@ pub struct TaskCounts {
     pub moves: u64,
     /// Drop tasks.
     pub drops: u64,
+    /// Policy-state-only tasks (e.g. bLSM round turnovers).
+    pub state_updates: u64,
 }
 
 /// Outcome of [`simulate`].
@@ -182,6 +184,7 @@ struct Sim {
     /// Per level, runs newest first.
     levels: Vec<Vec<SimRun>>,
     pointers: Vec<Option<Vec<u8>>>,
+    state: Option<Vec<u8>>,
     entry_size: u64,
     next_id: u64,
     user_bytes: u64,
@@ -197,6 +200,7 @@ impl Sim {
             files: HashMap::new(),
             levels: (0..num_levels).map(|_| Vec::new()).collect(),
             pointers: vec![None; num_levels],
+            state: None,
             entry_size,
             next_id: 1,
             user_bytes: 0,
@@ -241,6 +245,9 @@ impl Sim {
                     .ok_or_else(|| Error::invalid(format!("compact pointer for missing level {level}")))?;
                 *slot = Some(key);
             }
+            if let Some(state) = pick.policy_state {
+                self.state = Some(state);
+            }
         }
         Err(Error::invalid(format!(
             "policy {} did not settle after {MAX_TASKS_PER_FLUSH} tasks",
@@ -262,7 +269,7 @@ impl Sim {
                     .collect(),
             })
             .collect();
-        LsmView { levels, compact_pointers: self.pointers.clone() }
+        LsmView { levels, compact_pointers: self.pointers.clone(), policy_state: self.state.clone() }
     }
 
     fn file_view(&self, id: u64) -> Option<FileView> {
@@ -312,6 +319,7 @@ impl Sim {
                 self.unlink(file)?;
                 self.link(*to_level, *to_run, vec![file.file])?;
             }
+            CompactionTask::UpdateState { .. } => self.tasks.state_updates += 1,
             CompactionTask::Drop { files } => {
                 self.tasks.drops += 1;
                 for r in files {
@@ -577,7 +585,7 @@ mod tests {
                 Buggy::BadLevel => CompactionTask::Move { file, to_level: 9, to_run: RunTarget::New },
                 Buggy::Spin => CompactionTask::Move { file, to_level: 0, to_run: RunTarget::New },
             };
-            Some(PickResult { task, compact_pointer: None, score: 1.0 })
+            Some(PickResult { task, compact_pointer: None, score: 1.0, policy_state: None })
         }
         fn scores(&self, _: &LsmView) -> Vec<f64> {
             vec![0.0; 3]

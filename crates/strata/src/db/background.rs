@@ -133,7 +133,7 @@ impl DbInner {
     /// Asks the policy for one task and runs it. Callers hold `compaction_lock`.
     fn compact_once(&self) -> Result<bool> {
         let version = self.versions.current();
-        let view = build_view(&version, self.versions.compact_pointers(), &HashSet::new());
+        let view = build_view(&version, &self.versions, &HashSet::new());
         let Some(pick) = self.policy.pick(&view) else { return Ok(false) };
         self.run_task(&version, &view, &pick)?;
         Ok(true)
@@ -222,8 +222,9 @@ impl DbInner {
                 },
                 compact_pointer: None,
                 score: 0.0,
+                policy_state: None,
             };
-            let view = build_view(&version, self.versions.compact_pointers(), &HashSet::new());
+            let view = build_view(&version, &self.versions, &HashSet::new());
             if let Err(e) = self.run_task(&version, &view, &pick) {
                 if !matches!(e, Error::InvalidArgument(_)) {
                     self.set_bg_error(&e);

@@ -141,7 +141,7 @@ impl DbInner {
         let mut s = Stats::default();
         self.counters.fill(&mut s);
         let version = self.versions.current();
-        let view = build_view(&version, self.versions.compact_pointers(), &Default::default());
+        let view = build_view(&version, &self.versions, &Default::default());
         let scores = self.policy.scores(&view);
         s.levels = (0..version.num_levels())
             .map(|l| LevelStats {

@@ -14,7 +14,7 @@ use super::{DbInner, DbState, SuperVersion};
 use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, TableCache};
 use crate::compaction::executor::{Env, OutputWriter};
-use crate::compaction::{CompactionPolicy, LeveledConfig, LeveledPolicy};
+use crate::compaction::{BlsmPolicy, CompactionPolicy, LeveledConfig, LeveledPolicy};
 use crate::error::{Error, Result};
 use crate::filename::{current_path, lock_path, parse_file_name, wal_path, FileKind};
 use crate::iter::InternalIterator;
@@ -27,14 +27,16 @@ use crate::vfs::Vfs;
 use crate::wal::{LogReader, LogWriter};
 
 fn make_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>> {
+    let shape = LeveledConfig {
+        num_levels: opts.num_levels,
+        l0_trigger: opts.level0_file_num_compaction_trigger,
+        max_bytes_for_level_base: opts.max_bytes_for_level_base,
+        multiplier: opts.max_bytes_for_level_multiplier,
+        target_file_size: opts.target_file_size_base,
+    };
     Ok(match &opts.compaction_style {
-        CompactionStyle::Leveled => Arc::new(LeveledPolicy::new(LeveledConfig {
-            num_levels: opts.num_levels,
-            l0_trigger: opts.level0_file_num_compaction_trigger,
-            max_bytes_for_level_base: opts.max_bytes_for_level_base,
-            multiplier: opts.max_bytes_for_level_multiplier,
-            target_file_size: opts.target_file_size_base,
-        })?),
+        CompactionStyle::Leveled => Arc::new(LeveledPolicy::new(shape)?),
+        CompactionStyle::Blsm => Arc::new(BlsmPolicy::new(shape)?),
         CompactionStyle::Custom(p) => p.clone(),
     })
 }

@@ -213,7 +213,8 @@ impl Counters {
                 Self::add(&self.compaction_written, r.bytes_written);
             }
             "move" => Self::add(&self.moves, r.input_files as u64),
-            _ => Self::add(&self.drops, r.input_files as u64),
+            "drop" => Self::add(&self.drops, r.input_files as u64),
+            _ => {}
         }
         let mut h = self.history.lock();
         if h.len() == HISTORY {

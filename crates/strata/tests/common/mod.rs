@@ -12,8 +12,8 @@ use std::sync::Arc;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::{
-    CompressionType, Db, DbIterator, MemVfs, Options, ReadOptions, RealVfs, Snapshot, Vfs, WriteBatch,
-    WriteOptions,
+    CompactionStyle, CompressionType, Db, DbIterator, MemVfs, Options, ReadOptions, RealVfs, Snapshot, Vfs,
+    WriteBatch, WriteOptions,
 };
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -173,6 +173,22 @@ pub fn configs() -> Vec<Config> {
                     .with_max_bytes_for_level_multiplier(3.0)
                     .with_num_levels(5)
                     .with_bloom_bits_per_key(3.5)
+            },
+        },
+        Config {
+            name: "blsm-mem",
+            fs: Fs::Mem,
+            options: || small_options().with_compaction_style(CompactionStyle::Blsm),
+        },
+        Config {
+            name: "blsm-real-deep",
+            fs: Fs::Real,
+            options: || {
+                small_options()
+                    .with_compaction_style(CompactionStyle::Blsm)
+                    .with_max_bytes_for_level_base(8 << 10)
+                    .with_max_bytes_for_level_multiplier(3.0)
+                    .with_num_levels(5)
             },
         },
         Config {

@@ -1,0 +1,408 @@
+//! bLSM's two-part levels with the gear scheduler (TECHNIQUES.md §1.1; the
+//! structure LSbM builds on, and one of the LSbM paper's baselines).
+//!
+//! Every level `i >= 1` has up to two data runs: `C_i` receives merges from
+//! above, `C'_i` (the previous, full `C_i`) drains into `C_{i+1}` one file at a
+//! time, smallest keys first. `|C_i| + |C'_i|` is held at the level capacity
+//! `S_i`: whenever the level is full one more file of `C'_i` is pushed down, so
+//! every chunk merged in drives about the same amount out (the gear). When the
+//! level is full and `C'_i` is empty, the round turns over: `C_i` becomes `C'_i`
+//! (a metadata-only state change) and the next merge from above starts a new
+//! `C_i`. Level 0 holds flushed runs and merges into `C_1` by file count, as in
+//! leveling.
+//!
+//! Persistent state (in the MANIFEST): the run id of each level's `C'_i`.
+
+use super::leveled::LeveledConfig;
+use super::policy::{
+    CompactionPolicy, CompactionTask, FileRef, LevelView, LsmView, PickResult, RunTarget, RunView,
+};
+use crate::error::Result;
+use crate::util::coding::{put_varint64, Reader};
+
+/// State format version, so a future layout can be told apart.
+const STATE_VERSION: u8 = 1;
+
+/// The bLSM policy. Shape parameters are leveling's (`LeveledConfig`).
+#[derive(Debug, Clone)]
+pub struct BlsmPolicy {
+    cfg: LeveledConfig,
+}
+
+/// Per level, the run id of `C'_i` (the draining part), if a round is under way.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BlsmState {
+    /// Indexed by level; `None` when the level has no draining part.
+    pub draining: Vec<Option<u64>>,
+}
+
+impl BlsmState {
+    /// Encodes the state for the MANIFEST.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![STATE_VERSION];
+        put_varint64(&mut out, self.draining.len() as u64);
+        for d in &self.draining {
+            put_varint64(&mut out, d.map_or(0, |id| id + 1));
+        }
+        out
+    }
+
+    /// Decodes a state blob; an unknown or damaged blob yields `None` (the
+    /// policy then re-derives the roles from the tree, which is always safe).
+    pub fn decode(data: &[u8]) -> Option<Self> {
+        let mut r = Reader::new(data);
+        if r.u8()? != STATE_VERSION {
+            return None;
+        }
+        let n = usize::try_from(r.varint64()?).ok()?;
+        let mut draining = Vec::with_capacity(n.min(64));
+        for _ in 0..n {
+            draining.push(r.varint64()?.checked_sub(1));
+        }
+        r.is_empty().then_some(BlsmState { draining })
+    }
+
+    fn get(&self, level: usize) -> Option<u64> {
+        self.draining.get(level).copied().flatten()
+    }
+}
+
+impl BlsmPolicy {
+    /// A bLSM policy with the given shape.
+    pub fn new(cfg: LeveledConfig) -> Result<Self> {
+        cfg.validate()?;
+        Ok(BlsmPolicy { cfg })
+    }
+
+    /// Capacity `S_i` of level `i >= 1`.
+    fn capacity(&self, level: usize) -> u64 {
+        let exp = i32::try_from(level.saturating_sub(1)).unwrap_or(i32::MAX);
+        let bytes = self.cfg.max_bytes_for_level_base as f64 * self.cfg.multiplier.powi(exp);
+        if bytes >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            bytes as u64
+        }
+    }
+
+    fn state(view: &LsmView) -> BlsmState {
+        view.policy_state.as_deref().and_then(BlsmState::decode).unwrap_or_default()
+    }
+
+    /// `C'_i`: the recorded draining run if it still exists; otherwise, when a
+    /// level holds several runs (e.g. written by another policy), its oldest.
+    fn draining_run<'a>(level: &'a LevelView, state: &BlsmState, i: usize) -> Option<&'a RunView> {
+        if let Some(id) = state.get(i) {
+            if let Some(r) = level.runs.iter().find(|r| r.id == id && !r.files.is_empty()) {
+                return Some(r);
+            }
+        }
+        (level.runs.len() > 1).then(|| level.runs.last()).flatten()
+    }
+
+    /// `C_i`: the newest run that is not draining.
+    fn receiving_run<'a>(level: &'a LevelView, state: &BlsmState, i: usize) -> Option<&'a RunView> {
+        let draining = Self::draining_run(level, state, i).map(|r| r.id);
+        level.runs.iter().find(|r| Some(r.id) != draining)
+    }
+
+    fn target_of(level: &LevelView, state: &BlsmState, i: usize) -> RunTarget {
+        Self::receiving_run(level, state, i).map_or(RunTarget::New, |r| RunTarget::Existing(r.id))
+    }
+
+    /// L0 -> `C_1`: every flushed run plus the overlapping files of `C_1`.
+    fn pick_l0(&self, view: &LsmView, state: &BlsmState) -> Option<CompactionTask> {
+        let l0 = view.levels.first()?;
+        let l1 = view.levels.get(1)?;
+        if l0.any_busy() {
+            return None;
+        }
+        let mut inputs: Vec<FileRef> = Vec::new();
+        let (mut lo, mut hi): (Option<&[u8]>, Option<&[u8]>) = (None, None);
+        for run in &l0.runs {
+            for f in &run.files {
+                inputs.push(FileRef { level: 0, run: run.id, file: f.id });
+                lo = Some(lo.map_or(f.smallest.as_slice(), |l| l.min(f.smallest.as_slice())));
+                hi = Some(hi.map_or(f.largest.as_slice(), |h| h.max(f.largest.as_slice())));
+            }
+        }
+        let (lo, hi) = (lo?, hi?);
+        let target = Self::target_of(l1, state, 1);
+        if let RunTarget::Existing(id) = target {
+            let run = l1.run(id)?;
+            let overlap = run.overlapping(lo, hi);
+            if overlap.iter().any(|f| f.being_compacted) {
+                return None;
+            }
+            inputs.extend(overlap.iter().map(|f| FileRef { level: 1, run: id, file: f.id }));
+        }
+        Some(CompactionTask::Merge {
+            inputs,
+            output_level: 1,
+            output_run: target,
+            target_file_size: self.cfg.target_file_size,
+            reason: "blsm: L0 into C1",
+        })
+    }
+
+    /// One gear step of a full level `i`: turn the round over, or push the
+    /// smallest file of `C'_i` into `C_{i+1}`.
+    fn pick_level(&self, view: &LsmView, state: &BlsmState, i: usize) -> Option<PickResult> {
+        let level = view.levels.get(i)?;
+        let next = view.levels.get(i + 1)?;
+        let score = level.bytes() as f64 / self.capacity(i).max(1) as f64;
+        let Some(draining) = Self::draining_run(level, state, i) else {
+            let receiving = level.runs.first()?;
+            let mut new_state = state.clone();
+            new_state.draining.resize(view.levels.len().max(new_state.draining.len()), None);
+            new_state.draining[i] = Some(receiving.id);
+            return Some(PickResult {
+                task: CompactionTask::UpdateState { reason: "blsm: round turnover" },
+                compact_pointer: None,
+                score,
+                policy_state: Some(new_state.encode()),
+            });
+        };
+        let fa = draining.files.first()?;
+        if fa.being_compacted {
+            return None;
+        }
+        let source = FileRef { level: i, run: draining.id, file: fa.id };
+        let task = match Self::target_of(next, state, i + 1) {
+            RunTarget::Existing(id) => {
+                let run = next.run(id)?;
+                let overlap = run.overlapping(&fa.smallest, &fa.largest);
+                if overlap.iter().any(|f| f.being_compacted) {
+                    return None;
+                }
+                if overlap.is_empty() {
+                    CompactionTask::Move { file: source, to_level: i + 1, to_run: RunTarget::Existing(id) }
+                } else {
+                    let mut inputs = vec![source];
+                    inputs.extend(overlap.iter().map(|f| FileRef { level: i + 1, run: id, file: f.id }));
+                    CompactionTask::Merge {
+                        inputs,
+                        output_level: i + 1,
+                        output_run: RunTarget::Existing(id),
+                        target_file_size: self.cfg.target_file_size,
+                        reason: "blsm: C' into next C",
+                    }
+                }
+            }
+            RunTarget::New => CompactionTask::Move { file: source, to_level: i + 1, to_run: RunTarget::New },
+        };
+        Some(PickResult { task, compact_pointer: None, score, policy_state: None })
+    }
+}
+
+impl CompactionPolicy for BlsmPolicy {
+    fn name(&self) -> &str {
+        "blsm"
+    }
+
+    fn num_levels(&self) -> usize {
+        self.cfg.num_levels
+    }
+
+    fn pick(&self, view: &LsmView) -> Option<PickResult> {
+        let state = Self::state(view);
+        let l0_runs = view.levels.first().map_or(0, |l| l.runs.len());
+        if l0_runs >= self.cfg.l0_trigger {
+            if let Some(task) = self.pick_l0(view, &state) {
+                let score = l0_runs as f64 / self.cfg.l0_trigger as f64;
+                return Some(PickResult { task, compact_pointer: None, score, policy_state: None });
+            }
+        }
+        // Levels are geared top-down; the last level only receives.
+        let last = self.cfg.num_levels.min(view.levels.len()).saturating_sub(1);
+        (1..last).find_map(|i| {
+            let level = view.levels.get(i)?;
+            if level.bytes() < self.capacity(i) || level.any_busy() {
+                return None;
+            }
+            self.pick_level(view, &state, i)
+        })
+    }
+
+    fn scores(&self, view: &LsmView) -> Vec<f64> {
+        let last = self.cfg.num_levels.saturating_sub(1);
+        (0..self.cfg.num_levels)
+            .map(|i| match view.levels.get(i) {
+                None => 0.0,
+                Some(l) if i == 0 => l.runs.len() as f64 / self.cfg.l0_trigger as f64,
+                Some(_) if i == last => 0.0,
+                Some(l) => l.bytes() as f64 / self.capacity(i).max(1) as f64,
+            })
+            .collect()
+    }
+
+    fn level_target_bytes(&self, level: usize) -> Option<u64> {
+        (level > 0).then(|| self.capacity(level))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::policy::{validate_task, FileView};
+    use crate::compaction::sim::{simulate, SimConfig};
+
+    fn cfg() -> LeveledConfig {
+        LeveledConfig {
+            num_levels: 4,
+            l0_trigger: 2,
+            max_bytes_for_level_base: 100,
+            multiplier: 10.0,
+            target_file_size: 40,
+        }
+    }
+
+    fn file(id: u64, lo: u64, hi: u64, size: u64) -> FileView {
+        FileView {
+            id,
+            size,
+            smallest: lo.to_be_bytes().to_vec(),
+            largest: hi.to_be_bytes().to_vec(),
+            num_entries: 1,
+            num_deletions: 0,
+            being_compacted: false,
+        }
+    }
+
+    fn run(id: u64, files: Vec<FileView>) -> RunView {
+        RunView { id, files }
+    }
+
+    fn view(levels: Vec<Vec<RunView>>, state: Option<BlsmState>) -> LsmView {
+        let mut v = LsmView::new(4);
+        for (i, runs) in levels.into_iter().enumerate() {
+            v.levels[i].runs = runs;
+        }
+        v.policy_state = state.map(|s| s.encode());
+        v
+    }
+
+    #[test]
+    fn state_round_trips_and_garbage_is_ignored() {
+        let s = BlsmState { draining: vec![None, Some(7), None, Some(0)] };
+        assert_eq!(BlsmState::decode(&s.encode()), Some(s.clone()));
+        assert_eq!(BlsmState::decode(&[]), None);
+        assert_eq!(BlsmState::decode(&[9, 1, 0]), None);
+        let mut bytes = s.encode();
+        bytes.push(0);
+        assert_eq!(BlsmState::decode(&bytes), None, "trailing bytes");
+        for cut in 0..s.encode().len() {
+            let _ = BlsmState::decode(&s.encode()[..cut]);
+        }
+    }
+
+    #[test]
+    fn l0_merges_into_the_receiving_run_not_the_draining_one() {
+        let p = BlsmPolicy::new(cfg()).unwrap();
+        let state = BlsmState { draining: vec![None, Some(5)] };
+        let v = view(
+            vec![
+                vec![run(20, vec![file(1, 0, 50, 10)]), run(19, vec![file(2, 10, 60, 10)])],
+                vec![run(6, vec![file(3, 0, 30, 20), file(4, 70, 90, 20)]), run(5, vec![file(8, 0, 99, 30)])],
+            ],
+            Some(state),
+        );
+        let pick = p.pick(&v).unwrap();
+        validate_task(&v, &pick.task).unwrap();
+        let CompactionTask::Merge { inputs, output_run, .. } = pick.task else { panic!("{pick:?}") };
+        assert_eq!(output_run, RunTarget::Existing(6));
+        let ids: Vec<u64> = inputs.iter().map(|r| r.file).collect();
+        assert_eq!(ids, vec![1, 2, 3], "C'_1 (run 5) is never an input of an L0 merge");
+    }
+
+    #[test]
+    fn full_level_turns_over_then_drains_smallest_first() {
+        let p = BlsmPolicy::new(cfg()).unwrap();
+        // Level 1 full (capacity 100) with a single run and no draining part.
+        let l1 = vec![run(3, vec![file(1, 0, 9, 40), file(2, 10, 19, 40), file(3, 20, 29, 40)])];
+        let v = view(vec![vec![], l1.clone(), vec![run(9, vec![file(7, 5, 15, 30)])]], None);
+        let pick = p.pick(&v).unwrap();
+        assert_eq!(pick.task, CompactionTask::UpdateState { reason: "blsm: round turnover" });
+        let state = BlsmState::decode(pick.policy_state.as_deref().unwrap()).unwrap();
+        assert_eq!(state.get(1), Some(3));
+        // Now the same run is C'_1: its smallest file merges with what overlaps in C_2.
+        let v = view(vec![vec![], l1, vec![run(9, vec![file(7, 5, 15, 30)])]], Some(state.clone()));
+        let pick = p.pick(&v).unwrap();
+        validate_task(&v, &pick.task).unwrap();
+        let CompactionTask::Merge { inputs, output_level, output_run, .. } = pick.task else { panic!() };
+        assert_eq!((output_level, output_run), (2, RunTarget::Existing(9)));
+        assert_eq!(inputs.iter().map(|r| r.file).collect::<Vec<_>>(), vec![1, 7]);
+        // No overlap below: a trivial move.
+        let l1 = vec![run(3, vec![file(2, 10, 19, 40), file(3, 20, 29, 40), file(4, 30, 39, 40)])];
+        let v = view(vec![vec![], l1, vec![run(9, vec![file(7, 50, 60, 30)])]], Some(state));
+        let pick = p.pick(&v).unwrap();
+        validate_task(&v, &pick.task).unwrap();
+        assert!(matches!(pick.task, CompactionTask::Move { file: FileRef { file: 2, .. }, to_level: 2, .. }));
+    }
+
+    #[test]
+    fn merges_from_above_start_a_new_receiving_run_during_a_round() {
+        let p = BlsmPolicy::new(cfg()).unwrap();
+        let state = BlsmState { draining: vec![None, Some(3)] };
+        let v = view(
+            vec![
+                vec![run(30, vec![file(1, 0, 9, 5)]), run(31, vec![file(2, 0, 9, 5)])],
+                vec![run(3, vec![file(9, 0, 9, 50)])],
+            ],
+            Some(state),
+        );
+        let pick = p.pick(&v).unwrap();
+        validate_task(&v, &pick.task).unwrap();
+        let CompactionTask::Merge { output_run, inputs, .. } = pick.task else { panic!() };
+        assert_eq!(output_run, RunTarget::New, "C_1 does not exist yet: a new run, newer than C'_1");
+        assert_eq!(inputs.len(), 2);
+    }
+
+    #[test]
+    fn not_full_levels_and_the_last_level_are_left_alone() {
+        let p = BlsmPolicy::new(cfg()).unwrap();
+        let v = view(
+            vec![
+                vec![],
+                vec![run(3, vec![file(1, 0, 9, 99)])],
+                vec![],
+                vec![run(4, vec![file(2, 0, 9, 1 << 40)])],
+            ],
+            None,
+        );
+        assert_eq!(p.pick(&v), None);
+        assert_eq!(p.scores(&v)[3], 0.0);
+        assert!(p.scores(&v)[1] > 0.98);
+    }
+
+    #[test]
+    fn gear_keeps_levels_near_capacity_and_data_intact_in_the_simulator() {
+        let p = BlsmPolicy::new(LeveledConfig {
+            num_levels: 5,
+            l0_trigger: 4,
+            max_bytes_for_level_base: 1 << 20,
+            multiplier: 10.0,
+            target_file_size: 200 << 10,
+        })
+        .unwrap();
+        let report = simulate(
+            &p,
+            &SimConfig {
+                num_ops: 400_000,
+                key_space: 200_000,
+                entry_size: 100,
+                memtable_entries: 1000,
+                seed: 7,
+                sequential: false,
+            },
+        )
+        .unwrap();
+        println!("{report}");
+        assert!(report.tasks.state_updates > 0, "rounds turned over: {report}");
+        assert!(report.write_amplification > 2.0 && report.write_amplification < 30.0, "{report}");
+        for (i, l) in report.levels.iter().enumerate().skip(1).take(2) {
+            let cap = (1u64 << 20) as f64 * 10f64.powi(i as i32 - 1);
+            assert!((l.bytes as f64) < cap * 1.5, "level {i} over its gear bound: {report}");
+        }
+    }
+}
