@@ -62,9 +62,12 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
         vfs.create_dir_all(dir)?;
     }
-    let entries = vfs
-        .list_dir(dir)
-        .map_err(|e| Error::NotADatabase(format!("{} is not a readable directory: {e}", dir.display())))?;
+    let entries = vfs.list_dir(dir).map_err(|e| match e {
+        Error::Io(io) if io.kind() == std::io::ErrorKind::NotADirectory => {
+            Error::NotADatabase(format!("{} is not a directory: {io}", dir.display()))
+        }
+        other => other,
+    })?;
     let lock = vfs.lock(&lock_path(dir))?;
     let has_current = vfs.exists(&current_path(dir));
     let versions = if has_current {

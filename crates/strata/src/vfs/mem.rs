@@ -134,6 +134,66 @@ impl MemVfs {
     }
 }
 
+/// Decides what survives a simulated power loss (see [`super::CrashVfs`]).
+pub(super) trait Survivor {
+    /// How many of the `n` un-synced operations of `dir` (oldest first) reached
+    /// the disk; the rest are undone, newest first.
+    fn dir_ops_kept(&mut self, dir: &Path, n: usize) -> usize;
+    /// The bytes of the file at `path` left on disk, given its contents and the
+    /// prefix a `sync` made durable.
+    fn file_bytes(&mut self, path: &Path, data: &[u8], synced_len: usize) -> Vec<u8>;
+}
+
+impl MemVfs {
+    /// A new, independent file system holding what survives a power loss now:
+    /// un-synced directory operations undone (beyond what `s` keeps), every
+    /// file cut to what `s` keeps, everything in the result synced, no locks.
+    /// Paths are visited in sorted order so a seeded `s` is deterministic.
+    pub(super) fn durable_image(&self, s: &mut dyn Survivor) -> MemVfs {
+        let st = self.state.lock();
+        let mut files = st.files.clone();
+        let mut dirs: Vec<&PathBuf> = st.pending.keys().collect();
+        dirs.sort();
+        for dir in dirs {
+            let ops = &st.pending[dir];
+            let keep = s.dir_ops_kept(dir, ops.len()).min(ops.len());
+            for (op, displaced) in ops[keep..].iter().rev() {
+                match op {
+                    DirOp::Created(p) => {
+                        files.remove(p);
+                    }
+                    DirOp::Removed(p) => {
+                        if let Some(f) = displaced {
+                            files.insert(p.clone(), Arc::clone(f));
+                        }
+                    }
+                    // A cross-directory rename is undone with its target's directory.
+                    DirOp::Renamed { from, to } if to.parent().unwrap_or(Path::new("")) == dir.as_path() => {
+                        if let Some(f) = files.remove(to) {
+                            files.insert(from.clone(), f);
+                        }
+                        if let Some(f) = displaced {
+                            files.insert(to.clone(), Arc::clone(f));
+                        }
+                    }
+                    DirOp::Renamed { .. } => {}
+                }
+            }
+        }
+        let mut paths: Vec<PathBuf> = files.keys().cloned().collect();
+        paths.sort();
+        let mut out = State { dirs: st.dirs.clone(), ..State::default() };
+        drop(st);
+        for path in paths {
+            let f = files[&path].lock();
+            let data = s.file_bytes(&path, &f.data, f.synced_len.min(f.data.len()));
+            let synced_len = data.len();
+            out.files.insert(path, Arc::new(Mutex::new(MemFile { data, synced_len })));
+        }
+        MemVfs { state: Arc::new(Mutex::new(out)) }
+    }
+}
+
 impl Vfs for MemVfs {
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         let mut s = self.state.lock();

@@ -8,9 +8,13 @@ use std::sync::Arc;
 
 use crate::error::Result;
 
+mod crash;
+mod fault;
 mod mem;
 mod real;
 
+pub use crash::{CrashFault, CrashMode, CrashOp, CrashOpKind, CrashVfs};
+pub use fault::{FaultConfig, FaultKind, FaultOp, FaultVfs, PathFilter};
 pub use mem::{DirOp, MemVfs};
 pub use real::RealVfs;
 
