@@ -124,6 +124,7 @@ pub struct Options {
     pub(crate) wal_recovery_mode: WalRecoveryMode,
     pub(crate) compaction_style: CompactionStyle,
     pub(crate) disable_auto_compactions: bool,
+    pub(crate) max_manifest_file_size: u64,
     pub(crate) vfs: Arc<dyn Vfs>,
 }
 
@@ -152,6 +153,7 @@ impl Default for Options {
             wal_recovery_mode: WalRecoveryMode::default(),
             compaction_style: CompactionStyle::default(),
             disable_auto_compactions: false,
+            max_manifest_file_size: 64 << 20,
             vfs: Arc::new(RealVfs::new()),
         }
     }
@@ -218,6 +220,9 @@ impl Options {
         with_compaction_style, compaction_style, CompactionStyle);
     setter!(/// Turn background compactions off; `compact_range` still works (RocksDB `disable_auto_compactions`).
         with_disable_auto_compactions, disable_auto_compactions, bool);
+    setter!(/// MANIFEST size at which it is rewritten as a snapshot into a new file
+        /// (RocksDB `max_manifest_file_size`; default 64 MiB).
+        with_max_manifest_file_size, max_manifest_file_size, u64);
     setter!(/// The file system (RocksDB `Env`); default the real one.
         with_vfs, vfs, Arc<dyn Vfs>);
 
@@ -255,6 +260,9 @@ impl Options {
         }
         if !(self.bloom_bits_per_key >= 0.0 && self.bloom_bits_per_key <= 64.0) {
             return bad("bloom_bits_per_key must be between 0 and 64");
+        }
+        if self.max_manifest_file_size < 1024 {
+            return bad("max_manifest_file_size must be at least 1 KiB");
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");

@@ -311,11 +311,16 @@ fn table_expect(base: &Base, damage: Damage) -> Expect {
 
 fn manifest_expect(base: &Base, damage: Damage) -> Expect {
     let (frags, records) = parse_log(&base.files[&base.manifest]);
-    // Every MANIFEST record was synced before the engine acted on it: a flipped
-    // byte in any complete record is reported; only a record cut short by a
-    // truncation (a crash mid-append) is dropped as a torn tail.
+    // Edits replayed: all before the damage; damage an intact record follows is Corruption.
     let kept = match damage {
-        Damage::Flip { .. } => return Expect::OpenFails,
+        Damage::Flip { offset, .. } => {
+            let f =
+                frags.iter().position(|g| g.start <= offset && offset < g.end).expect("flip inside a record");
+            if f != frags.len() - 1 {
+                return Expect::OpenFails;
+            }
+            frags[f].record
+        }
         Damage::Truncate { len } => (0..records.len())
             .find(|&r| frags.iter().filter(|g| g.record == r).any(|g| g.end > len))
             .unwrap_or(records.len()),
@@ -323,15 +328,26 @@ fn manifest_expect(base: &Base, damage: Damage) -> Expect {
     if kept == 0 {
         return Expect::OpenFails;
     }
-    // Tables only a dropped edit added are gone, and their WALs were deleted after the flush.
     let mut live = BTreeSet::new();
+    let mut log_number = 0;
     for rec in &records[..kept] {
         let edit = VersionEdit::decode(rec).expect("edit");
         for (_, _, f) in &edit.deleted_files {
             live.remove(f);
         }
         live.extend(edit.new_files.iter().map(|(_, _, f)| f.id));
+        log_number = log_number.max(edit.log_number.unwrap_or(0));
     }
+    // Recovery checks the replayed state against the directory: an acknowledged
+    // edit that was dropped had been followed by deletions (its flush's WAL, a
+    // compaction's inputs), so the state names missing files: Corruption.
+    let present = |name: String| base.files.contains_key(&name);
+    if (log_number > 0 && !present(format!("{log_number:06}.log")))
+        || live.iter().any(|id| !present(format!("{id:06}.sst")))
+    {
+        return Expect::OpenFails;
+    }
+    // Otherwise only edits that removed nothing were dropped: tables they alone added are lost.
     let lost =
         base.table_keys.iter().filter(|(id, _)| !live.contains(*id)).flat_map(|(_, k)| k.iter().cloned());
     opens(lost.collect(), Keys::new())

@@ -204,11 +204,25 @@ impl DbInner {
                     break;
                 }
             }
-            let (Some(lo), Some(hi)) = (lo, hi) else { continue };
+            let (Some(mut lo), Some(mut hi)) = (lo, hi) else { continue };
+            // Next-level inputs from every run, widened until no file of any run
+            // straddles the range: the output run must stay disjoint.
             let next = &version.levels[level + 1];
-            for run in &next.runs {
-                for f in run.overlapping(&lo, &hi) {
-                    picked.push(FileRef { level: level + 1, run: run.id, file: f.id });
+            let mut taken = HashSet::new();
+            loop {
+                let mut grew = false;
+                for run in &next.runs {
+                    for f in run.overlapping(&lo, &hi) {
+                        if taken.insert((run.id, f.id)) {
+                            picked.push(FileRef { level: level + 1, run: run.id, file: f.id });
+                            lo = lo.min(f.smallest_user_key().to_vec());
+                            hi = hi.max(f.largest_user_key().to_vec());
+                            grew = true;
+                        }
+                    }
+                }
+                if !grew {
+                    break;
                 }
             }
             let output_run = next.runs.first().map_or(RunTarget::New, |r| RunTarget::Existing(r.id));

@@ -22,7 +22,7 @@ use crate::key::parse_internal_key;
 use crate::memtable::MemTable;
 use crate::options::{CompactionStyle, Options};
 use crate::stats::Counters;
-use crate::version::{VersionEdit, VersionSet};
+use crate::version::{Version, VersionEdit, VersionSet};
 use crate::vfs::Vfs;
 use crate::wal::{LogReader, LogWriter};
 
@@ -74,12 +74,15 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         if opts.error_if_exists {
             return Err(Error::invalid(format!("{} already exists (error_if_exists)", dir.display())));
         }
-        VersionSet::recover(vfs.clone(), dir, opts.num_levels)?
+        VersionSet::recover_checked(vfs.clone(), dir, opts.num_levels, |v, log| {
+            check_files_present(vfs.as_ref(), dir, v, log)
+        })?
     } else {
-        let ours = entries.iter().filter(|n| {
-            matches!(parse_file_name(n), Some(FileKind::Table(_) | FileKind::Wal(_) | FileKind::Manifest(_)))
-        });
-        if let Some(name) = ours.into_iter().next() {
+        // Tables or WALs without CURRENT: data we cannot interpret; never overwrite it.
+        let data = entries
+            .iter()
+            .find(|n| matches!(parse_file_name(n), Some(FileKind::Table(_) | FileKind::Wal(_))));
+        if let Some(name) = data {
             return Err(Error::NotADatabase(format!(
                 "{} holds {name} but no CURRENT file; refusing to create a database over it",
                 dir.display()
@@ -88,8 +91,16 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         if !opts.create_if_missing {
             return Err(Error::NotADatabase(format!("{} has no CURRENT file", dir.display())));
         }
+        // A MANIFEST or temp file alone is what a crash during the first open
+        // leaves (CURRENT is installed before any WAL exists): no data, start over.
+        for n in &entries {
+            if matches!(parse_file_name(n), Some(FileKind::Manifest(_) | FileKind::Temp(_))) {
+                vfs.remove_file(&dir.join(n))?;
+            }
+        }
         VersionSet::create(vfs.clone(), dir, opts.num_levels)?
     };
+    versions.set_max_manifest_size(opts.max_manifest_file_size);
     for n in &entries {
         if let Some(FileKind::Wal(k) | FileKind::Table(k) | FileKind::Temp(k) | FileKind::Manifest(k)) =
             parse_file_name(n)
@@ -239,4 +250,30 @@ fn remove_unreferenced(dir: &Path, vfs: &dyn Vfs, versions: &VersionSet, entries
             let _ = vfs.remove_file(&dir.join(n));
         }
     }
+}
+
+/// The recovered state must match the directory: every live table exists, and
+/// so does the WAL of the oldest unflushed memtable (`log_number`). Files are
+/// deleted only after the edit that retires them is durable, so a damaged last
+/// MANIFEST record that was never acknowledged (a torn append, dropped as a
+/// tail) leaves everything in place; losing an acknowledged edit (bit rot in
+/// the last record, a truncated MANIFEST) is followed by deletions, and is
+/// reported here instead of silently rolling the tree back.
+fn check_files_present(vfs: &dyn Vfs, dir: &Path, version: &Version, log_number: u64) -> Result<()> {
+    let missing = |what: String| {
+        Error::corruption(format!(
+            "the MANIFEST names {what}, which does not exist: it lost acknowledged edits, or files were removed"
+        ))
+    };
+    if log_number > 0 && !vfs.exists(&wal_path(dir, log_number)) {
+        return Err(missing(format!("WAL {log_number:06}.log as the oldest log to replay")));
+    }
+    let mut ids: Vec<u64> = version.all_file_ids().into_iter().collect();
+    ids.sort_unstable();
+    for id in ids {
+        if !vfs.exists(&crate::filename::table_path(dir, id)) {
+            return Err(missing(format!("table {id:06}.sst")));
+        }
+    }
+    Ok(())
 }

@@ -102,11 +102,11 @@ pub fn read_manifest(
     path: &Path,
     mut f: impl FnMut(VersionEdit) -> Result<()>,
 ) -> Result<u64> {
-    // Every MANIFEST record is synced before the engine acts on it: only a record
-    // cut short by a crash is a torn tail; a complete damaged record is Corruption.
+    // A damaged last record is dropped as a torn append; `VersionSet::recover`
+    // then checks the recovered state against the directory, which catches the
+    // loss of an edit that had been acknowledged.
     let mut reader =
-        LogReader::new(vfs.open_sequential(path)?, WalRecoveryMode::TolerateCorruptedTailRecords)
-            .strict_tail();
+        LogReader::new(vfs.open_sequential(path)?, WalRecoveryMode::TolerateCorruptedTailRecords);
     let mut n = 0u64;
     while let Some(record) = reader.read_record()? {
         let edit = VersionEdit::decode(&record)

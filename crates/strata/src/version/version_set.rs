@@ -86,6 +86,17 @@ impl VersionSet {
     /// new MANIFEST and switches `CURRENT` to it. Deletes nothing: the caller
     /// removes old MANIFESTs and files not in [`VersionSet::live_files`].
     pub fn recover(vfs: Arc<dyn Vfs>, dir: &Path, num_levels: usize) -> Result<VersionSet> {
+        Self::recover_checked(vfs, dir, num_levels, |_, _| Ok(()))
+    }
+
+    /// [`Self::recover`], running `check(version, log_number)` on the replayed
+    /// state before anything is written: an error leaves the directory as it was.
+    pub fn recover_checked(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        num_levels: usize,
+        check: impl FnOnce(&Version, u64) -> Result<()>,
+    ) -> Result<VersionSet> {
         check_num_levels(num_levels)?;
         let number = read_current(&*vfs, dir)?;
         let path = manifest_path(dir, number);
@@ -117,6 +128,7 @@ impl VersionSet {
         let used = builder.max_number().max(number).max(log_number);
         let next_file_number = next.max(used.saturating_add(1));
         let version = builder.build(num_levels)?;
+        check(&version, log_number)?;
         meta.compact_pointers.truncate(num_levels);
         let restored = Restored { version, next_file_number, last_sequence, log_number, meta, obsolete };
         Self::install(vfs, dir, num_levels, restored)

@@ -369,9 +369,10 @@ impl Survivor for Keeper {
             }
         };
         let mut out = data[..keep].to_vec();
-        let spared = self.never_tear.as_deref().is_some_and(|pre| {
-            path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(pre))
-        });
+        let spared = self
+            .never_tear
+            .as_deref()
+            .is_some_and(|pre| path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(pre)));
         if matches!(self.mode, CrashMode::TornWrite { .. }) && keep > synced && !spared {
             self.tear(&mut out, synced);
         }

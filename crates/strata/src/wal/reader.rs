@@ -59,40 +59,12 @@ pub struct LogReader {
     dropped: u64,
     /// Replay ended (end of log, a tolerated tail, or an error).
     done: bool,
-    /// Tolerate only a file that ends inside a record; see [`Self::strict_tail`].
-    strict_tail: bool,
-}
-
-/// Damage that a crash in the middle of an append can leave: the file simply
-/// ends early. Everything else means bytes that were written changed.
-fn is_truncation(reason: &str) -> bool {
-    reason.starts_with("log ends inside")
 }
 
 impl LogReader {
     /// Reads `file` from its start, treating damage as `mode` says.
     pub fn new(file: Box<dyn SequentialFile>, mode: WalRecoveryMode) -> Self {
-        LogReader {
-            file,
-            mode,
-            block: Vec::new(),
-            pos: 0,
-            block_offset: 0,
-            dropped: 0,
-            done: false,
-            strict_tail: false,
-        }
-    }
-
-    /// Only a tail cut short by the end of the file is tolerated; a complete
-    /// record with a bad checksum (or any other damage) is `Corruption` even
-    /// at the end. For logs whose every record was synced before it was acted
-    /// on (the MANIFEST): a complete record there was acknowledged, so its loss
-    /// must be reported, never silently dropped.
-    #[must_use]
-    pub fn strict_tail(mut self) -> Self {
-        self.strict_tail = true;
-        self
+        LogReader { file, mode, block: Vec::new(), pos: 0, block_offset: 0, dropped: 0, done: false }
     }
 
     /// Bytes of the file discarded as a torn tail or skipped as damaged.
@@ -248,9 +220,6 @@ impl LogReader {
             return Ok(());
         }
         let damage = format!("log damaged at offset {at}: {reason}");
-        if self.strict_tail && !is_truncation(reason) {
-            return Err(Error::corruption(damage));
-        }
         match (self.mode, scan.valid_at) {
             (WalRecoveryMode::AbsoluteConsistency, _) => Err(Error::corruption(damage)),
             (WalRecoveryMode::TolerateCorruptedTailRecords, Some(v)) => {
@@ -563,49 +532,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn strict_tail_tolerates_only_truncation() {
-        let (vfs, p) = setup();
-        let offsets = write_log(&vfs, &p, &sample());
-        let strict = |vfs: &MemVfs| {
-            let mut r =
-                LogReader::new(vfs.open_sequential(&p).unwrap(), TolerateCorruptedTailRecords).strict_tail();
-            let mut got = Vec::new();
-            loop {
-                match r.read_record() {
-                    Ok(Some(rec)) => got.push(rec),
-                    Ok(None) => return (got, Ok(())),
-                    Err(e) => return (got, Err(e)),
-                }
-            }
-        };
-        assert!(!offsets.is_empty());
-        let len = vfs.file_size(&p).unwrap();
-        // Cut inside the last record: a crash mid-append, tolerated.
-        vfs.truncate(&p, len - 3).unwrap();
-        let (got, end) = strict(&vfs);
-        assert!(end.is_ok());
-        assert_eq!(got.len(), sample().len() - 1);
-        // A complete last record whose payload changed: reported, not dropped.
-        let (vfs, p2) = setup();
-        let offsets = write_log(&vfs, &p2, &sample());
-        let last2 = *offsets.last().unwrap();
-        vfs.corrupt_byte(&p2, last2 + HEADER_SIZE as u64 + 1, 0x40).unwrap();
-        let mut r =
-            LogReader::new(vfs.open_sequential(&p2).unwrap(), TolerateCorruptedTailRecords).strict_tail();
-        let mut err = None;
-        loop {
-            match r.read_record() {
-                Ok(Some(_)) => {}
-                Ok(None) => break,
-                Err(e) => {
-                    err = Some(e);
-                    break;
-                }
-            }
-        }
-        assert!(err.is_some_and(|e| e.is_corruption()), "a complete damaged tail record must be Corruption");
     }
 }

@@ -1,0 +1,265 @@
+//! Runs one crash case end to end: a workload on a [`CrashVfs`] that loses
+//! power at a chosen operation, then recovery from the post-crash image
+//! (optionally crashing recovery itself), checked against the [`History`].
+
+use std::sync::Arc;
+
+use strata::vfs::{CrashFault, CrashMode, CrashOpKind, CrashVfs};
+use strata::{CompactionStyle, Db, Options, WriteBatch, WriteOptions};
+
+use super::history::{value_of, History, Kv, Write};
+
+/// Keys are `k00`..; small spaces make overwrites and deletes of live keys common.
+pub fn key(i: usize) -> Vec<u8> {
+    format!("k{i:02}").into_bytes()
+}
+
+/// One workload step.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// Put `key(k)` (value length `len`).
+    Put { k: usize, len: usize, sync: bool },
+    /// Delete `key(k)`.
+    Delete { k: usize, sync: bool },
+    /// An atomic batch of puts (`Some(len)`) and deletes (`None`).
+    Batch { ops: Vec<(usize, Option<usize>)>, sync: bool },
+    /// `Db::flush`.
+    Flush,
+    /// `Db::compact_range(None, None)`.
+    Compact,
+    /// `Db::close`, then reopen (recovery runs on the live VFS, so the crash
+    /// point may fall inside it).
+    Close,
+}
+
+/// One crash case.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// Compaction policy name.
+    pub policy: String,
+    pub steps: Vec<Step>,
+    /// Power goes out after this many mutating VFS operations; `None` = after the workload.
+    pub crash_after: Option<u64>,
+    pub mode: CrashMode,
+    /// Crash recovery too: after this many operations of the first reopen, under this mode.
+    pub recovery_crash: Option<(u64, CrashMode)>,
+    /// A planted crash-model bug (negative tests).
+    pub fault: Option<CrashFault>,
+    /// Key space size (for point reads).
+    pub keys: usize,
+    /// Also reopen to check recovery is idempotent, and that writes after
+    /// recovery win and persist (three more opens).
+    pub extra_reopens: bool,
+}
+
+/// What a case did.
+#[derive(Debug, Default, Clone)]
+pub struct Outcome {
+    /// Mutating VFS operations before the crash.
+    pub ops: u64,
+    /// Writes issued / that had to survive / that survived.
+    pub issued: usize,
+    pub durable: usize,
+    pub survived: usize,
+    /// Mutating operations of a clean recovery of the image.
+    pub recovery_ops: u64,
+    /// Whether the crash point was reached inside the workload (not after it).
+    pub crashed_in_workload: bool,
+    /// The kinds of the mutating operations before the crash, in order.
+    pub log: Vec<CrashOpKind>,
+}
+
+pub const DIR: &str = "/db";
+
+/// Tiny sizes: a 4 KiB memtable flushes every few dozen writes, and 1 KiB
+/// tables with a 4 KiB level base make compactions and several levels happen.
+pub fn options(policy: &str, vfs: Arc<dyn strata::Vfs>) -> Options {
+    Options::default()
+        .with_compaction_style(CompactionStyle::from_name(policy).expect("builtin policy"))
+        .with_write_buffer_size(4096)
+        .with_target_file_size_base(1024)
+        .with_max_bytes_for_level_base(4096)
+        .with_level0_file_num_compaction_trigger(2)
+        .with_block_size(256)
+        .with_block_cache_capacity(64 << 10)
+        .with_vfs(vfs)
+}
+
+fn step_writes(step: &Step, w: usize) -> Option<(Write, bool)> {
+    let put = |k: usize, len: usize| (key(k), Some(value_of(w, &key(k), len)));
+    match step {
+        Step::Put { k, len, sync } => Some((vec![put(*k, *len)], *sync)),
+        Step::Delete { k, sync } => Some((vec![(key(*k), None)], *sync)),
+        Step::Batch { ops, sync } => {
+            Some((ops.iter().map(|&(k, len)| len.map_or((key(k), None), |len| put(k, len))).collect(), *sync))
+        }
+        Step::Flush | Step::Compact | Step::Close => None,
+    }
+}
+
+/// Runs `steps` until the first error, which must come from the crash (every
+/// call after the crash point fails); an error before it is reported.
+/// Returns the open database, if any.
+pub fn run_workload(
+    steps: &[Step],
+    opts: &Options,
+    vfs: &CrashVfs,
+    h: &mut History,
+) -> Result<Option<Db>, String> {
+    let unexpected = |what: &str, e: strata::Error| -> Result<Option<Db>, String> {
+        if vfs.crashed() {
+            Ok(None)
+        } else {
+            Err(format!("{what} failed without a crash: {e}"))
+        }
+    };
+    let mut db = match Db::open(DIR, opts.clone()) {
+        Ok(db) => db,
+        Err(e) => return unexpected("open", e),
+    };
+    for (i, step) in steps.iter().enumerate() {
+        let r = match step_writes(step, h.next_index()) {
+            Some((write, sync)) => {
+                let mut b = WriteBatch::new();
+                for (k, v) in &write {
+                    match v {
+                        Some(v) => b.put(k, v),
+                        None => b.delete(k),
+                    }
+                }
+                h.begin(write);
+                let r = db.write_opt(b, &WriteOptions::default().with_sync(sync));
+                if r.is_ok() {
+                    h.ack(sync);
+                }
+                r
+            }
+            None if matches!(step, Step::Close) => {
+                if let Err(e) = db.close() {
+                    return unexpected("close", e);
+                }
+                h.all_durable();
+                db = match Db::open(DIR, opts.clone()) {
+                    Ok(db) => db,
+                    Err(e) => return unexpected("reopen", e),
+                };
+                Ok(())
+            }
+            None => {
+                let r = if matches!(step, Step::Flush) { db.flush() } else { db.compact_range(None, None) };
+                if r.is_ok() {
+                    h.all_durable();
+                }
+                r
+            }
+        };
+        if let Err(e) = r {
+            unexpected(&format!("step {i} ({step:?})"), e)?;
+            break;
+        }
+    }
+    Ok(Some(db))
+}
+
+/// Reads every key by a full scan, and checks point reads agree with it.
+pub fn read_all(db: &Db, keys: usize) -> Result<Kv, String> {
+    let mut kv = Kv::new();
+    for item in db.iter() {
+        let (k, v) = item.map_err(|e| format!("scan failed: {e}"))?;
+        kv.insert(k, v);
+    }
+    for i in 0..keys {
+        let got = db.get(key(i)).map_err(|e| format!("get failed: {e}"))?;
+        if got.as_ref() != kv.get(&key(i)) {
+            return Err(format!("get(k{i:02}) = {got:?} disagrees with the scan"));
+        }
+    }
+    Ok(kv)
+}
+
+fn open_read(vfs: Arc<dyn strata::Vfs>, c: &Case, what: &str) -> Result<Kv, String> {
+    let db = Db::open(DIR, options(&c.policy, vfs)).map_err(|e| format!("{what}: open failed: {e}"))?;
+    let kv = read_all(&db, c.keys).map_err(|e| format!("{what}: {e}"))?;
+    db.close().map_err(|e| format!("{what}: close failed: {e}"))?;
+    Ok(kv)
+}
+
+/// Runs one case; `Err` describes the first violated invariant.
+pub fn run_case(c: &Case) -> Result<Outcome, String> {
+    let vfs = CrashVfs::new();
+    vfs.set_crash_after(c.crash_after);
+    vfs.set_fault(c.fault);
+    let mut h = History::default();
+    let db = run_workload(&c.steps, &options(&c.policy, Arc::new(vfs.clone())), &vfs, &mut h)?;
+    let crashed_in_workload = vfs.crashed();
+    // Power off before the handle drops: its close must not sync anything.
+    vfs.crash_now();
+    drop(db);
+    let mut out = Outcome {
+        ops: vfs.ops_done(),
+        issued: h.next_index(),
+        crashed_in_workload,
+        log: vfs.op_log().iter().map(|o| o.kind).collect(),
+        ..Outcome::default()
+    };
+    let min_prefix = if c.mode == CrashMode::ProcessKill { h.acked() } else { h.durable() };
+    out.durable = min_prefix;
+
+    // Recovery 1 on a counting VFS, to learn how many operations recovery takes.
+    let rec = CrashVfs::from_mem(vfs.image(c.mode));
+    let db = Db::open(DIR, options(&c.policy, Arc::new(rec.clone())))
+        .map_err(|e| format!("recovery failed: {e}"))?;
+    out.recovery_ops = rec.ops_done();
+    let got = read_all(&db, c.keys).map_err(|e| format!("after recovery: {e}"))?;
+    db.close().map_err(|e| format!("close after recovery failed: {e}"))?;
+    out.survived = h.check(&got, min_prefix)?;
+
+    if !c.extra_reopens {
+        return crash_recovery(c, &vfs, &got, out);
+    }
+    // Recovery is idempotent.
+    let again = open_read(Arc::new(rec.clone()), c, "second reopen")?;
+    if again != got {
+        return Err(format!("second reopen differs: {} keys vs {}", again.len(), got.len()));
+    }
+    // The recovered database accepts writes that win over recovered ones
+    // (sequence numbers continue past everything on disk).
+    {
+        let db = Db::open(DIR, options(&c.policy, Arc::new(rec.clone())))
+            .map_err(|e| format!("third open: {e}"))?;
+        let mut expect = got.clone();
+        let v = value_of(usize::MAX / 2, &key(0), 50);
+        db.put_opt(key(0), &v, &WriteOptions::default().with_sync(true))
+            .map_err(|e| format!("post-put: {e}"))?;
+        expect.insert(key(0), v);
+        db.delete(key(1)).map_err(|e| format!("post-delete: {e}"))?;
+        expect.remove(&key(1));
+        db.close().map_err(|e| format!("post-close: {e}"))?;
+        if open_read(Arc::new(rec.clone()), c, "fourth open")? != expect {
+            return Err("writes after recovery were not kept or lost to recovered data".into());
+        }
+    }
+
+    crash_recovery(c, &vfs, &got, out)
+}
+
+/// A crash during recovery loses nothing the image held.
+fn crash_recovery(c: &Case, vfs: &CrashVfs, got: &Kv, out: Outcome) -> Result<Outcome, String> {
+    if let Some((n, mode2)) = c.recovery_crash {
+        let rv = CrashVfs::from_mem(vfs.image(c.mode));
+        rv.set_crash_after(Some(n % (out.recovery_ops + 1)));
+        let db = Db::open(DIR, options(&c.policy, Arc::new(rv.clone())));
+        rv.crash_now();
+        drop(db);
+        let what = "recovery after a crash during recovery";
+        let after = open_read(Arc::new(rv.image(mode2)), c, what)?;
+        if &after != got {
+            return Err(format!(
+                "crash during recovery (op {n}, {mode2:?}) changed the state: {} keys vs {}",
+                after.len(),
+                got.len()
+            ));
+        }
+    }
+    Ok(out)
+}
