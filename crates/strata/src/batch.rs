@@ -118,6 +118,15 @@ impl WriteBatch {
         for op in batch.iter() {
             op?;
         }
+        // Every operation gets its own sequence number, all within 56 bits.
+        let last = batch.sequence().checked_add(u64::from(batch.count()));
+        if last.is_none_or(|l| l > crate::key::MAX_SEQ + 1) {
+            return Err(Error::corruption(format!(
+                "write batch sequence {} + {} operations exceeds the 56-bit maximum",
+                batch.sequence(),
+                batch.count()
+            )));
+        }
         Ok(batch)
     }
 
@@ -275,6 +284,8 @@ mod tests {
             }
         }
         b.set_sequence(u64::MAX);
+        assert!(WriteBatch::from_data(b.data().to_vec()).unwrap_err().is_corruption(), "sequence past 56 bits");
+        b.set_sequence(crate::key::MAX_SEQ - 19);
         let good = b.data().to_vec();
         assert_eq!(WriteBatch::from_data(good.clone()).unwrap(), b);
         for i in 0..good.len() {

@@ -5,7 +5,7 @@
 //! `docs/.parts/manifest.md` for the tag table.
 
 use crate::error::{Error, Result};
-use crate::key::SeqNum;
+use crate::key::{SeqNum, MAX_SEQ};
 use crate::util::coding::{put_length_prefixed, put_varint64, Reader};
 
 use super::file_meta::NewFile;
@@ -93,7 +93,9 @@ impl VersionEdit {
             match tag {
                 TAG_LOG_NUMBER => set_once(&mut e.log_number, r.varint64(), "log number")?,
                 TAG_NEXT_FILE_NUMBER => set_once(&mut e.next_file_number, r.varint64(), "next file number")?,
-                TAG_LAST_SEQUENCE => set_once(&mut e.last_sequence, r.varint64(), "last sequence")?,
+                TAG_LAST_SEQUENCE => {
+                    set_once(&mut e.last_sequence, Some(seq(&mut r, "last sequence")?), "last sequence")?
+                }
                 TAG_COMPACT_POINTER => {
                     let level = level(&mut r)?;
                     let key = r.length_prefixed().ok_or_else(|| bad("compact pointer"))?;
@@ -148,9 +150,18 @@ fn new_file(r: &mut Reader<'_>) -> Result<NewFile> {
         largest: r.length_prefixed().ok_or_else(|| bad("largest key"))?.to_vec(),
         num_entries: varint(r, "entry count")?,
         num_deletions: varint(r, "deletion count")?,
-        smallest_seq: varint(r, "smallest seq")?,
-        largest_seq: varint(r, "largest seq")?,
+        smallest_seq: seq(r, "smallest seq")?,
+        largest_seq: seq(r, "largest seq")?,
     })
+}
+
+/// A sequence number: it must fit the 56 bits of an internal key's trailer.
+fn seq(r: &mut Reader<'_>, what: &str) -> Result<SeqNum> {
+    let v = varint(r, what)?;
+    if v > MAX_SEQ {
+        return Err(Error::corruption(format!("version edit: {what} {v} exceeds the 56-bit maximum")));
+    }
+    Ok(v)
 }
 
 #[cfg(test)]
@@ -173,7 +184,7 @@ mod tests {
     }
 
     pub(crate) fn random_edit(rng: &mut SmallRng) -> VersionEdit {
-        let opt = |rng: &mut SmallRng| if rng.gen_bool(0.5) { Some(num(rng)) } else { None };
+        let opt = |rng: &mut SmallRng| if rng.gen_bool(0.5) { Some(num(rng) & MAX_SEQ) } else { None };
         VersionEdit {
             log_number: opt(rng),
             next_file_number: opt(rng),
@@ -190,8 +201,8 @@ mod tests {
                         largest: bytes(rng, 20),
                         num_entries: num(rng),
                         num_deletions: num(rng),
-                        smallest_seq: num(rng),
-                        largest_seq: num(rng),
+                        smallest_seq: num(rng) & MAX_SEQ,
+                        largest_seq: num(rng) & MAX_SEQ,
                     };
                     (rng.gen_range(0..10), num(rng), f)
                 })
