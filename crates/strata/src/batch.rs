@@ -284,7 +284,10 @@ mod tests {
             }
         }
         b.set_sequence(u64::MAX);
-        assert!(WriteBatch::from_data(b.data().to_vec()).unwrap_err().is_corruption(), "sequence past 56 bits");
+        assert!(
+            WriteBatch::from_data(b.data().to_vec()).unwrap_err().is_corruption(),
+            "sequence past 56 bits"
+        );
         b.set_sequence(crate::key::MAX_SEQ - 19);
         let good = b.data().to_vec();
         assert_eq!(WriteBatch::from_data(good.clone()).unwrap(), b);

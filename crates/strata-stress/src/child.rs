@@ -1,0 +1,100 @@
+//! The child: opens the database, prints `ready`, and runs one writer thread
+//! per key range until it is killed. Every write is logged as an intent before
+//! and an ack after (see `expected`). It never exits on its own; an error
+//! exits with status 3 and the parent reports it.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use strata::{Db, WriteBatch, WriteOptions};
+
+use crate::args::Args;
+use crate::config::{self, CycleConfig};
+use crate::expected::{log_path, ExpectedLog, KeyOp};
+
+/// The key with global index `i`.
+pub fn key(i: u64) -> Vec<u8> {
+    format!("key{i:08}").into_bytes()
+}
+
+/// Runs the workload of `args.cycle`; returns only on an error.
+pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let dir = args.dir.as_deref().ok_or("--child needs --dir")?;
+    let seed = args.seed.ok_or("--child needs --seed")?;
+    let cfg = config::derive(seed, args.cycle, &args.policy, args.num_levels)?;
+    let db = Arc::new(Db::open(dir.join("db"), cfg.options.clone())?);
+    println!("ready");
+    std::io::stdout().flush()?;
+    let handles: Vec<_> = (0..args.threads)
+        .map(|t| {
+            let (db, cfg, args) = (Arc::clone(&db), cfg.clone(), args.clone());
+            let state = dir.join("state");
+            std::thread::spawn(move || {
+                if let Err(e) = writer(&db, &cfg, &args, seed, t, &state) {
+                    eprintln!("child thread {t}: {e}");
+                    std::process::exit(3);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        let _ = h.join();
+    }
+    Err("writer threads ended".into())
+}
+
+fn writer(
+    db: &Db,
+    cfg: &CycleConfig,
+    args: &Args,
+    seed: u64,
+    t: usize,
+    state: &Path,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut rng = SmallRng::seed_from_u64(config::sub_seed(seed, args.cycle, 100 + t as u64));
+    let mut log = ExpectedLog::create(&log_path(state, args.cycle, t))?;
+    let base = t as u64 * args.keys_per_thread;
+    for n in 0u64.. {
+        let sync = rng.gen_bool(cfg.sync_ratio);
+        let count = if rng.gen_bool(0.3) { rng.gen_range(2..=8) } else { 1 };
+        let ops: Vec<KeyOp> = (0..count)
+            .map(|j| {
+                let k = key(base + rng.gen_range(0..args.keys_per_thread));
+                let v = (!rng.gen_bool(0.2)).then(|| value(&mut rng, cfg, args.cycle, t, n, j));
+                (k, v)
+            })
+            .collect();
+        log.intent(n, sync, &ops)?;
+        let wo = WriteOptions::default().with_sync(sync);
+        match &ops[..] {
+            [(k, Some(v))] => db.put_opt(k, v, &wo)?,
+            [(k, None)] => db.delete_opt(k, &wo)?,
+            _ => {
+                let mut batch = WriteBatch::new();
+                for (k, v) in &ops {
+                    match v {
+                        Some(v) => batch.put(k, v),
+                        None => batch.delete(k),
+                    }
+                }
+                db.write_opt(batch, &wo)?;
+            }
+        }
+        log.ack(n, sync)?;
+    }
+    Ok(())
+}
+
+/// A value naming its write, padded with letters (sometimes to a few KiB).
+fn value(rng: &mut SmallRng, cfg: &CycleConfig, cycle: u64, t: usize, n: u64, j: usize) -> Vec<u8> {
+    let mut v = format!("c{cycle}t{t}n{n}j{j}-").into_bytes();
+    let len =
+        if rng.gen_bool(cfg.big_value_ratio) { rng.gen_range(1000..4000) } else { rng.gen_range(0..120) };
+    let fill = b'a' + rng.gen_range(0..26u8);
+    v.resize(v.len() + len, fill);
+    v
+}

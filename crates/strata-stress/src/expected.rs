@@ -1,0 +1,143 @@
+//! The expected-state log. Each child writer thread appends to its own file:
+//! an intent line before a database write and an ack line after it returned
+//! Ok. Lines go straight to the file (no user-space buffer), so a SIGKILL
+//! loses nothing the child wrote; acks of synced writes are also fdatasync'ed.
+//! A write with an ack is definitely applied; a write with an intent only
+//! (at most the last one of each thread) may or may not be; a torn last line
+//! is ignored (a torn intent was never started, a torn ack leaves it pending).
+//!
+//! Line format (keys and values are printable ASCII without spaces):
+//! `I <n> <sync 0|1> (P <key> <value> | D <key>)...` and `A <n>`.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// One key's new state: `Some(value)` for a put, `None` for a delete.
+pub type KeyOp = (Vec<u8>, Option<Vec<u8>>);
+
+/// A write as the log recorded it.
+#[derive(Debug, Clone)]
+pub struct LoggedWrite {
+    /// Per-thread write number.
+    pub n: u64,
+    /// Written with `sync`.
+    pub sync: bool,
+    /// The operations, in batch order.
+    pub ops: Vec<KeyOp>,
+    /// The ack line is present.
+    pub acked: bool,
+}
+
+/// Path of thread `t`'s log for `cycle`.
+pub fn log_path(state_dir: &Path, cycle: u64, thread: usize) -> PathBuf {
+    state_dir.join(format!("expected-c{cycle}-t{thread}.log"))
+}
+
+/// The child's side: appends intents and acks.
+pub struct ExpectedLog {
+    file: File,
+}
+
+impl ExpectedLog {
+    /// Creates (truncates) the log.
+    pub fn create(path: &Path) -> std::io::Result<Self> {
+        Ok(ExpectedLog { file: File::create(path)? })
+    }
+
+    /// Records that write `n` is about to be made.
+    pub fn intent(&mut self, n: u64, sync: bool, ops: &[KeyOp]) -> std::io::Result<()> {
+        let mut line = format!("I {n} {}", u8::from(sync)).into_bytes();
+        for (k, v) in ops {
+            line.extend_from_slice(if v.is_some() { b" P " } else { b" D " });
+            line.extend_from_slice(k);
+            if let Some(v) = v {
+                line.push(b' ');
+                line.extend_from_slice(v);
+            }
+        }
+        line.push(b'\n');
+        self.file.write_all(&line)
+    }
+
+    /// Records that write `n` returned Ok; synced writes' acks are made durable.
+    pub fn ack(&mut self, n: u64, sync: bool) -> std::io::Result<()> {
+        self.file.write_all(format!("A {n}\n").as_bytes())?;
+        if sync {
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses one thread's log. Errors describe a malformed complete line.
+pub fn read_log(path: &Path) -> Result<Vec<LoggedWrite>, String> {
+    let data = match std::fs::read(path) {
+        Ok(d) => d,
+        // The child may have been killed before creating it.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let mut writes: Vec<LoggedWrite> = Vec::new();
+    let complete = data.len() - data.iter().rev().take_while(|&&b| b != b'\n').count();
+    for (i, line) in data[..complete].split(|&b| b == b'\n').enumerate().filter(|(_, l)| !l.is_empty()) {
+        let bad = |what: &str| format!("{} line {}: {what}", path.display(), i + 1);
+        let mut f = line.split(|&b| b == b' ');
+        let tag = f.next().unwrap_or_default();
+        let n: u64 = f
+            .next()
+            .and_then(|s| std::str::from_utf8(s).ok()?.parse().ok())
+            .ok_or_else(|| bad("write number"))?;
+        match tag {
+            b"I" => {
+                if writes.last().is_some_and(|w| !w.acked) {
+                    return Err(bad("a new intent before the previous write's ack"));
+                }
+                let sync = f.next() == Some(b"1");
+                let mut ops = Vec::new();
+                while let Some(kind) = f.next() {
+                    let key = f.next().ok_or_else(|| bad("key"))?.to_vec();
+                    match kind {
+                        b"P" => ops.push((key, Some(f.next().ok_or_else(|| bad("value"))?.to_vec()))),
+                        b"D" => ops.push((key, None)),
+                        _ => return Err(bad("op kind")),
+                    }
+                }
+                writes.push(LoggedWrite { n, sync, ops, acked: false });
+            }
+            b"A" => match writes.last_mut() {
+                Some(w) if w.n == n && !w.acked => w.acked = true,
+                _ => return Err(bad("an ack without its intent")),
+            },
+            _ => return Err(bad("line tag")),
+        }
+    }
+    Ok(writes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_torn_tail() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("log");
+        let mut log = ExpectedLog::create(&p).expect("create");
+        let ops = vec![(b"k1".to_vec(), Some(b"v1".to_vec())), (b"k2".to_vec(), None)];
+        log.intent(0, true, &ops).expect("intent");
+        log.ack(0, true).expect("ack");
+        log.intent(1, false, &ops[1..]).expect("intent");
+        drop(log);
+        let got = read_log(&p).expect("parse");
+        assert_eq!(got.len(), 2);
+        assert!(got[0].acked && got[0].sync && !got[1].acked);
+        assert_eq!(got[0].ops, ops);
+        // A torn ack is ignored: write 1 stays pending.
+        std::fs::OpenOptions::new().append(true).open(&p).expect("open").write_all(b"A 1").expect("append");
+        assert!(!read_log(&p).expect("parse")[1].acked);
+        // An ack for a write never intended is an error.
+        std::fs::write(&p, b"A 5\n").expect("write");
+        assert!(read_log(&p).is_err());
+    }
+}

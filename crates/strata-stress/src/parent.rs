@@ -1,0 +1,219 @@
+//! The parent: epochs of kill cycles on one database, each verified after
+//! reopen, until the duration or cycle limit is reached.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use strata::{CompactionStyle, Db};
+
+use crate::args::Args;
+use crate::config::{self, CycleConfig};
+use crate::expected::{log_path, read_log};
+use crate::verify::{self, Model, Outcome};
+
+/// Totals over the run.
+#[derive(Debug, Default)]
+struct Totals {
+    cycles: u64,
+    early_kills: u64,
+    keys_checked: u64,
+    acked: u64,
+    synced: u64,
+    pending: u64,
+    pending_applied: u64,
+}
+
+/// Runs the soak; exit status 1 if any cycle failed.
+pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    if args.threads == 0 || args.keys_per_thread == 0 || args.min_kill_ms > args.max_kill_ms {
+        eprintln!(
+            "strata-stress: need --threads >= 1, --keys-per-thread >= 1, --min-kill-ms <= --max-kill-ms"
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
+    });
+    let tmp;
+    let work: PathBuf = match &args.dir {
+        Some(d) => d.clone(),
+        None => {
+            tmp = tempfile::tempdir()?;
+            tmp.path().to_path_buf()
+        }
+    };
+    std::fs::create_dir_all(work.join("state"))?;
+    println!("strata-stress: seed={seed} dir={} threads={}", work.display(), args.threads);
+    let policies = CompactionStyle::builtin_names();
+    let deadline = Instant::now() + Duration::from_secs(args.duration);
+    let mut rng = StdRng::seed_from_u64(config::sub_seed(seed, u64::MAX, 0));
+    let (mut totals, mut truth, mut epoch_left) = (Totals::default(), Model::new(), 0u64);
+    let (mut policy_idx, mut num_levels) = ((seed % policies.len() as u64) as usize, 7);
+    let mut failed = false;
+    while Instant::now() < deadline && (args.cycles == 0 || totals.cycles < args.cycles) {
+        let cycle = totals.cycles;
+        if epoch_left == 0 {
+            // A new epoch: a fresh database under the next policy.
+            policy_idx = (policy_idx + 1) % policies.len();
+            num_levels = rng.gen_range(3..=7);
+            epoch_left = rng.gen_range(1..=args.max_epoch_cycles.max(1));
+            truth.clear();
+            if work.join("db").exists() {
+                std::fs::remove_dir_all(work.join("db"))?;
+            }
+        }
+        let policy = policies[policy_idx];
+        let cfg = config::derive(seed, cycle, policy, num_levels)?;
+        match run_cycle(args, &work, seed, cycle, &cfg, policy, num_levels, &truth) {
+            Ok((outcome, early)) => {
+                if args.verbose {
+                    println!(
+                        "cycle {cycle}: {} | acked {} (synced {}) pending {} (applied {}) keys {}{}",
+                        cfg.summary,
+                        outcome.acked,
+                        outcome.synced,
+                        outcome.pending,
+                        outcome.pending_applied,
+                        outcome.observed.len(),
+                        if early { " [killed during open]" } else { "" }
+                    );
+                }
+                totals.early_kills += u64::from(early);
+                totals.keys_checked += outcome.keys_checked;
+                totals.acked += outcome.acked;
+                totals.synced += outcome.synced;
+                totals.pending += outcome.pending;
+                totals.pending_applied += outcome.pending_applied;
+                truth = outcome.observed;
+            }
+            Err(msg) => {
+                println!("FAILURE: cycle {cycle} seed {seed} ({}): {msg}", cfg.summary);
+                println!("  reproduce (timing-dependent): strata-stress --seed {seed} --threads {} --keys-per-thread {} --min-kill-ms {} --max-kill-ms {} --duration <secs>", args.threads, args.keys_per_thread, args.min_kill_ms, args.max_kill_ms);
+                failed = true;
+            }
+        }
+        totals.cycles += 1;
+        epoch_left -= 1;
+        if failed {
+            break;
+        }
+    }
+    let t = &totals;
+    println!(
+        "summary: cycles={} failures={} keys_verified={} acked_writes={} synced_writes={} pending_at_kill={} pending_applied={} killed_during_open={} seed={seed}",
+        t.cycles,
+        u8::from(failed),
+        t.keys_checked,
+        t.acked,
+        t.synced,
+        t.pending,
+        t.pending_applied,
+        t.early_kills
+    );
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// One cycle: spawn, kill, reopen, verify. Returns the outcome and whether the
+/// kill came before the child finished opening.
+#[allow(clippy::too_many_arguments)]
+fn run_cycle(
+    args: &Args,
+    work: &Path,
+    seed: u64,
+    cycle: u64,
+    cfg: &CycleConfig,
+    policy: &str,
+    num_levels: usize,
+    truth: &Model,
+) -> Result<(Outcome, bool), String> {
+    let state = work.join("state");
+    let stderr_path = state.join("child.stderr");
+    let stderr = std::fs::File::create(&stderr_path).map_err(|e| format!("child stderr file: {e}"))?;
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let mut child = Command::new(exe)
+        .arg("--child")
+        .arg("--dir")
+        .arg(work)
+        .args(["--seed", &seed.to_string(), "--cycle", &cycle.to_string(), "--policy", policy])
+        .args(["--num-levels", &num_levels.to_string(), "--threads", &args.threads.to_string()])
+        .args(["--keys-per-thread", &args.keys_per_thread.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .map_err(|e| format!("spawn child: {e}"))?;
+    let mut rng = StdRng::seed_from_u64(config::sub_seed(seed, cycle, 2));
+    let early = rng.gen_bool(0.1);
+    let killed = kill_at_random(&mut child, &mut rng, args, early);
+    let child_err = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    killed.map_err(|e| format!("{e}; child stderr: {child_err}"))?;
+    let db = Db::open(work.join("db"), cfg.options.clone()).map_err(|e| format!("reopen failed: {e}"))?;
+    let logs =
+        (0..args.threads).map(|t| read_log(&log_path(&state, cycle, t))).collect::<Result<Vec<_>, _>>()?;
+    if args.inject_bug {
+        inject_bug(&db, truth, &logs, &mut rng)?;
+    }
+    let outcome = verify::verify(&db, truth, &logs)?;
+    db.close().map_err(|e| format!("close failed: {e}"))?;
+    for t in 0..args.threads {
+        let _ = std::fs::remove_file(log_path(&state, cycle, t));
+    }
+    Ok((outcome, early))
+}
+
+/// Waits for `ready` (unless `early`), sleeps a random time and SIGKILLs the
+/// child. An exit before the kill is an error: the child only stops on failure.
+fn kill_at_random(child: &mut Child, rng: &mut StdRng, args: &Args, early: bool) -> Result<(), String> {
+    let stdout = child.stdout.take().ok_or("no child stdout")?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let delay = if early {
+        Duration::from_millis(rng.gen_range(0..40))
+    } else {
+        match rx.recv_timeout(Duration::from_secs(120)) {
+            Ok(line) if line.trim() == "ready" => {}
+            Ok(_) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let _ = child.kill();
+                let status = child.wait().map_err(|e| format!("wait: {e}"))?;
+                return Err(format!("child failed before it was ready ({status})"));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("child not ready after 120 s".into());
+            }
+        }
+        Duration::from_millis(rng.gen_range(args.min_kill_ms..=args.max_kill_ms))
+    };
+    std::thread::sleep(delay);
+    if let Some(status) = child.try_wait().map_err(|e| format!("try_wait: {e}"))? {
+        return Err(format!("child exited by itself ({status})"));
+    }
+    child.kill().map_err(|e| format!("kill: {e}"))?;
+    child.wait().map_err(|e| format!("wait: {e}"))?;
+    Ok(())
+}
+
+/// Test hook: deletes one acknowledged key, as a write-losing engine would.
+fn inject_bug(
+    db: &Db,
+    truth: &Model,
+    logs: &[Vec<crate::expected::LoggedWrite>],
+    rng: &mut StdRng,
+) -> Result<(), String> {
+    let (definite, pending) = verify::expected(truth, logs);
+    let candidates: Vec<&Vec<u8>> =
+        definite.keys().filter(|k| !pending.iter().any(|p| p.contains_key(*k))).collect();
+    if let Some(k) = candidates.get(rng.gen_range(0..candidates.len().max(1))) {
+        db.delete(k).map_err(|e| format!("inject: {e}"))?;
+    }
+    Ok(())
+}

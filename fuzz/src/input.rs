@@ -1,0 +1,68 @@
+//! A cursor that turns fuzz bytes into choices; past the end it yields zeros,
+//! so every input decodes to something.
+
+/// Reads small values from the front of a byte slice.
+pub struct Input<'a> {
+    data: &'a [u8],
+}
+
+impl<'a> Input<'a> {
+    /// Wraps the fuzz input.
+    pub fn new(data: &'a [u8]) -> Self {
+        Input { data }
+    }
+
+    /// True when every byte was consumed.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The next byte (0 past the end).
+    pub fn u8(&mut self) -> u8 {
+        match self.data.split_first() {
+            Some((&b, rest)) => {
+                self.data = rest;
+                b
+            }
+            None => 0,
+        }
+    }
+
+    /// A little-endian u16.
+    pub fn u16(&mut self) -> u16 {
+        u16::from(self.u8()) | (u16::from(self.u8()) << 8)
+    }
+
+    /// A little-endian u32.
+    pub fn u32(&mut self) -> u32 {
+        u32::from(self.u16()) | (u32::from(self.u16()) << 16)
+    }
+
+    /// A value in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        usize::from(self.u8()) % n
+    }
+
+    /// True with probability about `num / 256`.
+    pub fn chance(&mut self, num: u8) -> bool {
+        self.u8() < num
+    }
+
+    /// Up to `max` bytes: a length byte, then that many bytes (fewer at the end).
+    pub fn bytes(&mut self, max: usize) -> Vec<u8> {
+        let len = self.below(max + 1);
+        self.take(len).to_vec()
+    }
+
+    /// The next `len` bytes, or all that is left.
+    pub fn take(&mut self, len: usize) -> &'a [u8] {
+        let (head, rest) = self.data.split_at(len.min(self.data.len()));
+        self.data = rest;
+        head
+    }
+
+    /// Everything not consumed yet.
+    pub fn rest(&mut self) -> &'a [u8] {
+        self.take(self.data.len())
+    }
+}
