@@ -65,4 +65,26 @@ impl<'a> Input<'a> {
     pub fn rest(&mut self) -> &'a [u8] {
         self.take(self.data.len())
     }
+
+    /// Flips up to three bytes and, with chance `truncate_chance`/256, cuts the
+    /// tail, as the input asks (the cut length read as a u32 if `wide_cut`,
+    /// else a u16); true if anything changed.
+    pub fn damage(&mut self, bytes: &mut Vec<u8>, truncate_chance: u8, wide_cut: bool) -> bool {
+        let mut damaged = false;
+        for _ in 0..self.below(4) {
+            let (pos, xor) = (self.u32() as usize, self.u8());
+            if !bytes.is_empty() && xor != 0 {
+                let i = pos % bytes.len();
+                bytes[i] ^= xor;
+                damaged = true;
+            }
+        }
+        if self.chance(truncate_chance) && !bytes.is_empty() {
+            let n = if wide_cut { self.u32() as usize } else { self.u16() as usize };
+            let cut = 1 + n % bytes.len();
+            bytes.truncate(bytes.len() - cut);
+            damaged = true;
+        }
+        damaged
+    }
 }

@@ -46,7 +46,7 @@ pub fn run(data: &[u8]) {
     }
     builder.finish().expect("finish table");
     let mut bytes = file.bytes();
-    let damaged = damage(&mut input, &mut bytes);
+    let damaged = input.damage(&mut bytes, 20, false);
     let steps = 300 * bytes.len() + 100;
     let table = match open(bytes) {
         Ok(t) => t,
@@ -98,25 +98,6 @@ fn gen_table(input: &mut Input) -> (Entries, TableBuilderOptions) {
     entries.sort_by(|a, b| compare_internal(&a.0, &b.0));
     entries.dedup_by(|a, b| compare_internal(&a.0, &b.0) == Ordering::Equal);
     (entries, opts)
-}
-
-/// Applies the damage the input asks for; true if any byte changed.
-fn damage(input: &mut Input, bytes: &mut Vec<u8>) -> bool {
-    let mut damaged = false;
-    for _ in 0..input.below(4) {
-        let (pos, xor) = (input.u32() as usize, input.u8());
-        if !bytes.is_empty() && xor != 0 {
-            let i = pos % bytes.len();
-            bytes[i] ^= xor;
-            damaged = true;
-        }
-    }
-    if input.chance(20) && !bytes.is_empty() {
-        let cut = 1 + input.u16() as usize % bytes.len();
-        bytes.truncate(bytes.len() - cut);
-        damaged = true;
-    }
-    damaged
 }
 
 /// With checksums on: exact contents if undamaged, else a prefix and no wrong value.

@@ -39,7 +39,7 @@ pub fn run(data: &[u8]) {
     }
     writer.flush().expect("flush log");
     let mut bytes = file.bytes();
-    let damaged = damage(&mut input, &mut bytes);
+    let damaged = input.damage(&mut bytes, 60, true);
     for mode in MODES {
         let (got, err) = read_all(bytes.clone(), chunk, mode);
         if !damaged {
@@ -110,25 +110,6 @@ fn gen_records(input: &mut Input) -> Vec<Vec<u8>> {
         records.push(record);
     }
     records
-}
-
-/// Flips bytes and/or cuts the tail as the input asks; true if anything changed.
-fn damage(input: &mut Input, bytes: &mut Vec<u8>) -> bool {
-    let mut damaged = false;
-    for _ in 0..input.below(4) {
-        let (pos, xor) = (input.u32() as usize, input.u8());
-        if !bytes.is_empty() && xor != 0 {
-            let i = pos % bytes.len();
-            bytes[i] ^= xor;
-            damaged = true;
-        }
-    }
-    if input.chance(60) && !bytes.is_empty() {
-        let cut = 1 + input.u32() as usize % bytes.len();
-        bytes.truncate(bytes.len() - cut);
-        damaged = true;
-    }
-    damaged
 }
 
 fn is_subsequence(got: &[Vec<u8>], all: &[Vec<u8>]) -> bool {

@@ -1,6 +1,6 @@
 //! Write benchmarks: fillseq, fillrandom, overwrite.
 
-use super::measure::{finish, progress, run_threads, ThreadOut, PROGRESS_BATCH};
+use super::measure::{conclude, progress, run_threads, ThreadOut, PROGRESS_BATCH};
 use super::Outcome;
 use crate::cli::Args;
 use crate::engine::{BenchResult, Engine};
@@ -51,9 +51,5 @@ pub fn fill(
         }
         Ok(out)
     })?;
-    let secs = start.elapsed().as_secs_f64();
-    pb.finish_and_clear();
-    let bytes = outs.iter().map(|o| o.bytes).sum();
-    let (result, hist) = finish(engine, name, &before, secs, outs)?;
-    Ok(Outcome { results: vec![result], hist: Some(hist), bytes })
+    conclude(engine, name, &before, start, &pb, outs)
 }

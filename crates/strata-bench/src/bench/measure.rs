@@ -94,6 +94,23 @@ pub fn progress(quiet: bool, len: u64, label: &str) -> ProgressBar {
 /// Workers tick the bar every this many operations (one atomic per batch).
 pub const PROGRESS_BATCH: u64 = 1024;
 
+/// Ends a closed-loop benchmark started at `start`: clears the progress bar
+/// and builds its outcome (result, merged histogram, bytes moved).
+pub fn conclude(
+    engine: &dyn Engine,
+    benchmark: &str,
+    before: &EngineStats,
+    start: std::time::Instant,
+    pb: &ProgressBar,
+    outs: Vec<ThreadOut>,
+) -> BenchResult<super::Outcome> {
+    let secs = start.elapsed().as_secs_f64();
+    pb.finish_and_clear();
+    let bytes = outs.iter().map(|o| o.bytes).sum();
+    let (result, hist) = finish(engine, benchmark, before, secs, outs)?;
+    Ok(super::Outcome { results: vec![result], hist: Some(hist), bytes })
+}
+
 /// Builds the result of a closed-loop benchmark from its workers' records.
 pub fn finish(
     engine: &dyn Engine,

@@ -1,6 +1,6 @@
 //! Closed-loop read benchmarks: readrandom, readseq, seekrandom, seekrandomnext10/100.
 
-use super::measure::{finish, progress, run_threads, ThreadOut, PROGRESS_BATCH};
+use super::measure::{conclude, finish, progress, run_threads, ThreadOut, PROGRESS_BATCH};
 use super::Outcome;
 use crate::cli::Args;
 use crate::engine::{BenchResult, Engine};
@@ -55,11 +55,7 @@ pub fn random_reads(
         }
         Ok(out)
     })?;
-    let secs = start.elapsed().as_secs_f64();
-    pb.finish_and_clear();
-    let bytes = outs.iter().map(|o| o.bytes).sum();
-    let (result, hist) = finish(engine, name, &before, secs, outs)?;
-    Ok(Outcome { results: vec![result], hist: Some(hist), bytes })
+    conclude(engine, name, &before, start, &pb, outs)
 }
 
 /// readseq: each thread scans forward from the first key, up to `--reads` entries

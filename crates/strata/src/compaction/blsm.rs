@@ -244,6 +244,7 @@ impl CompactionPolicy for BlsmPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compaction::policy::tests::fv as file;
     use crate::compaction::policy::{validate_task, FileView};
     use crate::compaction::sim::{simulate, SimConfig};
 
@@ -254,18 +255,6 @@ mod tests {
             max_bytes_for_level_base: 100,
             multiplier: 10.0,
             target_file_size: 40,
-        }
-    }
-
-    fn file(id: u64, lo: u64, hi: u64, size: u64) -> FileView {
-        FileView {
-            id,
-            size,
-            smallest: lo.to_be_bytes().to_vec(),
-            largest: hi.to_be_bytes().to_vec(),
-            num_entries: 1,
-            num_deletions: 0,
-            being_compacted: false,
         }
     }
 
