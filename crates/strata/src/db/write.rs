@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use super::{DbInner, DbState};
 use crate::batch::WriteBatch;
@@ -179,10 +179,16 @@ impl DbInner {
         }
     }
 
-    /// Seals the active memtable and starts a new one with a new WAL.
-    pub(crate) fn switch_memtable(&self, wal: &mut Option<LogWriter>, st: &mut DbState) -> Result<()> {
+    /// Seals the active memtable and starts a new one with a new WAL. The
+    /// caller holds the WAL lock (so it is the only one switching); the state
+    /// lock is released during the file I/O so background threads go on.
+    pub(crate) fn switch_memtable(
+        &self,
+        wal: &mut Option<LogWriter>,
+        st: &mut MutexGuard<'_, DbState>,
+    ) -> Result<()> {
         let number = self.versions.new_file_number();
-        let r = (|| -> Result<LogWriter> {
+        let r = MutexGuard::unlocked(st, || -> Result<LogWriter> {
             let file = self.vfs.create(&wal_path(&self.dir, number))?;
             self.vfs.sync_dir(&self.dir)?;
             // The old log must be complete on disk before newer writes depend on it.
@@ -190,7 +196,7 @@ impl DbInner {
                 old.sync()?;
             }
             Ok(LogWriter::new(file))
-        })();
+        });
         let writer = match r {
             Ok(w) => w,
             Err(e) => {
