@@ -120,6 +120,9 @@ impl DbInner {
             match did {
                 Ok(true) => continue,
                 Ok(false) => {
+                    // Files whose last reader (an iterator, a snapshot's read)
+                    // went away while nothing else ran are deleted here.
+                    self.purge_obsolete_files();
                     let mut st = self.state.lock();
                     if !st.shutting_down {
                         self.bg_cv.wait_for(&mut st, Duration::from_millis(500));
@@ -246,6 +249,7 @@ impl DbInner {
                 return Err(e);
             }
         }
+        self.purge_obsolete_files();
         Ok(())
     }
 }

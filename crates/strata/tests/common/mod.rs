@@ -474,9 +474,41 @@ pub fn run_log(seed: u64, ops: &[Op], cfg: &Config) -> strata::Stats {
     if let Err(e) = r.verify_all() {
         panic!("model mismatch at the end: seed {seed}, config {}: {e}", cfg.name);
     }
+    // File lifetime: once nothing pins old versions, the tables on disk are
+    // exactly the tables in the tree (nothing leaked, nothing deleted early).
+    r.snapshots.clear();
+    r.iters.clear();
     let stats = r.db().stats();
     r.db.take().expect("db").close().expect("close");
+    let on_disk: std::collections::BTreeSet<u64> = r
+        .vfs
+        .list_dir(&r.path)
+        .expect("list")
+        .into_iter()
+        .filter_map(|n| n.strip_suffix(".sst").and_then(|id| id.parse().ok()))
+        .collect();
+    assert_eq!(
+        on_disk,
+        live_tables(r.vfs.as_ref(), &r.path),
+        "seed {seed}, config {}: tables on disk vs in the tree",
+        cfg.name
+    );
     stats
+}
+
+/// The tables the closed database's MANIFEST names.
+fn live_tables(vfs: &dyn Vfs, dir: &std::path::Path) -> std::collections::BTreeSet<u64> {
+    let number = strata::version::read_current(vfs, dir).expect("CURRENT");
+    let mut live = std::collections::BTreeSet::new();
+    strata::version::read_manifest(vfs, &strata::filename::manifest_path(dir, number), |edit| {
+        for (_, _, id) in &edit.deleted_files {
+            live.remove(id);
+        }
+        live.extend(edit.new_files.iter().map(|(_, _, f)| f.id));
+        Ok(())
+    })
+    .expect("MANIFEST");
+    live
 }
 
 fn short(op: &Op) -> String {
