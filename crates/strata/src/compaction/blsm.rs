@@ -206,18 +206,24 @@ impl CompactionPolicy for BlsmPolicy {
 
     fn pick(&self, view: &LsmView) -> Option<PickResult> {
         let state = Self::state(view);
-        let l0_runs = view.levels.first().map_or(0, |l| l.runs.len());
-        if l0_runs >= self.cfg.l0_trigger {
-            if let Some(task) = self.pick_l0(view, &state) {
-                let score = l0_runs as f64 / self.cfg.l0_trigger as f64;
-                return Some(PickResult { task, compact_pointer: None, score, policy_state: None });
-            }
-        }
-        // Levels are geared top-down; the last level only receives.
-        let last = self.cfg.num_levels.min(view.levels.len()).saturating_sub(1);
-        (1..last).find_map(|i| {
+        // The most overfull part goes first, as in leveling: a level that is
+        // always "L0 first" would let a busy L0 starve `C'_1` and grow L1
+        // without bound (seen on a slow CI machine).
+        let scores = self.scores(view);
+        let mut order: Vec<usize> = (0..scores.len()).filter(|&i| scores[i] >= 1.0).collect();
+        order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+        order.into_iter().find_map(|i| {
             let level = view.levels.get(i)?;
-            if level.bytes() < self.capacity(i) || level.any_busy() {
+            if i == 0 {
+                let task = self.pick_l0(view, &state)?;
+                return Some(PickResult {
+                    task,
+                    compact_pointer: None,
+                    score: scores[0],
+                    policy_state: None,
+                });
+            }
+            if level.any_busy() {
                 return None;
             }
             self.pick_level(view, &state, i)
@@ -345,6 +351,29 @@ mod tests {
         let CompactionTask::Merge { output_run, inputs, .. } = pick.task else { panic!() };
         assert_eq!(output_run, RunTarget::New, "C_1 does not exist yet: a new run, newer than C'_1");
         assert_eq!(inputs.len(), 2);
+    }
+
+    #[test]
+    fn a_busy_l0_does_not_starve_an_overfull_level_1() {
+        let p = BlsmPolicy::new(cfg()).unwrap();
+        // L0 at 1.5x its trigger, L1 at 3x its capacity: L1 drains first.
+        let l0 = vec![
+            run(30, vec![file(1, 0, 9, 5)]),
+            run(31, vec![file(2, 0, 9, 5)]),
+            run(32, vec![file(3, 0, 9, 5)]),
+        ];
+        let l1 = vec![run(3, vec![file(9, 0, 9, 150), file(10, 10, 19, 150)])];
+        let state = BlsmState { draining: vec![None, Some(3)] };
+        let v = view(vec![l0.clone(), l1, vec![]], Some(state.clone()));
+        let pick = p.pick(&v).unwrap();
+        validate_task(&v, &pick.task).unwrap();
+        assert!(
+            matches!(pick.task, CompactionTask::Move { file: FileRef { file: 9, .. }, to_level: 2, .. }),
+            "{pick:?}"
+        );
+        // Once L1 is back under capacity, L0 goes again.
+        let v = view(vec![l0, vec![run(3, vec![file(10, 10, 19, 50)])], vec![]], Some(state));
+        assert!(matches!(p.pick(&v).unwrap().task, CompactionTask::Merge { output_level: 1, .. }));
     }
 
     #[test]

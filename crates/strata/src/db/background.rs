@@ -161,6 +161,39 @@ impl DbInner {
         Ok(())
     }
 
+    /// Blocks until no immutable memtable waits for a flush and the policy has
+    /// nothing to pick (RocksDB `WaitForCompact`). With auto compactions off it
+    /// only waits for flushes.
+    pub(crate) fn wait_for_compactions(&self) -> Result<()> {
+        loop {
+            self.check_bg_error()?;
+            {
+                let mut st = self.state.lock();
+                if st.shutting_down {
+                    return Err(Error::InvalidArgument("the database is closing".into()));
+                }
+                if !st.imms.is_empty() {
+                    self.done_cv.wait_for(&mut st, Duration::from_millis(50));
+                    continue;
+                }
+            }
+            if self.opts.disable_auto_compactions {
+                return Ok(());
+            }
+            // Holding the compaction lock means no task is half done.
+            if let Some(_g) = self.compaction_lock.try_lock() {
+                let version = self.versions.current();
+                let view = build_view(&version, &self.versions, &HashSet::new());
+                if self.policy.pick(&view).is_none() {
+                    return Ok(());
+                }
+            }
+            self.bg_cv.notify_all();
+            let mut st = self.state.lock();
+            self.done_cv.wait_for(&mut st, Duration::from_millis(50));
+        }
+    }
+
     /// Manual compaction: merges, level by level, every file overlapping the
     /// range into the next level, down to the deepest level holding such files.
     pub(crate) fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {

@@ -282,6 +282,12 @@ impl Db {
         self.inner.compact_range(start, end)
     }
 
+    /// Waits until pending flushes and compactions are done: the policy has
+    /// nothing left to pick (RocksDB `WaitForCompact`).
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        self.inner.wait_for_compactions()
+    }
+
     /// Counters and the shape of the tree.
     pub fn stats(&self) -> Stats {
         self.inner.stats()
