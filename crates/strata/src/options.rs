@@ -61,6 +61,14 @@ pub enum CompactionStyle {
     /// held at the level capacity by the gear scheduler; the structure the
     /// LSbM compaction buffer builds on. Same shape options as `Leveled`.
     Blsm,
+    /// LSbM: bLSM plus the compaction buffer (files drained from `C'_i` are
+    /// kept, unrewritten, as buffer tables of level `i+1` that serve hot reads)
+    /// with the trim every `buffer_trim_interval`.
+    Lsbm,
+    /// dLSM: the compaction buffer without the trim, with larger bloom filters
+    /// (`bits + log2(ratio)/ln 2`, 14.4 for 10 bits and ratio 10) on the tables
+    /// that feed buffers.
+    Dlsm,
     /// A caller-supplied policy.
     Custom(Arc<dyn CompactionPolicy>),
 }
@@ -71,20 +79,24 @@ impl CompactionStyle {
         match self {
             CompactionStyle::Leveled => "leveled".to_string(),
             CompactionStyle::Blsm => "blsm".to_string(),
+            CompactionStyle::Lsbm => "lsbm".to_string(),
+            CompactionStyle::Dlsm => "dlsm".to_string(),
             CompactionStyle::Custom(p) => p.name().to_string(),
         }
     }
 
     /// Names of every built-in policy, for tests and tools that run each one.
     pub fn builtin_names() -> &'static [&'static str] {
-        &["leveled", "blsm"]
+        &["leveled", "blsm", "lsbm", "dlsm"]
     }
 
-    /// Looks a built-in policy up by name (`leveled`, `blsm`).
+    /// Looks a built-in policy up by name (`leveled`, `blsm`, `lsbm`, `dlsm`).
     pub fn from_name(name: &str) -> Result<Self> {
         match name {
             "leveled" | "leveling" | "level" => Ok(CompactionStyle::Leveled),
             "blsm" => Ok(CompactionStyle::Blsm),
+            "lsbm" => Ok(CompactionStyle::Lsbm),
+            "dlsm" => Ok(CompactionStyle::Dlsm),
             other => Err(Error::invalid(format!(
                 "unknown compaction policy {other:?} (known: {})",
                 Self::builtin_names().join(", ")
@@ -125,6 +137,8 @@ pub struct Options {
     pub(crate) compaction_style: CompactionStyle,
     pub(crate) disable_auto_compactions: bool,
     pub(crate) max_manifest_file_size: u64,
+    pub(crate) buffer_trim_interval: std::time::Duration,
+    pub(crate) buffer_trim_threshold: f64,
     pub(crate) vfs: Arc<dyn Vfs>,
 }
 
@@ -154,6 +168,8 @@ impl Default for Options {
             compaction_style: CompactionStyle::default(),
             disable_auto_compactions: false,
             max_manifest_file_size: 64 << 20,
+            buffer_trim_interval: std::time::Duration::from_secs(30),
+            buffer_trim_threshold: 0.8,
             vfs: Arc::new(RealVfs::new()),
         }
     }
@@ -223,6 +239,12 @@ impl Options {
     setter!(/// MANIFEST size at which it is rewritten as a snapshot into a new file
         /// (RocksDB `max_manifest_file_size`; default 64 MiB).
         with_max_manifest_file_size, max_manifest_file_size, u64);
+    setter!(/// LSbM: how often the trim removes buffer files whose blocks are not
+        /// cached (paper: 30 s; RocksDB has no equivalent). Default 30 s.
+        with_buffer_trim_interval, buffer_trim_interval, std::time::Duration);
+    setter!(/// LSbM: a buffer file with less than this fraction of its data blocks in
+        /// the block cache is removed by the trim (paper: 0.8). Default 0.8.
+        with_buffer_trim_threshold, buffer_trim_threshold, f64);
     setter!(/// The file system (RocksDB `Env`); default the real one.
         with_vfs, vfs, Arc<dyn Vfs>);
 
@@ -264,6 +286,12 @@ impl Options {
         if self.max_manifest_file_size < 1024 {
             return bad("max_manifest_file_size must be at least 1 KiB");
         }
+        if !(self.buffer_trim_threshold >= 0.0 && self.buffer_trim_threshold <= 1.0) {
+            return bad("buffer_trim_threshold must be between 0 and 1");
+        }
+        if self.buffer_trim_interval.is_zero() {
+            return bad("buffer_trim_interval must be above zero");
+        }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");
         }
@@ -301,11 +329,12 @@ pub struct ReadOptions {
     pub(crate) snapshot: Option<Snapshot>,
     pub(crate) verify_checksums: bool,
     pub(crate) fill_cache: bool,
+    pub(crate) use_compaction_buffer: bool,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { snapshot: None, verify_checksums: true, fill_cache: true }
+        ReadOptions { snapshot: None, verify_checksums: true, fill_cache: true, use_compaction_buffer: true }
     }
 }
 
@@ -324,4 +353,7 @@ impl ReadOptions {
         with_verify_checksums, verify_checksums, bool);
     setter!(/// Put blocks read into the block cache (RocksDB `fill_cache`; default true).
         with_fill_cache, fill_cache, bool);
+    setter!(/// Let point reads use the LSbM compaction buffer (default true). Off, reads
+        /// go to the tree's own runs only: the same answers, other cache behaviour.
+        with_use_compaction_buffer, use_compaction_buffer, bool);
 }

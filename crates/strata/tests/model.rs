@@ -10,6 +10,7 @@ const OPS: usize = 2500;
 
 #[test]
 fn every_config_matches_the_model() {
+    let mut buffer_hits = std::collections::BTreeMap::new();
     for seed in 0..SEEDS {
         let ops = gen_ops(seed, OPS, 1500);
         for cfg in configs() {
@@ -17,7 +18,14 @@ fn every_config_matches_the_model() {
             if seed == 0 {
                 eprintln!("{} seed {seed}:\n{stats}", cfg.name);
             }
+            *buffer_hits.entry(cfg.name).or_insert(0) += stats.buffer_hits;
         }
+    }
+    // The buffer configurations really read through their buffers (so the
+    // differential check in every get compared something).
+    for (name, hits) in buffer_hits {
+        let buffered = name.starts_with("lsbm") || name.starts_with("dlsm");
+        assert_eq!(hits > 0, buffered, "{name}: {hits} buffer hits");
     }
 }
 

@@ -15,7 +15,8 @@
 
 use super::leveled::LeveledConfig;
 use super::policy::{
-    CompactionPolicy, CompactionTask, FileRef, LevelView, LsmView, PickResult, RunTarget, RunView,
+    key_range, CompactionPolicy, CompactionTask, FileRef, FileView, LevelView, LsmView, PickResult,
+    RunTarget, RunView,
 };
 use crate::error::Result;
 use crate::util::coding::{put_varint64, Reader};
@@ -26,7 +27,12 @@ const STATE_VERSION: u8 = 1;
 /// The bLSM policy. Shape parameters are leveling's (`LeveledConfig`).
 #[derive(Debug, Clone)]
 pub struct BlsmPolicy {
-    cfg: LeveledConfig,
+    pub(crate) cfg: LeveledConfig,
+    /// Output files are cut at this size.
+    file_size: u64,
+    /// A drain step takes consecutive `C'_i` files up to this many bytes (a
+    /// super-file when it is several files).
+    drain_unit: u64,
 }
 
 /// Per level, the run id of `C'_i` (the draining part), if a round is under way.
@@ -71,11 +77,22 @@ impl BlsmPolicy {
     /// A bLSM policy with the given shape.
     pub fn new(cfg: LeveledConfig) -> Result<Self> {
         cfg.validate()?;
-        Ok(BlsmPolicy { cfg })
+        let size = cfg.target_file_size;
+        Ok(BlsmPolicy { cfg, file_size: size, drain_unit: size })
+    }
+
+    /// Super-files (LSbM paper §4.3): output files of `target_file_size /
+    /// parts`, drained `parts` at a time as one unit, so compaction works in
+    /// big units while the buffer's trim works on small files.
+    pub fn with_super_files(mut self, parts: u64) -> Self {
+        let parts = parts.max(1);
+        self.file_size = (self.cfg.target_file_size / parts).max(1);
+        self.drain_unit = self.cfg.target_file_size;
+        self
     }
 
     /// Capacity `S_i` of level `i >= 1`.
-    fn capacity(&self, level: usize) -> u64 {
+    pub(crate) fn capacity(&self, level: usize) -> u64 {
         let exp = i32::try_from(level.saturating_sub(1)).unwrap_or(i32::MAX);
         let bytes = self.cfg.max_bytes_for_level_base as f64 * self.cfg.multiplier.powi(exp);
         if bytes >= u64::MAX as f64 {
@@ -85,13 +102,13 @@ impl BlsmPolicy {
         }
     }
 
-    fn state(view: &LsmView) -> BlsmState {
+    pub(crate) fn state(view: &LsmView) -> BlsmState {
         view.policy_state.as_deref().and_then(BlsmState::decode).unwrap_or_default()
     }
 
     /// `C'_i`: the recorded draining run if it still exists; otherwise, when a
     /// level holds several runs (e.g. written by another policy), its oldest.
-    fn draining_run<'a>(level: &'a LevelView, state: &BlsmState, i: usize) -> Option<&'a RunView> {
+    pub(crate) fn draining_run<'a>(level: &'a LevelView, state: &BlsmState, i: usize) -> Option<&'a RunView> {
         if let Some(id) = state.get(i) {
             if let Some(r) = level.runs.iter().find(|r| r.id == id && !r.files.is_empty()) {
                 return Some(r);
@@ -101,7 +118,11 @@ impl BlsmPolicy {
     }
 
     /// `C_i`: the newest run that is not draining.
-    fn receiving_run<'a>(level: &'a LevelView, state: &BlsmState, i: usize) -> Option<&'a RunView> {
+    pub(crate) fn receiving_run<'a>(
+        level: &'a LevelView,
+        state: &BlsmState,
+        i: usize,
+    ) -> Option<&'a RunView> {
         let draining = Self::draining_run(level, state, i).map(|r| r.id);
         level.runs.iter().find(|r| Some(r.id) != draining)
     }
@@ -140,7 +161,7 @@ impl BlsmPolicy {
             inputs,
             output_level: 1,
             output_run: target,
-            target_file_size: self.cfg.target_file_size,
+            target_file_size: self.file_size,
             reason: "blsm: L0 into C1",
         })
     }
@@ -161,37 +182,82 @@ impl BlsmPolicy {
                 compact_pointer: None,
                 score,
                 policy_state: Some(new_state.encode()),
+                buffer: Vec::new(),
             });
         };
-        let fa = draining.files.first()?;
-        if fa.being_compacted {
-            return None;
+        // The drain unit: consecutive smallest files up to `drain_unit` bytes.
+        let mut unit: Vec<&FileView> = Vec::new();
+        let mut bytes = 0;
+        for f in &draining.files {
+            if f.being_compacted || (!unit.is_empty() && bytes + f.size > self.drain_unit) {
+                break;
+            }
+            bytes += f.size;
+            unit.push(f);
         }
-        let source = FileRef { level: i, run: draining.id, file: fa.id };
+        let fa = *unit.first()?;
+        let sources = |unit: &[&FileView]| -> Vec<FileRef> {
+            unit.iter().map(|f| FileRef { level: i, run: draining.id, file: f.id }).collect()
+        };
         let task = match Self::target_of(next, state, i + 1) {
             RunTarget::Existing(id) => {
                 let run = next.run(id)?;
-                let overlap = run.overlapping(&fa.smallest, &fa.largest);
-                if overlap.iter().any(|f| f.being_compacted) {
-                    return None;
-                }
-                if overlap.is_empty() {
+                if run.overlapping(&fa.smallest, &fa.largest).is_empty() {
+                    let source = FileRef { level: i, run: draining.id, file: fa.id };
                     CompactionTask::Move { file: source, to_level: i + 1, to_run: RunTarget::Existing(id) }
                 } else {
-                    let mut inputs = vec![source];
+                    let (lo, hi) = key_range(unit.iter().copied())?;
+                    let overlap = run.overlapping(lo, hi);
+                    if overlap.iter().any(|f| f.being_compacted) {
+                        return None;
+                    }
+                    let mut inputs = sources(&unit);
                     inputs.extend(overlap.iter().map(|f| FileRef { level: i + 1, run: id, file: f.id }));
                     CompactionTask::Merge {
                         inputs,
                         output_level: i + 1,
                         output_run: RunTarget::Existing(id),
-                        target_file_size: self.cfg.target_file_size,
+                        target_file_size: self.file_size,
                         reason: "blsm: C' into next C",
                     }
                 }
             }
-            RunTarget::New => CompactionTask::Move { file: source, to_level: i + 1, to_run: RunTarget::New },
+            RunTarget::New => CompactionTask::Move {
+                file: FileRef { level: i, run: draining.id, file: fa.id },
+                to_level: i + 1,
+                to_run: RunTarget::New,
+            },
         };
-        Some(PickResult { task, compact_pointer: None, score, policy_state: None })
+        Some(PickResult { task, compact_pointer: None, score, policy_state: None, buffer: Vec::new() })
+    }
+}
+
+impl BlsmPolicy {
+    /// One bLSM decision with the given state (LSbM runs bLSM with its own).
+    pub(crate) fn pick_with(&self, view: &LsmView, state: &BlsmState) -> Option<PickResult> {
+        // The most overfull part goes first, as in leveling: a level that is
+        // always "L0 first" would let a busy L0 starve `C'_1` and grow L1
+        // without bound (seen on a slow CI machine).
+        let scores = self.scores(view);
+        let mut order: Vec<usize> = (0..scores.len()).filter(|&i| scores[i] >= 1.0).collect();
+        order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+        order.into_iter().find_map(|i| {
+            let level = view.levels.get(i)?;
+            if i == 0 {
+                let task = self.pick_l0(view, state)?;
+                return Some(PickResult {
+                    task,
+                    compact_pointer: None,
+                    score: scores[0],
+                    policy_state: None,
+                    buffer: Vec::new(),
+                });
+            }
+            if level.any_busy() {
+                return None;
+            }
+            self.pick_level(view, state, i)
+        })
     }
 }
 
@@ -205,29 +271,7 @@ impl CompactionPolicy for BlsmPolicy {
     }
 
     fn pick(&self, view: &LsmView) -> Option<PickResult> {
-        let state = Self::state(view);
-        // The most overfull part goes first, as in leveling: a level that is
-        // always "L0 first" would let a busy L0 starve `C'_1` and grow L1
-        // without bound (seen on a slow CI machine).
-        let scores = self.scores(view);
-        let mut order: Vec<usize> = (0..scores.len()).filter(|&i| scores[i] >= 1.0).collect();
-        order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
-        order.into_iter().find_map(|i| {
-            let level = view.levels.get(i)?;
-            if i == 0 {
-                let task = self.pick_l0(view, &state)?;
-                return Some(PickResult {
-                    task,
-                    compact_pointer: None,
-                    score: scores[0],
-                    policy_state: None,
-                });
-            }
-            if level.any_busy() {
-                return None;
-            }
-            self.pick_level(view, &state, i)
-        })
+        self.pick_with(view, &Self::state(view))
     }
 
     fn scores(&self, view: &LsmView) -> Vec<f64> {

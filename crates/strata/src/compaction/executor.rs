@@ -7,7 +7,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::policy::{CompactionTask, FileRef, FileView, LevelView, LsmView, PickResult, RunTarget, RunView};
+use super::policy::{
+    BufferAction, BufferEntryView, BufferTableView, BufferView, CompactionTask, FileRef, FileView, LevelView,
+    LsmView, PickResult, RunTarget, RunView,
+};
 use super::CompactionPolicy;
 use crate::cache::TableCache;
 use crate::error::{Error, Result};
@@ -17,7 +20,7 @@ use crate::key::{parse_internal_key, user_key, SeqNum, ValueKind};
 use crate::options::Options;
 use crate::stats::CompactionRecord;
 use crate::table::{BlockReadOptions, TableBuilder, TableBuilderOptions};
-use crate::version::{FileMeta, NewFile, Run, Version, VersionEdit, VersionSet};
+use crate::version::{BufferEntry, BufferOp, FileMeta, NewFile, Run, Version, VersionEdit, VersionSet};
 use crate::vfs::Vfs;
 
 /// What a task needs from the engine.
@@ -32,26 +35,50 @@ pub(crate) struct Env<'a> {
 
 /// Builds the policy's view of `version` (with the policy metadata of `versions`).
 pub(crate) fn build_view(version: &Version, versions: &VersionSet, busy: &HashSet<u64>) -> LsmView {
+    build_view_with(version, versions, busy, &|_| None)
+}
+
+/// [`build_view`], with `cached(file)` giving each buffer file's cached
+/// fraction (the trim's input).
+pub(crate) fn build_view_with(
+    version: &Version,
+    versions: &VersionSet,
+    busy: &HashSet<u64>,
+    cached: &dyn Fn(&FileMeta) -> Option<f64>,
+) -> LsmView {
+    let file_view = |f: &FileMeta| FileView {
+        id: f.id,
+        size: f.size,
+        smallest: f.smallest_user_key().to_vec(),
+        largest: f.largest_user_key().to_vec(),
+        num_entries: f.num_entries,
+        num_deletions: f.num_deletions,
+        being_compacted: busy.contains(&f.id),
+    };
+    let entry_view = |e: &BufferEntry| {
+        let (lo, hi) = e.range();
+        BufferEntryView {
+            file: e.file().map(|f| f.id),
+            size: e.file().map_or(0, |f| f.size),
+            smallest: lo.to_vec(),
+            largest: hi.to_vec(),
+            cached_fraction: e.file().and_then(|f| cached(f)),
+        }
+    };
     let levels = version
         .levels
         .iter()
         .map(|level| LevelView {
-            runs: level
-                .runs
-                .iter()
-                .map(|run| RunView {
-                    id: run.id,
-                    files: run
-                        .files
-                        .iter()
-                        .map(|f| FileView {
-                            id: f.id,
-                            size: f.size,
-                            smallest: f.smallest_user_key().to_vec(),
-                            largest: f.largest_user_key().to_vec(),
-                            num_entries: f.num_entries,
-                            num_deletions: f.num_deletions,
-                            being_compacted: busy.contains(&f.id),
+            runs: (level.runs.iter())
+                .map(|run| RunView { id: run.id, files: run.files.iter().map(|f| file_view(f)).collect() })
+                .collect(),
+            buffers: (level.buffers.iter())
+                .map(|b| BufferView {
+                    run: b.run,
+                    tables: (b.tables.iter())
+                        .map(|t| BufferTableView {
+                            id: t.id,
+                            entries: t.entries.iter().map(entry_view).collect(),
                         })
                         .collect(),
                 })
@@ -59,6 +86,81 @@ pub(crate) fn build_view(version: &Version, versions: &VersionSet, busy: &HashSe
         })
         .collect();
     LsmView { levels, compact_pointers: versions.compact_pointers(), policy_state: versions.policy_state() }
+}
+
+/// Turns a pick's buffer actions into edit ops, once the task's output run
+/// (`out`: level, run id) is known and its new files are in `edit`. Data that
+/// arrives in a run with a buffer without being appended to it leaves removed
+/// marks in the buffer's newest table, so reads never take an older buffered
+/// version for the newest (the invariant in `version/buffer.rs`).
+fn buffer_ops(
+    version: &Version,
+    pick: &PickResult,
+    out: Option<(usize, u64)>,
+    edit: &mut VersionEdit,
+) -> Result<()> {
+    let arrivals: Vec<(Vec<u8>, Vec<u8>)> = edit
+        .new_files
+        .iter()
+        .filter(|(l, r, _)| Some((*l, *r)) == out)
+        .map(|(_, _, f)| (user_key(&f.smallest).to_vec(), user_key(&f.largest).to_vec()))
+        .collect();
+    let mut appends = Vec::new();
+    let mut skipped = false;
+    for a in &pick.buffer {
+        match a {
+            BufferAction::Append { file, table, .. } => {
+                let Some((level, run)) = out.filter(|_| !arrivals.is_empty()) else { continue };
+                // Only the newest table may grow: a file appended under a newer
+                // table would be shadowed by that table's older copies.
+                let head =
+                    version.levels.get(level).and_then(|l| l.buffer_of(run)).and_then(|b| b.tables.first());
+                let known =
+                    version.levels.get(level).and_then(|l| l.buffer_of(run)).and_then(|b| b.table(*table));
+                if known.is_some() && head.map(|h| h.id) != Some(*table) {
+                    skipped = true;
+                    continue;
+                }
+                let meta = find_file(version, file)?;
+                // A mark left in the table by an earlier non-appending merge may
+                // cover part of this file's range: entries stay disjoint, so the
+                // arrival is marked instead.
+                let (lo, hi) = (meta.smallest_user_key(), meta.largest_user_key());
+                if known.is_some_and(|t| t.entries.iter().any(|e| e.range().0 <= hi && e.range().1 >= lo)) {
+                    skipped = true;
+                    continue;
+                }
+                appends.push(BufferOp::Append { level, run, table: *table, file: meta.to_new_file() });
+            }
+            BufferAction::RemoveFile { level, run, table, file } => {
+                let f = (version.levels.get(*level))
+                    .and_then(|l| l.buffer_of(*run))
+                    .and_then(|b| b.table(*table))
+                    .and_then(|t| t.present().find(|f| f.id == *file))
+                    .ok_or_else(|| {
+                        Error::invalid(format!("buffer table {table} does not hold file {file}"))
+                    })?;
+                let (lo, hi) = (f.smallest_user_key().to_vec(), f.largest_user_key().to_vec());
+                edit.buffer_ops.push(BufferOp::Remove { level: *level, run: *run, table: *table, lo, hi });
+            }
+            BufferAction::DropTable { level, run, table } => {
+                edit.buffer_ops.push(BufferOp::DropTable { level: *level, run: *run, table: *table });
+            }
+        }
+    }
+    let appended = !skipped && !appends.is_empty();
+    if appended {
+        edit.buffer_ops.extend(appends);
+    }
+    if let Some((level, run)) = out.filter(|_| !appended) {
+        let head = version.levels.get(level).and_then(|l| l.buffer_of(run)).and_then(|b| b.tables.first());
+        if let Some(head) = head {
+            for (lo, hi) in arrivals {
+                edit.buffer_ops.push(BufferOp::Remove { level, run, table: head.id, lo, hi });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes a sorted stream into tables cut at a target size, never splitting one
@@ -209,12 +311,15 @@ pub(crate) fn execute(
     let record = match &pick.task {
         CompactionTask::Move { file, to_level, to_run } => {
             let meta = find_file(version, file)?;
+            let out = run_id(env, *to_run);
             edit.deleted_files.push((file.level, file.run, file.file));
-            edit.new_files.push((*to_level, run_id(env, *to_run), new_file_of(&meta)));
+            edit.new_files.push((*to_level, out, new_file_of(&meta)));
+            buffer_ops(version, pick, Some((*to_level, out)), &mut edit)?;
             env.versions.log_and_apply(edit)?;
             record("move", "trivial move", *to_level, 1, 0, 0, 0, start)
         }
         CompactionTask::UpdateState { reason } => {
+            buffer_ops(version, pick, None, &mut edit)?;
             env.versions.log_and_apply(edit)?;
             record("state", reason, 0, 0, 0, 0, 0, start)
         }
@@ -223,6 +328,7 @@ pub(crate) fn execute(
                 find_file(version, f)?;
                 edit.deleted_files.push((f.level, f.run, f.file));
             }
+            buffer_ops(version, pick, None, &mut edit)?;
             env.versions.log_and_apply(edit)?;
             record("drop", "obsolete files", 0, files.len(), 0, 0, 0, start)
         }
@@ -250,6 +356,7 @@ pub(crate) fn execute(
             for o in outputs {
                 edit.new_files.push((*output_level, out_run, o));
             }
+            buffer_ops(version, pick, Some((*output_level, out_run)), &mut edit)?;
             env.versions.log_and_apply(edit)?;
             let read: u64 = metas.iter().map(|m| m.size).sum();
             record("merge", reason, *output_level, metas.len(), n_out, read, written, start)

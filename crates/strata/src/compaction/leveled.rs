@@ -211,6 +211,7 @@ impl CompactionPolicy for LeveledPolicy {
                     compact_pointer: None,
                     score,
                     policy_state: None,
+                    buffer: Vec::new(),
                 })
             } else {
                 self.pick_level(view, level).map(|(task, key)| PickResult {
@@ -218,6 +219,7 @@ impl CompactionPolicy for LeveledPolicy {
                     compact_pointer: Some((level, key)),
                     score,
                     policy_state: None,
+                    buffer: Vec::new(),
                 })
             }
         })

@@ -4,10 +4,12 @@
 pub mod blsm;
 pub(crate) mod executor;
 pub mod leveled;
+pub mod lsbm;
 pub mod policy;
 pub mod sim;
 
 pub use blsm::{BlsmPolicy, BlsmState};
 pub use leveled::{LeveledConfig, LeveledPolicy};
+pub use lsbm::{BufferVariant, LsbmPolicy, LsbmState};
 pub use policy::*;
 pub use sim::*;

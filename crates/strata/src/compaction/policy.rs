@@ -65,11 +65,61 @@ impl RunView {
     }
 }
 
-/// One level: its sorted runs, newest first.
+/// One entry of a compaction-buffer table as the policy sees it.
+#[derive(Clone, Debug)]
+pub struct BufferEntryView {
+    /// The file id, or `None` for a removed entry (only its range is left).
+    pub file: Option<u64>,
+    /// File size in bytes (0 when removed).
+    pub size: u64,
+    /// Smallest user key (inclusive).
+    pub smallest: Vec<u8>,
+    /// Largest user key (inclusive).
+    pub largest: Vec<u8>,
+    /// Fraction of the file's data blocks resident in the block cache, when the
+    /// engine measured it (the trim's input); `None` otherwise.
+    pub cached_fraction: Option<f64>,
+}
+
+/// One table of a compaction buffer.
+#[derive(Clone, Debug)]
+pub struct BufferTableView {
+    /// Table id.
+    pub id: u64,
+    /// Entries in key order.
+    pub entries: Vec<BufferEntryView>,
+}
+
+impl BufferTableView {
+    /// Bytes of the present files.
+    pub fn bytes(&self) -> u64 {
+        self.entries.iter().map(|e| e.size).sum()
+    }
+}
+
+/// The compaction buffer attached to one run of a level, newest table first.
+#[derive(Clone, Debug)]
+pub struct BufferView {
+    /// The data run it buffers.
+    pub run: u64,
+    /// Tables, newest first.
+    pub tables: Vec<BufferTableView>,
+}
+
+impl BufferView {
+    /// Bytes of the present files.
+    pub fn bytes(&self) -> u64 {
+        self.tables.iter().map(BufferTableView::bytes).sum()
+    }
+}
+
+/// One level: its sorted runs, newest first, and the buffers attached to them.
 #[derive(Clone, Debug, Default)]
 pub struct LevelView {
     /// Runs of the level, newest first.
     pub runs: Vec<RunView>,
+    /// Compaction buffers (LSbM), each attached to one of `runs`.
+    pub buffers: Vec<BufferView>,
 }
 
 impl LevelView {
@@ -81,6 +131,11 @@ impl LevelView {
     /// Number of files over all runs (a file linked into two runs counts twice).
     pub fn num_files(&self) -> usize {
         self.runs.iter().map(|r| r.files.len()).sum()
+    }
+
+    /// The buffer attached to run `run`, if any.
+    pub fn buffer_of(&self, run: u64) -> Option<&BufferView> {
+        self.buffers.iter().find(|b| b.run == run)
     }
 
     /// The run with this id, if the level holds it.
@@ -237,6 +292,44 @@ impl CompactionTask {
     }
 }
 
+/// A change to a compaction buffer that a policy asks for along with a task.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BufferAction {
+    /// Add `file` — an input of the task, the same physical file, no I/O — to
+    /// table `table` of the buffer of the task's output run (created as the
+    /// newest table if missing). `level` and `run` must be the task's output.
+    Append {
+        /// The source file (a task input).
+        file: FileRef,
+        /// The task's output level.
+        level: usize,
+        /// The task's output run.
+        run: RunTarget,
+        /// Buffer table id.
+        table: u64,
+    },
+    /// Remove a present file from a buffer table (its range stays as a mark).
+    RemoveFile {
+        /// Level of the buffer.
+        level: usize,
+        /// The data run the buffer belongs to.
+        run: u64,
+        /// Buffer table id.
+        table: u64,
+        /// File id.
+        file: u64,
+    },
+    /// Drop a whole buffer table.
+    DropTable {
+        /// Level of the buffer.
+        level: usize,
+        /// The data run the buffer belongs to.
+        run: u64,
+        /// Buffer table id.
+        table: u64,
+    },
+}
+
 /// A policy's decision.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PickResult {
@@ -249,6 +342,15 @@ pub struct PickResult {
     /// New policy state to persist in the same MANIFEST edit as the task
     /// (`None` keeps the current state).
     pub policy_state: Option<Vec<u8>>,
+    /// Compaction-buffer changes installed in the same edit (LSbM; empty otherwise).
+    pub buffer: Vec<BufferAction>,
+}
+
+impl PickResult {
+    /// A pick with no cursor, state or buffer change.
+    pub fn task(task: CompactionTask, score: f64) -> Self {
+        PickResult { task, compact_pointer: None, score, policy_state: None, buffer: Vec::new() }
+    }
 }
 
 /// A compaction policy: a pure function from a metadata view to a task.
@@ -267,6 +369,63 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
     fn bloom_bits_for_level(&self, _level: usize, default_bits: f64) -> f64 {
         default_bits
     }
+    /// The compaction-buffer trim (LSbM Algorithm 2): given a view whose buffer
+    /// entries carry `cached_fraction`, the buffer files to remove. Policies
+    /// without a buffer never trim.
+    fn trim(&self, _view: &LsmView) -> Option<PickResult> {
+        None
+    }
+    /// True if the policy keeps compaction buffers that the engine should trim
+    /// every `Options::buffer_trim_interval`.
+    fn wants_trim(&self) -> bool {
+        false
+    }
+}
+
+/// Checks a pick's buffer actions against the view and its task: appended files
+/// are inputs of the task and go to the task's output; removed files and dropped
+/// tables exist.
+pub fn validate_buffer_actions(view: &LsmView, pick: &PickResult) -> Result<()> {
+    let (sources, out_level, out_run): (Vec<&FileRef>, Option<usize>, Option<RunTarget>) = match &pick.task {
+        CompactionTask::Merge { inputs, output_level, output_run, .. } => {
+            (inputs.iter().collect(), Some(*output_level), Some(*output_run))
+        }
+        CompactionTask::Move { file, to_level, to_run } => (vec![file], Some(*to_level), Some(*to_run)),
+        _ => (Vec::new(), None, None),
+    };
+    let table = |level: usize, run: u64, table: u64| {
+        view.level(level)
+            .and_then(|l| l.buffer_of(run))
+            .and_then(|b| b.tables.iter().find(|t| t.id == table))
+            .ok_or_else(|| Error::invalid(format!("no buffer table {table} on level {level} run {run}")))
+    };
+    for a in &pick.buffer {
+        match a {
+            BufferAction::Append { file, level, run, .. } => {
+                if !sources.contains(&file) {
+                    return Err(Error::invalid(format!(
+                        "buffer append of file {} that is no task input",
+                        file.file
+                    )));
+                }
+                if Some(*level) != out_level || Some(*run) != out_run {
+                    return Err(Error::invalid(format!(
+                        "buffer append of file {} outside the task's output run",
+                        file.file
+                    )));
+                }
+            }
+            BufferAction::RemoveFile { level, run, table: t, file } => {
+                if !table(*level, *run, *t)?.entries.iter().any(|e| e.file == Some(*file)) {
+                    return Err(Error::invalid(format!("buffer table {t} does not hold file {file}")));
+                }
+            }
+            BufferAction::DropTable { level, run, table: t } => {
+                table(*level, *run, *t)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks a task against the view before the engine executes it.

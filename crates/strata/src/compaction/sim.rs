@@ -260,6 +260,7 @@ impl Sim {
             .levels
             .iter()
             .map(|runs| LevelView {
+                buffers: Vec::new(),
                 runs: runs
                     .iter()
                     .map(|r| RunView {
@@ -585,7 +586,13 @@ mod tests {
                 Buggy::BadLevel => CompactionTask::Move { file, to_level: 9, to_run: RunTarget::New },
                 Buggy::Spin => CompactionTask::Move { file, to_level: 0, to_run: RunTarget::New },
             };
-            Some(PickResult { task, compact_pointer: None, score: 1.0, policy_state: None })
+            Some(PickResult {
+                task,
+                compact_pointer: None,
+                score: 1.0,
+                policy_state: None,
+                buffer: Vec::new(),
+            })
         }
         fn scores(&self, _: &LsmView) -> Vec<f64> {
             vec![0.0; 3]

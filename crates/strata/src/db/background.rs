@@ -7,14 +7,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::DbInner;
-use crate::compaction::executor::{build_view, execute, OutputWriter};
-use crate::compaction::{validate_task, CompactionTask, FileRef, PickResult, RunTarget};
+use crate::compaction::executor::{build_view, build_view_with, execute, OutputWriter};
+use crate::compaction::{
+    validate_buffer_actions, validate_task, BufferAction, CompactionTask, FileRef, PickResult, RunTarget,
+};
 use crate::error::{Error, Result};
 use crate::filename::wal_path;
 use crate::iter::InternalIterator;
 use crate::key::parse_internal_key;
 use crate::memtable::MemTable;
-use crate::stats::CompactionRecord;
+use crate::stats::{CompactionRecord, Counters};
 use crate::version::VersionEdit;
 
 impl DbInner {
@@ -104,6 +106,8 @@ impl DbInner {
     }
 
     fn compaction_loop(&self) {
+        let mut last_trim = Instant::now();
+        let interval = self.opts.buffer_trim_interval;
         loop {
             {
                 let st = self.state.lock();
@@ -111,7 +115,15 @@ impl DbInner {
                     return;
                 }
             }
-            let did = if self.opts.disable_auto_compactions || self.check_bg_error().is_err() {
+            let paused = self.opts.disable_auto_compactions || self.check_bg_error().is_err();
+            if !paused && self.policy.wants_trim() && last_trim.elapsed() >= interval {
+                last_trim = Instant::now();
+                if let Err(e) = self.trim_buffers() {
+                    self.set_bg_error(&e);
+                    continue;
+                }
+            }
+            let did = if paused {
                 Ok(false)
             } else {
                 let _g = self.compaction_lock.lock();
@@ -125,12 +137,36 @@ impl DbInner {
                     self.purge_obsolete_files();
                     let mut st = self.state.lock();
                     if !st.shutting_down {
-                        self.bg_cv.wait_for(&mut st, Duration::from_millis(500));
+                        self.bg_cv.wait_for(&mut st, interval.min(Duration::from_millis(500)));
                     }
                 }
                 Err(e) => self.set_bg_error(&e),
             }
         }
+    }
+
+    /// One compaction-buffer trim (LSbM Algorithm 2): the policy sees every
+    /// buffer file's cached-block fraction, from the block cache's exact
+    /// per-file counts, and names the files to remove. Returns how many.
+    pub(crate) fn trim_buffers(&self) -> Result<usize> {
+        let _g = self.compaction_lock.lock();
+        self.check_bg_error()?;
+        let version = self.versions.current();
+        if version.levels.iter().all(|l| l.buffers.is_empty()) && !self.policy.wants_trim() {
+            return Ok(0);
+        }
+        let cached = |f: &crate::version::FileMeta| -> Option<f64> {
+            let blocks = self.tables.get(f.id, f.size).ok()?.num_data_blocks();
+            let resident = self.block_cache.as_ref().map_or(0, |c| c.resident_blocks(f.id));
+            Some(if blocks == 0 { 1.0 } else { resident as f64 / blocks as f64 })
+        };
+        let view = build_view_with(&version, &self.versions, &HashSet::new(), &cached);
+        let Some(pick) = self.policy.trim(&view) else { return Ok(0) };
+        let removed = pick.buffer.iter().filter(|a| matches!(a, BufferAction::RemoveFile { .. })).count();
+        self.run_task(&version, &view, &pick)?;
+        Counters::add(&self.counters.buffer_trims, 1);
+        Counters::add(&self.counters.buffer_files_trimmed, removed as u64);
+        Ok(removed)
     }
 
     /// Asks the policy for one task and runs it. Callers hold `compaction_lock`.
@@ -149,6 +185,7 @@ impl DbInner {
         pick: &PickResult,
     ) -> Result<()> {
         validate_task(view, &pick.task)?;
+        validate_buffer_actions(view, pick)?;
         let smallest_snapshot = self.snapshots.oldest(&self.visible_seq);
         let record = execute(&self.env(), version, pick, smallest_snapshot)?;
         self.counters.record(record);
@@ -273,6 +310,7 @@ impl DbInner {
                 compact_pointer: None,
                 score: 0.0,
                 policy_state: None,
+                buffer: Vec::new(),
             };
             let view = build_view(&version, &self.versions, &HashSet::new());
             if let Err(e) = self.run_task(&version, &view, &pick) {

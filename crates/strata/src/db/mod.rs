@@ -151,9 +151,12 @@ impl DbInner {
                 runs: version.levels[l].runs.len(),
                 score: scores.get(l).copied().unwrap_or(0.0),
                 target_bytes: self.policy.level_target_bytes(l),
+                buffer_tables: version.levels[l].buffers.iter().map(|b| b.tables.len()).sum(),
+                buffer_files: version.levels[l].buffers.iter().map(|b| b.num_files()).sum(),
+                buffer_bytes: version.levels[l].buffer_bytes(),
             })
             .collect();
-        s.total_table_bytes = s.levels.iter().map(|l| l.bytes).sum();
+        s.total_table_bytes = version.live_bytes();
         if let Some(c) = &self.block_cache {
             s.cache = c.stats();
         }
@@ -286,6 +289,14 @@ impl Db {
     /// nothing left to pick (RocksDB `WaitForCompact`).
     pub fn wait_for_compactions(&self) -> Result<()> {
         self.inner.wait_for_compactions()
+    }
+
+    /// Runs the compaction-buffer trim now (LSbM; it also runs every
+    /// `buffer_trim_interval`): buffer files whose cached-block fraction is under
+    /// `buffer_trim_threshold` leave the buffer. Returns how many were removed;
+    /// 0 under policies without a buffer.
+    pub fn trim_compaction_buffer(&self) -> Result<usize> {
+        self.inner.trim_buffers()
     }
 
     /// Counters and the shape of the tree.

@@ -1,5 +1,6 @@
 //! Point reads: memtables newest first, then each level's runs newest first,
-//! consulting only the one file of a run whose key range covers the key.
+//! consulting only the one file of a run whose key range covers the key, and,
+//! for a run with a compaction buffer, the buffer first (LSbM Algorithm 3).
 
 use std::sync::atomic::Ordering;
 
@@ -11,6 +12,7 @@ use crate::key::{lookup_key, SeqNum, ValueKind};
 use crate::options::ReadOptions;
 use crate::stats::Counters;
 use crate::table::BlockReadOptions;
+use crate::version::{Buffer, BufferEntry};
 
 impl DbInner {
     /// The super version to read and the sequence to read it at. Without a
@@ -45,6 +47,18 @@ impl DbInner {
                 let Some(f) = run.find_file(key) else { continue };
                 probes += 1;
                 let table = self.tables.get(f.id, f.size)?;
+                if let Some(buffer) = level.buffer_of(run.id).filter(|_| ro.use_compaction_buffer) {
+                    // Algorithm 3: the run's own filter decides whether the level
+                    // can hold the key; the buffer holds a subset of its data.
+                    if !table.may_contain(key) {
+                        continue;
+                    }
+                    if let Some(hit) = self.probe_buffer(buffer, key, &lookup, bro, &mut probes)? {
+                        Counters::add(&self.counters.buffer_hits, 1);
+                        found = (hit.0 == ValueKind::Put).then_some(hit.1);
+                        break 'levels;
+                    }
+                }
                 if let Some((kind, value)) = table.get(&lookup, bro)? {
                     found = (kind == ValueKind::Put).then_some(value);
                     break 'levels;
@@ -53,5 +67,32 @@ impl DbInner {
         }
         Counters::add(&self.counters.get_probes, probes);
         Ok(found)
+    }
+
+    /// Probes a run's buffer tables newest first: the first present file
+    /// covering the key answers if it holds a version visible at `lookup`'s
+    /// sequence; a removed entry ends the probe (a newer version may have
+    /// arrived in the run since), and so does running out of tables.
+    fn probe_buffer(
+        &self,
+        buffer: &Buffer,
+        key: &[u8],
+        lookup: &[u8],
+        bro: BlockReadOptions,
+        probes: &mut u64,
+    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        for t in &buffer.tables {
+            match t.entry_for(key) {
+                None => continue,
+                Some(BufferEntry::Removed { .. }) => return Ok(None),
+                Some(BufferEntry::Present(f)) => {
+                    *probes += 1;
+                    if let Some(hit) = self.tables.get(f.id, f.size)?.get(lookup, bro)? {
+                        return Ok(Some(hit));
+                    }
+                }
+            }
+        }
+        Ok(None)
     }
 }

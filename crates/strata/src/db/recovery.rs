@@ -14,7 +14,9 @@ use super::{DbInner, DbState, SuperVersion};
 use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, TableCache};
 use crate::compaction::executor::{Env, OutputWriter};
-use crate::compaction::{BlsmPolicy, CompactionPolicy, LeveledConfig, LeveledPolicy};
+use crate::compaction::{
+    BlsmPolicy, BufferVariant, CompactionPolicy, LeveledConfig, LeveledPolicy, LsbmPolicy,
+};
 use crate::error::{Error, Result};
 use crate::filename::{current_path, lock_path, parse_file_name, wal_path, FileKind};
 use crate::iter::InternalIterator;
@@ -25,6 +27,11 @@ use crate::stats::Counters;
 use crate::version::{Version, VersionEdit, VersionSet};
 use crate::vfs::Vfs;
 use crate::wal::{LogReader, LogWriter};
+
+/// LSbM and dLSM write files of a quarter of `target_file_size_base` and
+/// drain them four at a time (super-files, LSbM paper §4.3): compaction works
+/// in big units, the trim on small files.
+const SUPER_FILE_PARTS: u64 = 4;
 
 fn make_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>> {
     let shape = LeveledConfig {
@@ -37,6 +44,15 @@ fn make_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>> {
     Ok(match &opts.compaction_style {
         CompactionStyle::Leveled => Arc::new(LeveledPolicy::new(shape)?),
         CompactionStyle::Blsm => Arc::new(BlsmPolicy::new(shape)?),
+        CompactionStyle::Lsbm | CompactionStyle::Dlsm => {
+            let variant = if matches!(opts.compaction_style, CompactionStyle::Lsbm) {
+                BufferVariant::Lsbm
+            } else {
+                BufferVariant::Dlsm
+            };
+            let blsm = BlsmPolicy::new(shape)?.with_super_files(SUPER_FILE_PARTS);
+            Arc::new(LsbmPolicy::new(blsm, variant, opts.buffer_trim_threshold))
+        }
         CompactionStyle::Custom(p) => p.clone(),
     })
 }

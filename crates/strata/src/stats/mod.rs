@@ -49,6 +49,12 @@ pub struct LevelStats {
     pub score: f64,
     /// The policy's target size, if it has one.
     pub target_bytes: Option<u64>,
+    /// Compaction buffer (LSbM): tables attached to the level's runs.
+    pub buffer_tables: usize,
+    /// Compaction buffer: files present (a file may also be in a run).
+    pub buffer_files: usize,
+    /// Compaction buffer: bytes of the present files.
+    pub buffer_bytes: u64,
 }
 
 /// A snapshot of the engine's counters (`Db::stats()`).
@@ -92,11 +98,17 @@ pub struct Stats {
     pub get_table_probes: u64,
     /// Table files deleted from disk.
     pub files_deleted: u64,
+    /// Point lookups answered by a compaction-buffer file (LSbM).
+    pub buffer_hits: u64,
+    /// Compaction-buffer trims run (LSbM Algorithm 2).
+    pub buffer_trims: u64,
+    /// Buffer files the trims removed.
+    pub buffer_files_trimmed: u64,
     /// Per-level shape.
     pub levels: Vec<LevelStats>,
     /// Block cache counters.
     pub cache: CacheStats,
-    /// Bytes of all live tables.
+    /// Bytes of all live tables (in runs or buffers; a shared file counts once).
     pub total_table_bytes: u64,
     /// Bytes held by memtables (active + immutable).
     pub memtable_bytes: u64,
@@ -152,6 +164,25 @@ impl fmt::Display for Stats {
             self.slowdowns,
             self.stops
         )?;
+        if self.levels.iter().any(|l| l.buffer_tables > 0) || self.buffer_trims > 0 {
+            let per_level: Vec<String> = (self.levels.iter())
+                .filter(|l| l.buffer_tables > 0)
+                .map(|l| {
+                    format!(
+                        "L{} {} tables/{} files/{} B",
+                        l.level, l.buffer_tables, l.buffer_files, l.buffer_bytes
+                    )
+                })
+                .collect();
+            writeln!(
+                f,
+                "compaction buffer: {}; hits {}, trims {} ({} files removed)",
+                if per_level.is_empty() { "empty".to_string() } else { per_level.join(", ") },
+                self.buffer_hits,
+                self.buffer_trims,
+                self.buffer_files_trimmed
+            )?;
+        }
         let c = &self.cache;
         let lookups = c.hits + c.misses;
         let ratio = if lookups == 0 { 0.0 } else { c.hits as f64 / lookups as f64 };
@@ -193,6 +224,9 @@ pub(crate) struct Counters {
     pub gets: AtomicU64,
     pub get_probes: AtomicU64,
     pub files_deleted: AtomicU64,
+    pub buffer_hits: AtomicU64,
+    pub buffer_trims: AtomicU64,
+    pub buffer_files_trimmed: AtomicU64,
     history: Mutex<VecDeque<CompactionRecord>>,
 }
 
@@ -249,6 +283,9 @@ impl Counters {
         s.gets = g(&self.gets);
         s.get_table_probes = g(&self.get_probes);
         s.files_deleted = g(&self.files_deleted);
+        s.buffer_hits = g(&self.buffer_hits);
+        s.buffer_trims = g(&self.buffer_trims);
+        s.buffer_files_trimmed = g(&self.buffer_files_trimmed);
         s.recent_compactions = self.history.lock().iter().cloned().collect();
     }
 }

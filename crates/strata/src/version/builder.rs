@@ -10,7 +10,8 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::key::compare_internal;
 
-use super::edit::VersionEdit;
+use super::buffer::{Buffer, BufferTable};
+use super::edit::{BufferOp, VersionEdit};
 use super::file_meta::{FileMeta, NewFile, ObsoleteFiles};
 use super::version::{check_file_keys, check_run, Level, Run, Version};
 
@@ -18,7 +19,9 @@ use super::version::{check_file_keys, check_run, Level, Run, Version};
 pub(crate) struct Builder {
     /// Per level: run id -> files in key order.
     levels: Vec<BTreeMap<u64, Vec<Arc<FileMeta>>>>,
-    /// File id -> (metadata, number of runs listing it).
+    /// Per level: run id -> its buffer's tables, newest first.
+    buffers: Vec<BTreeMap<u64, Vec<BufferTable>>>,
+    /// File id -> (metadata, number of runs and buffer tables listing it).
     refs: HashMap<u64, (Arc<FileMeta>, usize)>,
     queue: Arc<ObsoleteFiles>,
 }
@@ -26,7 +29,12 @@ pub(crate) struct Builder {
 impl Builder {
     /// An empty tree with room for `max_levels` levels.
     pub(crate) fn new(max_levels: usize, queue: Arc<ObsoleteFiles>) -> Self {
-        Builder { levels: vec![BTreeMap::new(); max_levels], refs: HashMap::new(), queue }
+        Builder {
+            levels: vec![BTreeMap::new(); max_levels],
+            buffers: vec![BTreeMap::new(); max_levels],
+            refs: HashMap::new(),
+            queue,
+        }
     }
 
     /// Starts from `base` (O(files), like LevelDB's builder).
@@ -38,6 +46,14 @@ impl Builder {
                     b.refs.entry(f.id).or_insert_with(|| (f.clone(), 0)).1 += 1;
                 }
                 slot.insert(run.id, run.files.clone());
+            }
+        }
+        for (slot, level) in b.buffers.iter_mut().zip(&base.levels) {
+            for buf in &level.buffers {
+                for f in buf.tables.iter().flat_map(|t| t.present()) {
+                    b.refs.entry(f.id).or_insert_with(|| (f.clone(), 0)).1 += 1;
+                }
+                slot.insert(buf.run, buf.tables.clone());
             }
         }
         b
@@ -81,6 +97,23 @@ impl Builder {
                 check_run(run).map_err(|e| Error::invalid(format!("level {l} run {run_id}: {e}")))?;
             }
         }
+        for op in &edit.buffer_ops {
+            self.apply_buffer_op(op, &mut unlisted)?;
+        }
+        // A buffer goes with its run.
+        for (runs, bufs) in self.levels.iter().zip(self.buffers.iter_mut()) {
+            let orphans: Vec<u64> = bufs.keys().filter(|r| !runs.contains_key(r)).copied().collect();
+            for r in orphans {
+                for t in bufs.remove(&r).unwrap_or_default() {
+                    for f in t.present() {
+                        if let Some((_, n)) = self.refs.get_mut(&f.id) {
+                            *n -= 1;
+                            unlisted.push(f.id);
+                        }
+                    }
+                }
+            }
+        }
         let mut gone = Vec::new();
         for id in unlisted {
             if let Some((meta, 0)) = self.refs.get(&id) {
@@ -89,6 +122,64 @@ impl Builder {
             }
         }
         Ok(gone)
+    }
+
+    fn apply_buffer_op(&mut self, op: &BufferOp, unlisted: &mut Vec<u64>) -> Result<()> {
+        let (level, run, table) = match op {
+            BufferOp::Append { level, run, table, .. }
+            | BufferOp::Remove { level, run, table, .. }
+            | BufferOp::DropTable { level, run, table } => (*level, *run, *table),
+        };
+        if !self.levels.get(level).is_some_and(|l| l.contains_key(&run)) {
+            // Removing from the buffer of a run that just went away (e.g. the
+            // last drain of `C'_i`) is a no-op: the buffer goes with the run.
+            if matches!(op, BufferOp::Append { .. }) {
+                return Err(Error::invalid(format!("buffer append to missing run {run} of level {level}")));
+            }
+            return Ok(());
+        }
+        let meta = match op {
+            BufferOp::Append { file, .. } => Some(self.meta_for(file)?),
+            _ => None,
+        };
+        let Some(bufs) = self.buffers.get_mut(level) else {
+            return Err(Error::invalid(format!("buffer op: level {level} out of range")));
+        };
+        let tables = bufs.entry(run).or_default();
+        let mut released = Vec::new();
+        match op {
+            BufferOp::DropTable { .. } => {
+                let pos = tables.iter().position(|t| t.id == table).ok_or_else(|| {
+                    Error::invalid(format!("buffer of level {level} run {run} has no table {table}"))
+                })?;
+                released.extend(tables.remove(pos).present().cloned());
+            }
+            BufferOp::Append { .. } | BufferOp::Remove { .. } => {
+                if !tables.iter().any(|t| t.id == table) {
+                    tables.insert(0, BufferTable { id: table, entries: Vec::new() });
+                }
+                let t = tables.iter_mut().find(|t| t.id == table);
+                match (op, t, meta) {
+                    (BufferOp::Append { file, .. }, Some(t), Some(m)) => {
+                        if !t.insert(m) {
+                            return Err(Error::invalid(format!(
+                                "buffer table {table} of level {level} run {run}: file {} overlaps an entry",
+                                file.id
+                            )));
+                        }
+                    }
+                    (BufferOp::Remove { lo, hi, .. }, Some(t), _) => released.extend(t.remove_range(lo, hi)),
+                    _ => return Err(Error::invalid("buffer op could not be applied")),
+                }
+            }
+        }
+        for f in released {
+            if let Some((_, n)) = self.refs.get_mut(&f.id) {
+                *n -= 1;
+                unlisted.push(f.id);
+            }
+        }
+        Ok(())
     }
 
     /// The shared metadata for `nf`: the live object if the file is already in a
@@ -120,7 +211,8 @@ impl Builder {
     pub(crate) fn max_number(&self) -> u64 {
         let files = self.refs.keys().copied().max().unwrap_or(0);
         let runs = self.levels.iter().filter_map(|l| l.keys().next_back().copied()).max().unwrap_or(0);
-        files.max(runs)
+        let tables = self.buffers.iter().flat_map(|b| b.values()).flatten().map(|t| t.id).max().unwrap_or(0);
+        files.max(runs).max(tables)
     }
 
     /// The finished Version with exactly `num_levels` levels; a non-empty level
@@ -135,8 +227,15 @@ impl Builder {
         let mut levels: Vec<Level> = self
             .levels
             .into_iter()
+            .zip(self.buffers)
             .take(num_levels)
-            .map(|runs| Level { runs: runs.into_iter().rev().map(|(id, files)| Run { id, files }).collect() })
+            .map(|(runs, buffers)| Level {
+                runs: runs.into_iter().rev().map(|(id, files)| Run { id, files }).collect(),
+                buffers: (buffers.into_iter())
+                    .filter(|(_, tables)| !tables.is_empty())
+                    .map(|(run, tables)| Buffer { run, tables })
+                    .collect(),
+            })
             .collect();
         levels.resize_with(num_levels, Level::default);
         let v = Version { levels };

@@ -17,6 +17,51 @@ const TAG_COMPACT_POINTER: u64 = 4;
 const TAG_DELETED_FILE: u64 = 5;
 const TAG_NEW_FILE: u64 = 6;
 const TAG_POLICY_STATE: u64 = 7;
+const TAG_BUFFER_APPEND: u64 = 8;
+const TAG_BUFFER_REMOVE: u64 = 9;
+const TAG_BUFFER_DROP_TABLE: u64 = 10;
+
+/// A change to a compaction buffer (LSbM). Applied after the edit's file
+/// deletions and additions, in order. `level`/`run` name the data run the buffer
+/// is attached to; a buffer whose run no longer exists is dropped.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BufferOp {
+    /// Adds `file` (an existing table, no I/O) to table `table`, which is created
+    /// as the newest table of the buffer if missing.
+    Append {
+        /// Level of the run.
+        level: usize,
+        /// Data run the buffer belongs to.
+        run: u64,
+        /// Buffer table id.
+        table: u64,
+        /// The file's metadata.
+        file: NewFile,
+    },
+    /// Marks the user-key range `[lo, hi]` removed in table `table` (created as
+    /// the newest table if missing); present files overlapping it leave the buffer.
+    Remove {
+        /// Level of the run.
+        level: usize,
+        /// Data run the buffer belongs to.
+        run: u64,
+        /// Buffer table id.
+        table: u64,
+        /// Smallest user key.
+        lo: Vec<u8>,
+        /// Largest user key.
+        hi: Vec<u8>,
+    },
+    /// Drops a whole table.
+    DropTable {
+        /// Level of the run.
+        level: usize,
+        /// Data run the buffer belongs to.
+        run: u64,
+        /// Buffer table id.
+        table: u64,
+    },
+}
 
 /// One atomic change to the version state. Deletions apply before additions, so
 /// an edit can move a file between runs or levels.
@@ -36,6 +81,8 @@ pub struct VersionEdit {
     pub compact_pointers: Vec<(usize, Vec<u8>)>,
     /// Opaque policy blob; replaces the stored one (`Some(vec![])` clears it).
     pub policy_state: Option<Vec<u8>>,
+    /// Compaction-buffer changes, applied in order after the file changes.
+    pub buffer_ops: Vec<BufferOp>,
 }
 
 impl VersionEdit {
@@ -67,18 +114,36 @@ impl VersionEdit {
             put_varint64(&mut b, TAG_NEW_FILE);
             put_varint64(&mut b, *level as u64);
             put_varint64(&mut b, *run);
-            put_varint64(&mut b, f.id);
-            put_varint64(&mut b, f.size);
-            put_length_prefixed(&mut b, &f.smallest);
-            put_length_prefixed(&mut b, &f.largest);
-            put_varint64(&mut b, f.num_entries);
-            put_varint64(&mut b, f.num_deletions);
-            put_varint64(&mut b, f.smallest_seq);
-            put_varint64(&mut b, f.largest_seq);
+            put_new_file(&mut b, f);
         }
         if let Some(state) = &self.policy_state {
             put_varint64(&mut b, TAG_POLICY_STATE);
             put_length_prefixed(&mut b, state);
+        }
+        for op in &self.buffer_ops {
+            match op {
+                BufferOp::Append { level, run, table, file } => {
+                    put_varint64(&mut b, TAG_BUFFER_APPEND);
+                    for v in [*level as u64, *run, *table] {
+                        put_varint64(&mut b, v);
+                    }
+                    put_new_file(&mut b, file);
+                }
+                BufferOp::Remove { level, run, table, lo, hi } => {
+                    put_varint64(&mut b, TAG_BUFFER_REMOVE);
+                    for v in [*level as u64, *run, *table] {
+                        put_varint64(&mut b, v);
+                    }
+                    put_length_prefixed(&mut b, lo);
+                    put_length_prefixed(&mut b, hi);
+                }
+                BufferOp::DropTable { level, run, table } => {
+                    put_varint64(&mut b, TAG_BUFFER_DROP_TABLE);
+                    for v in [*level as u64, *run, *table] {
+                        put_varint64(&mut b, v);
+                    }
+                }
+            }
         }
         b
     }
@@ -115,6 +180,23 @@ impl VersionEdit {
                     let state = r.length_prefixed().ok_or_else(|| bad("policy state"))?;
                     set_once(&mut e.policy_state, Some(state.to_vec()), "policy state")?;
                 }
+                TAG_BUFFER_APPEND => {
+                    let (level, run, table) = buffer_target(&mut r)?;
+                    e.buffer_ops.push(BufferOp::Append { level, run, table, file: new_file(&mut r)? });
+                }
+                TAG_BUFFER_REMOVE => {
+                    let (level, run, table) = buffer_target(&mut r)?;
+                    let lo = r.length_prefixed().ok_or_else(|| bad("buffer mark"))?.to_vec();
+                    let hi = r.length_prefixed().ok_or_else(|| bad("buffer mark"))?.to_vec();
+                    if lo > hi {
+                        return Err(bad("buffer mark range"));
+                    }
+                    e.buffer_ops.push(BufferOp::Remove { level, run, table, lo, hi });
+                }
+                TAG_BUFFER_DROP_TABLE => {
+                    let (level, run, table) = buffer_target(&mut r)?;
+                    e.buffer_ops.push(BufferOp::DropTable { level, run, table });
+                }
                 other => return Err(Error::corruption(format!("version edit: unknown tag {other}"))),
             }
         }
@@ -132,6 +214,21 @@ fn varint(r: &mut Reader<'_>, what: &str) -> Result<u64> {
 
 fn level(r: &mut Reader<'_>) -> Result<usize> {
     usize::try_from(varint(r, "level")?).map_err(|_| bad("level"))
+}
+
+fn buffer_target(r: &mut Reader<'_>) -> Result<(usize, u64, u64)> {
+    Ok((level(r)?, varint(r, "buffer run")?, varint(r, "buffer table")?))
+}
+
+fn put_new_file(b: &mut Vec<u8>, f: &NewFile) {
+    put_varint64(b, f.id);
+    put_varint64(b, f.size);
+    put_length_prefixed(b, &f.smallest);
+    put_length_prefixed(b, &f.largest);
+    put_varint64(b, f.num_entries);
+    put_varint64(b, f.num_deletions);
+    put_varint64(b, f.smallest_seq);
+    put_varint64(b, f.largest_seq);
 }
 
 fn set_once<T>(slot: &mut Option<T>, v: Option<T>, what: &str) -> Result<()> {
@@ -211,6 +308,22 @@ mod tests {
                 .map(|_| (rng.gen_range(0..10), bytes(rng, 10)))
                 .collect(),
             policy_state: if rng.gen_bool(0.5) { Some(bytes(rng, 30)) } else { None },
+            buffer_ops: (0..rng.gen_range(0..4))
+                .map(|_| {
+                    let (level, run, table) = (rng.gen_range(0..10), num(rng), num(rng));
+                    match rng.gen_range(0..3) {
+                        0 => BufferOp::DropTable { level, run, table },
+                        1 => {
+                            let (a, b) = (bytes(rng, 8), bytes(rng, 8));
+                            BufferOp::Remove { level, run, table, lo: a.clone().min(b.clone()), hi: a.max(b) }
+                        }
+                        _ => {
+                            let file = NewFile { id: num(rng), size: num(rng), ..NewFile::default() };
+                            BufferOp::Append { level, run, table, file }
+                        }
+                    }
+                })
+                .collect(),
         }
     }
 

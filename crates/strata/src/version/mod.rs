@@ -2,6 +2,7 @@
 //! (levels of sorted runs), `VersionEdit`s, the append-only MANIFEST with
 //! `CURRENT`, and recovery of the version state. See `docs/.parts/manifest.md`.
 
+mod buffer;
 mod builder;
 mod edit;
 mod file_meta;
@@ -10,7 +11,8 @@ mod manifest;
 mod version;
 mod version_set;
 
-pub use edit::VersionEdit;
+pub use buffer::{Buffer, BufferEntry, BufferTable};
+pub use edit::{BufferOp, VersionEdit};
 pub use file_meta::{FileMeta, NewFile, ObsoleteFiles};
 pub use manifest::{read_current, read_manifest, set_current};
 pub use version::{Level, Run, Version};

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key};
 
+use super::buffer::Buffer;
 use super::file_meta::FileMeta;
 
 /// A sorted run: files ordered by key whose user-key ranges are disjoint.
@@ -38,14 +39,27 @@ impl Run {
     }
 }
 
-/// One level: sorted runs, newest (largest run id) first.
+/// One level: sorted runs, newest (largest run id) first, and the compaction
+/// buffers attached to them (LSbM; empty under other policies).
 #[derive(Debug, Clone, Default)]
 pub struct Level {
     /// Runs, newest first.
     pub runs: Vec<Run>,
+    /// Buffers, each attached to a run of this level.
+    pub buffers: Vec<Buffer>,
 }
 
 impl Level {
+    /// The buffer attached to run `run`, if it has any table.
+    pub fn buffer_of(&self, run: u64) -> Option<&Buffer> {
+        self.buffers.iter().find(|b| b.run == run && !b.tables.is_empty())
+    }
+
+    /// Bytes of the files present in the level's buffers.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.buffers.iter().map(Buffer::bytes).sum()
+    }
+
     /// Sum of the sizes of all runs (a file listed in two runs counts twice).
     pub fn size_bytes(&self) -> u64 {
         self.runs.iter().map(Run::size_bytes).sum()
@@ -81,9 +95,21 @@ impl Version {
         self.levels.get(l).map_or(0, Level::num_files)
     }
 
-    /// Ids of every file in any run.
+    /// Ids of every file in any run or buffer.
     pub fn all_file_ids(&self) -> HashSet<u64> {
-        self.levels.iter().flat_map(|l| &l.runs).flat_map(|r| &r.files).map(|f| f.id).collect()
+        let runs = self.levels.iter().flat_map(|l| &l.runs).flat_map(|r| &r.files);
+        let buffers =
+            self.levels.iter().flat_map(|l| &l.buffers).flat_map(|b| &b.tables).flat_map(|t| t.present());
+        runs.chain(buffers).map(|f| f.id).collect()
+    }
+
+    /// Bytes of every distinct live file (runs and buffers; shared files once).
+    pub fn live_bytes(&self) -> u64 {
+        let mut seen = HashSet::new();
+        let runs = self.levels.iter().flat_map(|l| &l.runs).flat_map(|r| &r.files);
+        let buffers =
+            self.levels.iter().flat_map(|l| &l.buffers).flat_map(|b| &b.tables).flat_map(|t| t.present());
+        runs.chain(buffers).filter(|f| seen.insert(f.id)).map(|f| f.size).sum()
     }
 
     /// Checks the structural invariants: in each level run ids strictly descend
@@ -107,6 +133,23 @@ impl Version {
                 }
                 check_run(&run.files)
                     .map_err(|e| Error::corruption(format!("level {l} run {}: {e}", run.id)))?;
+            }
+            for b in &level.buffers {
+                if !level.runs.iter().any(|r| r.id == b.run) {
+                    return Err(Error::corruption(format!("level {l}: buffer of missing run {}", b.run)));
+                }
+                for t in &b.tables {
+                    for pair in t.entries.windows(2) {
+                        if let [x, y] = pair {
+                            if x.range().1 >= y.range().0 {
+                                return Err(Error::corruption(format!(
+                                    "level {l} run {} buffer table {}: entries overlap",
+                                    b.run, t.id
+                                )));
+                            }
+                        }
+                    }
+                }
             }
         }
         Ok(())
@@ -185,9 +228,12 @@ mod tests {
         let shared = file(7, "x", "y");
         let good = Version {
             levels: vec![
-                Level { runs: vec![run(9, vec![file(1, "a", "z")]), run(4, vec![file(2, "a", "z")])] },
-                Level { runs: vec![run(5, vec![file(3, "a", "c"), shared.clone()])] },
-                Level { runs: vec![run(6, vec![shared])] },
+                Level {
+                    buffers: vec![],
+                    runs: vec![run(9, vec![file(1, "a", "z")]), run(4, vec![file(2, "a", "z")])],
+                },
+                Level { buffers: vec![], runs: vec![run(5, vec![file(3, "a", "c"), shared.clone()])] },
+                Level { buffers: vec![], runs: vec![run(6, vec![shared])] },
             ],
         };
         good.check_invariants().unwrap();
@@ -199,18 +245,26 @@ mod tests {
 
         let bad = |levels: Vec<Level>| Version { levels }.check_invariants().unwrap_err().is_corruption();
         // Overlap within a run, also when only the user keys touch.
-        assert!(bad(vec![Level { runs: vec![run(1, vec![file(1, "a", "c"), file(2, "c", "d")])] }]));
+        assert!(bad(vec![Level {
+            buffers: vec![],
+            runs: vec![run(1, vec![file(1, "a", "c"), file(2, "c", "d")])]
+        }]));
         // Out of order.
-        assert!(bad(vec![Level { runs: vec![run(1, vec![file(1, "e", "f"), file(2, "a", "b")])] }]));
+        assert!(bad(vec![Level {
+            buffers: vec![],
+            runs: vec![run(1, vec![file(1, "e", "f"), file(2, "a", "b")])]
+        }]));
         // Runs oldest first, duplicate run id, empty run.
         assert!(bad(vec![Level {
+            buffers: vec![],
             runs: vec![run(1, vec![file(1, "a", "b")]), run(2, vec![file(2, "a", "b")])]
         }]));
         assert!(bad(vec![Level {
+            buffers: vec![],
             runs: vec![run(1, vec![file(1, "a", "b")]), run(1, vec![file(2, "c", "d")])]
         }]));
-        assert!(bad(vec![Level { runs: vec![run(1, vec![])] }]));
+        assert!(bad(vec![Level { buffers: vec![], runs: vec![run(1, vec![])] }]));
         // Inverted bounds.
-        assert!(bad(vec![Level { runs: vec![run(1, vec![file(1, "b", "a")])] }]));
+        assert!(bad(vec![Level { buffers: vec![], runs: vec![run(1, vec![file(1, "b", "a")])] }]));
     }
 }

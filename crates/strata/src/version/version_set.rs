@@ -14,8 +14,9 @@ use crate::filename::manifest_path;
 use crate::key::SeqNum;
 use crate::vfs::Vfs;
 
+use super::buffer::BufferEntry;
 use super::builder::Builder;
-use super::edit::VersionEdit;
+use super::edit::{BufferOp, VersionEdit};
 use super::file_meta::ObsoleteFiles;
 use super::manifest::{read_current, read_manifest, set_current, ManifestWriter};
 use super::version::Version;
@@ -275,6 +276,19 @@ impl VersionSet {
                 return Err(Error::invalid(format!("log number {n} outside {}..{next}", self.log_number())));
             }
         }
+        for op in &edit.buffer_ops {
+            let (l, run, table, file) = match op {
+                BufferOp::Append { level, run, table, file } => (level, run, table, file.id),
+                BufferOp::Remove { level, run, table, .. } | BufferOp::DropTable { level, run, table } => {
+                    (level, run, table, 0)
+                }
+            };
+            if *run >= next || *table >= next || file >= next {
+                return Err(Error::invalid(format!(
+                    "level {l} run {run} buffer table {table}: number not allocated (next is {next})"
+                )));
+            }
+        }
         for (l, run, f) in &edit.new_files {
             if *run >= next || f.id >= next {
                 return Err(Error::invalid(format!(
@@ -326,9 +340,26 @@ fn snapshot(
     meta: &PolicyMeta,
 ) -> VersionEdit {
     let mut new_files = Vec::new();
+    let mut buffer_ops = Vec::new();
     for (l, level) in v.levels.iter().enumerate() {
         for run in &level.runs {
             new_files.extend(run.files.iter().map(|f| (l, run.id, f.to_new_file())));
+        }
+        for b in &level.buffers {
+            // Oldest table first: each op creates its table as the newest.
+            for t in b.tables.iter().rev() {
+                for e in &t.entries {
+                    let (level, run, table) = (l, b.run, t.id);
+                    buffer_ops.push(match e {
+                        BufferEntry::Present(f) => {
+                            BufferOp::Append { level, run, table, file: f.to_new_file() }
+                        }
+                        BufferEntry::Removed { smallest, largest } => {
+                            BufferOp::Remove { level, run, table, lo: smallest.clone(), hi: largest.clone() }
+                        }
+                    });
+                }
+            }
         }
     }
     VersionEdit {
@@ -341,6 +372,7 @@ fn snapshot(
             .filter_map(|(l, k)| Some((l, k.clone()?)))
             .collect(),
         policy_state: meta.policy_state.clone(),
+        buffer_ops,
     }
 }
 

@@ -1,0 +1,208 @@
+//! The LSbM compaction buffer of a data run (TECHNIQUES.md §1.2–1.4): a list of
+//! sorted tables, newest first, each made of files that already exist (the
+//! files drained into the run), so their cached blocks stay valid while the
+//! run itself is rewritten by compactions.
+//!
+//! A buffer holds *copies* of data its run already has; dropping any part of it
+//! is always safe for completeness. What must hold for reads through it (see
+//! `db/read.rs`): for a key, the newest table with an entry covering the key
+//! tells the newest version that arrived in the run, because every later arrival
+//! either came with a newer table (appended in the same edit) or left a removed
+//! mark in the head table. A removed entry keeps only its user-key range.
+
+use std::sync::Arc;
+
+use super::file_meta::FileMeta;
+
+/// One entry of a buffer table, in key order.
+#[derive(Clone, Debug)]
+pub enum BufferEntry {
+    /// A file still readable through the buffer.
+    Present(Arc<FileMeta>),
+    /// The user-key range of a removed file (or a mark): a read stops probing here.
+    Removed {
+        /// Smallest user key (inclusive).
+        smallest: Vec<u8>,
+        /// Largest user key (inclusive).
+        largest: Vec<u8>,
+    },
+}
+
+impl BufferEntry {
+    /// The entry's user-key range.
+    pub fn range(&self) -> (&[u8], &[u8]) {
+        match self {
+            BufferEntry::Present(f) => (f.smallest_user_key(), f.largest_user_key()),
+            BufferEntry::Removed { smallest, largest } => (smallest, largest),
+        }
+    }
+
+    /// The file, if present.
+    pub fn file(&self) -> Option<&Arc<FileMeta>> {
+        match self {
+            BufferEntry::Present(f) => Some(f),
+            BufferEntry::Removed { .. } => None,
+        }
+    }
+}
+
+/// One sorted table of a buffer (`B_i^j`): disjoint entries in key order.
+#[derive(Clone, Debug)]
+pub struct BufferTable {
+    /// Id, unique within the buffer (the id of the run whose files it receives).
+    pub id: u64,
+    /// Entries in key order.
+    pub entries: Vec<BufferEntry>,
+}
+
+impl BufferTable {
+    /// The entry whose range contains `user_key`, if any (binary search).
+    pub fn entry_for(&self, user_key: &[u8]) -> Option<&BufferEntry> {
+        let i = self.entries.partition_point(|e| e.range().1 < user_key);
+        self.entries.get(i).filter(|e| e.range().0 <= user_key)
+    }
+
+    /// Files still present.
+    pub fn present(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
+        self.entries.iter().filter_map(BufferEntry::file)
+    }
+
+    /// Bytes of the present files.
+    pub fn bytes(&self) -> u64 {
+        self.present().map(|f| f.size).sum()
+    }
+
+    /// Inserts a file in key order; `false` if it overlaps an entry.
+    pub(crate) fn insert(&mut self, f: Arc<FileMeta>) -> bool {
+        let (lo, hi) = (f.smallest_user_key().to_vec(), f.largest_user_key().to_vec());
+        let i = self.entries.partition_point(|e| e.range().1 < lo.as_slice());
+        if self.entries.get(i).is_some_and(|e| e.range().0 <= hi.as_slice()) {
+            return false;
+        }
+        self.entries.insert(i, BufferEntry::Present(f));
+        true
+    }
+
+    /// Marks `[lo, hi]` removed: every entry overlapping it is replaced by one
+    /// removed entry spanning their union. Returns the files no longer present.
+    pub(crate) fn remove_range(&mut self, lo: &[u8], hi: &[u8]) -> Vec<Arc<FileMeta>> {
+        let start = self.entries.partition_point(|e| e.range().1 < lo);
+        let end = self.entries.partition_point(|e| e.range().0 <= hi).max(start);
+        let mut smallest = lo.to_vec();
+        let mut largest = hi.to_vec();
+        let mut gone = Vec::new();
+        for e in self.entries.drain(start..end) {
+            let (s, l) = e.range();
+            if s < smallest.as_slice() {
+                smallest = s.to_vec();
+            }
+            if l > largest.as_slice() {
+                largest = l.to_vec();
+            }
+            if let BufferEntry::Present(f) = e {
+                gone.push(f);
+            }
+        }
+        self.entries.insert(start, BufferEntry::Removed { smallest, largest });
+        gone
+    }
+
+    /// True if nothing in the table is present any more.
+    pub fn all_removed(&self) -> bool {
+        self.present().next().is_none()
+    }
+}
+
+/// The buffer attached to one data run of a level: `B_i` of `C_i`, or `B'_i`
+/// of the draining `C'_i`.
+#[derive(Clone, Debug)]
+pub struct Buffer {
+    /// The data run it buffers.
+    pub run: u64,
+    /// Tables, newest first.
+    pub tables: Vec<BufferTable>,
+}
+
+impl Buffer {
+    /// Bytes of the present files.
+    pub fn bytes(&self) -> u64 {
+        self.tables.iter().map(BufferTable::bytes).sum()
+    }
+
+    /// Number of present files.
+    pub fn num_files(&self) -> usize {
+        self.tables.iter().map(|t| t.present().count()).sum()
+    }
+
+    /// The table with this id.
+    pub fn table(&self, id: u64) -> Option<&BufferTable> {
+        self.tables.iter().find(|t| t.id == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{make_internal_key, ValueKind};
+    use crate::version::{NewFile, ObsoleteFiles};
+
+    fn file(id: u64, lo: &str, hi: &str) -> Arc<FileMeta> {
+        let f = NewFile {
+            id,
+            size: 10,
+            smallest: make_internal_key(lo.as_bytes(), 2, ValueKind::Put),
+            largest: make_internal_key(hi.as_bytes(), 1, ValueKind::Put),
+            ..NewFile::default()
+        };
+        Arc::new(FileMeta::new(f, Arc::new(ObsoleteFiles::new())))
+    }
+
+    fn ranges(t: &BufferTable) -> Vec<(String, String, bool)> {
+        t.entries
+            .iter()
+            .map(|e| {
+                let (a, b) = e.range();
+                (String::from_utf8_lossy(a).into(), String::from_utf8_lossy(b).into(), e.file().is_some())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn insert_keeps_order_and_rejects_overlap() {
+        let mut t = BufferTable { id: 1, entries: vec![] };
+        assert!(t.insert(file(2, "m", "p")));
+        assert!(t.insert(file(1, "a", "c")));
+        assert!(!t.insert(file(3, "c", "d")), "touches [a, c]");
+        assert!(t.insert(file(4, "x", "z")));
+        assert_eq!(t.present().map(|f| f.id).collect::<Vec<_>>(), vec![1, 2, 4]);
+        assert_eq!(t.entry_for(b"b").and_then(|e| e.file()).map(|f| f.id), Some(1));
+        assert!(t.entry_for(b"e").is_none());
+        assert_eq!(t.bytes(), 30);
+    }
+
+    #[test]
+    fn remove_range_merges_overlapping_entries_into_one_mark() {
+        let mut t = BufferTable { id: 1, entries: vec![] };
+        for (id, lo, hi) in [(1, "a", "c"), (2, "f", "h"), (3, "k", "m"), (4, "x", "z")] {
+            assert!(t.insert(file(id, lo, hi)));
+        }
+        let gone = t.remove_range(b"g", b"l");
+        assert_eq!(gone.iter().map(|f| f.id).collect::<Vec<_>>(), vec![2, 3]);
+        assert_eq!(
+            ranges(&t),
+            vec![
+                ("a".into(), "c".into(), true),
+                ("f".into(), "m".into(), false),
+                ("x".into(), "z".into(), true)
+            ]
+        );
+        // A mark in a gap is its own entry; a read in the gap now stops there.
+        assert!(t.remove_range(b"p", b"q").is_empty());
+        assert!(matches!(t.entry_for(b"p"), Some(BufferEntry::Removed { .. })));
+        assert!(t.entry_for(b"o").is_none());
+        assert!(!t.all_removed());
+        t.remove_range(b"a", b"z");
+        assert!(t.all_removed());
+        assert_eq!(t.entries.len(), 1);
+    }
+}

@@ -1,0 +1,157 @@
+//! The LSbM compaction buffer end to end: reads through the buffer match reads
+//! without it and the model, the buffer survives reopen, and it adapts to the
+//! workload (paper §4.4): writes only -> the trim empties it; reads only -> no
+//! buffer is built.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use strata::{CompactionStyle, Db, MemVfs, Options, ReadOptions, Stats};
+
+fn opts(vfs: &Arc<MemVfs>, style: CompactionStyle) -> Options {
+    Options::default()
+        .with_vfs(vfs.clone())
+        .with_compaction_style(style)
+        .with_write_buffer_size(16 << 10)
+        .with_target_file_size_base(16 << 10)
+        .with_max_bytes_for_level_base(48 << 10)
+        .with_max_bytes_for_level_multiplier(4.0)
+        .with_num_levels(5)
+        .with_level0_file_num_compaction_trigger(2)
+        .with_block_size(512)
+        .with_block_cache_capacity(1 << 20)
+}
+
+fn k(i: u32) -> Vec<u8> {
+    format!("k{i:06}").into_bytes()
+}
+
+fn buffer_files(s: &Stats) -> usize {
+    s.levels.iter().map(|l| l.buffer_files).sum()
+}
+
+fn buffer_bytes(s: &Stats) -> u64 {
+    s.levels.iter().map(|l| l.buffer_bytes).sum()
+}
+
+/// Uniform updates over `n` keys interleaved with reads of a hot range.
+fn mixed(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, round: u32, n: u32) {
+    let no_buf = ReadOptions::default().with_use_compaction_buffer(false);
+    for i in 0..3000u32 {
+        let key = (i.wrapping_mul(7919) + round * 104_729) % n;
+        let v = format!("r{round}-{i}-{}", "v".repeat((i % 50) as usize)).into_bytes();
+        db.put(k(key), &v).unwrap();
+        model.insert(k(key), v);
+        let hot = (i * 31) % (n / 10);
+        let got = db.get(k(hot)).unwrap();
+        assert_eq!(got.as_ref(), model.get(&k(hot)), "key {hot} round {round}");
+        assert_eq!(db.get_opt(k(hot), &no_buf).unwrap(), got);
+    }
+}
+
+#[test]
+fn hot_reads_go_through_the_buffer_which_survives_reopen() {
+    for style in [CompactionStyle::Lsbm, CompactionStyle::Dlsm] {
+        let vfs = Arc::new(MemVfs::new());
+        let o = || opts(&vfs, style.clone()).with_buffer_trim_threshold(0.0);
+        let db = Db::open("/db", o()).unwrap();
+        let mut model = BTreeMap::new();
+        let snap = {
+            mixed(&db, &mut model, 0, 5000);
+            (db.snapshot(), model.clone())
+        };
+        for round in 1..6 {
+            mixed(&db, &mut model, round, 5000);
+        }
+        db.wait_for_compactions().unwrap();
+        let s = db.stats();
+        assert!(buffer_files(&s) > 0, "{style:?}: no buffer was built: {s}");
+        assert!(s.buffer_hits > 0, "{style:?}: no read used the buffer: {s}");
+        // Snapshot reads, with and without the buffer, see the old state.
+        for i in 0..5000 {
+            let want = snap.1.get(&k(i));
+            assert_eq!(snap.0.get(k(i)).unwrap().as_ref(), want, "snapshot key {i}");
+            let ro = ReadOptions::default().with_snapshot(&snap.0).with_use_compaction_buffer(false);
+            assert_eq!(db.get_opt(k(i), &ro).unwrap().as_ref(), want);
+        }
+        drop(snap);
+        let tables: Vec<usize> = s.levels.iter().map(|l| l.buffer_tables).collect();
+        db.close().unwrap();
+        // Buffer lists and removed marks are in the MANIFEST.
+        let db = Db::open("/db", o()).unwrap();
+        let s2 = db.stats();
+        assert_eq!(s2.levels.iter().map(|l| l.buffer_tables).collect::<Vec<_>>(), tables, "{s2}");
+        assert_eq!(buffer_files(&s2), buffer_files(&s));
+        for (key, v) in &model {
+            assert_eq!(db.get(key).unwrap().as_ref(), Some(v));
+        }
+        mixed(&db, &mut model, 9, 5000);
+        assert_eq!(db.iter().count(), model.len());
+    }
+}
+
+#[test]
+fn writes_only_the_trim_empties_the_buffer() {
+    let vfs = Arc::new(MemVfs::new());
+    let db = Db::open("/db", opts(&vfs, CompactionStyle::Lsbm)).unwrap();
+    for round in 0..8u32 {
+        for i in 0..3000u32 {
+            db.put(k((i * 7919 + round) % 6000), format!("w{round}-{i}-{}", "x".repeat(40))).unwrap();
+        }
+    }
+    db.wait_for_compactions().unwrap();
+    let before = db.stats();
+    assert!(buffer_files(&before) > 0, "compactions appended no file: {before}");
+    // Nothing was read, so no buffer block is cached: two trims (the second
+    // one reaches what the head table received since the first) empty it.
+    db.trim_compaction_buffer().unwrap();
+    db.trim_compaction_buffer().unwrap();
+    let after = db.stats();
+    assert_eq!(buffer_bytes(&after), 0, "{after}");
+    assert!(after.buffer_files_trimmed > 0);
+    assert!(after.total_table_bytes < before.total_table_bytes, "trimmed files were not deleted");
+}
+
+#[test]
+fn reads_only_build_no_buffer() {
+    let vfs = Arc::new(MemVfs::new());
+    let db = Db::open("/db", opts(&vfs, CompactionStyle::Lsbm)).unwrap();
+    for i in 0..6000u32 {
+        db.put(k(i), format!("v{i}-{}", "y".repeat(40))).unwrap();
+    }
+    db.wait_for_compactions().unwrap();
+    db.trim_compaction_buffer().unwrap();
+    db.trim_compaction_buffer().unwrap();
+    let start = db.stats();
+    assert_eq!(buffer_bytes(&start), 0, "{start}");
+    for round in 0..5u32 {
+        for i in 0..2000u32 {
+            assert!(db.get(k((i * 13 + round) % 6000)).unwrap().is_some());
+        }
+        db.trim_compaction_buffer().unwrap();
+    }
+    let end = db.stats();
+    assert_eq!(buffer_bytes(&end), 0, "{end}");
+    assert_eq!(end.compactions, start.compactions, "reads alone compacted something");
+}
+
+#[test]
+fn the_trim_keeps_cached_buffer_files() {
+    let vfs = Arc::new(MemVfs::new());
+    let db = Db::open("/db", opts(&vfs, CompactionStyle::Lsbm).with_block_cache_capacity(8 << 20)).unwrap();
+    let mut model = BTreeMap::new();
+    for round in 0..6 {
+        mixed(&db, &mut model, round, 5000);
+    }
+    db.wait_for_compactions().unwrap();
+    // Read every key twice: each buffer file the reads use is fully cached.
+    for _ in 0..2 {
+        for i in 0..5000 {
+            db.get(k(i)).unwrap();
+        }
+    }
+    db.trim_compaction_buffer().unwrap();
+    db.trim_compaction_buffer().unwrap();
+    let s = db.stats();
+    assert!(buffer_files(&s) > 0, "the trim removed cached buffer files: {s}");
+}
