@@ -88,6 +88,9 @@ pub struct Args {
     /// Target table file bytes.
     #[arg(long, default_value_t = 64 << 20)]
     pub max_file_size: u64,
+    /// Level-1 capacity in bytes (RocksDB's name; LevelDB's is fixed at 10 MiB).
+    #[arg(long, default_value_t = crate::peers::strata_defaults::MAX_BYTES_FOR_LEVEL_BASE)]
+    pub max_bytes_for_level_base: u64,
     /// none | lz4 | zstd. Default none: engines' compressors differ, so fair
     /// cross-engine runs compare storage engines, not compressors.
     #[arg(long, default_value = "none")]

@@ -24,6 +24,8 @@ pub struct EngineConfig {
     pub compression: String,
     /// O_DIRECT for table reads (`--use_direct_reads`).
     pub use_direct_reads: bool,
+    /// Level-1 capacity (`--max_bytes_for_level_base`).
+    pub max_bytes_for_level_base: u64,
     /// Strata compaction policy name (`--policy`); ignored by peers.
     pub policy: String,
     /// Sync every write (`--sync`).
@@ -114,17 +116,19 @@ impl StrataEngine {
             .with_target_file_size_base(cfg.max_file_size)
             .with_compression(compression)
             .with_use_direct_reads(cfg.use_direct_reads)
+            .with_max_bytes_for_level_base(cfg.max_bytes_for_level_base)
             .with_compaction_style(style)
             .with_error_if_exists(false);
         let mapping = format!(
             "strata: block_cache_capacity={} bloom_bits_per_key={} write_buffer_size={} target_file_size_base={} \
-             compression={:?} use_direct_reads={} compaction_style={} sync={}",
+             compression={:?} use_direct_reads={} max_bytes_for_level_base={} compaction_style={} sync={}",
             cfg.cache_size,
             cfg.bloom_bits,
             cfg.write_buffer_size,
             cfg.max_file_size,
             compression,
             cfg.use_direct_reads,
+            cfg.max_bytes_for_level_base,
             cfg.policy,
             cfg.sync
         );

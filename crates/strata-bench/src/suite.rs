@@ -123,6 +123,7 @@ impl Plan {
             max_file_size: a.max_file_size,
             compression: a.compression_type.clone(),
             use_direct_reads: a.use_direct_reads,
+            max_bytes_for_level_base: a.max_bytes_for_level_base,
             policy: policy.to_string(),
             sync: a.sync,
             use_existing_db: a.use_existing_db,

@@ -104,6 +104,7 @@ mod tests {
             max_file_size: 64 << 10,
             compression: "lz4".into(),
             use_direct_reads: false,
+            max_bytes_for_level_base: 256 << 10,
             policy: "leveled".into(),
             sync: false,
             use_existing_db: false,

@@ -57,7 +57,7 @@ impl RocksDbEngine {
         opts.set_level_zero_file_num_compaction_trigger(sd::L0_COMPACTION_TRIGGER);
         opts.set_level_zero_slowdown_writes_trigger(sd::L0_SLOWDOWN_TRIGGER);
         opts.set_level_zero_stop_writes_trigger(sd::L0_STOP_TRIGGER);
-        opts.set_max_bytes_for_level_base(sd::MAX_BYTES_FOR_LEVEL_BASE);
+        opts.set_max_bytes_for_level_base(cfg.max_bytes_for_level_base);
         opts.set_max_bytes_for_level_multiplier(sd::LEVEL_MULTIPLIER);
         opts.set_num_levels(sd::NUM_LEVELS);
         opts.set_max_open_files(sd::MAX_OPEN_FILES);
@@ -83,7 +83,7 @@ impl RocksDbEngine {
             sd::L0_COMPACTION_TRIGGER,
             sd::L0_SLOWDOWN_TRIGGER,
             sd::L0_STOP_TRIGGER,
-            sd::MAX_BYTES_FOR_LEVEL_BASE,
+            cfg.max_bytes_for_level_base,
             sd::LEVEL_MULTIPLIER,
             sd::NUM_LEVELS,
             sd::MAX_OPEN_FILES,

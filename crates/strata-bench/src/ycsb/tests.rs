@@ -15,6 +15,7 @@ fn tiny_engine(dir: &std::path::Path) -> StrataEngine {
         max_file_size: 256 << 10,
         compression: "none".into(),
         use_direct_reads: false,
+        max_bytes_for_level_base: 256 << 10,
         policy: "leveled".into(),
         sync: false,
         use_existing_db: false,
