@@ -13,6 +13,8 @@ use std::path::PathBuf;
 pub const BENCHMARKS: &[&str] = &[
     "fillseq",
     "fillrandom",
+    "filluniquerandom",
+    "waitforcompaction",
     "overwrite",
     "readrandom",
     "readseq",

@@ -73,6 +73,11 @@ pub trait Engine: Send + Sync {
     fn flush(&self) -> BenchResult<()>;
     /// Counters since open.
     fn stats(&self) -> EngineStats;
+    /// Flushes and waits until background compactions are done (db_bench's
+    /// `waitforcompaction`); engines without a way to tell return at once.
+    fn wait_for_compactions(&self) -> BenchResult<()> {
+        self.flush()
+    }
     /// Human-readable statistics dump (e.g. strata's `strata.stats` property).
     fn stats_text(&self) -> String {
         String::new()
@@ -182,6 +187,9 @@ impl Engine for StrataEngine {
             write_amplification: Some(s.write_amplification),
             stall_micros: Some(s.stall_time.as_micros() as u64),
         }
+    }
+    fn wait_for_compactions(&self) -> BenchResult<()> {
+        self.db.flush().and_then(|()| self.db.wait_for_compactions()).map_err(|e| e.to_string())
     }
     fn stats_text(&self) -> String {
         self.db.property("strata.stats").unwrap_or_default()

@@ -1,13 +1,29 @@
-//! `strata-bench` command line: with no arguments, the default suite on a fresh
-//! temporary directory; otherwise db_bench-style flags (`--help`).
+//! `strata-bench` command line: with no arguments, the default suite and the
+//! compaction-buffer comparison on a fresh temporary directory; otherwise
+//! db_bench-style flags (`--help`).
 use std::process::ExitCode;
 use strata_bench::{cli, suite};
 
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let plan = if argv.len() <= 1 {
-        suite::Plan::default_suite()
-    } else {
+    if argv.len() <= 1 {
+        // The main job: the default suite, then the compaction-buffer comparison.
+        let r = suite::Plan::default_suite()
+            .and_then(|p| suite::run_main(&p))
+            .and_then(|()| suite::Plan::buffer_comparison())
+            .and_then(|p| {
+                println!("\ncompaction-buffer comparison (scripts/lsbm-experiment.sh, scaled down):");
+                suite::run_main(&p)
+            });
+        return match r {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("strata-bench: error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let plan = {
         match cli::parse_args(argv) {
             Ok(args) => Ok(suite::Plan::from_args(&args)),
             // Usage errors exit 2 (help and version exit 0).

@@ -33,7 +33,9 @@ pub struct Plan {
 /// Seconds of each `*whilewriting` step of the default suite (uniform reads).
 pub const SUITE_RWW_SECS: f64 = 25.0;
 /// Seconds of the default suite's mixed-workload time series (rangehot reads).
-pub const SUITE_MIXED_SECS: f64 = 40.0;
+pub const SUITE_MIXED_SECS: f64 = 20.0;
+/// Seconds of each row of the main job's compaction-buffer comparison.
+pub const COMPARE_SECS: f64 = 15.0;
 /// Keys in the default suite (16-byte keys, 100-byte values, 8 MiB cache, 64 MiB
 /// memtable): db_bench's 1 M fits the budget. Measured on 2 shared cores: about
 /// 1.5 minutes for Strata alone; each peer engine adds its own share.
@@ -85,6 +87,42 @@ impl Plan {
             label: "readwhilewriting/rangehot".into(),
             args: mixed,
         });
+        Ok(plan)
+    }
+
+    /// The main job's short compaction-buffer comparison (a small version of
+    /// `scripts/lsbm-experiment.sh`): 100 k 1 KiB records, a 2 MB/s uniform
+    /// update stream and 8 rangehot readers with direct I/O, under every
+    /// built-in policy plus the compiled-in peers.
+    pub fn buffer_comparison() -> BenchResult<Plan> {
+        let policies = strata::CompactionStyle::builtin_names().join(",");
+        let base = parse_args([
+            "strata-bench".to_string(),
+            "--num=100000".into(),
+            "--value_size=1000".into(),
+            format!("--cache_size={}", 16 << 20),
+            format!("--write_buffer_size={}", 4 << 20),
+            format!("--max_file_size={}", 4 << 20),
+            format!("--max_bytes_for_level_base={}", 16 << 20),
+            "--use_direct_reads".into(),
+            format!("--policy={policies}"),
+            "--benchmarks=filluniquerandom,waitforcompaction,readwhilewriting".into(),
+            "--read_dist=rangehot".into(),
+            "--threads=8".into(),
+            format!("--duration={COMPARE_SECS}"),
+            format!("--benchmark_write_rate_limit={}", 2 << 20),
+            "--baseline=strata/leveled".into(),
+        ])
+        .map_err(|e| e.to_string())?;
+        let mut plan = Plan::from_args(&base);
+        for step in &mut plan.steps {
+            if step.benchmark == "readwhilewriting" {
+                step.label = "readwhilewriting/buffer".into();
+            } else {
+                // db_bench fills write `--num` keys per thread: load once.
+                step.args.threads = 1;
+            }
+        }
         Ok(plan)
     }
 
@@ -186,6 +224,10 @@ pub fn run_plan(plan: &Plan, log: &mut dyn Write) -> BenchResult<Vec<RunResult>>
                     }
                 }
             }
+            let text = engine.stats_text();
+            if !text.is_empty() && !plan.base.quiet {
+                writeln!(log, "{row} statistics (repetition {rep}):\n{text}").map_err(io)?;
+            }
             drop(engine);
             if temp.is_some() {
                 // Free the disk space of finished rows (the next repetition starts fresh).
@@ -248,6 +290,13 @@ mod tests {
         assert!(plan.steps[3].args.benchmark_write_rate_limit > 0);
         assert_eq!(plan.base.num, SUITE_NUM);
         assert!(plan.rows().iter().any(|r| r.2 == "strata/leveled"));
+        let cmp = Plan::buffer_comparison().unwrap();
+        let rows: Vec<String> = cmp.rows().into_iter().map(|r| r.2).collect();
+        for p in ["leveled", "blsm", "lsbm", "dlsm"] {
+            assert!(rows.contains(&format!("strata/{p}")), "{rows:?}");
+        }
+        assert!(cmp.base.use_direct_reads && cmp.base.threads == 8);
+        assert_eq!(cmp.steps[0].args.threads, 1, "the load writes each key once");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Write benchmarks: fillseq, fillrandom, overwrite.
+//! Write benchmarks: fillseq, fillrandom, filluniquerandom, overwrite.
 
 use super::measure::{conclude, progress, run_threads, ThreadOut, PROGRESS_BATCH};
 use super::Outcome;
@@ -6,6 +6,7 @@ use crate::cli::Args;
 use crate::engine::{BenchResult, Engine};
 use crate::gen::{format_key_into, ValueGen};
 use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use std::time::Instant;
 
@@ -16,6 +17,8 @@ pub enum Order {
     Sequential,
     /// `num` uniform draws from [0, num) (fillrandom, overwrite).
     Random,
+    /// Every index of [0, num) once, in random order (RocksDB's filluniquerandom).
+    UniqueRandom,
 }
 
 /// Each of `--threads` threads writes `--num` entries (db_bench semantics), one
@@ -35,10 +38,16 @@ pub fn fill(
         let mut values = ValueGen::new(seeds[t], args.compression_ratio);
         let mut key = Vec::with_capacity(args.key_size);
         let mut out = ThreadOut::new()?;
+        let mut shuffled: Vec<u64> = Vec::new();
+        if order == Order::UniqueRandom {
+            shuffled = (0..args.num).collect();
+            shuffled.shuffle(&mut rng);
+        }
         for i in 0..args.num {
             let index = match order {
                 Order::Sequential => i,
                 Order::Random => rng.gen_range(0..args.num),
+                Order::UniqueRandom => shuffled.get(i as usize).copied().unwrap_or(i),
             };
             format_key_into(index, args.key_size, &mut key);
             let value = values.next(args.value_size);

@@ -80,8 +80,12 @@ pub fn run_benchmark(
     let threads = args.threads;
     let seek_n = 1 + args.seek_nexts;
     let outcome = match name {
-        "fillseq" | "fillrandom" | "overwrite" => {
-            let order = if name == "fillseq" { Order::Sequential } else { Order::Random };
+        "fillseq" | "fillrandom" | "filluniquerandom" | "overwrite" => {
+            let order = match name {
+                "fillseq" => Order::Sequential,
+                "filluniquerandom" => Order::UniqueRandom,
+                _ => Order::Random,
+            };
             let seeds = state.seeds(args.seed, threads);
             let o = fill::fill(engine, name, args, order, &seeds)?;
             state.has_data = true;
@@ -107,6 +111,20 @@ pub fn run_benchmark(
             let op = if name == "readwhilewriting" { ReadOp::Get } else { ReadOp::Seek(seek_n) };
             let seeds = state.seeds(args.seed, threads + 1);
             timed::run(engine, name, args, op, &seeds)?
+        }
+        "waitforcompaction" => {
+            let pb = measure::progress(true, 1, name);
+            let before = engine.stats();
+            let start = std::time::Instant::now();
+            // One operation: the wait itself, so micros/op is how long it took.
+            let outs = measure::run_threads(1, |_| {
+                let mut out = measure::ThreadOut::new()?;
+                let t0 = std::time::Instant::now();
+                engine.wait_for_compactions()?;
+                out.record(t0.elapsed().as_nanos() as u64, 0, false);
+                Ok(out)
+            })?;
+            measure::conclude(engine, name, &before, start, &pb, outs)?
         }
         y if y.starts_with("ycsb") => ycsb_step::run(engine, y, args, state)?,
         other => return Err(format!("unknown benchmark {other:?}")),

@@ -244,6 +244,20 @@ impl Engine for LevelDbEngine {
             stall_micros: None,
         }
     }
+    fn wait_for_compactions(&self) -> BenchResult<()> {
+        self.flush()?;
+        // LevelDB cannot tell whether a compaction is pending: wait until its
+        // per-level statistics stop changing for three polls in a row.
+        let mut last = String::new();
+        let mut same = 0;
+        while same < 3 {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            let now = self.property("leveldb.stats").unwrap_or_default();
+            same = if now == last { same + 1 } else { 0 };
+            last = now;
+        }
+        Ok(())
+    }
     fn stats_text(&self) -> String {
         self.property("leveldb.stats").unwrap_or_default()
     }

@@ -148,6 +148,21 @@ impl Engine for RocksDbEngine {
             stall_micros: t("rocksdb.stall.micros"),
         }
     }
+    fn wait_for_compactions(&self) -> BenchResult<()> {
+        self.flush()?;
+        // rust-rocksdb 0.20 has no WaitForCompact: poll until nothing is
+        // pending or running three times in a row.
+        let busy = |name: &str| self.db.property_int_value(name).ok().flatten().unwrap_or(0) > 0;
+        let mut idle = 0;
+        while idle < 3 {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let b = busy("rocksdb.compaction-pending")
+                || busy("rocksdb.num-running-compactions")
+                || busy("rocksdb.num-running-flushes");
+            idle = if b { 0 } else { idle + 1 };
+        }
+        Ok(())
+    }
     fn stats_text(&self) -> String {
         self.db.property_value("rocksdb.stats").ok().flatten().unwrap_or_default()
     }
