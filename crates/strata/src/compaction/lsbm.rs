@@ -33,7 +33,9 @@ use super::policy::{
 };
 use crate::util::coding::{put_length_prefixed, put_varint64, Reader};
 
-const STATE_VERSION: u8 = 1;
+/// State format tag; distinct from bLSM's (1), so a database switched between
+/// the two policies starts from an empty state instead of misreading the blob.
+const STATE_VERSION: u8 = b'L';
 /// Tables per buffer above the last level (the paper's prototype).
 const MAX_TABLES: usize = 20;
 /// Tables per buffer at the last level.
@@ -460,6 +462,8 @@ mod tests {
             assert_eq!(LsbmState::decode(&enc[..cut]), None);
         }
         assert_eq!(LsbmState::decode(&[2]), None);
+        assert_eq!(LsbmState::decode(&s.blsm.encode()), None, "a bLSM blob is not an LSbM state");
+        assert_eq!(BlsmState::decode(&s.encode()), None, "and the other way round");
     }
 
     #[test]
