@@ -6,31 +6,21 @@ use strata_bench::{cli, suite};
 
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if argv.len() <= 1 {
+    let result = if argv.len() <= 1 {
         // The main job: the default suite, then the compaction-buffer comparison.
-        let r = suite::Plan::default_suite()
-            .and_then(|p| suite::run_main(&p))
-            .and_then(|()| suite::Plan::buffer_comparison())
-            .and_then(|p| {
-                println!("\ncompaction-buffer comparison (scripts/lsbm-experiment.sh, scaled down):");
-                suite::run_main(&p)
-            });
-        return match r {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("strata-bench: error: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    let plan = {
+        suite::Plan::default_suite().and_then(|p| suite::run_main(&p)).and_then(|()| {
+            let p = suite::Plan::buffer_comparison()?;
+            println!("\ncompaction-buffer comparison (scripts/lsbm-experiment.sh, scaled down):");
+            suite::run_main(&p)
+        })
+    } else {
         match cli::parse_args(argv) {
-            Ok(args) => Ok(suite::Plan::from_args(&args)),
+            Ok(args) => suite::run_main(&suite::Plan::from_args(&args)),
             // Usage errors exit 2 (help and version exit 0).
             Err(e) => e.exit(),
         }
     };
-    match plan.and_then(|p| suite::run_main(&p)) {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("strata-bench: error: {e}");

@@ -105,6 +105,9 @@ fn buffer_ops(
         .filter(|(l, r, _)| Some((*l, *r)) == out)
         .map(|(_, _, f)| (user_key(&f.smallest).to_vec(), user_key(&f.largest).to_vec()))
         .collect();
+    // The output run's buffer before this edit, and its newest table.
+    let out_buffer = out.and_then(|(l, r)| version.levels.get(l)?.buffer_of(r));
+    let head = out_buffer.and_then(|b| b.tables.first());
     let mut appends = Vec::new();
     let mut skipped = false;
     for a in &pick.buffer {
@@ -113,10 +116,7 @@ fn buffer_ops(
                 let Some((level, run)) = out.filter(|_| !arrivals.is_empty()) else { continue };
                 // Only the newest table may grow: a file appended under a newer
                 // table would be shadowed by that table's older copies.
-                let head =
-                    version.levels.get(level).and_then(|l| l.buffer_of(run)).and_then(|b| b.tables.first());
-                let known =
-                    version.levels.get(level).and_then(|l| l.buffer_of(run)).and_then(|b| b.table(*table));
+                let known = out_buffer.and_then(|b| b.table(*table));
                 if known.is_some() && head.map(|h| h.id) != Some(*table) {
                     skipped = true;
                     continue;
@@ -152,12 +152,9 @@ fn buffer_ops(
     if appended {
         edit.buffer_ops.extend(appends);
     }
-    if let Some((level, run)) = out.filter(|_| !appended) {
-        let head = version.levels.get(level).and_then(|l| l.buffer_of(run)).and_then(|b| b.tables.first());
-        if let Some(head) = head {
-            for (lo, hi) in arrivals {
-                edit.buffer_ops.push(BufferOp::Remove { level, run, table: head.id, lo, hi });
-            }
+    if let (Some((level, run)), Some(head), false) = (out, head, appended) {
+        for (lo, hi) in arrivals {
+            edit.buffer_ops.push(BufferOp::Remove { level, run, table: head.id, lo, hi });
         }
     }
     Ok(())

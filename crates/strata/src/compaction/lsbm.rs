@@ -303,9 +303,8 @@ impl CompactionPolicy for LsbmPolicy {
                 let b_old = view.level(i).and_then(|l| l.buffer_of(run)).map_or(0, BufferView::bytes);
                 *st.level(i) = LevelState { old_buffer_size: b_old, ..LevelState::default() };
             }
-        } else if let Some(first) = sources.first() {
+        } else if let (Some(first), Some(from)) = (sources.first(), level.checked_sub(1)) {
             // A drain step of `C'_{level-1}`, or (into level 1) an L0 merge.
-            let from = level - 1;
             let is_drain = from == 0 || draining(&st, from) == Some(first.run);
             if is_drain {
                 let bytes: u64 = sources.iter().filter_map(|r| view.file(r)).map(|f| f.size).sum();

@@ -95,21 +95,23 @@ impl Version {
         self.levels.get(l).map_or(0, Level::num_files)
     }
 
-    /// Ids of every file in any run or buffer.
-    pub fn all_file_ids(&self) -> HashSet<u64> {
+    /// Every file listing in a run or a buffer (a shared file appears once per listing).
+    fn listed_files(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
         let runs = self.levels.iter().flat_map(|l| &l.runs).flat_map(|r| &r.files);
         let buffers =
             self.levels.iter().flat_map(|l| &l.buffers).flat_map(|b| &b.tables).flat_map(|t| t.present());
-        runs.chain(buffers).map(|f| f.id).collect()
+        runs.chain(buffers)
+    }
+
+    /// Ids of every file in any run or buffer.
+    pub fn all_file_ids(&self) -> HashSet<u64> {
+        self.listed_files().map(|f| f.id).collect()
     }
 
     /// Bytes of every distinct live file (runs and buffers; shared files once).
     pub fn live_bytes(&self) -> u64 {
         let mut seen = HashSet::new();
-        let runs = self.levels.iter().flat_map(|l| &l.runs).flat_map(|r| &r.files);
-        let buffers =
-            self.levels.iter().flat_map(|l| &l.buffers).flat_map(|b| &b.tables).flat_map(|t| t.present());
-        runs.chain(buffers).filter(|f| seen.insert(f.id)).map(|f| f.size).sum()
+        self.listed_files().filter(|f| seen.insert(f.id)).map(|f| f.size).sum()
     }
 
     /// Checks the structural invariants: in each level run ids strictly descend

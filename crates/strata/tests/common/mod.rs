@@ -150,6 +150,16 @@ pub fn small_options() -> Options {
         .with_max_open_files(16)
 }
 
+/// `small_options` with a deep, narrow tree (8 KiB L1, ratio 3, 5 levels), so
+/// rounds turn over and data crosses several levels within a short op log.
+fn deep_options(style: CompactionStyle) -> Options {
+    small_options()
+        .with_compaction_style(style)
+        .with_max_bytes_for_level_base(8 << 10)
+        .with_max_bytes_for_level_multiplier(3.0)
+        .with_num_levels(5)
+}
+
 /// The option sets every policy is checked under (later policies add theirs).
 pub fn configs() -> Vec<Config> {
     vec![
@@ -170,11 +180,8 @@ pub fn configs() -> Vec<Config> {
             name: "leveled-uncompressed-deep",
             fs: Fs::Mem,
             options: || {
-                small_options()
+                deep_options(CompactionStyle::Leveled)
                     .with_compression(CompressionType::None)
-                    .with_max_bytes_for_level_base(8 << 10)
-                    .with_max_bytes_for_level_multiplier(3.0)
-                    .with_num_levels(5)
                     .with_bloom_bits_per_key(3.5)
             },
         },
@@ -183,52 +190,21 @@ pub fn configs() -> Vec<Config> {
             fs: Fs::Mem,
             options: || small_options().with_compaction_style(CompactionStyle::Blsm),
         },
-        Config {
-            name: "blsm-real-deep",
-            fs: Fs::Real,
-            options: || {
-                small_options()
-                    .with_compaction_style(CompactionStyle::Blsm)
-                    .with_max_bytes_for_level_base(8 << 10)
-                    .with_max_bytes_for_level_multiplier(3.0)
-                    .with_num_levels(5)
-            },
-        },
+        Config { name: "blsm-real-deep", fs: Fs::Real, options: || deep_options(CompactionStyle::Blsm) },
         Config {
             name: "lsbm-mem-deep",
             fs: Fs::Mem,
             options: || {
-                small_options()
-                    .with_compaction_style(CompactionStyle::Lsbm)
-                    .with_max_bytes_for_level_base(8 << 10)
-                    .with_max_bytes_for_level_multiplier(3.0)
-                    .with_num_levels(5)
+                deep_options(CompactionStyle::Lsbm)
                     .with_buffer_trim_interval(std::time::Duration::from_millis(5))
             },
         },
         Config {
             name: "lsbm-real-keep",
             fs: Fs::Real,
-            options: || {
-                small_options()
-                    .with_compaction_style(CompactionStyle::Lsbm)
-                    .with_max_bytes_for_level_base(8 << 10)
-                    .with_max_bytes_for_level_multiplier(3.0)
-                    .with_num_levels(5)
-                    .with_buffer_trim_threshold(0.0)
-            },
+            options: || deep_options(CompactionStyle::Lsbm).with_buffer_trim_threshold(0.0),
         },
-        Config {
-            name: "dlsm-mem-deep",
-            fs: Fs::Mem,
-            options: || {
-                small_options()
-                    .with_compaction_style(CompactionStyle::Dlsm)
-                    .with_max_bytes_for_level_base(8 << 10)
-                    .with_max_bytes_for_level_multiplier(3.0)
-                    .with_num_levels(5)
-            },
-        },
+        Config { name: "dlsm-mem-deep", fs: Fs::Mem, options: || deep_options(CompactionStyle::Dlsm) },
         Config {
             name: "leveled-manual-only",
             fs: Fs::Mem,
