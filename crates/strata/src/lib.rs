@@ -49,6 +49,11 @@ pub use options::{CompactionStyle, CompressionType, Options, ReadOptions, WalRec
 pub use stats::{CompactionRecord, LevelStats, Stats};
 pub use vfs::{MemVfs, RealVfs, Vfs};
 
+/// Largest `key.len() + value.len()` one put may carry (512 MiB minus the
+/// 8-byte sequence/kind trailer). Larger writes fail with
+/// [`Error::InvalidArgument`] before anything reaches the WAL.
+pub const MAX_ENTRY_BYTES: usize = table::builder::MAX_ENTRY_LEN - key::TRAILER_LEN;
+
 /// The README's usage example, compiled and run as a doc test.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]

@@ -66,7 +66,7 @@ pub enum CompactionStyle {
     /// with the trim every `buffer_trim_interval`.
     Lsbm,
     /// dLSM: the compaction buffer without the trim, with larger bloom filters
-    /// (`bits + log2(ratio)/ln 2`, 14.4 for 10 bits and ratio 10) on the tables
+    /// (`bits + log2(ratio)/ln 2`, 14.8 for 10 bits and ratio 10) on the tables
     /// that feed buffers.
     Dlsm,
     /// A caller-supplied policy.
@@ -228,7 +228,9 @@ impl Options {
         with_max_open_files, max_open_files, usize);
     setter!(/// Read tables with `O_DIRECT`, bypassing the page cache (RocksDB `use_direct_reads`).
         with_use_direct_reads, use_direct_reads, bool);
-    setter!(/// Verify checksums of everything read at open (RocksDB `paranoid_checks`; default true).
+    setter!(/// At open, check that every live table has its recorded size and that its footer,
+        /// index and filter pass their checksums (RocksDB `paranoid_checks`; default true).
+        /// Off, a damaged table is reported by the first read that touches it.
         with_paranoid_checks, paranoid_checks, bool);
     setter!(/// What WAL replay does with damage (RocksDB `wal_recovery_mode`).
         with_wal_recovery_mode, wal_recovery_mode, WalRecoveryMode);

@@ -93,3 +93,26 @@ fn writes_after_close_fail_cleanly_and_reads_of_empty_keys_work() {
     // A snapshot outliving its database still reads what it pinned.
     assert_eq!(snap.get(b"k").unwrap().as_deref(), Some(&b""[..]));
 }
+
+#[test]
+fn an_entry_too_large_for_a_table_is_refused_before_the_wal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open(tmp.path(), Options::default()).unwrap();
+    db.put(b"before", b"1").unwrap();
+    // calloc'd, so the oversized value costs one copy into the batch.
+    let big = vec![0u8; strata::MAX_ENTRY_BYTES - 3];
+    let err = db.put(b"four", &big).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    let mut batch = strata::WriteBatch::new();
+    batch.put(b"ok", b"2");
+    batch.delete(vec![7u8; strata::MAX_ENTRY_BYTES + 1]);
+    assert!(matches!(db.write(batch), Err(Error::InvalidArgument(_))));
+    drop(big);
+    // Nothing of either write was applied, and the database still flushes and reopens.
+    db.flush().unwrap();
+    db.close().unwrap();
+    let db = Db::open(tmp.path(), Options::default()).unwrap();
+    assert_eq!(db.get(b"before").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(db.get(b"four").unwrap(), None);
+    assert_eq!(db.get(b"ok").unwrap(), None);
+}

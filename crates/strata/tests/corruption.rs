@@ -162,3 +162,40 @@ fn torn_wal_tail_recovers_a_prefix() {
         assert_eq!((k, v), (key(i), value(i)));
     }
 }
+
+#[test]
+fn paranoid_open_reports_a_damaged_or_truncated_table_and_lenient_open_defers_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 500;
+    {
+        let db = Db::open(tmp.path(), opts()).unwrap();
+        for i in 0..n {
+            db.put(key(i), value(i)).unwrap();
+        }
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    let table = files_with_ext(tmp.path(), "sst").pop().expect("a table");
+    let len = std::fs::metadata(&table).unwrap().len() as usize;
+    let lenient = || opts().with_paranoid_checks(false);
+
+    // A flipped footer byte: paranoid open refuses; lenient open succeeds and
+    // the first read of the table reports it.
+    let old = flip(&table, len - 3);
+    let err = Db::open(tmp.path(), opts()).unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    let db = Db::open(tmp.path(), lenient()).unwrap();
+    assert!(db.get(key(1)).unwrap_err().is_corruption());
+    db.close().unwrap();
+    restore(&table, len - 3, old);
+
+    // A table shorter than the MANIFEST says is named with both sizes.
+    let data = std::fs::read(&table).unwrap();
+    std::fs::write(&table, &data[..len - 1]).unwrap();
+    let err = Db::open(tmp.path(), opts()).unwrap_err().to_string();
+    assert!(err.contains(&format!("{} bytes", len - 1)) && err.contains(&len.to_string()), "{err}");
+    std::fs::write(&table, &data).unwrap();
+
+    let db = Db::open(tmp.path(), opts()).unwrap();
+    assert_eq!(read_back(&db, n), 0);
+}

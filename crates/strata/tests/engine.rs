@@ -219,3 +219,76 @@ fn blsm_levels_split_into_receiving_and_draining_parts_and_survive_reopen() {
         assert_eq!(db.get(key).unwrap().as_ref(), Some(v));
     }
 }
+
+/// A VFS whose table creations take 20 ms, so flushes and compactions fall
+/// behind a writer that only touches memory.
+#[derive(Debug)]
+struct SlowTables(MemVfs);
+
+impl strata::Vfs for SlowTables {
+    fn create_dir_all(&self, dir: &std::path::Path) -> strata::Result<()> {
+        self.0.create_dir_all(dir)
+    }
+    fn create(&self, path: &std::path::Path) -> strata::Result<Box<dyn strata::vfs::WritableFile>> {
+        if path.extension().is_some_and(|e| e == "sst") {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        self.0.create(path)
+    }
+    fn open_sequential(
+        &self,
+        path: &std::path::Path,
+    ) -> strata::Result<Box<dyn strata::vfs::SequentialFile>> {
+        self.0.open_sequential(path)
+    }
+    fn open_random(
+        &self,
+        path: &std::path::Path,
+        opts: strata::vfs::RandomOpenOptions,
+    ) -> strata::Result<std::sync::Arc<dyn strata::vfs::RandomAccessFile>> {
+        self.0.open_random(path, opts)
+    }
+    fn exists(&self, path: &std::path::Path) -> bool {
+        self.0.exists(path)
+    }
+    fn file_size(&self, path: &std::path::Path) -> strata::Result<u64> {
+        self.0.file_size(path)
+    }
+    fn remove_file(&self, path: &std::path::Path) -> strata::Result<()> {
+        self.0.remove_file(path)
+    }
+    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> strata::Result<()> {
+        self.0.rename(from, to)
+    }
+    fn list_dir(&self, dir: &std::path::Path) -> strata::Result<Vec<String>> {
+        self.0.list_dir(dir)
+    }
+    fn sync_dir(&self, dir: &std::path::Path) -> strata::Result<()> {
+        self.0.sync_dir(dir)
+    }
+    fn lock(&self, path: &std::path::Path) -> strata::Result<Box<dyn strata::vfs::FileLock>> {
+        self.0.lock(path)
+    }
+}
+
+#[test]
+fn a_writer_outrunning_flush_and_compaction_is_slowed_then_stopped_and_the_stall_is_counted() {
+    let vfs = std::sync::Arc::new(SlowTables(MemVfs::new()));
+    let o = opts()
+        .with_vfs(vfs)
+        .with_max_write_buffer_number(2)
+        .with_level0_slowdown_writes_trigger(2)
+        .with_level0_stop_writes_trigger(4);
+    let db = Db::open("/stall", o).unwrap();
+    fill(&db, 0..4000, "v");
+    let s = db.stats();
+    // Each memtable fills in well under the 20 ms a flush takes, so the
+    // writer must have waited for a free memtable, and a compaction (also
+    // slow) must have left L0 at the slowdown trigger for some writes.
+    assert!(s.stops > 0, "no stop: {s:?}");
+    assert!(s.slowdowns > 0, "no slowdown: {s:?}");
+    assert!(s.stall_time >= std::time::Duration::from_millis(s.slowdowns), "{s:?}");
+    for i in (0..4000).step_by(97) {
+        assert!(db.get(k(i)).unwrap().is_some(), "key {i} lost");
+    }
+}

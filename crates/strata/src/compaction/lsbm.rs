@@ -352,7 +352,7 @@ impl CompactionPolicy for LsbmPolicy {
     fn bloom_bits_for_level(&self, level: usize, default_bits: f64) -> f64 {
         // dLSM: a lookup probes about `ratio` buffer tables per level, so each
         // filter's false-positive rate is divided by the ratio:
-        // log2(r/f)/ln 2 = bits + log2(r)/ln 2 (14.4 for 10 bits and r = 10).
+        // log2(r/f)/ln 2 = bits + log2(r)/ln 2 (14.8 for 10 bits and r = 10).
         let feeds_buffer = level + 1 < self.blsm.cfg.num_levels;
         if self.variant == BufferVariant::Dlsm && feeds_buffer && default_bits > 0.0 {
             default_bits + self.blsm.cfg.multiplier.log2() / std::f64::consts::LN_2

@@ -133,6 +133,9 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         block_cache.clone(),
         opts.use_direct_reads,
     ));
+    if opts.paranoid_checks {
+        verify_tables(dir, vfs.as_ref(), &versions.current(), &tables)?;
+    }
     remove_unreferenced(dir, vfs.as_ref(), &versions, &entries);
     // The new WAL exists (durably) before the edit that retires the old ones.
     let wal_number = versions.new_file_number();
@@ -266,6 +269,24 @@ fn remove_unreferenced(dir: &Path, vfs: &dyn Vfs, versions: &VersionSet, entries
             let _ = vfs.remove_file(&dir.join(n));
         }
     }
+}
+
+/// `paranoid_checks`: every live table has the size the MANIFEST recorded and
+/// opens (footer, index and filter checksums verified) before anything is
+/// written, so damage is reported at open rather than by a later read or a
+/// compaction that would go read-only.
+fn verify_tables(dir: &Path, vfs: &dyn Vfs, version: &Version, tables: &TableCache) -> Result<()> {
+    for f in version.live_files() {
+        let size = vfs.file_size(&crate::filename::table_path(dir, f.id))?;
+        if size != f.size {
+            return Err(Error::corruption(format!(
+                "table {:06}.sst is {size} bytes but the MANIFEST recorded {}",
+                f.id, f.size
+            )));
+        }
+        tables.get(f.id, f.size)?;
+    }
+    Ok(())
 }
 
 /// The recovered state must match the directory: every live table exists, and

@@ -35,11 +35,31 @@ pub(crate) struct WriterQueue {
     queue: VecDeque<Arc<WriteSlot>>,
 }
 
+/// Refuses an entry no table could hold: once in the WAL it would fail every
+/// flush and every later open. Only batches big enough to hold one are scanned.
+fn check_entry_sizes(batch: &WriteBatch) -> Result<()> {
+    if batch.size_in_bytes() <= crate::MAX_ENTRY_BYTES {
+        return Ok(());
+    }
+    for op in batch {
+        let op = op?;
+        let len = op.key.len().saturating_add(op.value.len());
+        if len > crate::MAX_ENTRY_BYTES {
+            return Err(Error::invalid(format!(
+                "entry of {len} bytes (key + value) exceeds the {} byte limit",
+                crate::MAX_ENTRY_BYTES
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl DbInner {
     pub(crate) fn write(&self, batch: WriteBatch, wo: &WriteOptions) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
+        check_entry_sizes(&batch)?;
         let slot = Arc::new(WriteSlot {
             size: batch.size_in_bytes(),
             batch: Mutex::new(Some(batch)),

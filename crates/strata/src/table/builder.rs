@@ -12,8 +12,9 @@ use crate::table::format::{block_trailer, compress_block, BlockHandle, Footer, T
 use crate::vfs::WritableFile;
 
 /// Largest key + value a table accepts in one entry, so that any block stays
-/// well below the reader's `MAX_BLOCK_LEN`.
-const MAX_ENTRY_LEN: usize = 512 << 20;
+/// well below the reader's `MAX_BLOCK_LEN`. Writes check it up front
+/// ([`crate::MAX_ENTRY_BYTES`]) so the WAL never holds an entry no table can take.
+pub(crate) const MAX_ENTRY_LEN: usize = 512 << 20;
 /// Largest target block size honoured (larger requests are clamped).
 const MAX_TARGET_BLOCK_SIZE: usize = 256 << 20;
 

@@ -108,6 +108,14 @@ impl Version {
         self.listed_files().map(|f| f.id).collect()
     }
 
+    /// Every distinct live file (runs and buffers), in id order.
+    pub fn live_files(&self) -> Vec<Arc<FileMeta>> {
+        let mut seen = HashSet::new();
+        let mut files: Vec<_> = self.listed_files().filter(|f| seen.insert(f.id)).cloned().collect();
+        files.sort_unstable_by_key(|f| f.id);
+        files
+    }
+
     /// Bytes of every distinct live file (runs and buffers; shared files once).
     pub fn live_bytes(&self) -> u64 {
         let mut seen = HashSet::new();
