@@ -205,6 +205,7 @@ pub fn configs() -> Vec<Config> {
             options: || deep_options(CompactionStyle::Lsbm).with_buffer_trim_threshold(0.0),
         },
         Config { name: "dlsm-mem-deep", fs: Fs::Mem, options: || deep_options(CompactionStyle::Dlsm) },
+        Config { name: "dlsm-real-deep", fs: Fs::Real, options: || deep_options(CompactionStyle::Dlsm) },
         Config {
             name: "leveled-manual-only",
             fs: Fs::Mem,
