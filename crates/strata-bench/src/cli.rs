@@ -60,7 +60,8 @@ fn parse_bool(s: &str) -> Result<bool, String> {
 pub struct Args {
     /// Comma-separated benchmarks, run in order on the same database: fillseq, fillrandom,
     /// overwrite, readrandom, readseq, seekrandom, seekrandomnext10, seekrandomnext100,
-    /// readwhilewriting, seekrandomwhilewriting, ycsba..ycsbf.
+    /// readwhilewriting, seekrandomwhilewriting, ycsba..ycsbf. seekrandomnextN is seekrandom
+    /// with --seek_nexts=N (a seek, then N nexts: up to N + 1 entries read).
     #[arg(long, value_delimiter = ',', default_value = "fillrandom,readrandom,seekrandom")]
     pub benchmarks: Vec<String>,
     /// Number of keys (key space [0, num)); each fill thread writes this many entries.
@@ -112,7 +113,8 @@ pub struct Args {
     /// Seed of every random generator (fixed by default so runs are reproducible).
     #[arg(long, default_value_t = 301)]
     pub seed: u64,
-    /// Entries read after each seek in seekrandom and seekrandomwhilewriting.
+    /// Next calls after each seek in seekrandom and seekrandomwhilewriting (db_bench's meaning:
+    /// a seek then N nexts, up to N + 1 entries read; seekrandomnext10/100 fix N at 10/100).
     #[arg(long, default_value_t = 0)]
     pub seek_nexts: usize,
     /// Writer rate limit in bytes/s for *whilewriting (key + value bytes); 0 = unlimited.

@@ -68,6 +68,17 @@ pub fn is_timed(name: &str) -> bool {
     name.ends_with("whilewriting")
 }
 
+/// The read operation of a read benchmark: a get, or db_bench's Seek followed by
+/// `--seek_nexts` Next calls; `seekrandomnext10`/`100` are seekrandom with 10/100 nexts.
+fn read_op(name: &str, seek_nexts: usize) -> read::ReadOp {
+    match name {
+        "readrandom" | "readwhilewriting" => read::ReadOp::Get,
+        "seekrandomnext10" => read::ReadOp::Seek { nexts: 10 },
+        "seekrandomnext100" => read::ReadOp::Seek { nexts: 100 },
+        _ => read::ReadOp::Seek { nexts: seek_nexts },
+    }
+}
+
 /// Runs benchmark `name` (one of [`crate::cli::BENCHMARKS`]) with `args` on `engine`.
 pub fn run_benchmark(
     engine: &dyn Engine,
@@ -76,9 +87,7 @@ pub fn run_benchmark(
     state: &mut DbState,
 ) -> BenchResult<Outcome> {
     use fill::Order;
-    use read::ReadOp;
     let threads = args.threads;
-    let seek_n = 1 + args.seek_nexts;
     let outcome = match name {
         "fillseq" | "fillrandom" | "filluniquerandom" | "overwrite" => {
             let order = match name {
@@ -93,12 +102,7 @@ pub fn run_benchmark(
         }
         "readrandom" | "seekrandom" | "seekrandomnext10" | "seekrandomnext100" => {
             state.warn_if_empty(name);
-            let op = match name {
-                "readrandom" => ReadOp::Get,
-                "seekrandom" => ReadOp::Seek(seek_n),
-                "seekrandomnext10" => ReadOp::Seek(10),
-                _ => ReadOp::Seek(100),
-            };
+            let op = read_op(name, args.seek_nexts);
             let seeds = state.seeds(args.seed, threads);
             read::random_reads(engine, name, args, op, &seeds)?
         }
@@ -108,7 +112,7 @@ pub fn run_benchmark(
         }
         "readwhilewriting" | "seekrandomwhilewriting" => {
             state.warn_if_empty(name);
-            let op = if name == "readwhilewriting" { ReadOp::Get } else { ReadOp::Seek(seek_n) };
+            let op = read_op(name, args.seek_nexts);
             let seeds = state.seeds(args.seed, threads + 1);
             timed::run(engine, name, args, op, &seeds)?
         }
@@ -130,4 +134,21 @@ pub fn run_benchmark(
         other => return Err(format!("unknown benchmark {other:?}")),
     };
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read::ReadOp;
+    use super::*;
+
+    #[test]
+    fn seek_benchmarks_count_nexts_like_db_bench() {
+        assert_eq!(read_op("seekrandomnext10", 0), ReadOp::Seek { nexts: 10 });
+        assert_eq!(read_op("seekrandom", 10), read_op("seekrandomnext10", 3));
+        assert_eq!(read_op("seekrandomnext100", 0), ReadOp::Seek { nexts: 100 });
+        assert_eq!(read_op("seekrandomwhilewriting", 7), ReadOp::Seek { nexts: 7 });
+        assert_eq!(read_op("readwhilewriting", 7), ReadOp::Get);
+        // Seek + N nexts visits up to N + 1 entries.
+        assert_eq!(ReadOp::Seek { nexts: 10 }.entries(), 11);
+    }
 }

@@ -14,8 +14,22 @@ use std::time::Instant;
 pub enum ReadOp {
     /// A point get; found when the key exists.
     Get,
-    /// A seek that reads up to this many entries; found when it reads at least one.
-    Seek(usize),
+    /// db_bench's Seek followed by up to `nexts` Next calls (so up to `nexts + 1`
+    /// entries read); found when the seek lands on an entry.
+    Seek {
+        /// Next calls after the seek (`--seek_nexts`).
+        nexts: usize,
+    },
+}
+
+impl ReadOp {
+    /// Entries a seek reads at most (the seek's own entry plus the nexts).
+    pub fn entries(self) -> usize {
+        match self {
+            ReadOp::Get => 1,
+            ReadOp::Seek { nexts } => nexts.saturating_add(1),
+        }
+    }
 }
 
 /// Each of `--threads` threads does `--reads` operations on uniform random keys in
@@ -43,8 +57,8 @@ pub fn random_reads(
                     Some(v) => (true, key.len() + v.len()),
                     None => (false, 0),
                 },
-                ReadOp::Seek(n) => {
-                    let (entries, bytes) = engine.scan(&key, n)?;
+                ReadOp::Seek { .. } => {
+                    let (entries, bytes) = engine.scan(&key, op.entries())?;
                     (entries > 0, bytes)
                 }
             };

@@ -148,7 +148,7 @@ fn reader(
         let t0 = Instant::now();
         let hit = match op {
             ReadOp::Get => engine.get(&key)?.is_some(),
-            ReadOp::Seek(n) => engine.scan(&key, n)?.0 > 0,
+            ReadOp::Seek { .. } => engine.scan(&key, op.entries())?.0 > 0,
         };
         let ns = (t0.elapsed().as_nanos() as u64).max(1);
         found += u64::from(hit);
