@@ -133,7 +133,9 @@ pub struct Args {
     /// Probability that a read goes to the hot range (rangehot).
     #[arg(long, default_value_t = 0.98)]
     pub hot_prob: f64,
-    /// Seconds to run *whilewriting; 0 = until each reader did --reads reads.
+    /// Seconds: how long *whilewriting runs (0 = until each reader did --reads reads); for the
+    /// other db_bench benchmarks a time limit, stopping them early if --num/--reads operations
+    /// are not done by then (0 = none). YCSB workloads ignore it.
     #[arg(long, default_value_t = 0.0)]
     pub duration: f64,
     /// Sampling interval of the time series, seconds.

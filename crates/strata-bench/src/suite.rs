@@ -119,8 +119,9 @@ impl Plan {
             if step.benchmark == "readwhilewriting" {
                 step.label = "readwhilewriting/buffer".into();
             } else {
-                // db_bench fills write `--num` keys per thread: load once.
+                // db_bench fills write `--num` keys per thread: load once, all of it.
                 step.args.threads = 1;
+                step.args.duration = 0.0;
             }
         }
         Ok(plan)
@@ -297,6 +298,8 @@ mod tests {
         }
         assert!(cmp.base.use_direct_reads && cmp.base.threads == 8);
         assert_eq!(cmp.steps[0].args.threads, 1, "the load writes each key once");
+        assert_eq!(cmp.steps[0].args.duration, 0.0, "the load is not cut short");
+        assert!(plan.steps[..3].iter().all(|s| s.args.duration == 0.0), "closed-loop steps run to the end");
     }
 
     #[test]

@@ -102,3 +102,29 @@ fn bad_flags_are_rejected() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--read_dist"));
 }
+
+#[test]
+fn duration_stops_closed_loop_benchmarks_early() {
+    use strata_bench::bench::measure::DURATION_CHECK_OPS;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().display().to_string();
+    let common = format!("--threads=1 --num=5000 --db={db}");
+    run(&format!("--benchmarks=fillseq --duration=0 {common}"));
+    // A limit already passed at the first clock check: each stops after one check interval.
+    let list = "readseq,readrandom,seekrandomnext10,overwrite";
+    let results =
+        run(&format!("--benchmarks={list} --reads=5000 --duration=0.000001 --use_existing_db {common}"));
+    for b in list.split(',') {
+        assert_eq!(get(&results, b).ops, DURATION_CHECK_OPS, "{b} stops at the first check");
+    }
+    // With a limit readseq goes in chunks, each from just past the last key: no gaps, no repeats.
+    let results =
+        run(&format!("--benchmarks=readseq --reads=10000 --duration=60 --use_existing_db {common}"));
+    assert_eq!(get(&results, "readseq").ops, 5000);
+    // 10^9 reads would take hours; --duration=0.3 ends them.
+    let results =
+        run(&format!("--benchmarks=readrandom --reads=1000000000 --duration=0.3 --use_existing_db {common}"));
+    let r = get(&results, "readrandom");
+    assert!(r.secs >= 0.3 && r.secs < 5.0, "{r:?}");
+    assert!(r.ops > 0 && r.ops < 1_000_000_000 && r.found == r.ops, "{r:?}");
+}

@@ -1,6 +1,7 @@
 //! Closed-loop read benchmarks: readrandom, readseq, seekrandom, seekrandomnext10/100.
 
-use super::measure::{conclude, finish, progress, run_threads, ThreadOut, PROGRESS_BATCH};
+use super::measure::PROGRESS_BATCH;
+use super::measure::{conclude, finish, progress, run_threads, Deadline, ThreadOut, DURATION_CHECK_OPS};
 use super::Outcome;
 use crate::cli::Args;
 use crate::engine::{BenchResult, Engine};
@@ -33,7 +34,8 @@ impl ReadOp {
 }
 
 /// Each of `--threads` threads does `--reads` operations on uniform random keys in
-/// [0, num) (db_bench semantics: reads are per thread).
+/// [0, num) (db_bench semantics: reads are per thread), or fewer if `--duration` > 0
+/// runs out first.
 pub fn random_reads(
     engine: &dyn Engine,
     name: &str,
@@ -45,6 +47,7 @@ pub fn random_reads(
     let pb = progress(args.quiet, reads * seeds.len() as u64, name);
     let before = engine.stats();
     let start = Instant::now();
+    let deadline = Deadline::new(start, args.duration);
     let outs = run_threads(seeds.len(), |t| {
         let mut rng = SmallRng::seed_from_u64(seeds[t]);
         let mut key = Vec::with_capacity(args.key_size);
@@ -66,6 +69,9 @@ pub fn random_reads(
             if (i + 1) % PROGRESS_BATCH == 0 {
                 pb.inc(PROGRESS_BATCH);
             }
+            if deadline.expired_after(i + 1) {
+                break;
+            }
         }
         Ok(out)
     })?;
@@ -75,16 +81,29 @@ pub fn random_reads(
 /// readseq: each thread scans forward from the first key, up to `--reads` entries
 /// (a full scan by default). ops = entries read. The engine's scan is one call,
 /// so there is no per-entry latency: percentiles are left empty (NaN), not estimated.
+/// With `--duration` > 0 the scan goes in chunks, checking the clock between them.
 pub fn read_seq(engine: &dyn Engine, name: &str, args: &Args, threads: usize) -> BenchResult<Outcome> {
-    let reads = usize::try_from(args.reads()).unwrap_or(usize::MAX);
+    let reads = args.reads();
     let before = engine.stats();
     let start = Instant::now();
+    let deadline = Deadline::new(start, args.duration);
+    let chunk = if deadline.is_set() { DURATION_CHECK_OPS } else { reads };
     let outs = run_threads(threads, |_| {
         let mut out = ThreadOut::new()?;
-        let (entries, bytes) = engine.scan(b"", reads)?;
-        out.ops = entries as u64;
-        out.found = entries as u64;
-        out.bytes = bytes as u64;
+        let (mut from, mut last) = (Vec::new(), Vec::new());
+        while out.ops < reads {
+            let want = usize::try_from(chunk.min(reads - out.ops)).unwrap_or(usize::MAX);
+            let (entries, bytes) = engine.scan_keep_last(&from, want, Some(&mut last))?;
+            out.ops += entries as u64;
+            out.found += entries as u64;
+            out.bytes += bytes as u64;
+            if entries < want || deadline.expired() {
+                break;
+            }
+            // Go on from the smallest key after the last one read.
+            std::mem::swap(&mut from, &mut last);
+            from.push(0);
+        }
         Ok(out)
     })?;
     let secs = start.elapsed().as_secs_f64();
