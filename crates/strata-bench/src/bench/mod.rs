@@ -27,8 +27,9 @@ pub struct Outcome {
 pub struct DbState {
     /// A fill (or `--use_existing_db`) put db_bench keys in.
     pub has_data: bool,
-    /// The YCSB load phase ran.
-    pub ycsb_loaded: bool,
+    /// Records in the database once the YCSB load phase ran (load plus every
+    /// workload's inserts so far): the next workload inserts from here on.
+    pub ycsb_records: Option<u64>,
     /// Threads started so far: each thread's seed is `--seed` plus this count,
     /// as in RocksDB's db_bench, so successive benchmarks draw different keys.
     pub threads_started: u64,
@@ -150,5 +151,36 @@ mod tests {
         assert_eq!(read_op("readwhilewriting", 7), ReadOp::Get);
         // Seek + N nexts visits up to N + 1 entries.
         assert_eq!(ReadOp::Seek { nexts: 10 }.entries(), 11);
+    }
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn ycsb_workloads_in_one_run_keep_inserting_new_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = crate::engine::EngineConfig {
+            path: dir.path().to_path_buf(),
+            cache_size: 1 << 20,
+            bloom_bits: 10.0,
+            write_buffer_size: 64 << 10,
+            max_file_size: 256 << 10,
+            compression: "none".into(),
+            use_direct_reads: false,
+            max_bytes_for_level_base: 256 << 10,
+            policy: "leveled".into(),
+            sync: false,
+            use_existing_db: false,
+        };
+        let engine = crate::engine::StrataEngine::open(&cfg).unwrap();
+        let args = crate::cli::parse_args(["x", "--num=300", "--reads=800", "--quiet"]).unwrap();
+        let mut state = DbState::new(false);
+        let d = run_benchmark(&engine, "ycsbd", &args, &mut state).unwrap();
+        assert_eq!(d.results.len(), 2, "load, then D");
+        let after_d = state.ycsb_records.unwrap();
+        assert!(after_d > 300);
+        let e = run_benchmark(&engine, "ycsbe", &args, &mut state).unwrap();
+        assert_eq!(e.results.len(), 1, "no second load");
+        let after_e = state.ycsb_records.unwrap();
+        assert!(after_e > after_d);
+        assert_eq!(engine.scan(b"user", usize::MAX).unwrap().0 as u64, after_e, "E overwrote none of D's");
     }
 }
