@@ -31,6 +31,9 @@ pub const BENCHMARKS: &[&str] = &[
     "ycsbf",
 ];
 
+/// db_bench's `--value_size` default.
+pub const DEFAULT_VALUE_SIZE: usize = 100;
+
 /// Engines `--engines` accepts (peers only work when their cargo feature is on).
 pub const ENGINES: &[&str] = &["strata", "rocksdb", "leveldb", "fjall"];
 
@@ -73,9 +76,10 @@ pub struct Args {
     /// Key size in bytes.
     #[arg(long, default_value_t = 16)]
     pub key_size: usize,
-    /// Value size in bytes.
-    #[arg(long, default_value_t = 100)]
-    pub value_size: usize,
+    /// Value size in bytes [default: 100]. For YCSB workloads the record size (one field of this
+    /// many bytes); without it they keep YCSB's 1 KiB records (10 fields x 100 B).
+    #[arg(long)]
+    pub value_size: Option<usize>,
     /// Worker threads (readers for *whilewriting, which add one writer thread).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -168,6 +172,11 @@ pub struct Args {
 }
 
 impl Args {
+    /// Value bytes of the db_bench benchmarks (`--value_size`, db_bench's default 100).
+    pub fn value_size(&self) -> usize {
+        self.value_size.unwrap_or(DEFAULT_VALUE_SIZE)
+    }
+
     /// Reads per reader thread (`--reads`, defaulting to `--num`).
     pub fn reads(&self) -> u64 {
         self.reads.unwrap_or(self.num)
@@ -198,7 +207,7 @@ impl Args {
         // Keys are zero-padded decimal indices; a wider index would make longer keys.
         let digits = self.num.to_string().len();
         check(self.key_size >= digits, &format!("--key_size must hold the {digits} digits of --num"))?;
-        check(self.value_size > 0, "--value_size must be > 0")?;
+        check(self.value_size != Some(0), "--value_size must be > 0")?;
         check((1..=1024).contains(&self.threads), "--threads must be in 1..=1024")?;
         check(self.bloom_bits >= 0.0 && self.bloom_bits <= 64.0, "--bloom_bits must be in [0, 64]")?;
         check(self.write_buffer_size >= 4096, "--write_buffer_size must be >= 4096")?;

@@ -128,3 +128,46 @@ fn duration_stops_closed_loop_benchmarks_early() {
     assert!(r.secs >= 0.3 && r.secs < 5.0, "{r:?}");
     assert!(r.ops > 0 && r.ops < 1_000_000_000 && r.found == r.ops, "{r:?}");
 }
+
+#[test]
+fn ycsb_reports_each_operation_type_and_honours_value_size() {
+    use strata_bench::engine::{Engine, EngineConfig, StrataEngine};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().display().to_string();
+    let line =
+        format!("x {TINY} --benchmarks=ycsba --num=300 --value_size=200 --histogram --threads=1 --db={db}");
+    let args = parse_args(line.split_whitespace()).unwrap();
+    let mut log = Vec::new();
+    let results = run_plan(&Plan::from_args(&args), &mut log).unwrap();
+    let log = String::from_utf8(log).unwrap();
+    let a = get(&results, "ycsb-a");
+    let ops: Vec<&str> = a.op_latencies.iter().map(|o| o.op.as_str()).collect();
+    assert_eq!(ops, ["READ", "UPDATE"]);
+    assert_eq!(a.op_latencies.iter().map(|o| o.count).sum::<u64>(), a.ops);
+    assert!(a.op_latencies.iter().all(|o| o.p50_us > 0.0 && o.p50_us <= o.p99_us && o.p99_us <= o.p999_us));
+    assert_eq!(get(&results, "ycsb-load").op_latencies[0].op, "INSERT");
+    for want in ["[READ], 99thPercentileLatency(us), ", "[UPDATE], 99.9PercentileLatency(us), "] {
+        assert!(log.contains(want), "{want} in:\n{log}");
+    }
+    // --histogram: the whole run's, then each operation type's.
+    assert!(log.matches("Microseconds per op:").count() >= 4, "{log}");
+    assert!(log.contains("[READ] Microseconds per op:") && log.contains("[UPDATE] Microseconds per op:"));
+    // Records are --value_size bytes.
+    let cfg = EngineConfig {
+        path: dir.path().join("strata-leveled"),
+        cache_size: 1 << 20,
+        bloom_bits: 10.0,
+        write_buffer_size: 1 << 20,
+        max_file_size: 1 << 20,
+        compression: "none".into(),
+        use_direct_reads: false,
+        max_bytes_for_level_base: 1 << 20,
+        policy: "leveled".into(),
+        sync: false,
+        use_existing_db: true,
+    };
+    let engine = StrataEngine::open(&cfg).unwrap();
+    let mut key = Vec::new();
+    strata_bench::ycsb::ycsb_key_into("user", 0, &mut key);
+    assert_eq!(engine.get(&key).unwrap().map(|v| v.len()), Some(200));
+}

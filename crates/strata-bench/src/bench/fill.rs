@@ -51,7 +51,7 @@ pub fn fill(
                 Order::UniqueRandom => shuffled.get(i as usize).copied().unwrap_or(i),
             };
             format_key_into(index, args.key_size, &mut key);
-            let value = values.next(args.value_size);
+            let value = values.next(args.value_size());
             let t0 = Instant::now();
             engine.put(&key, value)?;
             out.record(t0.elapsed().as_nanos() as u64, key.len() + value.len(), false);

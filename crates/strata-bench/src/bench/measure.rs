@@ -142,7 +142,7 @@ pub fn conclude(
     pb.finish_and_clear();
     let bytes = outs.iter().map(|o| o.bytes).sum();
     let (result, hist) = finish(engine, benchmark, before, secs, outs)?;
-    Ok(super::Outcome { results: vec![result], hist: Some(hist), bytes })
+    Ok(super::Outcome { results: vec![(result, Some(super::Latencies::single(hist)))], bytes })
 }
 
 /// Builds the result of a closed-loop benchmark from its workers' records.
@@ -176,6 +176,7 @@ pub fn finish(
         db_bytes: dir_size(engine.path()),
         found,
         samples: Vec::new(),
+        op_latencies: Vec::new(),
     };
     Ok((r, hist))
 }

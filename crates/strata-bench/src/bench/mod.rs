@@ -7,18 +7,34 @@ mod read;
 mod timed;
 mod ycsb_step;
 
+pub use ycsb_step::config as ycsb_config;
+
 use crate::cli::Args;
 use crate::engine::{BenchResult, Engine};
 use crate::results::RunResult;
 use hdrhistogram::Histogram;
 
+/// Latencies behind one result row, in nanoseconds (for `--histogram`).
+pub struct Latencies {
+    /// Every operation.
+    pub all: Histogram<u64>,
+    /// Per YCSB operation type that ran; empty for db_bench benchmarks.
+    pub by_op: Vec<(&'static str, Histogram<u64>)>,
+}
+
+impl Latencies {
+    /// Latencies of a benchmark with one kind of operation.
+    pub fn single(all: Histogram<u64>) -> Self {
+        Latencies { all, by_op: Vec::new() }
+    }
+}
+
 /// What running one benchmark produced.
 pub struct Outcome {
-    /// Result rows (YCSB's first workload on a database adds its load phase).
-    pub results: Vec<RunResult>,
-    /// Latencies of the main result, in nanoseconds (None where not measured per op).
-    pub hist: Option<Histogram<u64>>,
-    /// Key + value bytes read or written (for db_bench's MB/s).
+    /// Result rows (YCSB's first workload on a database adds its load phase),
+    /// each with its latencies (None where not measured per operation).
+    pub results: Vec<(RunResult, Option<Latencies>)>,
+    /// Key + value bytes read or written by the last row (for db_bench's MB/s).
     pub bytes: u64,
 }
 
@@ -175,6 +191,12 @@ mod tests {
         let mut state = DbState::new(false);
         let d = run_benchmark(&engine, "ycsbd", &args, &mut state).unwrap();
         assert_eq!(d.results.len(), 2, "load, then D");
+        let (run, lat) = &d.results[1];
+        let ops: Vec<&str> = run.op_latencies.iter().map(|o| o.op.as_str()).collect();
+        assert_eq!(ops, ["READ", "INSERT"]);
+        let lat = lat.as_ref().unwrap();
+        assert_eq!(lat.all.len(), run.ops);
+        assert_eq!(lat.by_op.iter().map(|h| h.0).collect::<Vec<_>>(), ops);
         let after_d = state.ycsb_records.unwrap();
         assert!(after_d > 300);
         let e = run_benchmark(&engine, "ycsbe", &args, &mut state).unwrap();

@@ -109,5 +109,5 @@ pub fn read_seq(engine: &dyn Engine, name: &str, args: &Args, threads: usize) ->
     let secs = start.elapsed().as_secs_f64();
     let bytes = outs.iter().map(|o| o.bytes).sum();
     let (result, _) = finish(engine, name, &before, secs, outs)?;
-    Ok(Outcome { results: vec![result], hist: None, bytes })
+    Ok(Outcome { results: vec![(result, None)], bytes })
 }

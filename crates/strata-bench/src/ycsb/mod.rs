@@ -9,12 +9,13 @@ mod stats;
 mod worker;
 mod workload;
 
-pub use stats::OpSummary;
+pub use crate::results::OpSummary;
 pub use workload::{Workload, OP_NAMES};
 
 use crate::engine::{dir_size, BenchResult, Engine};
 use crate::gen::{fnv_hash64, write_decimal};
 use crate::results::RunResult;
+use hdrhistogram::Histogram;
 use stats::{hit_ratio_between, us, OpStats};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -94,11 +95,13 @@ pub fn ycsb_key_into(prefix: &str, index: u64, buf: &mut Vec<u8>) {
 /// What one YCSB phase measured.
 #[derive(Debug)]
 pub struct YcsbOutcome {
-    /// The overall result.
+    /// The overall result; its `op_latencies` summarise each operation type
+    /// that ran (READ, UPDATE, INSERT, SCAN, READ-MODIFY-WRITE).
     pub result: RunResult,
-    /// Per-operation-type summaries (READ, UPDATE, INSERT, SCAN,
-    /// READ-MODIFY-WRITE; those that ran).
-    pub ops: Vec<OpSummary>,
+    /// Latencies of all operations, nanoseconds.
+    pub total: Histogram<u64>,
+    /// Latencies per operation type that ran, nanoseconds.
+    pub by_op: Vec<(&'static str, Histogram<u64>)>,
     /// Records in the database afterwards: the next phase's `record_count`.
     pub records: u64,
 }
@@ -192,9 +195,10 @@ fn finish(
         hit_ratio: hit_ratio_between(before, &after),
         db_bytes: dir_size(engine.path()),
         found: stats.reads_found(),
+        op_latencies: stats.summaries(),
         ..RunResult::default()
     };
-    Ok(YcsbOutcome { result, ops: stats.summaries(), records })
+    Ok(YcsbOutcome { result, total, by_op: stats.histograms(), records })
 }
 
 #[cfg(test)]

@@ -81,7 +81,10 @@ fn smoke_all_workloads_on_strata() {
     for w in Workload::ALL {
         let cfg = YcsbConfig { record_count: records, ..cfg.clone() };
         let out = run(&engine, w, &cfg).unwrap_or_else(|e| panic!("{}: {e}", w.name()));
-        let (r, ops) = (out.result, out.ops);
+        let ops = out.result.op_latencies.clone();
+        let r = out.result;
+        assert_eq!(out.by_op.len(), ops.len());
+        assert_eq!(out.total.len(), r.ops);
         records = out.records;
         assert_eq!((r.benchmark.as_str(), r.ops), (w.name(), 2000), "{}", w.name());
         assert!(r.ops_per_sec > 0.0 && r.p50_us > 0.0 && r.p50_us <= r.p99_us && r.p99_us <= r.p999_us);
@@ -126,7 +129,8 @@ fn inserts_go_on_across_workloads() {
     let engine = tiny_engine(dir.path());
     let cfg = YcsbConfig { record_count: 300, operation_count: 1000, seed: 7, ..YcsbConfig::default() };
     let loaded = load(&engine, &cfg).unwrap_or_else(|e| panic!("load: {e}"));
-    let inserts = |o: &YcsbOutcome| o.ops.iter().find(|s| s.op == "INSERT").map_or(0, |s| s.count);
+    let inserts =
+        |o: &YcsbOutcome| o.result.op_latencies.iter().find(|s| s.op == "INSERT").map_or(0, |s| s.count);
     let d = run(&engine, Workload::D, &YcsbConfig { record_count: loaded.records, ..cfg.clone() })
         .unwrap_or_else(|e| panic!("D: {e}"));
     let e = run(&engine, Workload::E, &YcsbConfig { record_count: d.records, ..cfg.clone() })
