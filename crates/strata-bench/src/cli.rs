@@ -86,7 +86,8 @@ pub struct Args {
     /// Block cache bytes, the same for every engine (db_bench's 8 MiB).
     #[arg(long, default_value_t = 8 << 20)]
     pub cache_size: usize,
-    /// Bloom filter bits per key, 0 = no filter.
+    /// Bloom filter bits per key, 0 = no filter. Default 10, unlike db_bench (RocksDB's and
+    /// LevelDB's default to no filter): pass --bloom_bits=10 to db_bench when replaying a run.
     #[arg(long, default_value_t = 10.0)]
     pub bloom_bits: f64,
     /// Memtable bytes, the same for every engine.
