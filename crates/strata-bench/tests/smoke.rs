@@ -171,3 +171,24 @@ fn ycsb_reports_each_operation_type_and_honours_value_size() {
     strata_bench::ycsb::ycsb_key_into("user", 0, &mut key);
     assert_eq!(engine.get(&key).unwrap().map(|v| v.len()), Some(200));
 }
+
+#[test]
+fn rate_limited_writer_holds_its_rate() {
+    // 300 writes/s of 16 + 100 bytes: easy for a debug build on a busy machine,
+    // far below what an unlimited writer does (tens of thousands a second).
+    const RATE: f64 = 300.0;
+    let limit = (RATE * 116.0) as u64;
+    let results = run(&format!(
+        "--benchmarks=fillseq,readwhilewriting --threads=1 --duration=2 --stats_interval_seconds=0.5 \
+         --benchmark_write_rate_limit={limit}"
+    ));
+    let r = get(&results, "readwhilewriting");
+    let (mut writes, mut prev_t) = (0.0, 0.0);
+    for s in &r.samples {
+        writes += s.write_ops_per_sec * (s.t_secs - prev_t);
+        prev_t = s.t_secs;
+    }
+    assert!(prev_t >= 1.5, "{:?}", r.samples);
+    let mean = writes / prev_t;
+    assert!((0.85 * RATE..=1.15 * RATE).contains(&mean), "mean {mean:.0} writes/s, target {RATE}");
+}
