@@ -73,11 +73,11 @@ pub struct Args {
     /// Reads per reader thread (db_bench semantics); default: --num.
     #[arg(long)]
     pub reads: Option<u64>,
-    /// Key size in bytes.
+    /// Key size in bytes (db_bench benchmarks; YCSB keys are `user` + a 64-bit hash).
     #[arg(long, default_value_t = 16)]
     pub key_size: usize,
     /// Value size in bytes [default: 100]. For YCSB workloads the record size (one field of this
-    /// many bytes); without it they keep YCSB's 1 KiB records (10 fields x 100 B).
+    /// many bytes); without it they keep YCSB's default 1000-byte records (10 fields x 100 B).
     #[arg(long)]
     pub value_size: Option<usize>,
     /// Worker threads (readers for *whilewriting, which add one writer thread).
