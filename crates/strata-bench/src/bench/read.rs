@@ -1,7 +1,8 @@
 //! Closed-loop read benchmarks: readrandom, readseq, seekrandom, seekrandomnext10/100.
 
-use super::measure::PROGRESS_BATCH;
-use super::measure::{conclude, finish, progress, run_threads, Deadline, ThreadOut, DURATION_CHECK_OPS};
+use super::measure::{
+    conclude, finish, progress, run_threads, Deadline, ThreadOut, DURATION_CHECK_OPS, PROGRESS_BATCH,
+};
 use super::Outcome;
 use crate::cli::Args;
 use crate::engine::{BenchResult, Engine};
@@ -79,9 +80,9 @@ pub fn random_reads(
 }
 
 /// readseq: each thread scans forward from the first key, up to `--reads` entries
-/// (a full scan by default). ops = entries read. The engine's scan is one call,
-/// so there is no per-entry latency: percentiles are left empty (NaN), not estimated.
-/// With `--duration` > 0 the scan goes in chunks, checking the clock between them.
+/// (a full scan by default). ops = entries read. Entries are not timed one by
+/// one, so percentiles are left empty (NaN), not estimated. One scan call, or
+/// with `--duration` > 0 chunks of them with a clock check between chunks.
 pub fn read_seq(engine: &dyn Engine, name: &str, args: &Args, threads: usize) -> BenchResult<Outcome> {
     let reads = args.reads();
     let before = engine.stats();
