@@ -31,6 +31,9 @@ pub const BENCHMARKS: &[&str] = &[
     "ycsbf",
 ];
 
+/// db_bench's `--value_size` default.
+pub const DEFAULT_VALUE_SIZE: usize = 100;
+
 /// Engines `--engines` accepts (peers only work when their cargo feature is on).
 pub const ENGINES: &[&str] = &["strata", "rocksdb", "leveldb", "fjall"];
 
@@ -60,7 +63,8 @@ fn parse_bool(s: &str) -> Result<bool, String> {
 pub struct Args {
     /// Comma-separated benchmarks, run in order on the same database: fillseq, fillrandom,
     /// overwrite, readrandom, readseq, seekrandom, seekrandomnext10, seekrandomnext100,
-    /// readwhilewriting, seekrandomwhilewriting, ycsba..ycsbf.
+    /// readwhilewriting, seekrandomwhilewriting, ycsba..ycsbf. seekrandomnextN is seekrandom
+    /// with --seek_nexts=N (a seek, then N nexts: up to N + 1 entries read).
     #[arg(long, value_delimiter = ',', default_value = "fillrandom,readrandom,seekrandom")]
     pub benchmarks: Vec<String>,
     /// Number of keys (key space [0, num)); each fill thread writes this many entries.
@@ -69,19 +73,21 @@ pub struct Args {
     /// Reads per reader thread (db_bench semantics); default: --num.
     #[arg(long)]
     pub reads: Option<u64>,
-    /// Key size in bytes.
+    /// Key size in bytes (db_bench benchmarks; YCSB keys are `user` + a 64-bit hash).
     #[arg(long, default_value_t = 16)]
     pub key_size: usize,
-    /// Value size in bytes.
-    #[arg(long, default_value_t = 100)]
-    pub value_size: usize,
+    /// Value size in bytes [default: 100]. For YCSB workloads the record size (one field of this
+    /// many bytes); without it they keep YCSB's default 1000-byte records (10 fields x 100 B).
+    #[arg(long)]
+    pub value_size: Option<usize>,
     /// Worker threads (readers for *whilewriting, which add one writer thread).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// Block cache bytes, the same for every engine (db_bench's 8 MiB).
     #[arg(long, default_value_t = 8 << 20)]
     pub cache_size: usize,
-    /// Bloom filter bits per key, 0 = no filter.
+    /// Bloom filter bits per key, 0 = no filter. Default 10, unlike db_bench (RocksDB's and
+    /// LevelDB's default to no filter): pass --bloom_bits=10 to db_bench when replaying a run.
     #[arg(long, default_value_t = 10.0)]
     pub bloom_bits: f64,
     /// Memtable bytes, the same for every engine.
@@ -112,7 +118,8 @@ pub struct Args {
     /// Seed of every random generator (fixed by default so runs are reproducible).
     #[arg(long, default_value_t = 301)]
     pub seed: u64,
-    /// Entries read after each seek in seekrandom and seekrandomwhilewriting.
+    /// Next calls after each seek in seekrandom and seekrandomwhilewriting (db_bench's meaning:
+    /// a seek then N nexts, up to N + 1 entries read; seekrandomnext10/100 fix N at 10/100).
     #[arg(long, default_value_t = 0)]
     pub seek_nexts: usize,
     /// Writer rate limit in bytes/s for *whilewriting (key + value bytes); 0 = unlimited.
@@ -131,7 +138,9 @@ pub struct Args {
     /// Probability that a read goes to the hot range (rangehot).
     #[arg(long, default_value_t = 0.98)]
     pub hot_prob: f64,
-    /// Seconds to run *whilewriting; 0 = until each reader did --reads reads.
+    /// Seconds: how long *whilewriting runs (0 = until each reader did --reads reads); for the
+    /// other db_bench benchmarks a time limit, stopping them early if --num/--reads operations
+    /// are not done by then (0 = none). YCSB workloads ignore it.
     #[arg(long, default_value_t = 0.0)]
     pub duration: f64,
     /// Sampling interval of the time series, seconds.
@@ -164,6 +173,11 @@ pub struct Args {
 }
 
 impl Args {
+    /// Value bytes of the db_bench benchmarks (`--value_size`, db_bench's default 100).
+    pub fn value_size(&self) -> usize {
+        self.value_size.unwrap_or(DEFAULT_VALUE_SIZE)
+    }
+
     /// Reads per reader thread (`--reads`, defaulting to `--num`).
     pub fn reads(&self) -> u64 {
         self.reads.unwrap_or(self.num)
@@ -194,7 +208,7 @@ impl Args {
         // Keys are zero-padded decimal indices; a wider index would make longer keys.
         let digits = self.num.to_string().len();
         check(self.key_size >= digits, &format!("--key_size must hold the {digits} digits of --num"))?;
-        check(self.value_size > 0, "--value_size must be > 0")?;
+        check(self.value_size != Some(0), "--value_size must be > 0")?;
         check((1..=1024).contains(&self.threads), "--threads must be in 1..=1024")?;
         check(self.bloom_bits >= 0.0 && self.bloom_bits <= 64.0, "--bloom_bits must be in [0, 64]")?;
         check(self.write_buffer_size >= 4096, "--write_buffer_size must be >= 4096")?;

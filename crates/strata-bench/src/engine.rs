@@ -68,7 +68,17 @@ pub trait Engine: Send + Sync {
     fn delete(&self, key: &[u8]) -> BenchResult<()>;
     /// Seeks to the first key >= `start` and reads up to `n` entries forward;
     /// returns (entries read, key+value bytes read).
-    fn scan(&self, start: &[u8], n: usize) -> BenchResult<(usize, usize)>;
+    fn scan(&self, start: &[u8], n: usize) -> BenchResult<(usize, usize)> {
+        self.scan_keep_last(start, n, None)
+    }
+    /// [`Engine::scan`]; when all `n` entries were read and `last` is given, the
+    /// n-th key is left in it, so a long scan can go on in chunks from just past it.
+    fn scan_keep_last(
+        &self,
+        start: &[u8],
+        n: usize,
+        last: Option<&mut Vec<u8>>,
+    ) -> BenchResult<(usize, usize)>;
     /// Flushes memtables to disk and waits.
     fn flush(&self) -> BenchResult<()>;
     /// Counters since open.
@@ -166,13 +176,23 @@ impl Engine for StrataEngine {
     fn delete(&self, key: &[u8]) -> BenchResult<()> {
         self.db.delete_opt(key, &self.wo).map_err(|e| e.to_string())
     }
-    fn scan(&self, start: &[u8], n: usize) -> BenchResult<(usize, usize)> {
+    fn scan_keep_last(
+        &self,
+        start: &[u8],
+        n: usize,
+        mut last: Option<&mut Vec<u8>>,
+    ) -> BenchResult<(usize, usize)> {
         let mut count = 0;
         let mut bytes = 0;
         for kv in self.db.range(start..).take(n) {
             let (k, v) = kv.map_err(|e| e.to_string())?;
             count += 1;
             bytes += k.len() + v.len();
+            if count == n {
+                if let Some(l) = last.take() {
+                    *l = k;
+                }
+            }
         }
         Ok((count, bytes))
     }

@@ -40,6 +40,10 @@ pub const SAMPLES_HEADER: [&str; 10] = [
     "db_bytes",
 ];
 
+/// Columns of `op_latencies.csv` (YCSB rows: one line per operation type), in order.
+pub const OP_LATENCIES_HEADER: [&str; 9] =
+    ["engine", "benchmark", "repetition", "op", "count", "found", "p50_us", "p99_us", "p999_us"];
+
 // Field order must match RESULTS_HEADER; `None` becomes an empty cell.
 #[derive(Serialize)]
 struct ResultRow<'a> {
@@ -71,6 +75,20 @@ struct SampleRow<'a> {
     read_p50_us: f64,
     read_p99_us: f64,
     db_bytes: u64,
+}
+
+// Field order must match OP_LATENCIES_HEADER.
+#[derive(Serialize)]
+struct OpRow<'a> {
+    engine: &'a str,
+    benchmark: &'a str,
+    repetition: usize,
+    op: &'a str,
+    count: u64,
+    found: u64,
+    p50_us: f64,
+    p99_us: f64,
+    p999_us: f64,
 }
 
 fn csv_writer(path: &Path, header: &[&str]) -> Result<csv::Writer<File>, String> {
@@ -126,6 +144,27 @@ fn write_samples_csv(path: &Path, results: &[RunResult]) -> Result<(), String> {
     w.flush().map_err(|e| format!("write {}: {e}", path.display()))
 }
 
+fn write_op_latencies_csv(path: &Path, results: &[RunResult]) -> Result<(), String> {
+    let mut w = csv_writer(path, &OP_LATENCIES_HEADER)?;
+    for r in results {
+        for o in &r.op_latencies {
+            let row = OpRow {
+                engine: &r.engine,
+                benchmark: &r.benchmark,
+                repetition: r.repetition,
+                op: &o.op,
+                count: o.count,
+                found: o.found,
+                p50_us: o.p50_us,
+                p99_us: o.p99_us,
+                p999_us: o.p999_us,
+            };
+            w.serialize(row).map_err(|e| format!("write {}: {e}", path.display()))?;
+        }
+    }
+    w.flush().map_err(|e| format!("write {}: {e}", path.display()))
+}
+
 fn write_json(path: &Path, results: &[RunResult]) -> Result<(), String> {
     let file = File::create(path).map_err(|e| format!("create {}: {e}", path.display()))?;
     let mut w = BufWriter::new(file);
@@ -133,7 +172,8 @@ fn write_json(path: &Path, results: &[RunResult]) -> Result<(), String> {
     w.write_all(b"\n").and_then(|()| w.flush()).map_err(|e| format!("write {}: {e}", path.display()))
 }
 
-/// Writes `results.csv`, `samples.csv`, `results.json` and, for every
+/// Writes `results.csv`, `samples.csv`, `op_latencies.csv` (YCSB's
+/// per-operation-type latencies), `results.json` (all of it) and, for every
 /// benchmark with samples, its SVG charts into `dir` (created if missing).
 /// Returns the paths written.
 pub fn write_outputs(dir: &Path, results: &[RunResult]) -> Result<Vec<PathBuf>, String> {
@@ -142,9 +182,11 @@ pub fn write_outputs(dir: &Path, results: &[RunResult]) -> Result<Vec<PathBuf>, 
     write_results_csv(&results_csv, results)?;
     let samples_csv = dir.join("samples.csv");
     write_samples_csv(&samples_csv, results)?;
+    let ops_csv = dir.join("op_latencies.csv");
+    write_op_latencies_csv(&ops_csv, results)?;
     let json = dir.join("results.json");
     write_json(&json, results)?;
-    let mut written = vec![results_csv, samples_csv, json];
+    let mut written = vec![results_csv, samples_csv, ops_csv, json];
     written.extend(crate::charts::write_charts(dir, results)?);
     Ok(written)
 }
@@ -189,6 +231,7 @@ mod tests {
                     db_bytes: 5_000_000,
                     found: 1000,
                     samples,
+                    op_latencies: Vec::new(),
                 });
             }
             // A benchmark without a time series: rows in results.csv, no charts.
@@ -196,6 +239,22 @@ mod tests {
                 engine: engine.into(),
                 benchmark: "fillrandom".into(),
                 ops: 1000,
+                ..RunResult::default()
+            });
+            // A YCSB row: its per-operation latencies go to op_latencies.csv.
+            let op = |op: &str| crate::results::OpSummary {
+                op: op.into(),
+                count: 500,
+                found: 400,
+                p50_us: 3.0,
+                p99_us: 9.0,
+                p999_us: 20.0,
+            };
+            out.push(RunResult {
+                engine: engine.into(),
+                benchmark: "ycsb-a".into(),
+                ops: 1000,
+                op_latencies: vec![op("READ"), op("UPDATE")],
                 ..RunResult::default()
             });
         }
@@ -214,8 +273,17 @@ mod tests {
         assert_eq!(rows.len(), results.len());
         assert!(rows.iter().all(|r| r.len() == RESULTS_HEADER.len()));
         // leveldb's missing hit ratio is an empty cell, not 0.
-        assert_eq!(&rows[6][0], "leveldb");
-        assert_eq!(&rows[6][10], "");
+        assert_eq!(&rows[8][0], "leveldb");
+        assert_eq!(&rows[8][10], "");
+
+        let mut rd = csv::ReaderBuilder::new().from_path(dir.path().join("op_latencies.csv")).unwrap();
+        assert_eq!(rd.headers().unwrap(), &csv::StringRecord::from(OP_LATENCIES_HEADER.to_vec()));
+        let ops: Vec<_> = rd.records().map(Result::unwrap).collect();
+        assert_eq!(ops.len(), 3 * 2, "READ and UPDATE of each engine's ycsb-a");
+        assert_eq!(
+            ops[1].iter().collect::<Vec<_>>(),
+            ["strata/leveled", "ycsb-a", "0", "UPDATE", "500", "400", "3.0", "9.0", "20.0"]
+        );
 
         let mut rd = csv::ReaderBuilder::new().from_path(dir.path().join("samples.csv")).unwrap();
         assert_eq!(rd.headers().unwrap(), &csv::StringRecord::from(SAMPLES_HEADER.to_vec()));
@@ -240,14 +308,14 @@ mod tests {
         let tput = std::fs::read_to_string(dir.path().join("readwhilewriting-read_throughput.svg")).unwrap();
         assert!(tput.contains("leveldb"));
         assert!(!dir.path().join("fillrandom-read_throughput.svg").exists());
-        assert_eq!(paths.len(), 3 + 4);
+        assert_eq!(paths.len(), 4 + 4);
     }
 
     #[test]
     fn empty_results_still_have_headers() {
         let dir = tempfile::tempdir().unwrap();
         let paths = write_outputs(&dir.path().join("nested"), &[]).unwrap();
-        assert_eq!(paths.len(), 3);
+        assert_eq!(paths.len(), 4);
         let head = std::fs::read_to_string(dir.path().join("nested/samples.csv")).unwrap();
         assert_eq!(head.trim_end(), SAMPLES_HEADER.join(","));
     }

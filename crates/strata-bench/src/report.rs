@@ -2,7 +2,7 @@
 //! repetitions, [min–max] ranges, and the ratio against the baseline engine;
 //! then the time series of sampled benchmarks.
 
-use crate::results::RunResult;
+use crate::results::{OpSummary, RunResult};
 use hdrhistogram::Histogram;
 use std::fmt::Write as _;
 
@@ -130,11 +130,62 @@ pub fn format_table(results: &[RunResult], baseline: Option<&str>) -> String {
             if found > 0.0 { format!("{found:.0}/{total:.0}") } else { "-".into() },
         ]);
     }
-    render(&rows)
+    render(&rows, 2)
 }
 
-/// Left-aligns text columns, right-aligns the numeric ones.
-fn render(rows: &[Vec<String>]) -> String {
+/// Under the table: what the w-amp and hit % columns cover.
+pub const TABLE_NOTE: &str = "w-amp: write amplification cumulative since the database was opened \
+                              (includes earlier benchmarks in the list); hit %: this benchmark only";
+
+/// YCSB's per-operation-type latencies of every YCSB row, medians over
+/// repetitions; empty when no row has them.
+pub fn format_op_table(results: &[RunResult]) -> String {
+    let head = ["benchmark", "engine", "operation", "ops", "p50 µs", "p99 µs", "p99.9 µs"];
+    let mut rows: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
+    for (bench, engine, rs) in groups(results) {
+        let mut ops: Vec<&str> = Vec::new();
+        for o in rs.iter().flat_map(|r| &r.op_latencies) {
+            if !ops.contains(&o.op.as_str()) {
+                ops.push(&o.op);
+            }
+        }
+        for op in ops {
+            let of: Vec<&OpSummary> =
+                rs.iter().filter_map(|r| r.op_latencies.iter().find(|o| o.op == op)).collect();
+            let med = |f: fn(&OpSummary) -> f64| median(&of.iter().map(|o| f(o)).collect::<Vec<_>>());
+            rows.push(vec![
+                bench.clone(),
+                engine.clone(),
+                op.to_string(),
+                format!("{:.0}", med(|o| o.count as f64)),
+                num(med(|o| o.p50_us)),
+                num(med(|o| o.p99_us)),
+                num(med(|o| o.p999_us)),
+            ]);
+        }
+    }
+    if rows.len() == 1 {
+        return String::new();
+    }
+    render(&rows, 3)
+}
+
+/// YCSB's own per-operation report lines for one row (`[READ], Operations, 950`,
+/// `[READ], 99thPercentileLatency(us), 12.5`, …); empty for non-YCSB rows.
+pub fn ycsb_op_lines(r: &RunResult) -> String {
+    let mut out = String::new();
+    for o in &r.op_latencies {
+        let op = &o.op;
+        let _ = writeln!(out, "[{op}], Operations, {}", o.count);
+        let _ = writeln!(out, "[{op}], 50thPercentileLatency(us), {}", num(o.p50_us));
+        let _ = writeln!(out, "[{op}], 99thPercentileLatency(us), {}", num(o.p99_us));
+        let _ = writeln!(out, "[{op}], 99.9PercentileLatency(us), {}", num(o.p999_us));
+    }
+    out
+}
+
+/// Left-aligns the first `text_cols` columns, right-aligns the numeric ones.
+fn render(rows: &[Vec<String>], text_cols: usize) -> String {
     let cols = rows.first().map_or(0, Vec::len);
     let widths: Vec<usize> =
         (0..cols).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
@@ -144,7 +195,7 @@ fn render(rows: &[Vec<String>]) -> String {
             .iter()
             .enumerate()
             .map(|(c, cell)| {
-                if c < 2 {
+                if c < text_cols {
                     format!("{cell:<w$}", w = widths[c])
                 } else {
                     format!("{cell:>w$}", w = widths[c])
@@ -182,7 +233,7 @@ pub fn format_series(results: &[RunResult]) -> String {
                 mib(s.db_bytes as f64),
             ]);
         }
-        out.push_str(&render(&rows));
+        out.push_str(&render(&rows, 2));
     }
     out
 }
@@ -288,5 +339,32 @@ mod tests {
         assert!(t.contains("3.33x"), "{t}");
         assert!(t.contains("1.00x"), "{t}");
         assert!(t.contains("vs b"), "{t}");
+        assert!(format_op_table(&results).is_empty(), "no YCSB rows");
+    }
+
+    #[test]
+    fn ycsb_rows_get_per_operation_latencies() {
+        let op = |op: &str, count, p99_us| OpSummary {
+            op: op.into(),
+            count,
+            p50_us: 1.0,
+            p99_us,
+            p999_us: 50.0,
+            ..Default::default()
+        };
+        let mut results = Vec::new();
+        for (rep, p99) in [(0, 10.0), (1, 30.0), (2, 20.0)] {
+            let mut r = rr("strata/leveled", "ycsb-a", rep, 100.0);
+            r.op_latencies = vec![op("READ", 500, p99), op("UPDATE", 500, 2.0 * p99)];
+            results.push(r);
+        }
+        let lines = ycsb_op_lines(&results[0]);
+        assert!(lines.contains("[READ], Operations, 500\n"), "{lines}");
+        assert!(lines.contains("[READ], 99thPercentileLatency(us), 10.0\n"), "{lines}");
+        assert!(lines.contains("[UPDATE], 99.9PercentileLatency(us), 50.0\n"), "{lines}");
+        let t = format_op_table(&results);
+        let read = t.lines().find(|l| l.contains("READ")).unwrap();
+        assert!(read.starts_with("ycsb-a") && read.contains(" 20.0 "), "median p99 of READ: {t}");
+        assert!(t.lines().any(|l| l.contains("UPDATE") && l.contains(" 40.0 ")), "{t}");
     }
 }

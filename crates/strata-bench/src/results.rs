@@ -20,6 +20,24 @@ pub struct Sample {
     pub db_bytes: u64,
 }
 
+/// Latency summary of one YCSB operation type over a phase.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct OpSummary {
+    /// YCSB's name: `READ`, `UPDATE`, `INSERT`, `SCAN`, `READ-MODIFY-WRITE`.
+    pub op: String,
+    /// Operations of this type.
+    pub count: u64,
+    /// READ and READ-MODIFY-WRITE: reads that found their key; SCAN: entries
+    /// returned in total; 0 for the others.
+    pub found: u64,
+    /// Median latency, microseconds.
+    pub p50_us: f64,
+    /// 99th percentile latency, microseconds.
+    pub p99_us: f64,
+    /// 99.9th percentile latency, microseconds.
+    pub p999_us: f64,
+}
+
 /// The outcome of one benchmark on one engine.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunResult {
@@ -51,4 +69,7 @@ pub struct RunResult {
     pub found: u64,
     /// Time series, for benchmarks that sample.
     pub samples: Vec<Sample>,
+    /// YCSB phases: latencies per operation type (those that ran).
+    #[serde(default)]
+    pub op_latencies: Vec<OpSummary>,
 }

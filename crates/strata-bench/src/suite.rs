@@ -31,14 +31,14 @@ pub struct Plan {
 }
 
 /// Seconds of each `*whilewriting` step of the default suite (uniform reads).
-pub const SUITE_RWW_SECS: f64 = 25.0;
+pub const SUITE_RWW_SECS: f64 = 15.0;
 /// Seconds of the default suite's mixed-workload time series (rangehot reads).
-pub const SUITE_MIXED_SECS: f64 = 20.0;
+pub const SUITE_MIXED_SECS: f64 = 15.0;
 /// Seconds of each row of the main job's compaction-buffer comparison.
-pub const COMPARE_SECS: f64 = 15.0;
+pub const COMPARE_SECS: f64 = 10.0;
 /// Keys in the default suite (16-byte keys, 100-byte values, 8 MiB cache, 64 MiB
 /// memtable): db_bench's 1 M fits the budget. Measured on 2 shared cores: about
-/// 1.5 minutes for Strata alone; each peer engine adds its own share.
+/// 55 s for Strata alone, 1 min 46 s with the buffer comparison; each peer adds its share.
 pub const SUITE_NUM: u64 = 1_000_000;
 /// Reads of readrandom and seekrandom in the default suite.
 pub const SUITE_READS: u64 = 1_000_000;
@@ -119,11 +119,32 @@ impl Plan {
             if step.benchmark == "readwhilewriting" {
                 step.label = "readwhilewriting/buffer".into();
             } else {
-                // db_bench fills write `--num` keys per thread: load once.
+                // db_bench fills write `--num` keys per thread: load once, all of it.
                 step.args.threads = 1;
+                step.args.duration = 0.0;
             }
         }
         Ok(plan)
+    }
+
+    /// Key and value sizes for the header: db_bench's for db_bench benchmarks,
+    /// YCSB's keys and record size for YCSB workloads (which ignore `--key_size`).
+    pub fn sizes(&self) -> String {
+        let is_ycsb = |s: &Step| s.benchmark.starts_with("ycsb");
+        let mut parts = Vec::new();
+        if self.steps.iter().any(|s| !is_ycsb(s)) {
+            parts.push(format!("key {} B | value {} B", self.base.key_size, self.base.value_size()));
+        }
+        if self.steps.iter().any(is_ycsb) {
+            let cfg = crate::bench::ycsb_config(&self.base);
+            parts.push(format!(
+                "YCSB keys user<hash> | record {} B ({} x {} B fields)",
+                cfg.value_len(),
+                cfg.field_count,
+                cfg.field_length
+            ));
+        }
+        parts.join(" | ")
     }
 
     /// (engine kind, policy, report row) for each engine row.
@@ -207,7 +228,7 @@ pub fn run_plan(plan: &Plan, log: &mut dyn Write) -> BenchResult<Vec<RunResult>>
                     writeln!(log, "{row}: {w}").map_err(io)?;
                 }
                 let n = out.results.len();
-                for (i, mut r) in out.results.into_iter().enumerate() {
+                for (i, (mut r, latencies)) in out.results.into_iter().enumerate() {
                     r.engine = row.clone();
                     r.repetition = rep;
                     // The main result (the last one) carries the step's label.
@@ -216,12 +237,14 @@ pub fn run_plan(plan: &Plan, log: &mut dyn Write) -> BenchResult<Vec<RunResult>>
                     }
                     writeln!(log, "{}", report::db_bench_line(&r, if i + 1 == n { out.bytes } else { 0 }))
                         .map_err(io)?;
-                    results.push(r);
-                }
-                if step.args.histogram {
-                    if let Some(h) = &out.hist {
-                        writeln!(log, "{}", report::format_histogram(h)).map_err(io)?;
+                    write!(log, "{}", report::ycsb_op_lines(&r)).map_err(io)?;
+                    if let (true, Some(l)) = (step.args.histogram, &latencies) {
+                        writeln!(log, "{}", report::format_histogram(&l.all)).map_err(io)?;
+                        for (op, h) in &l.by_op {
+                            writeln!(log, "[{op}] {}", report::format_histogram(h)).map_err(io)?;
+                        }
                     }
+                    results.push(r);
                 }
             }
             let text = engine.stats_text();
@@ -248,17 +271,21 @@ pub fn run_main(plan: &Plan) -> BenchResult<()> {
     let steps: Vec<&str> = plan.steps.iter().map(|s| s.label.as_str()).collect();
     writeln!(
         out,
-        "strata-bench: engines {} | benchmarks {} | num {} | key {} B | value {} B | repetitions {}",
+        "strata-bench: engines {} | benchmarks {} | num {} | {} | repetitions {}",
         rows.join(","),
         steps.join(","),
         plan.base.num,
-        plan.base.key_size,
-        plan.base.value_size,
+        plan.sizes(),
         plan.base.repetitions
     )
     .map_err(io)?;
     let results = run_plan(plan, &mut out)?;
-    writeln!(out, "\n{}", report::format_table(&results, plan.baseline().as_deref())).map_err(io)?;
+    writeln!(out, "\n{}{}", report::format_table(&results, plan.baseline().as_deref()), report::TABLE_NOTE)
+        .map_err(io)?;
+    let ops = report::format_op_table(&results);
+    if !ops.is_empty() {
+        writeln!(out, "\nYCSB latency per operation type (medians over repetitions):\n{ops}").map_err(io)?;
+    }
     let series = report::format_series(&results);
     if !series.is_empty() {
         writeln!(out, "time series (every {} s):{series}", plan.base.stats_interval_seconds).map_err(io)?;
@@ -297,6 +324,18 @@ mod tests {
         }
         assert!(cmp.base.use_direct_reads && cmp.base.threads == 8);
         assert_eq!(cmp.steps[0].args.threads, 1, "the load writes each key once");
+        assert_eq!(cmp.steps[0].args.duration, 0.0, "the load is not cut short");
+        assert!(plan.steps[..3].iter().all(|s| s.args.duration == 0.0), "closed-loop steps run to the end");
+    }
+
+    #[test]
+    fn header_sizes_are_what_runs() {
+        let plan = |line: &str| Plan::from_args(&parse_args(line.split_whitespace()).unwrap());
+        assert_eq!(plan("x --benchmarks=fillrandom").sizes(), "key 16 B | value 100 B");
+        let y = plan("x --benchmarks=ycsba,ycsbb").sizes();
+        assert_eq!(y, "YCSB keys user<hash> | record 1000 B (10 x 100 B fields)");
+        let both = plan("x --benchmarks=fillrandom,ycsbc --value_size=400").sizes();
+        assert_eq!(both, "key 16 B | value 400 B | YCSB keys user<hash> | record 400 B (1 x 400 B fields)");
     }
 
     #[test]

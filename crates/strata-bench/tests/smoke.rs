@@ -102,3 +102,93 @@ fn bad_flags_are_rejected() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--read_dist"));
 }
+
+#[test]
+fn duration_stops_closed_loop_benchmarks_early() {
+    use strata_bench::bench::measure::DURATION_CHECK_OPS;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().display().to_string();
+    let common = format!("--threads=1 --num=5000 --db={db}");
+    run(&format!("--benchmarks=fillseq --duration=0 {common}"));
+    // A limit already passed at the first clock check: each stops after one check interval.
+    let list = "readseq,readrandom,seekrandomnext10,overwrite";
+    let results =
+        run(&format!("--benchmarks={list} --reads=5000 --duration=0.000001 --use_existing_db {common}"));
+    for b in list.split(',') {
+        assert_eq!(get(&results, b).ops, DURATION_CHECK_OPS, "{b} stops at the first check");
+    }
+    // With a limit readseq goes in chunks, each from just past the last key: no gaps, no repeats.
+    let results =
+        run(&format!("--benchmarks=readseq --reads=10000 --duration=60 --use_existing_db {common}"));
+    assert_eq!(get(&results, "readseq").ops, 5000);
+    // 10^9 reads would take hours; --duration=0.3 ends them.
+    let results =
+        run(&format!("--benchmarks=readrandom --reads=1000000000 --duration=0.3 --use_existing_db {common}"));
+    let r = get(&results, "readrandom");
+    assert!(r.secs >= 0.3 && r.secs < 5.0, "{r:?}");
+    assert!(r.ops > 0 && r.ops < 1_000_000_000 && r.found == r.ops, "{r:?}");
+}
+
+#[test]
+fn ycsb_reports_each_operation_type_and_honours_value_size() {
+    use strata_bench::engine::{Engine, EngineConfig, StrataEngine};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().display().to_string();
+    let line =
+        format!("x {TINY} --benchmarks=ycsba --num=300 --value_size=200 --histogram --threads=1 --db={db}");
+    let args = parse_args(line.split_whitespace()).unwrap();
+    let mut log = Vec::new();
+    let results = run_plan(&Plan::from_args(&args), &mut log).unwrap();
+    let log = String::from_utf8(log).unwrap();
+    let a = get(&results, "ycsb-a");
+    let ops: Vec<&str> = a.op_latencies.iter().map(|o| o.op.as_str()).collect();
+    assert_eq!(ops, ["READ", "UPDATE"]);
+    assert_eq!(a.op_latencies.iter().map(|o| o.count).sum::<u64>(), a.ops);
+    assert!(a.op_latencies.iter().all(|o| o.p50_us > 0.0 && o.p50_us <= o.p99_us && o.p99_us <= o.p999_us));
+    assert_eq!(get(&results, "ycsb-load").op_latencies[0].op, "INSERT");
+    for want in ["[READ], 99thPercentileLatency(us), ", "[UPDATE], 99.9PercentileLatency(us), "] {
+        assert!(log.contains(want), "{want} in:\n{log}");
+    }
+    // --histogram: the whole run's, then each operation type's.
+    assert!(log.matches("Microseconds per op:").count() >= 4, "{log}");
+    assert!(log.contains("[READ] Microseconds per op:") && log.contains("[UPDATE] Microseconds per op:"));
+    // Records are --value_size bytes.
+    let cfg = EngineConfig {
+        path: dir.path().join("strata-leveled"),
+        cache_size: 1 << 20,
+        bloom_bits: 10.0,
+        write_buffer_size: 1 << 20,
+        max_file_size: 1 << 20,
+        compression: "none".into(),
+        use_direct_reads: false,
+        max_bytes_for_level_base: 1 << 20,
+        policy: "leveled".into(),
+        sync: false,
+        use_existing_db: true,
+    };
+    let engine = StrataEngine::open(&cfg).unwrap();
+    let mut key = Vec::new();
+    strata_bench::ycsb::ycsb_key_into("user", 0, &mut key);
+    assert_eq!(engine.get(&key).unwrap().map(|v| v.len()), Some(200));
+}
+
+#[test]
+fn rate_limited_writer_holds_its_rate() {
+    // 300 writes/s of 16 + 100 bytes: easy for a debug build on a busy machine,
+    // far below what an unlimited writer does (tens of thousands a second).
+    const RATE: f64 = 300.0;
+    let limit = (RATE * 116.0) as u64;
+    let results = run(&format!(
+        "--benchmarks=fillseq,readwhilewriting --threads=1 --duration=2 --stats_interval_seconds=0.5 \
+         --benchmark_write_rate_limit={limit}"
+    ));
+    let r = get(&results, "readwhilewriting");
+    let (mut writes, mut prev_t) = (0.0, 0.0);
+    for s in &r.samples {
+        writes += s.write_ops_per_sec * (s.t_secs - prev_t);
+        prev_t = s.t_secs;
+    }
+    assert!(prev_t >= 1.5, "{:?}", r.samples);
+    let mean = writes / prev_t;
+    assert!((0.85 * RATE..=1.15 * RATE).contains(&mean), "mean {mean:.0} writes/s, target {RATE}");
+}

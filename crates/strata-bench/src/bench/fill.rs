@@ -1,6 +1,6 @@
 //! Write benchmarks: fillseq, fillrandom, filluniquerandom, overwrite.
 
-use super::measure::{conclude, progress, run_threads, ThreadOut, PROGRESS_BATCH};
+use super::measure::{conclude, progress, run_threads, Deadline, ThreadOut, PROGRESS_BATCH};
 use super::Outcome;
 use crate::cli::Args;
 use crate::engine::{BenchResult, Engine};
@@ -22,7 +22,7 @@ pub enum Order {
 }
 
 /// Each of `--threads` threads writes `--num` entries (db_bench semantics), one
-/// put per operation, each put timed.
+/// put per operation, each put timed; stops early after `--duration` seconds if > 0.
 pub fn fill(
     engine: &dyn Engine,
     name: &str,
@@ -33,6 +33,7 @@ pub fn fill(
     let pb = progress(args.quiet, args.num * seeds.len() as u64, name);
     let before = engine.stats();
     let start = Instant::now();
+    let deadline = Deadline::new(start, args.duration);
     let outs = run_threads(seeds.len(), |t| {
         let mut rng = SmallRng::seed_from_u64(seeds[t]);
         let mut values = ValueGen::new(seeds[t], args.compression_ratio);
@@ -50,12 +51,15 @@ pub fn fill(
                 Order::UniqueRandom => shuffled.get(i as usize).copied().unwrap_or(i),
             };
             format_key_into(index, args.key_size, &mut key);
-            let value = values.next(args.value_size);
+            let value = values.next(args.value_size());
             let t0 = Instant::now();
             engine.put(&key, value)?;
             out.record(t0.elapsed().as_nanos() as u64, key.len() + value.len(), false);
             if (i + 1) % PROGRESS_BATCH == 0 {
                 pb.inc(PROGRESS_BATCH);
+            }
+            if deadline.expired_after(i + 1) {
+                break;
             }
         }
         Ok(out)

@@ -94,6 +94,40 @@ pub fn progress(quiet: bool, len: u64, label: &str) -> ProgressBar {
 /// Workers tick the bar every this many operations (one atomic per batch).
 pub const PROGRESS_BATCH: u64 = 1024;
 
+/// Operations between clock checks of `--duration` in closed-loop benchmarks
+/// (db_bench checks every 1000, `--ops_between_duration_checks`).
+pub const DURATION_CHECK_OPS: u64 = 1024;
+
+/// db_bench's `--duration` for closed-loop benchmarks: stop once it has passed,
+/// even if `--num`/`--reads` operations are not done. No limit when 0.
+#[derive(Clone, Copy, Debug)]
+pub struct Deadline(Option<std::time::Instant>);
+
+impl Deadline {
+    /// `secs` after `start` (0, or too far to represent, means no limit).
+    pub fn new(start: std::time::Instant, secs: f64) -> Self {
+        let end = Duration::try_from_secs_f64(secs).ok().filter(|d| !d.is_zero());
+        Deadline(end.and_then(|d| start.checked_add(d)))
+    }
+
+    /// True when there is a limit.
+    pub fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// True once the limit has passed (reads the clock).
+    pub fn expired(&self) -> bool {
+        self.0.is_some_and(|end| std::time::Instant::now() >= end)
+    }
+
+    /// Called after the `done`-th operation: reads the clock only every
+    /// [`DURATION_CHECK_OPS`] operations, so the check costs nothing per op.
+    #[inline]
+    pub fn expired_after(&self, done: u64) -> bool {
+        self.0.is_some() && done.is_multiple_of(DURATION_CHECK_OPS) && self.expired()
+    }
+}
+
 /// Ends a closed-loop benchmark started at `start`: clears the progress bar
 /// and builds its outcome (result, merged histogram, bytes moved).
 pub fn conclude(
@@ -108,7 +142,7 @@ pub fn conclude(
     pb.finish_and_clear();
     let bytes = outs.iter().map(|o| o.bytes).sum();
     let (result, hist) = finish(engine, benchmark, before, secs, outs)?;
-    Ok(super::Outcome { results: vec![result], hist: Some(hist), bytes })
+    Ok(super::Outcome { results: vec![(result, Some(super::Latencies::single(hist)))], bytes })
 }
 
 /// Builds the result of a closed-loop benchmark from its workers' records.
@@ -142,6 +176,7 @@ pub fn finish(
         db_bytes: dir_size(engine.path()),
         found,
         samples: Vec::new(),
+        op_latencies: Vec::new(),
     };
     Ok((r, hist))
 }

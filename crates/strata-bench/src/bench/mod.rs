@@ -7,18 +7,34 @@ mod read;
 mod timed;
 mod ycsb_step;
 
+pub use ycsb_step::config as ycsb_config;
+
 use crate::cli::Args;
 use crate::engine::{BenchResult, Engine};
 use crate::results::RunResult;
 use hdrhistogram::Histogram;
 
+/// Latencies behind one result row, in nanoseconds (for `--histogram`).
+pub struct Latencies {
+    /// Every operation.
+    pub all: Histogram<u64>,
+    /// Per YCSB operation type that ran; empty for db_bench benchmarks.
+    pub by_op: Vec<(&'static str, Histogram<u64>)>,
+}
+
+impl Latencies {
+    /// Latencies of a benchmark with one kind of operation.
+    pub fn single(all: Histogram<u64>) -> Self {
+        Latencies { all, by_op: Vec::new() }
+    }
+}
+
 /// What running one benchmark produced.
 pub struct Outcome {
-    /// Result rows (YCSB's first workload on a database adds its load phase).
-    pub results: Vec<RunResult>,
-    /// Latencies of the main result, in nanoseconds (None where not measured per op).
-    pub hist: Option<Histogram<u64>>,
-    /// Key + value bytes read or written (for db_bench's MB/s).
+    /// Result rows (YCSB's first workload on a database adds its load phase),
+    /// each with its latencies (None where not measured per operation).
+    pub results: Vec<(RunResult, Option<Latencies>)>,
+    /// Key + value bytes read or written by the last row (for db_bench's MB/s).
     pub bytes: u64,
 }
 
@@ -27,8 +43,9 @@ pub struct Outcome {
 pub struct DbState {
     /// A fill (or `--use_existing_db`) put db_bench keys in.
     pub has_data: bool,
-    /// The YCSB load phase ran.
-    pub ycsb_loaded: bool,
+    /// Records in the database once the YCSB load phase ran (load plus every
+    /// workload's inserts so far): the next workload inserts from here on.
+    pub ycsb_records: Option<u64>,
     /// Threads started so far: each thread's seed is `--seed` plus this count,
     /// as in RocksDB's db_bench, so successive benchmarks draw different keys.
     pub threads_started: u64,
@@ -68,6 +85,17 @@ pub fn is_timed(name: &str) -> bool {
     name.ends_with("whilewriting")
 }
 
+/// The read operation of a read benchmark: a get, or db_bench's Seek followed by
+/// `--seek_nexts` Next calls; `seekrandomnext10`/`100` are seekrandom with 10/100 nexts.
+fn read_op(name: &str, seek_nexts: usize) -> read::ReadOp {
+    match name {
+        "readrandom" | "readwhilewriting" => read::ReadOp::Get,
+        "seekrandomnext10" => read::ReadOp::Seek { nexts: 10 },
+        "seekrandomnext100" => read::ReadOp::Seek { nexts: 100 },
+        _ => read::ReadOp::Seek { nexts: seek_nexts },
+    }
+}
+
 /// Runs benchmark `name` (one of [`crate::cli::BENCHMARKS`]) with `args` on `engine`.
 pub fn run_benchmark(
     engine: &dyn Engine,
@@ -76,9 +104,7 @@ pub fn run_benchmark(
     state: &mut DbState,
 ) -> BenchResult<Outcome> {
     use fill::Order;
-    use read::ReadOp;
     let threads = args.threads;
-    let seek_n = 1 + args.seek_nexts;
     let outcome = match name {
         "fillseq" | "fillrandom" | "filluniquerandom" | "overwrite" => {
             let order = match name {
@@ -93,12 +119,7 @@ pub fn run_benchmark(
         }
         "readrandom" | "seekrandom" | "seekrandomnext10" | "seekrandomnext100" => {
             state.warn_if_empty(name);
-            let op = match name {
-                "readrandom" => ReadOp::Get,
-                "seekrandom" => ReadOp::Seek(seek_n),
-                "seekrandomnext10" => ReadOp::Seek(10),
-                _ => ReadOp::Seek(100),
-            };
+            let op = read_op(name, args.seek_nexts);
             let seeds = state.seeds(args.seed, threads);
             read::random_reads(engine, name, args, op, &seeds)?
         }
@@ -108,7 +129,7 @@ pub fn run_benchmark(
         }
         "readwhilewriting" | "seekrandomwhilewriting" => {
             state.warn_if_empty(name);
-            let op = if name == "readwhilewriting" { ReadOp::Get } else { ReadOp::Seek(seek_n) };
+            let op = read_op(name, args.seek_nexts);
             let seeds = state.seeds(args.seed, threads + 1);
             timed::run(engine, name, args, op, &seeds)?
         }
@@ -130,4 +151,58 @@ pub fn run_benchmark(
         other => return Err(format!("unknown benchmark {other:?}")),
     };
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read::ReadOp;
+    use super::*;
+
+    #[test]
+    fn seek_benchmarks_count_nexts_like_db_bench() {
+        assert_eq!(read_op("seekrandomnext10", 0), ReadOp::Seek { nexts: 10 });
+        assert_eq!(read_op("seekrandom", 10), read_op("seekrandomnext10", 3));
+        assert_eq!(read_op("seekrandomnext100", 0), ReadOp::Seek { nexts: 100 });
+        assert_eq!(read_op("seekrandomwhilewriting", 7), ReadOp::Seek { nexts: 7 });
+        assert_eq!(read_op("readwhilewriting", 7), ReadOp::Get);
+        // Seek + N nexts visits up to N + 1 entries.
+        assert_eq!(ReadOp::Seek { nexts: 10 }.entries(), 11);
+    }
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn ycsb_workloads_in_one_run_keep_inserting_new_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = crate::engine::EngineConfig {
+            path: dir.path().to_path_buf(),
+            cache_size: 1 << 20,
+            bloom_bits: 10.0,
+            write_buffer_size: 64 << 10,
+            max_file_size: 256 << 10,
+            compression: "none".into(),
+            use_direct_reads: false,
+            max_bytes_for_level_base: 256 << 10,
+            policy: "leveled".into(),
+            sync: false,
+            use_existing_db: false,
+        };
+        let engine = crate::engine::StrataEngine::open(&cfg).unwrap();
+        let args = crate::cli::parse_args(["x", "--num=300", "--reads=800", "--quiet"]).unwrap();
+        let mut state = DbState::new(false);
+        let d = run_benchmark(&engine, "ycsbd", &args, &mut state).unwrap();
+        assert_eq!(d.results.len(), 2, "load, then D");
+        let (run, lat) = &d.results[1];
+        let ops: Vec<&str> = run.op_latencies.iter().map(|o| o.op.as_str()).collect();
+        assert_eq!(ops, ["READ", "INSERT"]);
+        let lat = lat.as_ref().unwrap();
+        assert_eq!(lat.all.len(), run.ops);
+        assert_eq!(lat.by_op.iter().map(|h| h.0).collect::<Vec<_>>(), ops);
+        let after_d = state.ycsb_records.unwrap();
+        assert!(after_d > 300);
+        let e = run_benchmark(&engine, "ycsbe", &args, &mut state).unwrap();
+        assert_eq!(e.results.len(), 1, "no second load");
+        let after_e = state.ycsb_records.unwrap();
+        assert!(after_e > after_d);
+        assert_eq!(engine.scan(b"user", usize::MAX).unwrap().0 as u64, after_e, "E overwrote none of D's");
+    }
 }

@@ -1,6 +1,8 @@
 //! Closed-loop read benchmarks: readrandom, readseq, seekrandom, seekrandomnext10/100.
 
-use super::measure::{conclude, finish, progress, run_threads, ThreadOut, PROGRESS_BATCH};
+use super::measure::{
+    conclude, finish, progress, run_threads, Deadline, ThreadOut, DURATION_CHECK_OPS, PROGRESS_BATCH,
+};
 use super::Outcome;
 use crate::cli::Args;
 use crate::engine::{BenchResult, Engine};
@@ -14,12 +16,27 @@ use std::time::Instant;
 pub enum ReadOp {
     /// A point get; found when the key exists.
     Get,
-    /// A seek that reads up to this many entries; found when it reads at least one.
-    Seek(usize),
+    /// db_bench's Seek followed by up to `nexts` Next calls (so up to `nexts + 1`
+    /// entries read); found when the seek lands on an entry.
+    Seek {
+        /// Next calls after the seek (`--seek_nexts`).
+        nexts: usize,
+    },
+}
+
+impl ReadOp {
+    /// Entries a seek reads at most (the seek's own entry plus the nexts).
+    pub fn entries(self) -> usize {
+        match self {
+            ReadOp::Get => 1,
+            ReadOp::Seek { nexts } => nexts.saturating_add(1),
+        }
+    }
 }
 
 /// Each of `--threads` threads does `--reads` operations on uniform random keys in
-/// [0, num) (db_bench semantics: reads are per thread).
+/// [0, num) (db_bench semantics: reads are per thread), or fewer if `--duration` > 0
+/// runs out first.
 pub fn random_reads(
     engine: &dyn Engine,
     name: &str,
@@ -31,6 +48,7 @@ pub fn random_reads(
     let pb = progress(args.quiet, reads * seeds.len() as u64, name);
     let before = engine.stats();
     let start = Instant::now();
+    let deadline = Deadline::new(start, args.duration);
     let outs = run_threads(seeds.len(), |t| {
         let mut rng = SmallRng::seed_from_u64(seeds[t]);
         let mut key = Vec::with_capacity(args.key_size);
@@ -43,14 +61,17 @@ pub fn random_reads(
                     Some(v) => (true, key.len() + v.len()),
                     None => (false, 0),
                 },
-                ReadOp::Seek(n) => {
-                    let (entries, bytes) = engine.scan(&key, n)?;
+                ReadOp::Seek { .. } => {
+                    let (entries, bytes) = engine.scan(&key, op.entries())?;
                     (entries > 0, bytes)
                 }
             };
             out.record(t0.elapsed().as_nanos() as u64, bytes, found);
             if (i + 1) % PROGRESS_BATCH == 0 {
                 pb.inc(PROGRESS_BATCH);
+            }
+            if deadline.expired_after(i + 1) {
+                break;
             }
         }
         Ok(out)
@@ -59,22 +80,35 @@ pub fn random_reads(
 }
 
 /// readseq: each thread scans forward from the first key, up to `--reads` entries
-/// (a full scan by default). ops = entries read. The engine's scan is one call,
-/// so there is no per-entry latency: percentiles are left empty (NaN), not estimated.
+/// (a full scan by default). ops = entries read. Entries are not timed one by
+/// one, so percentiles are left empty (NaN), not estimated. One scan call, or
+/// with `--duration` > 0 chunks of them with a clock check between chunks.
 pub fn read_seq(engine: &dyn Engine, name: &str, args: &Args, threads: usize) -> BenchResult<Outcome> {
-    let reads = usize::try_from(args.reads()).unwrap_or(usize::MAX);
+    let reads = args.reads();
     let before = engine.stats();
     let start = Instant::now();
+    let deadline = Deadline::new(start, args.duration);
+    let chunk = if deadline.is_set() { DURATION_CHECK_OPS } else { reads };
     let outs = run_threads(threads, |_| {
         let mut out = ThreadOut::new()?;
-        let (entries, bytes) = engine.scan(b"", reads)?;
-        out.ops = entries as u64;
-        out.found = entries as u64;
-        out.bytes = bytes as u64;
+        let (mut from, mut last) = (Vec::new(), Vec::new());
+        while out.ops < reads {
+            let want = usize::try_from(chunk.min(reads - out.ops)).unwrap_or(usize::MAX);
+            let (entries, bytes) = engine.scan_keep_last(&from, want, Some(&mut last))?;
+            out.ops += entries as u64;
+            out.found += entries as u64;
+            out.bytes += bytes as u64;
+            if entries < want || deadline.expired() {
+                break;
+            }
+            // Go on from the smallest key after the last one read.
+            std::mem::swap(&mut from, &mut last);
+            from.push(0);
+        }
         Ok(out)
     })?;
     let secs = start.elapsed().as_secs_f64();
     let bytes = outs.iter().map(|o| o.bytes).sum();
     let (result, _) = finish(engine, name, &before, secs, outs)?;
-    Ok(Outcome { results: vec![result], hist: None, bytes })
+    Ok(Outcome { results: vec![(result, None)], bytes })
 }

@@ -123,9 +123,10 @@ pub fn run(engine: &dyn Engine, name: &str, args: &Args, op: ReadOp, seeds: &[u6
         db_bytes: dir_size(engine.path()),
         found,
         samples: outcome,
+        op_latencies: Vec::new(),
     };
     // No MB/s line: db_bench's would count read bytes, which a get does not return here.
-    Ok(Outcome { results: vec![result], hist: Some(total), bytes: 0 })
+    Ok(Outcome { results: vec![(result, Some(super::Latencies::single(total)))], bytes: 0 })
 }
 
 /// One reader: until stopped (or `--reads` reads when `--duration` is 0). Returns found reads.
@@ -148,7 +149,7 @@ fn reader(
         let t0 = Instant::now();
         let hit = match op {
             ReadOp::Get => engine.get(&key)?.is_some(),
-            ReadOp::Seek(n) => engine.scan(&key, n)?.0 > 0,
+            ReadOp::Seek { .. } => engine.scan(&key, op.entries())?.0 > 0,
         };
         let ns = (t0.elapsed().as_nanos() as u64).max(1);
         found += u64::from(hit);
@@ -170,7 +171,7 @@ fn writer(engine: &dyn Engine, args: &Args, seed: u64, shared: &Shared) -> Bench
     while !shared.stop.load(Ordering::Relaxed) {
         let index = rng.gen_range(0..args.num);
         format_key_into(index, args.key_size, &mut key);
-        let value = values.next(args.value_size);
+        let value = values.next(args.value_size());
         let bytes = (key.len() + value.len()) as u64;
         limiter.wait(bytes);
         if shared.stop.load(Ordering::Relaxed) {

@@ -108,12 +108,23 @@ impl Engine for FjallEngine {
         self.part.remove(key).map_err(err)?;
         self.after_write()
     }
-    fn scan(&self, start: &[u8], n: usize) -> BenchResult<(usize, usize)> {
+    fn scan_keep_last(
+        &self,
+        start: &[u8],
+        n: usize,
+        mut last: Option<&mut Vec<u8>>,
+    ) -> BenchResult<(usize, usize)> {
         let (mut count, mut bytes) = (0, 0);
         for kv in self.part.range(start..).take(n) {
             let (k, v) = kv.map_err(err)?;
             count += 1;
             bytes += k.len() + v.len();
+            if count == n {
+                if let Some(l) = last.take() {
+                    l.clear();
+                    l.extend_from_slice(&k);
+                }
+            }
         }
         Ok((count, bytes))
     }

@@ -200,7 +200,12 @@ impl Engine for LevelDbEngine {
         unsafe { ffi::leveldb_delete(self.db, self.wo, key.as_ptr().cast(), key.len(), &mut err) };
         check(err, "delete")
     }
-    fn scan(&self, start: &[u8], n: usize) -> BenchResult<(usize, usize)> {
+    fn scan_keep_last(
+        &self,
+        start: &[u8],
+        n: usize,
+        mut last: Option<&mut Vec<u8>>,
+    ) -> BenchResult<(usize, usize)> {
         let (mut count, mut bytes) = (0, 0);
         // SAFETY: iterator created, used and destroyed on this thread only;
         // key/value pointers are read before the next move.
@@ -211,9 +216,15 @@ impl Engine for LevelDbEngine {
                 // leveldb-sys declares the length out-params `*const`, but
                 // LevelDB writes them: pass pointers to mutable locals.
                 let (mut kl, mut vl) = (0usize, 0usize);
-                ffi::leveldb_iter_key(it, (&raw mut kl).cast_const());
+                let kp = ffi::leveldb_iter_key(it, (&raw mut kl).cast_const());
                 ffi::leveldb_iter_value(it, (&raw mut vl).cast_const());
                 bytes += kl + vl;
+                if count + 1 == n {
+                    if let Some(l) = last.take() {
+                        l.clear();
+                        l.extend_from_slice(std::slice::from_raw_parts(kp.cast::<u8>(), kl));
+                    }
+                }
                 count += 1;
                 ffi::leveldb_iter_next(it);
             }

@@ -112,13 +112,26 @@ impl Engine for RocksDbEngine {
         self.user_bytes.fetch_add(key.len() as u64, Relaxed);
         self.db.delete_opt(key, &self.wo).map_err(|e| e.to_string())
     }
-    fn scan(&self, start: &[u8], n: usize) -> BenchResult<(usize, usize)> {
+    fn scan_keep_last(
+        &self,
+        start: &[u8],
+        n: usize,
+        mut last: Option<&mut Vec<u8>>,
+    ) -> BenchResult<(usize, usize)> {
         let mut it = self.db.raw_iterator();
         it.seek(start);
         let (mut count, mut bytes) = (0, 0);
         while count < n {
             match (it.key(), it.value()) {
-                (Some(k), Some(v)) => bytes += k.len() + v.len(),
+                (Some(k), Some(v)) => {
+                    bytes += k.len() + v.len();
+                    if count + 1 == n {
+                        if let Some(l) = last.take() {
+                            l.clear();
+                            l.extend_from_slice(k);
+                        }
+                    }
+                }
                 _ => break,
             }
             count += 1;

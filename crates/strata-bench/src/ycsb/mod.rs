@@ -9,12 +9,13 @@ mod stats;
 mod worker;
 mod workload;
 
-pub use stats::OpSummary;
+pub use crate::results::OpSummary;
 pub use workload::{Workload, OP_NAMES};
 
 use crate::engine::{dir_size, BenchResult, Engine};
 use crate::gen::{fnv_hash64, write_decimal};
 use crate::results::RunResult;
+use hdrhistogram::Histogram;
 use stats::{hit_ratio_between, us, OpStats};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -24,7 +25,11 @@ use worker::Shared;
 /// YCSB's `CoreWorkload` properties that matter here.
 #[derive(Debug, Clone, PartialEq)]
 pub struct YcsbConfig {
-    /// Records inserted by the load phase (`recordcount`).
+    /// Records in the database (`recordcount`): the load phase inserts this
+    /// many; a run phase reads among them and inserts new records from this
+    /// index on (YCSB's `insertstart`). To run workloads in sequence, pass
+    /// each phase's [`YcsbOutcome::records`] to the next, so inserts go on
+    /// where the previous workload's ended.
     pub record_count: u64,
     /// Operations of the run phase, split over the threads (`operationcount`).
     pub operation_count: u64,
@@ -87,30 +92,33 @@ pub fn ycsb_key_into(prefix: &str, index: u64, buf: &mut Vec<u8>) {
     write_decimal(fnv_hash64(index), 0, buf);
 }
 
+/// What one YCSB phase measured.
+#[derive(Debug)]
+pub struct YcsbOutcome {
+    /// The overall result; its `op_latencies` summarise each operation type
+    /// that ran (READ, UPDATE, INSERT, SCAN, READ-MODIFY-WRITE).
+    pub result: RunResult,
+    /// Latencies of all operations, nanoseconds.
+    pub total: Histogram<u64>,
+    /// Latencies per operation type that ran, nanoseconds.
+    pub by_op: Vec<(&'static str, Histogram<u64>)>,
+    /// Records in the database afterwards: the next phase's `record_count`.
+    pub records: u64,
+}
+
 /// Load phase: inserts `record_count` records in hashed order with
 /// `threads` threads; benchmark name `ycsb-load`.
-pub fn load(engine: &dyn Engine, cfg: &YcsbConfig) -> BenchResult<RunResult> {
+pub fn load(engine: &dyn Engine, cfg: &YcsbConfig) -> BenchResult<YcsbOutcome> {
     cfg.validate()?;
     let shared = shared(engine, cfg, 0);
     let (stats, secs, before) = on_threads(&shared, cfg.threads, |t| worker::load_thread(&shared, t))?;
-    Ok(finish(engine, "ycsb-load", &stats, secs, &before)?.0)
+    finish(engine, "ycsb-load", &stats, secs, &before, cfg.record_count)
 }
 
-/// Run phase of `workload` after [`load`] with the same `record_count`:
+/// Run phase of `workload` on a database holding `record_count` records:
 /// `operation_count` operations split over the threads; inserts (D, E)
-/// extend the key space through a shared counter. Returns the overall
-/// result; see [`run_with_ops`] for per-operation-type latencies.
-pub fn run(engine: &dyn Engine, workload: Workload, cfg: &YcsbConfig) -> BenchResult<RunResult> {
-    Ok(run_with_ops(engine, workload, cfg)?.0)
-}
-
-/// [`run`], also returning per-operation-type summaries (READ, UPDATE,
-/// INSERT, SCAN, READ-MODIFY-WRITE; those that ran).
-pub fn run_with_ops(
-    engine: &dyn Engine,
-    workload: Workload,
-    cfg: &YcsbConfig,
-) -> BenchResult<(RunResult, Vec<OpSummary>)> {
+/// add records `record_count`, `record_count + 1`, … through a shared counter.
+pub fn run(engine: &dyn Engine, workload: Workload, cfg: &YcsbConfig) -> BenchResult<YcsbOutcome> {
     cfg.validate()?;
     let shared = shared(engine, cfg, cfg.record_count);
     let threads = cfg.threads as u64;
@@ -118,7 +126,8 @@ pub fn run_with_ops(
         |t: usize| cfg.operation_count / threads + u64::from((t as u64) < cfg.operation_count % threads);
     let (stats, secs, before) =
         on_threads(&shared, cfg.threads, |t| worker::run_thread(&shared, workload, share(t), t))?;
-    finish(engine, workload.name(), &stats, secs, &before)
+    let records = shared.next_insert.load(std::sync::atomic::Ordering::Acquire);
+    finish(engine, workload.name(), &stats, secs, &before, records)
 }
 
 fn shared<'a>(engine: &'a dyn Engine, cfg: &'a YcsbConfig, first_insert: u64) -> Shared<'a> {
@@ -168,7 +177,8 @@ fn finish(
     stats: &OpStats,
     secs: f64,
     before: &crate::engine::EngineStats,
-) -> BenchResult<(RunResult, Vec<OpSummary>)> {
+    records: u64,
+) -> BenchResult<YcsbOutcome> {
     let after = engine.stats();
     let total = stats.total()?;
     let ops = stats.ops();
@@ -185,9 +195,10 @@ fn finish(
         hit_ratio: hit_ratio_between(before, &after),
         db_bytes: dir_size(engine.path()),
         found: stats.reads_found(),
+        op_latencies: stats.summaries(),
         ..RunResult::default()
     };
-    Ok((result, stats.summaries()))
+    Ok(YcsbOutcome { result, total, by_op: stats.histograms(), records })
 }
 
 #[cfg(test)]

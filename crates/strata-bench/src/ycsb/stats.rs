@@ -3,25 +3,8 @@
 
 use super::workload::{Op, OP_NAMES};
 use crate::engine::{BenchResult, EngineStats};
+use crate::results::OpSummary;
 use hdrhistogram::Histogram;
-
-/// Latency summary of one operation type over a run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OpSummary {
-    /// YCSB's name: `READ`, `UPDATE`, `INSERT`, `SCAN`, `READ-MODIFY-WRITE`.
-    pub op: &'static str,
-    /// Operations of this type.
-    pub count: u64,
-    /// READ and READ-MODIFY-WRITE: reads that found their key; SCAN: entries
-    /// returned in total; 0 for the others.
-    pub found: u64,
-    /// Median latency, microseconds.
-    pub p50_us: f64,
-    /// 99th percentile latency, microseconds.
-    pub p99_us: f64,
-    /// 99.9th percentile latency, microseconds.
-    pub p999_us: f64,
-}
 
 /// Histograms in nanoseconds (1 ns .. 1 h, 3 significant digits).
 fn new_hist() -> BenchResult<Histogram<u64>> {
@@ -62,6 +45,16 @@ impl OpStats {
         Ok(())
     }
 
+    /// Each operation type that ran, with its latencies.
+    pub(crate) fn histograms(&self) -> Vec<(&'static str, Histogram<u64>)> {
+        OP_NAMES
+            .iter()
+            .zip(&self.hists)
+            .filter(|(_, h)| !h.is_empty())
+            .map(|(&op, h)| (op, h.clone()))
+            .collect()
+    }
+
     /// All operations' latencies in one histogram.
     pub(crate) fn total(&self) -> BenchResult<Histogram<u64>> {
         let mut all = new_hist()?;
@@ -89,7 +82,7 @@ impl OpStats {
             .zip(self.found)
             .filter(|((_, h), _)| !h.is_empty())
             .map(|((&op, h), found)| OpSummary {
-                op,
+                op: op.to_string(),
                 count: h.len(),
                 found,
                 p50_us: us(h, 0.5),

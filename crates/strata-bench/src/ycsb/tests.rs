@@ -74,10 +74,18 @@ fn smoke_all_workloads_on_strata() {
         ..YcsbConfig::default()
     };
     let loaded = load(&engine, &cfg).unwrap_or_else(|e| panic!("load: {e}"));
-    assert_eq!((loaded.benchmark.as_str(), loaded.ops), ("ycsb-load", 500));
-    assert!(loaded.db_bytes > 0);
+    assert_eq!((loaded.result.benchmark.as_str(), loaded.result.ops), ("ycsb-load", 500));
+    assert!(loaded.result.db_bytes > 0);
+    assert_eq!(loaded.records, 500);
+    let mut records = loaded.records;
     for w in Workload::ALL {
-        let (r, ops) = run_with_ops(&engine, w, &cfg).unwrap_or_else(|e| panic!("{}: {e}", w.name()));
+        let cfg = YcsbConfig { record_count: records, ..cfg.clone() };
+        let out = run(&engine, w, &cfg).unwrap_or_else(|e| panic!("{}: {e}", w.name()));
+        let ops = out.result.op_latencies.clone();
+        let r = out.result;
+        assert_eq!(out.by_op.len(), ops.len());
+        assert_eq!(out.total.len(), r.ops);
+        records = out.records;
         assert_eq!((r.benchmark.as_str(), r.ops), (w.name(), 2000), "{}", w.name());
         assert!(r.ops_per_sec > 0.0 && r.p50_us > 0.0 && r.p50_us <= r.p99_us && r.p99_us <= r.p999_us);
         assert_eq!(ops.iter().map(|o| o.count).sum::<u64>(), 2000);
@@ -109,6 +117,30 @@ fn smoke_all_workloads_on_strata() {
     let mut key = Vec::new();
     ycsb_key_into("user", cfg.record_count, &mut key);
     assert!(matches!(engine.get(&key), Ok(Some(v)) if v.len() == cfg.value_len()));
+    assert!(records > cfg.record_count);
+}
+
+#[test]
+fn inserts_go_on_across_workloads() {
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("tempdir: {e}"),
+    };
+    let engine = tiny_engine(dir.path());
+    let cfg = YcsbConfig { record_count: 300, operation_count: 1000, seed: 7, ..YcsbConfig::default() };
+    let loaded = load(&engine, &cfg).unwrap_or_else(|e| panic!("load: {e}"));
+    let inserts =
+        |o: &YcsbOutcome| o.result.op_latencies.iter().find(|s| s.op == "INSERT").map_or(0, |s| s.count);
+    let d = run(&engine, Workload::D, &YcsbConfig { record_count: loaded.records, ..cfg.clone() })
+        .unwrap_or_else(|e| panic!("D: {e}"));
+    let e = run(&engine, Workload::E, &YcsbConfig { record_count: d.records, ..cfg.clone() })
+        .unwrap_or_else(|e| panic!("E: {e}"));
+    let (di, ei) = (inserts(&d), inserts(&e));
+    assert!(di > 0 && ei > 0, "D inserted {di}, E {ei}");
+    assert_eq!((d.records, e.records), (300 + di, 300 + di + ei));
+    // Every insert made a new key: none of E's overwrote one of D's.
+    let (keys, _) = engine.scan(b"user", usize::MAX).unwrap_or_else(|e| panic!("scan: {e}"));
+    assert_eq!(keys as u64, e.records);
 }
 
 #[test]
