@@ -99,6 +99,10 @@ pub struct Args {
     /// Level-1 capacity in bytes (RocksDB's name; LevelDB's is fixed at 10 MiB).
     #[arg(long, default_value_t = crate::peers::strata_defaults::MAX_BYTES_FOR_LEVEL_BASE)]
     pub max_bytes_for_level_base: u64,
+    /// Strata LSbM only: seconds between compaction-buffer trims (the engine's
+    /// `buffer_trim_interval`; no db_bench equivalent). Short runs need a short one.
+    #[arg(long, default_value_t = 30.0)]
+    pub buffer_trim_interval: f64,
     /// none | lz4 | zstd. Default none: engines' compressors differ, so fair
     /// cross-engine runs compare storage engines, not compressors.
     #[arg(long, default_value = "none")]

@@ -26,6 +26,8 @@ pub struct EngineConfig {
     pub use_direct_reads: bool,
     /// Level-1 capacity (`--max_bytes_for_level_base`).
     pub max_bytes_for_level_base: u64,
+    /// Seconds between LSbM buffer trims (`--buffer_trim_interval`); Strata only.
+    pub buffer_trim_interval: f64,
     /// Strata compaction policy name (`--policy`); ignored by peers.
     pub policy: String,
     /// Sync every write (`--sync`).
@@ -124,6 +126,8 @@ impl StrataEngine {
     pub fn open(cfg: &EngineConfig) -> BenchResult<Self> {
         let compression = strata::CompressionType::parse(&cfg.compression).map_err(|e| e.to_string())?;
         let style = strata::CompactionStyle::from_name(&cfg.policy).map_err(|e| e.to_string())?;
+        let trim_interval = std::time::Duration::try_from_secs_f64(cfg.buffer_trim_interval)
+            .map_err(|e| format!("--buffer_trim_interval={}: {e}", cfg.buffer_trim_interval))?;
         let opts = strata::Options::default()
             .with_block_cache_capacity(cfg.cache_size)
             .with_bloom_bits_per_key(cfg.bloom_bits)
@@ -133,10 +137,11 @@ impl StrataEngine {
             .with_use_direct_reads(cfg.use_direct_reads)
             .with_max_bytes_for_level_base(cfg.max_bytes_for_level_base)
             .with_compaction_style(style)
+            .with_buffer_trim_interval(trim_interval)
             .with_error_if_exists(false);
         let mapping = format!(
             "strata: block_cache_capacity={} bloom_bits_per_key={} write_buffer_size={} target_file_size_base={} \
-             compression={:?} use_direct_reads={} max_bytes_for_level_base={} compaction_style={} sync={}",
+             compression={:?} use_direct_reads={} max_bytes_for_level_base={} compaction_style={} buffer_trim_interval={:?} sync={}",
             cfg.cache_size,
             cfg.bloom_bits,
             cfg.write_buffer_size,
@@ -145,6 +150,7 @@ impl StrataEngine {
             cfg.use_direct_reads,
             cfg.max_bytes_for_level_base,
             cfg.policy,
+            trim_interval,
             cfg.sync
         );
         let db = strata::Db::open(&cfg.path, opts).map_err(|e| e.to_string())?;

@@ -112,6 +112,9 @@ impl Plan {
             format!("--duration={COMPARE_SECS}"),
             format!("--benchmark_write_rate_limit={}", 2 << 20),
             "--baseline=strata/leveled".into(),
+            // The engine's 30 s default would never trim within a row this short,
+            // leaving LSbM the whole load's untrimmed buffer to probe.
+            "--buffer_trim_interval=2".into(),
         ])
         .map_err(|e| e.to_string())?;
         let mut plan = Plan::from_args(&base);
@@ -183,6 +186,7 @@ impl Plan {
             compression: a.compression_type.clone(),
             use_direct_reads: a.use_direct_reads,
             max_bytes_for_level_base: a.max_bytes_for_level_base,
+            buffer_trim_interval: a.buffer_trim_interval,
             policy: policy.to_string(),
             sync: a.sync,
             use_existing_db: a.use_existing_db,

@@ -162,6 +162,7 @@ fn ycsb_reports_each_operation_type_and_honours_value_size() {
         compression: "none".into(),
         use_direct_reads: false,
         max_bytes_for_level_base: 1 << 20,
+        buffer_trim_interval: 30.0,
         policy: "leveled".into(),
         sync: false,
         use_existing_db: true,
@@ -191,4 +192,37 @@ fn rate_limited_writer_holds_its_rate() {
     assert!(prev_t >= 1.5, "{:?}", r.samples);
     let mean = writes / prev_t;
     assert!((0.85 * RATE..=1.15 * RATE).contains(&mean), "mean {mean:.0} writes/s, target {RATE}");
+}
+
+#[test]
+fn buffer_trim_interval_reaches_the_engine() {
+    use strata_bench::engine::{Engine, EngineConfig, StrataEngine};
+    let dir = tempfile::tempdir().unwrap();
+    let open = |name: &str, trim: f64| {
+        let cfg = EngineConfig {
+            path: dir.path().join(name),
+            cache_size: 1 << 20,
+            bloom_bits: 10.0,
+            write_buffer_size: 32 << 10,
+            max_file_size: 32 << 10,
+            compression: "none".into(),
+            use_direct_reads: false,
+            max_bytes_for_level_base: 128 << 10,
+            buffer_trim_interval: trim,
+            policy: "lsbm".into(),
+            sync: false,
+            use_existing_db: false,
+        };
+        StrataEngine::open(&cfg).unwrap()
+    };
+    let trims = |engine: &StrataEngine| {
+        for i in 0..6000u32 {
+            engine.put(format!("k{:08}", i.wrapping_mul(2654435761) % 6000).as_bytes(), &[7u8; 100]).unwrap();
+        }
+        engine.wait_for_compactions().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        engine.db().stats().buffer_trims
+    };
+    assert_eq!(trims(&open("slow", 3600.0)), 0, "the engine trimmed although told to wait an hour");
+    assert!(trims(&open("fast", 0.02)) > 0, "no trim with a 20 ms interval");
 }

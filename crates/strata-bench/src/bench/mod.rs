@@ -182,6 +182,7 @@ mod tests {
             compression: "none".into(),
             use_direct_reads: false,
             max_bytes_for_level_base: 256 << 10,
+            buffer_trim_interval: 30.0,
             policy: "leveled".into(),
             sync: false,
             use_existing_db: false,
