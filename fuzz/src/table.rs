@@ -20,8 +20,11 @@ use super::mem::MemFile;
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
-const VERIFY: BlockReadOptions = BlockReadOptions { verify_checksums: true, fill_cache: true };
-const RAW: BlockReadOptions = BlockReadOptions { verify_checksums: false, fill_cache: false };
+const VERIFY: BlockReadOptions = BlockReadOptions { verify_checksums: true, fill_cache: true, readahead: 0 };
+/// Unverified reads through a readahead window smaller than most inputs, so
+/// garbage handles also exercise the window's bounds.
+const RAW: BlockReadOptions =
+    BlockReadOptions { verify_checksums: false, fill_cache: false, readahead: 4096 };
 
 /// The fuzz body.
 pub fn run(data: &[u8]) {

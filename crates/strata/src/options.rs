@@ -132,6 +132,7 @@ pub struct Options {
     pub(crate) block_cache_capacity: usize,
     pub(crate) max_open_files: usize,
     pub(crate) use_direct_reads: bool,
+    pub(crate) compaction_readahead_size: usize,
     pub(crate) paranoid_checks: bool,
     pub(crate) wal_recovery_mode: WalRecoveryMode,
     pub(crate) compaction_style: CompactionStyle,
@@ -163,6 +164,7 @@ impl Default for Options {
             block_cache_capacity: 32 << 20,
             max_open_files: 1000,
             use_direct_reads: false,
+            compaction_readahead_size: 2 << 20,
             paranoid_checks: true,
             wal_recovery_mode: WalRecoveryMode::default(),
             compaction_style: CompactionStyle::default(),
@@ -228,6 +230,10 @@ impl Options {
         with_max_open_files, max_open_files, usize);
     setter!(/// Read tables with `O_DIRECT`, bypassing the page cache (RocksDB `use_direct_reads`).
         with_use_direct_reads, use_direct_reads, bool);
+    setter!(/// Bytes a compaction reads from an input table at once, 0 for one block per read
+        /// (RocksDB `compaction_readahead_size`; default 2 MiB, RocksDB's default too). Inputs of one
+        /// run are read one table at a time, so a compaction holds one window per input run.
+        with_compaction_readahead_size, compaction_readahead_size, usize);
     setter!(/// At open, check that every live table has its recorded size and that its footer,
         /// index and filter pass their checksums (RocksDB `paranoid_checks`; default true).
         /// Off, a damaged table is reported by the first read that touches it.
@@ -331,12 +337,19 @@ pub struct ReadOptions {
     pub(crate) snapshot: Option<Snapshot>,
     pub(crate) verify_checksums: bool,
     pub(crate) fill_cache: bool,
+    pub(crate) readahead_size: usize,
     pub(crate) use_compaction_buffer: bool,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { snapshot: None, verify_checksums: true, fill_cache: true, use_compaction_buffer: true }
+        ReadOptions {
+            snapshot: None,
+            verify_checksums: true,
+            fill_cache: true,
+            readahead_size: 0,
+            use_compaction_buffer: true,
+        }
     }
 }
 
@@ -355,6 +368,9 @@ impl ReadOptions {
         with_verify_checksums, verify_checksums, bool);
     setter!(/// Put blocks read into the block cache (RocksDB `fill_cache`; default true).
         with_fill_cache, fill_cache, bool);
+    setter!(/// Bytes an iterator reads from a table at once while moving forward, for long scans
+        /// (RocksDB `readahead_size`; default 0: one block per read). Point reads ignore it.
+        with_readahead_size, readahead_size, usize);
     setter!(/// Let point reads use the LSbM compaction buffer (default true). Off, reads
         /// go to the tree's own runs only: the same answers, other cache behaviour.
         with_use_compaction_buffer, use_compaction_buffer, bool);

@@ -15,8 +15,8 @@ use super::CompactionPolicy;
 use crate::cache::TableCache;
 use crate::error::{Error, Result};
 use crate::filename::table_path;
-use crate::iter::{InternalIterator, MergingIterator};
-use crate::key::{parse_internal_key, user_key, SeqNum, ValueKind};
+use crate::iter::{InternalIterator, MergingIterator, RunIterator};
+use crate::key::{compare_internal, parse_internal_key, user_key, SeqNum, ValueKind};
 use crate::options::Options;
 use crate::stats::CompactionRecord;
 use crate::table::{BlockReadOptions, TableBuilder, TableBuilderOptions};
@@ -28,7 +28,7 @@ pub(crate) struct Env<'a> {
     pub dir: &'a Path,
     pub vfs: &'a dyn Vfs,
     pub versions: &'a VersionSet,
-    pub tables: &'a TableCache,
+    pub tables: &'a Arc<TableCache>,
     pub opts: &'a Options,
     pub policy: &'a dyn CompactionPolicy,
 }
@@ -334,12 +334,12 @@ pub(crate) fn execute(
             let out_run = run_id(env, *output_run);
             let input_ids: HashSet<u64> = metas.iter().map(|m| m.id).collect();
             let older = older_runs(version, *output_level, out_run, &input_ids);
-            let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(metas.len());
-            let read_opts = BlockReadOptions { verify_checksums: true, fill_cache: false };
-            for m in &metas {
-                children.push(Box::new(env.tables.get(m.id, m.size)?.iter(read_opts)));
-            }
-            let mut input = MergingIterator::new(children);
+            let read_opts = BlockReadOptions {
+                verify_checksums: true,
+                fill_cache: false,
+                readahead: env.opts.compaction_readahead_size,
+            };
+            let mut input = MergingIterator::new(input_runs(env, inputs, &metas, read_opts));
             let mut out = OutputWriter::new(env, *output_level, *target_file_size);
             merge_into(&mut input, &mut out, smallest_snapshot, |uk| {
                 !older.iter().any(|r| r.find_file(uk).is_some())
@@ -388,6 +388,27 @@ fn record(
 /// Runs that hold data older than the output of a merge into
 /// (`level`, `out_run`): every run of deeper levels, and runs of the output level
 /// with files that are not inputs (other than the output run itself).
+/// One cursor per input run: a run's files are disjoint, so they are read one
+/// after another (one open table and one readahead window per run, and a merge
+/// heap as wide as the number of runs, not files).
+fn input_runs(
+    env: &Env<'_>,
+    inputs: &[FileRef],
+    metas: &[Arc<FileMeta>],
+    opts: BlockReadOptions,
+) -> Vec<Box<dyn InternalIterator>> {
+    let mut runs = std::collections::BTreeMap::<_, Vec<Arc<FileMeta>>>::new();
+    for (r, m) in inputs.iter().zip(metas) {
+        runs.entry((r.level, r.run)).or_default().push(Arc::clone(m));
+    }
+    runs.into_values()
+        .map(|mut files| {
+            files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
+            Box::new(RunIterator::new(files, Arc::clone(env.tables), opts)) as Box<dyn InternalIterator>
+        })
+        .collect()
+}
+
 fn older_runs<'v>(version: &'v Version, level: usize, out_run: u64, inputs: &HashSet<u64>) -> Vec<&'v Run> {
     let mut v = Vec::new();
     for (l, lvl) in version.levels.iter().enumerate().skip(level) {

@@ -55,7 +55,11 @@ impl DbIterator {
             seq,
             lower: owned(range.start_bound()),
             upper: owned(range.end_bound()),
-            bro: BlockReadOptions { verify_checksums: ro.verify_checksums, fill_cache: ro.fill_cache },
+            bro: BlockReadOptions {
+                verify_checksums: ro.verify_checksums,
+                fill_cache: ro.fill_cache,
+                readahead: ro.readahead_size,
+            },
             front: None,
             back: None,
             front_last: None,

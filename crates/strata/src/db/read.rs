@@ -39,7 +39,11 @@ impl DbInner {
             }
         }
         let lookup = lookup_key(key, seq);
-        let bro = BlockReadOptions { verify_checksums: ro.verify_checksums, fill_cache: ro.fill_cache };
+        let bro = BlockReadOptions {
+            verify_checksums: ro.verify_checksums,
+            fill_cache: ro.fill_cache,
+            readahead: 0,
+        };
         let mut probes = 0;
         let mut found = None;
         'levels: for level in &sv.version.levels {

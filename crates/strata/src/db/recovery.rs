@@ -194,7 +194,7 @@ fn replay_wals(
     opts: &Options,
     vfs: &Arc<dyn Vfs>,
     versions: &VersionSet,
-    tables: &TableCache,
+    tables: &Arc<TableCache>,
     policy: &dyn CompactionPolicy,
     entries: &[String],
     new_log: u64,

@@ -114,7 +114,17 @@ pub fn read_block_contents(
         .ok()
         .filter(|&s| s <= MAX_BLOCK_LEN)
         .ok_or_else(|| Error::corruption("block too large"))?;
-    let mut buf = file.read_at(handle.offset, size + BLOCK_TRAILER_LEN)?;
+    let buf = file.read_at(handle.offset, size + BLOCK_TRAILER_LEN)?;
+    decode_block_contents(buf, handle, verify)
+}
+
+/// Checks and decompresses a stored block (`handle.size` payload bytes and the
+/// trailer, as read from the file).
+pub fn decode_block_contents(mut buf: Vec<u8>, handle: BlockHandle, verify: bool) -> Result<Vec<u8>> {
+    let size = usize::try_from(handle.size)
+        .ok()
+        .filter(|&s| s <= MAX_BLOCK_LEN)
+        .ok_or_else(|| Error::corruption("block too large"))?;
     if buf.len() != size + BLOCK_TRAILER_LEN {
         return Err(Error::corruption("short block read"));
     }

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::table::block::BlockIter;
 use crate::table::format::BlockHandle;
-use crate::table::reader::{BlockReadOptions, Table};
+use crate::table::reader::{BlockReadOptions, Readahead, Table};
 
 /// A bidirectional iterator over one table; owns a reference to it.
 #[derive(Debug)]
@@ -19,16 +19,19 @@ pub struct TableIter {
     data: Option<BlockIter>,
     /// Offset of the block `data` walks, to reuse it across seeks.
     data_offset: u64,
+    /// Readahead window for forward moves (`opts.readahead`).
+    window: Readahead,
 }
 
 impl TableIter {
     pub(crate) fn new(table: Arc<Table>, opts: BlockReadOptions) -> Self {
         let index = table.index_block().iter();
-        TableIter { table, opts, index, data: None, data_offset: 0 }
+        TableIter { table, opts, index, data: None, data_offset: 0, window: Readahead::default() }
     }
 
     /// Points `data` at the block the index cursor names (unpositioned).
-    fn load_data_block(&mut self) -> Result<()> {
+    /// `forward`: the iterator is moving forward, so readahead pays off.
+    fn load_data_block(&mut self, forward: bool) -> Result<()> {
         if !self.index.valid() {
             self.data = None;
             return Ok(());
@@ -38,7 +41,8 @@ impl TableIter {
             return Ok(());
         }
         self.data = None;
-        let block = self.table.read_block(handle, self.opts)?;
+        let window = (forward && self.opts.readahead > 0).then_some(&mut self.window);
+        let block = self.table.read_block_ahead(handle, self.opts, window)?;
         self.data = Some(block.iter());
         self.data_offset = handle.offset;
         Ok(())
@@ -56,7 +60,7 @@ impl TableIter {
                 return Ok(());
             }
             self.index.next()?;
-            self.load_data_block()?;
+            self.load_data_block(true)?;
             if let Some(d) = &mut self.data {
                 d.seek_to_first()?;
             }
@@ -72,7 +76,7 @@ impl TableIter {
                 return Ok(());
             }
             self.index.prev()?;
-            self.load_data_block()?;
+            self.load_data_block(false)?;
             if let Some(d) = &mut self.data {
                 d.seek_to_last()?;
             }
@@ -98,7 +102,7 @@ impl InternalIterator for TableIter {
     fn seek_to_first(&mut self) -> Result<()> {
         self.run(|s| {
             s.index.seek_to_first()?;
-            s.load_data_block()?;
+            s.load_data_block(true)?;
             if let Some(d) = &mut s.data {
                 d.seek_to_first()?;
             }
@@ -109,7 +113,7 @@ impl InternalIterator for TableIter {
     fn seek_to_last(&mut self) -> Result<()> {
         self.run(|s| {
             s.index.seek_to_last()?;
-            s.load_data_block()?;
+            s.load_data_block(false)?;
             if let Some(d) = &mut s.data {
                 d.seek_to_last()?;
             }
@@ -121,7 +125,7 @@ impl InternalIterator for TableIter {
         self.run(|s| {
             // The first block whose last key is >= target holds the first entry >= target.
             s.index.seek(target)?;
-            s.load_data_block()?;
+            s.load_data_block(true)?;
             if let Some(d) = &mut s.data {
                 d.seek(target)?;
             }
@@ -137,7 +141,7 @@ impl InternalIterator for TableIter {
             if !s.index.valid() {
                 s.index.seek_to_last()?;
             }
-            s.load_data_block()?;
+            s.load_data_block(false)?;
             if let Some(d) = &mut s.data {
                 d.seek_for_prev(target)?;
             }

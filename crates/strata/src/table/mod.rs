@@ -206,6 +206,42 @@ mod tests {
     }
 
     #[test]
+    fn readahead_reads_the_same_entries_in_every_direction_and_still_checks_blocks() {
+        let mut rng = SmallRng::seed_from_u64(9);
+        let entries = versioned_entries(&mut rng, 2000);
+        let opts = TableBuilderOptions { block_size: 512, ..Default::default() };
+        let (bytes, summary) = build(&entries, &opts);
+        assert!(summary.num_data_blocks > 20);
+        let table = open(bytes.clone(), None).unwrap();
+        // Windows smaller than a block, a few blocks, and the whole table.
+        for readahead in [1, 700, 4096, 1 << 20] {
+            let ro = BlockReadOptions { readahead, ..Default::default() };
+            let mut it = table.iter(ro);
+            assert_eq!(scan_forward(&mut it), entries, "readahead {readahead}");
+            // Backward moves bypass the window; a later forward move refills it.
+            it.seek_to_last().unwrap();
+            for (k, _) in entries.iter().rev().take(300) {
+                assert_eq!(it.key(), &k[..]);
+                it.prev().unwrap();
+            }
+            for (k, _) in entries.iter().skip(entries.len() - 301) {
+                assert_eq!(it.key(), &k[..]);
+                it.next().unwrap();
+            }
+        }
+        // A flipped byte in a data block is still Corruption through the window.
+        let mut bad = bytes;
+        bad[600] ^= 0x40;
+        let table = open(bad, None).unwrap();
+        let mut it = table.iter(BlockReadOptions { readahead: 1 << 20, ..Default::default() });
+        let mut result = it.seek_to_first();
+        while result.is_ok() && it.valid() {
+            result = it.next();
+        }
+        assert!(result.is_err_and(|e| e.is_corruption()));
+    }
+
+    #[test]
     fn get_sees_versions_deletes_and_snapshots() {
         let mut rng = SmallRng::seed_from_u64(2);
         let entries = versioned_entries(&mut rng, 500);
@@ -283,7 +319,7 @@ mod tests {
         let (bytes, _) = build(&entries, &opts);
         let cache = Arc::new(BlockCache::new(1 << 20));
         let table = open(bytes, Some(cache.clone())).unwrap();
-        let no_fill = BlockReadOptions { verify_checksums: false, fill_cache: false };
+        let no_fill = BlockReadOptions { verify_checksums: false, fill_cache: false, readahead: 0 };
         assert_eq!(scan_forward(&mut table.iter(no_fill)), entries);
         assert_eq!(cache.resident_blocks(1), 0);
         assert_eq!(scan_forward(&mut table.iter(BlockReadOptions::default())), entries);
@@ -351,7 +387,7 @@ mod tests {
                     }
                 }
                 // Without checksum verification: anything but a panic.
-                let raw = BlockReadOptions { verify_checksums: false, fill_cache: false };
+                let raw = BlockReadOptions { verify_checksums: false, fill_cache: false, readahead: 0 };
                 let mut it = table.iter(raw);
                 let mut steps = 0;
                 let mut res = it.seek_to_last();
