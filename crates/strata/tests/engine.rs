@@ -123,6 +123,15 @@ fn reverse_and_mixed_direction_iteration() {
     assert_eq!(rev[0].0, k(255));
     assert!(rev[0].1.starts_with(b"w-"));
     assert!(rev[10].1.starts_with(b"v-"));
+    // Readahead changes how blocks are read, never what a scan returns.
+    let all: Vec<_> = db.iter().map(|r| r.unwrap()).collect();
+    for readahead in [1, 3000, 1 << 20] {
+        let ro = ReadOptions::new().with_readahead_size(readahead);
+        let got: Vec<_> = db.range_opt::<&[u8], _>(.., &ro).map(|r| r.unwrap()).collect();
+        assert_eq!(got, all, "readahead {readahead}");
+        let back: Vec<_> = db.range_opt::<&[u8], _>(.., &ro).rev().map(|r| r.unwrap()).collect();
+        assert!(back.iter().rev().eq(all.iter()), "readahead {readahead}, reverse");
+    }
 }
 
 #[test]
