@@ -232,7 +232,8 @@ impl Options {
         with_use_direct_reads, use_direct_reads, bool);
     setter!(/// Bytes a compaction reads from an input table at once, 0 for one block per read
         /// (RocksDB `compaction_readahead_size`; default 2 MiB, RocksDB's default too). Inputs of one
-        /// run are read one table at a time, so a compaction holds one window per input run.
+        /// run are read one table at a time, so a compaction holds one window per input run; with
+        /// more than 8 input runs the windows shrink to share 16 MiB.
         with_compaction_readahead_size, compaction_readahead_size, usize);
     setter!(/// At open, check that every live table has its recorded size and that its footer,
         /// index and filter pass their checksums (RocksDB `paranoid_checks`; default true).

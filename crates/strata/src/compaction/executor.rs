@@ -388,6 +388,10 @@ fn record(
 /// Runs that hold data older than the output of a merge into
 /// (`level`, `out_run`): every run of deeper levels, and runs of the output level
 /// with files that are not inputs (other than the output run itself).
+/// Most bytes one compaction's readahead windows hold together, so a merge of
+/// many L0 runs stays inside the memory budget (each run gets a share).
+const READAHEAD_BUDGET: usize = 16 << 20;
+
 /// One cursor per input run: a run's files are disjoint, so they are read one
 /// after another (one open table and one readahead window per run, and a merge
 /// heap as wide as the number of runs, not files).
@@ -395,12 +399,13 @@ fn input_runs(
     env: &Env<'_>,
     inputs: &[FileRef],
     metas: &[Arc<FileMeta>],
-    opts: BlockReadOptions,
+    mut opts: BlockReadOptions,
 ) -> Vec<Box<dyn InternalIterator>> {
     let mut runs = std::collections::BTreeMap::<_, Vec<Arc<FileMeta>>>::new();
     for (r, m) in inputs.iter().zip(metas) {
         runs.entry((r.level, r.run)).or_default().push(Arc::clone(m));
     }
+    opts.readahead = opts.readahead.min(READAHEAD_BUDGET / runs.len().max(1));
     runs.into_values()
         .map(|mut files| {
             files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
