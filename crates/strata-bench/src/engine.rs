@@ -36,6 +36,49 @@ pub struct EngineConfig {
     pub use_existing_db: bool,
 }
 
+/// [`Engine::scan_keep_last`] over an engine's own forward iterator: reads up
+/// to `n` entries, returns (entries, key+value bytes), leaves the n-th key in `last`.
+pub fn tally_scan<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    entries: impl Iterator<Item = BenchResult<(K, V)>>,
+    n: usize,
+    mut last: Option<&mut Vec<u8>>,
+) -> BenchResult<(usize, usize)> {
+    let (mut count, mut bytes) = (0, 0);
+    for kv in entries.take(n) {
+        let (k, v) = kv?;
+        count += 1;
+        bytes += k.as_ref().len() + v.as_ref().len();
+        if count == n {
+            if let Some(l) = last.take() {
+                l.clear();
+                l.extend_from_slice(k.as_ref());
+            }
+        }
+    }
+    Ok((count, bytes))
+}
+
+impl EngineConfig {
+    /// Settings small enough that a few thousand puts flush and compact (for
+    /// tests); change fields with struct update syntax.
+    pub fn small(path: impl Into<PathBuf>) -> Self {
+        EngineConfig {
+            path: path.into(),
+            cache_size: 1 << 20,
+            bloom_bits: 10.0,
+            write_buffer_size: 64 << 10,
+            max_file_size: 256 << 10,
+            compression: "none".into(),
+            use_direct_reads: false,
+            max_bytes_for_level_base: 256 << 10,
+            buffer_trim_interval: 30.0,
+            policy: "leveled".into(),
+            sync: false,
+            use_existing_db: false,
+        }
+    }
+}
+
 /// Counters an engine can report; `None` where the engine has no such counter.
 #[derive(Debug, Clone, Default)]
 pub struct EngineStats {
@@ -186,21 +229,9 @@ impl Engine for StrataEngine {
         &self,
         start: &[u8],
         n: usize,
-        mut last: Option<&mut Vec<u8>>,
+        last: Option<&mut Vec<u8>>,
     ) -> BenchResult<(usize, usize)> {
-        let mut count = 0;
-        let mut bytes = 0;
-        for kv in self.db.range(start..).take(n) {
-            let (k, v) = kv.map_err(|e| e.to_string())?;
-            count += 1;
-            bytes += k.len() + v.len();
-            if count == n {
-                if let Some(l) = last.take() {
-                    *l = k;
-                }
-            }
-        }
-        Ok((count, bytes))
+        tally_scan(self.db.range(start..).map(|kv| kv.map_err(|e| e.to_string())), n, last)
     }
     fn flush(&self) -> BenchResult<()> {
         self.db.flush().map_err(|e| e.to_string())

@@ -153,20 +153,8 @@ fn ycsb_reports_each_operation_type_and_honours_value_size() {
     assert!(log.matches("Microseconds per op:").count() >= 4, "{log}");
     assert!(log.contains("[READ] Microseconds per op:") && log.contains("[UPDATE] Microseconds per op:"));
     // Records are --value_size bytes.
-    let cfg = EngineConfig {
-        path: dir.path().join("strata-leveled"),
-        cache_size: 1 << 20,
-        bloom_bits: 10.0,
-        write_buffer_size: 1 << 20,
-        max_file_size: 1 << 20,
-        compression: "none".into(),
-        use_direct_reads: false,
-        max_bytes_for_level_base: 1 << 20,
-        buffer_trim_interval: 30.0,
-        policy: "leveled".into(),
-        sync: false,
-        use_existing_db: true,
-    };
+    let cfg =
+        EngineConfig { use_existing_db: true, ..EngineConfig::small(dir.path().join("strata-leveled")) };
     let engine = StrataEngine::open(&cfg).unwrap();
     let mut key = Vec::new();
     strata_bench::ycsb::ycsb_key_into("user", 0, &mut key);
@@ -200,18 +188,12 @@ fn buffer_trim_interval_reaches_the_engine() {
     let dir = tempfile::tempdir().unwrap();
     let open = |name: &str, trim: f64| {
         let cfg = EngineConfig {
-            path: dir.path().join(name),
-            cache_size: 1 << 20,
-            bloom_bits: 10.0,
             write_buffer_size: 32 << 10,
             max_file_size: 32 << 10,
-            compression: "none".into(),
-            use_direct_reads: false,
             max_bytes_for_level_base: 128 << 10,
             buffer_trim_interval: trim,
             policy: "lsbm".into(),
-            sync: false,
-            use_existing_db: false,
+            ..EngineConfig::small(dir.path().join(name))
         };
         StrataEngine::open(&cfg).unwrap()
     };

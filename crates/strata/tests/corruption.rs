@@ -72,19 +72,22 @@ fn read_back(db: &Db, n: usize) -> usize {
     errors
 }
 
+/// Writes keys `0..n` and flushes them into one table; returns its path.
+fn write_one_table(dir: &Path, n: usize) -> PathBuf {
+    let db = Db::open(dir, opts()).unwrap();
+    for i in 0..n {
+        db.put(key(i), value(i)).unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    files_with_ext(dir, "sst").pop().expect("a table")
+}
+
 #[test]
 fn flipped_bytes_in_a_table_are_detected() {
     let tmp = tempfile::tempdir().unwrap();
     let n = 3000;
-    {
-        let db = Db::open(tmp.path(), opts()).unwrap();
-        for i in 0..n {
-            db.put(key(i), value(i)).unwrap();
-        }
-        db.flush().unwrap();
-        db.close().unwrap();
-    }
-    let table = files_with_ext(tmp.path(), "sst").pop().expect("a table");
+    let table = write_one_table(tmp.path(), n);
     let len = std::fs::metadata(&table).unwrap().len() as usize;
     let mut detected = 0;
     let mut cases = 0;
@@ -167,15 +170,7 @@ fn torn_wal_tail_recovers_a_prefix() {
 fn paranoid_open_reports_a_damaged_or_truncated_table_and_lenient_open_defers_it() {
     let tmp = tempfile::tempdir().unwrap();
     let n = 500;
-    {
-        let db = Db::open(tmp.path(), opts()).unwrap();
-        for i in 0..n {
-            db.put(key(i), value(i)).unwrap();
-        }
-        db.flush().unwrap();
-        db.close().unwrap();
-    }
-    let table = files_with_ext(tmp.path(), "sst").pop().expect("a table");
+    let table = write_one_table(tmp.path(), n);
     let len = std::fs::metadata(&table).unwrap().len() as usize;
     let lenient = || opts().with_paranoid_checks(false);
 

@@ -173,20 +173,7 @@ mod tests {
     #[allow(clippy::unwrap_used)]
     fn ycsb_workloads_in_one_run_keep_inserting_new_records() {
         let dir = tempfile::tempdir().unwrap();
-        let cfg = crate::engine::EngineConfig {
-            path: dir.path().to_path_buf(),
-            cache_size: 1 << 20,
-            bloom_bits: 10.0,
-            write_buffer_size: 64 << 10,
-            max_file_size: 256 << 10,
-            compression: "none".into(),
-            use_direct_reads: false,
-            max_bytes_for_level_base: 256 << 10,
-            buffer_trim_interval: 30.0,
-            policy: "leveled".into(),
-            sync: false,
-            use_existing_db: false,
-        };
+        let cfg = crate::engine::EngineConfig::small(dir.path());
         let engine = crate::engine::StrataEngine::open(&cfg).unwrap();
         let args = crate::cli::parse_args(["x", "--num=300", "--reads=800", "--quiet"]).unwrap();
         let mut state = DbState::new(false);

@@ -112,21 +112,9 @@ impl Engine for FjallEngine {
         &self,
         start: &[u8],
         n: usize,
-        mut last: Option<&mut Vec<u8>>,
+        last: Option<&mut Vec<u8>>,
     ) -> BenchResult<(usize, usize)> {
-        let (mut count, mut bytes) = (0, 0);
-        for kv in self.part.range(start..).take(n) {
-            let (k, v) = kv.map_err(err)?;
-            count += 1;
-            bytes += k.len() + v.len();
-            if count == n {
-                if let Some(l) = last.take() {
-                    l.clear();
-                    l.extend_from_slice(&k);
-                }
-            }
-        }
-        Ok((count, bytes))
+        crate::engine::tally_scan(self.part.range(start..).map(|kv| kv.map_err(err)), n, last)
     }
     fn flush(&self) -> BenchResult<()> {
         self.part.rotate_memtable_and_wait().map_err(err)

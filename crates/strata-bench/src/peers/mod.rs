@@ -97,18 +97,9 @@ mod tests {
     #[allow(dead_code)]
     fn tiny_config(dir: &std::path::Path) -> crate::engine::EngineConfig {
         crate::engine::EngineConfig {
-            path: dir.join("db"),
-            cache_size: 1 << 20,
-            bloom_bits: 10.0,
-            write_buffer_size: 64 << 10,
             max_file_size: 64 << 10,
             compression: "lz4".into(),
-            use_direct_reads: false,
-            max_bytes_for_level_base: 256 << 10,
-            buffer_trim_interval: 30.0,
-            policy: "leveled".into(),
-            sync: false,
-            use_existing_db: false,
+            ..crate::engine::EngineConfig::small(dir.join("db"))
         }
     }
 

@@ -6,21 +6,8 @@ use super::*;
 use crate::engine::{EngineConfig, StrataEngine};
 
 fn tiny_engine(dir: &std::path::Path) -> StrataEngine {
-    let cfg = EngineConfig {
-        path: dir.to_path_buf(),
-        cache_size: 1 << 20,
-        bloom_bits: 10.0,
-        // Small memtables so the smoke run also reads from tables on disk.
-        write_buffer_size: 64 << 10,
-        max_file_size: 256 << 10,
-        compression: "none".into(),
-        use_direct_reads: false,
-        max_bytes_for_level_base: 256 << 10,
-        buffer_trim_interval: 30.0,
-        policy: "leveled".into(),
-        sync: false,
-        use_existing_db: false,
-    };
+    // Small memtables so the smoke run also reads from tables on disk.
+    let cfg = EngineConfig::small(dir);
     match StrataEngine::open(&cfg) {
         Ok(e) => e,
         Err(e) => panic!("open strata: {e}"),

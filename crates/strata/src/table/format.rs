@@ -2,6 +2,8 @@
 //! trailer (compression type + masked CRC32C), block compression, the
 //! properties block and the fixed-size footer. `docs/FORMAT.md` describes them.
 
+use std::borrow::Cow;
+
 use crate::error::{Error, Result};
 use crate::options::CompressionType;
 use crate::util::coding::{put_fixed32, put_fixed64, put_varint64, Reader};
@@ -110,21 +112,23 @@ pub fn read_block_contents(
     handle: BlockHandle,
     verify: bool,
 ) -> Result<Vec<u8>> {
-    let size = usize::try_from(handle.size)
+    let buf = file.read_at(handle.offset, payload_len(handle)? + BLOCK_TRAILER_LEN)?;
+    decode_block_contents(Cow::Owned(buf), handle, verify)
+}
+
+/// The payload length `handle` names, if it is a sane block size.
+fn payload_len(handle: BlockHandle) -> Result<usize> {
+    usize::try_from(handle.size)
         .ok()
         .filter(|&s| s <= MAX_BLOCK_LEN)
-        .ok_or_else(|| Error::corruption("block too large"))?;
-    let buf = file.read_at(handle.offset, size + BLOCK_TRAILER_LEN)?;
-    decode_block_contents(buf, handle, verify)
+        .ok_or_else(|| Error::corruption("block too large"))
 }
 
 /// Checks and decompresses a stored block (`handle.size` payload bytes and the
-/// trailer, as read from the file).
-pub fn decode_block_contents(mut buf: Vec<u8>, handle: BlockHandle, verify: bool) -> Result<Vec<u8>> {
-    let size = usize::try_from(handle.size)
-        .ok()
-        .filter(|&s| s <= MAX_BLOCK_LEN)
-        .ok_or_else(|| Error::corruption("block too large"))?;
+/// trailer, as read from the file). A borrowed block is copied only if it is
+/// stored uncompressed.
+pub fn decode_block_contents(buf: Cow<'_, [u8]>, handle: BlockHandle, verify: bool) -> Result<Vec<u8>> {
+    let size = payload_len(handle)?;
     if buf.len() != size + BLOCK_TRAILER_LEN {
         return Err(Error::corruption("short block read"));
     }
@@ -137,14 +141,20 @@ pub fn decode_block_contents(mut buf: Vec<u8>, handle: BlockHandle, verify: bool
             return Err(Error::corruption(format!("block checksum mismatch at offset {}", handle.offset)));
         }
     }
-    buf.truncate(size);
-    decompress(buf, ty)
+    let payload = match buf {
+        Cow::Owned(mut v) => {
+            v.truncate(size);
+            Cow::Owned(v)
+        }
+        Cow::Borrowed(b) => Cow::Borrowed(&b[..size]),
+    };
+    decompress(payload, ty)
 }
 
 /// Turns a stored payload with type byte `ty` back into the block payload.
-fn decompress(stored: Vec<u8>, ty: u8) -> Result<Vec<u8>> {
+fn decompress(stored: Cow<'_, [u8]>, ty: u8) -> Result<Vec<u8>> {
     match ty {
-        TYPE_NONE => Ok(stored),
+        TYPE_NONE => Ok(stored.into_owned()),
         TYPE_LZ4 => {
             let (len, body) = lz4_flex::block::uncompressed_size(&stored)
                 .map_err(|e| Error::corruption(format!("lz4 block: {e}")))?;
@@ -396,12 +406,12 @@ mod tests {
         for c in [CompressionType::None, CompressionType::Lz4, CompressionType::Zstd(3)] {
             let (out, ty) = compress_block(&compressible, c).unwrap();
             let stored = out.unwrap_or_else(|| compressible.clone());
-            assert_eq!(decompress(stored, ty).unwrap(), compressible);
+            assert_eq!(decompress(stored.into(), ty).unwrap(), compressible);
             let (out, ty) = compress_block(&random, c).unwrap();
             assert!(out.is_none() && ty == TYPE_NONE);
         }
-        assert!(decompress(vec![1, 2, 3], 9).unwrap_err().is_corruption());
-        assert!(decompress(vec![0xff, 0xff, 0xff, 0x7f, 0], TYPE_LZ4).unwrap_err().is_corruption());
-        assert!(decompress(vec![1, 2, 3, 4, 5, 6], TYPE_ZSTD).unwrap_err().is_corruption());
+        assert!(decompress(vec![1, 2, 3].into(), 9).unwrap_err().is_corruption());
+        assert!(decompress(vec![0xff, 0xff, 0xff, 0x7f, 0].into(), TYPE_LZ4).unwrap_err().is_corruption());
+        assert!(decompress(vec![1, 2, 3, 4, 5, 6].into(), TYPE_ZSTD).unwrap_err().is_corruption());
     }
 }

@@ -212,9 +212,11 @@ mod tests {
         let opts = TableBuilderOptions { block_size: 512, ..Default::default() };
         let (bytes, summary) = build(&entries, &opts);
         assert!(summary.num_data_blocks > 20);
-        let table = open(bytes.clone(), None).unwrap();
+        // Compressed blocks are decoded straight from the window.
+        let lz4 = TableBuilderOptions { compression: CompressionType::Lz4, ..opts.clone() };
+        let tables = [open(bytes.clone(), None).unwrap(), open(build(&entries, &lz4).0, None).unwrap()];
         // Windows smaller than a block, a few blocks, and the whole table.
-        for readahead in [1, 700, 4096, 1 << 20] {
+        for (table, readahead) in tables.iter().flat_map(|t| [1, 700, 4096, 1 << 20].map(|r| (t, r))) {
             let ro = BlockReadOptions { readahead, ..Default::default() };
             let mut it = table.iter(ro);
             assert_eq!(scan_forward(&mut it), entries, "readahead {readahead}");

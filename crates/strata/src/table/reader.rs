@@ -203,7 +203,7 @@ impl Table {
                 }
                 let stored =
                     w.slice(handle.offset, len).ok_or_else(|| Error::corruption("short block read"))?;
-                decode_block_contents(stored.to_vec(), handle, opts.verify_checksums)?
+                decode_block_contents(stored.into(), handle, opts.verify_checksums)?
             }
             _ => read_block_contents(&*self.file, handle, opts.verify_checksums)?,
         };
