@@ -134,6 +134,8 @@ pub struct Options {
     pub(crate) use_direct_reads: bool,
     pub(crate) compaction_readahead_size: usize,
     pub(crate) paranoid_checks: bool,
+    pub(crate) paranoid_file_checks: bool,
+    pub(crate) avoid_flush_during_shutdown: bool,
     pub(crate) wal_recovery_mode: WalRecoveryMode,
     pub(crate) compaction_style: CompactionStyle,
     pub(crate) disable_auto_compactions: bool,
@@ -166,6 +168,8 @@ impl Default for Options {
             use_direct_reads: false,
             compaction_readahead_size: 2 << 20,
             paranoid_checks: true,
+            paranoid_file_checks: false,
+            avoid_flush_during_shutdown: false,
             wal_recovery_mode: WalRecoveryMode::default(),
             compaction_style: CompactionStyle::default(),
             disable_auto_compactions: false,
@@ -239,6 +243,16 @@ impl Options {
         /// index and filter pass their checksums (RocksDB `paranoid_checks`; default true).
         /// Off, a damaged table is reported by the first read that touches it.
         with_paranoid_checks, paranoid_checks, bool);
+    setter!(/// After writing each new table, read every block back and check its checksum and
+        /// entry count before the table is installed (RocksDB `paranoid_file_checks`; default
+        /// false). Off, a new table's footer, index, filter and properties are still read
+        /// back and checked, and its size compared with what was written.
+        with_paranoid_file_checks, paranoid_file_checks, bool);
+    setter!(/// Skip flushing memtables at close (RocksDB `avoid_flush_during_shutdown`; default
+        /// false). By default `close` flushes when any write since open skipped the WAL
+        /// (`WriteOptions::with_disable_wal`), so those writes survive a clean close; on, they
+        /// are lost at close like on a crash.
+        with_avoid_flush_during_shutdown, avoid_flush_during_shutdown, bool);
     setter!(/// What WAL replay does with damage (RocksDB `wal_recovery_mode`).
         with_wal_recovery_mode, wal_recovery_mode, WalRecoveryMode);
     setter!(/// The compaction policy (RocksDB `compaction_style`; default leveled).

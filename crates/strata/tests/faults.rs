@@ -625,6 +625,8 @@ fn storm(seed: u64, style: &CompactionStyle) -> Result<bool, String> {
         metadata_rate: rate(&mut rng, 1e-3, 2e-2),
         torn_writes: true,
         filter: PathFilter::all(),
+        // Write-through, or the real file system's buffer (faults below it).
+        write_buffer: if rng.gen_bool(0.5) { 0 } else { strata::vfs::WRITE_BUFFER },
     };
     let vfs = fault_fs(cfg);
     vfs.set_enabled(false);

@@ -19,7 +19,7 @@ use crate::iter::{InternalIterator, MergingIterator, RunIterator};
 use crate::key::{compare_internal, parse_internal_key, user_key, SeqNum, ValueKind};
 use crate::options::Options;
 use crate::stats::CompactionRecord;
-use crate::table::{BlockReadOptions, TableBuilder, TableBuilderOptions};
+use crate::table::{BlockReadOptions, TableBuilder, TableBuilderOptions, TableSummary};
 use crate::version::{BufferEntry, BufferOp, FileMeta, NewFile, Run, Version, VersionEdit, VersionSet};
 use crate::vfs::Vfs;
 
@@ -222,6 +222,7 @@ impl<'a> OutputWriter<'a> {
     fn finish_current(&mut self) -> Result<()> {
         if let Some((id, b, lo, hi)) = self.current.take() {
             let s = b.finish()?;
+            self.verify(id, &s)?;
             self.outputs.push(NewFile {
                 id,
                 size: s.file_size,
@@ -232,6 +233,56 @@ impl<'a> OutputWriter<'a> {
                 smallest_seq: lo,
                 largest_seq: hi,
             });
+        }
+        Ok(())
+    }
+
+    /// Reads a finished table back before anything names it (LevelDB's "verify
+    /// that the table is usable"): its size on disk must be what was written,
+    /// and its footer, index, filter and properties must pass their checksums;
+    /// with `paranoid_file_checks`, every block and entry too. A file system that
+    /// acknowledged bytes it never stored fails the flush or compaction here,
+    /// instead of installing a table that would fail every later open.
+    fn verify(&self, id: u64, s: &TableSummary) -> Result<()> {
+        let r = self.read_back(id, s);
+        if r.is_err() {
+            self.env.tables.evict(id);
+        }
+        r.map_err(|e| {
+            Error::corruption(format!("new table {id:06}.sst failed verification after writing: {e}"))
+        })
+    }
+
+    fn read_back(&self, id: u64, s: &TableSummary) -> Result<()> {
+        let on_disk = self.env.vfs.file_size(&table_path(self.env.dir, id))?;
+        if on_disk != s.file_size {
+            return Err(Error::corruption(format!("{on_disk} bytes on disk, {} written", s.file_size)));
+        }
+        let table = self.env.tables.get(id, s.file_size)?;
+        if table.properties().num_entries != s.num_entries {
+            return Err(Error::corruption("entry count in properties differs from what was written"));
+        }
+        if !self.env.opts.paranoid_file_checks {
+            return Ok(());
+        }
+        let opts = BlockReadOptions { verify_checksums: true, fill_cache: false, readahead: 1 << 20 };
+        let mut it = table.iter(opts);
+        it.seek_to_first()?;
+        let (mut n, mut first, mut last) = (0u64, None, Vec::new());
+        while it.valid() {
+            n += 1;
+            if first.is_none() {
+                first = Some(it.key().to_vec());
+            }
+            last.clear();
+            last.extend_from_slice(it.key());
+            it.next()?;
+        }
+        if n != s.num_entries || first.as_deref() != Some(&s.smallest[..]) || last != s.largest {
+            return Err(Error::corruption(format!(
+                "read back {n} entries, {} written, or the key bounds differ",
+                s.num_entries
+            )));
         }
         Ok(())
     }
@@ -255,6 +306,7 @@ impl Drop for OutputWriter<'_> {
     fn drop(&mut self) {
         self.current = None;
         for id in self.created.drain(..) {
+            self.env.tables.evict(id);
             let _ = self.env.vfs.remove_file(&table_path(self.env.dir, id));
         }
     }

@@ -82,6 +82,8 @@ pub(crate) struct DbInner {
     pub threads: Mutex<Vec<JoinHandle<()>>>,
     pub lock_file: Mutex<Option<Box<dyn FileLock>>>,
     pub closed: AtomicBool,
+    /// A write since open skipped the WAL: close must flush to keep it.
+    pub unlogged_writes: AtomicBool,
 }
 
 impl DbInner {
@@ -169,10 +171,24 @@ impl DbInner {
         s
     }
 
-    /// Stops background work, syncs the WAL and releases the directory lock.
+    /// Flushes memtables holding writes that skipped the WAL (unless
+    /// `avoid_flush_during_shutdown`), stops background work, syncs the WAL
+    /// unless it failed, and releases the directory lock. Returns the first
+    /// error: a flush that could not run means those writes are lost.
     fn shutdown(&self) -> Result<()> {
-        if self.closed.swap(true, Ordering::SeqCst) {
+        if self.closed.load(Ordering::SeqCst) {
             return Ok(());
+        }
+        let mut result = Ok(());
+        if self.unlogged_writes.load(Ordering::Acquire) && !self.opts.avoid_flush_during_shutdown {
+            result = self.flush().map_err(|e| {
+                Error::ReadOnly(format!(
+                    "close could not flush writes made without the WAL, so they are lost: {e}"
+                ))
+            });
+        }
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return result;
         }
         self.state.lock().shutting_down = true;
         self.bg_cv.notify_all();
@@ -182,9 +198,11 @@ impl DbInner {
         for t in threads {
             let _ = t.join();
         }
-        let mut result = Ok(());
         if let Some(w) = self.wal.lock().as_mut() {
-            result = w.sync();
+            // A WAL that failed is never written again; its writer saw the error.
+            if !w.failed() {
+                result = result.and(w.sync());
+            }
         }
         self.purge_obsolete_files();
         self.lock_file.lock().take();

@@ -180,6 +180,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         threads: Mutex::new(Vec::new()),
         lock_file: Mutex::new(Some(lock)),
         closed: AtomicBool::new(false),
+        unlogged_writes: AtomicBool::new(false),
     });
     inner.spawn_background()?;
     Ok(inner)

@@ -56,6 +56,12 @@ fn check_entry_sizes(batch: &WriteBatch) -> Result<()> {
 
 impl DbInner {
     pub(crate) fn write(&self, batch: WriteBatch, wo: &WriteOptions) -> Result<()> {
+        if wo.sync && wo.disable_wal {
+            // RocksDB refuses this too: there is no log to sync.
+            return Err(Error::invalid(
+                "a sync write needs the WAL: WriteOptions::with_sync(true) cannot be combined with with_disable_wal(true)",
+            ));
+        }
         if batch.is_empty() {
             return Ok(());
         }
@@ -141,6 +147,9 @@ impl DbInner {
             if sync {
                 Counters::add(&self.counters.wal_syncs, 1);
             }
+        } else {
+            // Only a flush can persist these; `close` does one (see `shutdown`).
+            self.unlogged_writes.store(true, Ordering::Release);
         }
         Counters::add(&self.counters.write_groups, 1);
         Counters::add(&self.counters.writes, group.len() as u64);

@@ -1,7 +1,10 @@
 //! A crash-simulating file system for tests. [`CrashVfs`] is a [`MemVfs`] that
 //! counts every mutating operation, can "lose power" after the N-th one (every
 //! later mutation fails, so the engine stops changing what is on disk), and
-//! builds the post-crash disk image under a chosen [`CrashMode`].
+//! builds the post-crash disk image under a chosen [`CrashMode`]. It can also
+//! fail one operation the way a disk does (a short write then `ENOSPC`, a sync
+//! that wrote back part of the data then `EIO`) without losing power, so tests
+//! see what the engine does with the error and what a later crash keeps.
 
 use std::fmt;
 use std::io;
@@ -10,6 +13,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
+use super::buffered::{BufferedFile, RawFile};
 use super::mem::Survivor;
 use super::{FileLock, MemVfs, RandomAccessFile, RandomOpenOptions, SequentialFile, Vfs, WritableFile};
 use crate::error::{Error, Result};
@@ -91,6 +95,10 @@ struct Gate {
     fault: Option<CrashFault>,
     /// Files whose name starts with this are never torn.
     never_tear: Option<String>,
+    /// The operation (1-based count) that fails with an I/O error, and the seed of its extent.
+    io_fault: Option<(u64, u64)>,
+    /// The operation the I/O fault hit, once it fired.
+    io_fault_hit: Option<CrashOp>,
 }
 
 /// An in-memory [`Vfs`] that simulates power loss. Clones share the same files
@@ -121,6 +129,11 @@ impl Default for CrashVfs {
 
 fn power_lost() -> Error {
     Error::Io(io::Error::other("simulated power loss"))
+}
+
+fn injected_io(path: &Path, errno: i32) -> Error {
+    let e = io::Error::from_raw_os_error(errno);
+    Error::Io(io::Error::new(e.kind(), format!("{}: {e} (injected)", path.display())))
 }
 
 impl CrashVfs {
@@ -177,6 +190,24 @@ impl CrashVfs {
         self.gate.lock().never_tear = prefix.map(str::to_string);
     }
 
+    /// Fails mutating operation number `op` (1-based, counted like
+    /// [`set_crash_after`](Self::set_crash_after)) with an I/O error instead of
+    /// losing power: a write writes a seeded random strict prefix of its data,
+    /// then it or the file's next write fails with `ENOSPC`; a sync makes a
+    /// random prefix of the file's un-synced bytes durable, then fails with
+    /// `EIO`; any other operation fails with `EIO` without taking effect. Later
+    /// operations work. `None` disarms.
+    pub fn set_io_fault(&self, fault: Option<(u64, u64)>) {
+        let mut g = self.gate.lock();
+        g.io_fault = fault;
+        g.io_fault_hit = None;
+    }
+
+    /// The operation the I/O fault failed, once it has fired.
+    pub fn io_fault_hit(&self) -> Option<CrashOp> {
+        self.gate.lock().io_fault_hit.clone()
+    }
+
     /// A new, independent file system holding what is on disk after a crash
     /// now (call it after [`crash_now`](Self::crash_now) or the crash point, once
     /// the engine has stopped). Calling it again with the same mode gives an
@@ -196,14 +227,31 @@ impl CrashVfs {
     /// Counts one mutating operation, or fails if the power is out. The guard
     /// is held while the operation runs so the count is its global position.
     fn admit(&self, kind: CrashOpKind, path: &Path) -> Result<MutexGuard<'_, Gate>> {
+        self.admit_io(kind, path).and_then(|(g, fault)| match fault {
+            Some(_) => Err(injected_io(path, libc::EIO)),
+            None => Ok(g),
+        })
+    }
+
+    /// [`admit`](Self::admit) for operations that fail in their own way when
+    /// the I/O fault hits them: also returns the fault's seed then.
+    fn admit_io(&self, kind: CrashOpKind, path: &Path) -> Result<(MutexGuard<'_, Gate>, Option<u64>)> {
         let mut g = self.gate.lock();
         if g.crashed || g.crash_after.is_some_and(|n| g.done >= n) {
             g.crashed = true;
             return Err(power_lost());
         }
         g.done += 1;
-        g.log.push(CrashOp { kind, path: path.to_path_buf() });
-        Ok(g)
+        let op = CrashOp { kind, path: path.to_path_buf() };
+        let fault = match g.io_fault {
+            Some((at, seed)) if at == g.done => {
+                g.io_fault_hit = Some(op.clone());
+                Some(seed)
+            }
+            _ => None,
+        };
+        g.log.push(op);
+        Ok((g, fault))
     }
 }
 
@@ -214,9 +262,13 @@ impl Vfs for CrashVfs {
     }
 
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Ok(Box::new(BufferedFile::new(self.create_raw(path)?, path, 0)))
+    }
+
+    fn create_raw(&self, path: &Path) -> Result<Box<dyn RawFile>> {
         let _g = self.admit(CrashOpKind::Create, path)?;
-        let inner = self.mem.create(path)?;
-        Ok(Box::new(CrashFile { inner, path: path.to_path_buf(), vfs: self.clone() }))
+        let inner = self.mem.create_raw(path)?;
+        Ok(Box::new(CrashFile { inner, path: path.to_path_buf(), vfs: self.clone(), enospc_next: false }))
     }
 
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
@@ -260,36 +312,41 @@ impl Vfs for CrashVfs {
     }
 }
 
-/// A file being written through a [`CrashVfs`].
+/// A file being written through a [`CrashVfs`] (below the write buffer).
 struct CrashFile {
-    inner: Box<dyn WritableFile>,
+    inner: Box<dyn RawFile>,
     path: PathBuf,
     vfs: CrashVfs,
+    /// A short write happened: the next write reports the full disk.
+    enospc_next: bool,
 }
 
-impl WritableFile for CrashFile {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        let _g = self.vfs.admit(CrashOpKind::Append, &self.path)?;
-        self.inner.append(data)
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        // Appends reach the in-memory "OS" at once; nothing to count.
-        if self.vfs.crashed() {
-            return Err(power_lost());
+impl RawFile for CrashFile {
+    fn write(&mut self, data: &[u8]) -> Result<usize> {
+        if std::mem::take(&mut self.enospc_next) {
+            return Err(injected_io(&self.path, libc::ENOSPC));
         }
-        self.inner.flush()
+        let (_g, fault) = self.vfs.admit_io(CrashOpKind::Append, &self.path)?;
+        let Some(seed) = fault else { return self.inner.write(data) };
+        let keep = Rng(seed).upto(data.len().saturating_sub(1));
+        if keep == 0 {
+            return Err(injected_io(&self.path, libc::ENOSPC));
+        }
+        self.enospc_next = true;
+        self.inner.write(&data[..keep])
     }
 
     fn sync(&mut self) -> Result<()> {
-        let mut g = self.vfs.admit(CrashOpKind::Sync, &self.path)?;
+        let (mut g, fault) = self.vfs.admit_io(CrashOpKind::Sync, &self.path)?;
         let before = self.vfs.mem.synced_len(&self.path).unwrap_or(0);
+        if let Some(seed) = fault {
+            let len = self.vfs.mem.file_size(&self.path)?;
+            let part = Rng(seed).upto(usize::try_from(len - before.min(len)).unwrap_or(0)) as u64;
+            self.vfs.mem.write_back(&self.path, before + part)?;
+            return Err(injected_io(&self.path, libc::EIO));
+        }
         g.last_sync = Some((self.path.clone(), before));
         self.inner.sync()
-    }
-
-    fn len(&self) -> u64 {
-        self.inner.len()
     }
 }
 
@@ -456,7 +513,7 @@ mod tests {
         assert!(!vfs.crashed());
         assert!(matches!(w.sync(), Err(Error::Io(_))));
         assert!(vfs.crashed());
-        assert!(w.append(b"y").is_err() && w.flush().is_err());
+        assert!(w.append(b"y").is_err());
         assert!(vfs.sync_dir(&dir).is_err() && vfs.create(&dir.join("g")).is_err());
         assert!(vfs.lock(&dir.join("LOCK")).is_err());
         assert_eq!(vfs.ops_done(), 4);

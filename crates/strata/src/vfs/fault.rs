@@ -3,8 +3,16 @@
 //! fails (LevelDB's `FaultInjectionTestEnv`, RocksDB's `FaultInjectionTestFS`).
 //!
 //! Every injected error is [`Error::Io`] with a message starting
-//! `injected fault: <op>`. Faults only fire while the wrapper is enabled, so a
-//! test can open a database cleanly and then switch them on.
+//! `injected fault: <op>`, except a full disk, which is the OS's own `ENOSPC`.
+//! Faults only fire while the wrapper is enabled, so a test can open a database
+//! cleanly and then switch them on.
+//!
+//! Files are written through the engine's own [`BufferedFile`] over the inner
+//! file system's raw files, so faults land at two depths: `Append`, `Flush` and
+//! `Sync` fail the call the engine makes, while `Write` and `DataSync` (and a
+//! full disk, [`FaultVfs::set_free_space`]) fail the OS call below the buffer,
+//! where a real disk fails: a short write then an error, a sync after the data
+//! was or was not written back.
 
 use std::fmt;
 use std::io;
@@ -14,6 +22,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::buffered::{BufferedFile, RawFile, WRITE_BUFFER};
 use super::{FileLock, RandomAccessFile, RandomOpenOptions, SequentialFile, Vfs, WritableFile};
 use crate::error::{Error, Result};
 
@@ -46,11 +55,17 @@ pub enum FaultOp {
     Lock,
     /// `Vfs::file_size`.
     FileSize,
+    /// One OS write below the write buffer ([`RawFile::write`]): it writes a
+    /// random strict prefix (a short write) and the file's next write fails.
+    Write,
+    /// The OS sync below the buffer ([`RawFile::sync`]): the data was written
+    /// back or not (seeded), then `EIO`.
+    DataSync,
 }
 
 impl FaultOp {
     /// Every operation, in counter order.
-    pub const ALL: [FaultOp; 13] = [
+    pub const ALL: [FaultOp; 15] = [
         FaultOp::Open,
         FaultOp::ReadAt,
         FaultOp::SequentialRead,
@@ -64,14 +79,16 @@ impl FaultOp {
         FaultOp::ListDir,
         FaultOp::Lock,
         FaultOp::FileSize,
+        FaultOp::Write,
+        FaultOp::DataSync,
     ];
 
     /// The rate class this operation belongs to.
     pub fn kind(self) -> FaultKind {
         match self {
             FaultOp::Open | FaultOp::ReadAt | FaultOp::SequentialRead => FaultKind::Read,
-            FaultOp::Append | FaultOp::Flush => FaultKind::Write,
-            FaultOp::Sync | FaultOp::SyncDir => FaultKind::Sync,
+            FaultOp::Append | FaultOp::Flush | FaultOp::Write => FaultKind::Write,
+            FaultOp::Sync | FaultOp::SyncDir | FaultOp::DataSync => FaultKind::Sync,
             FaultOp::Create
             | FaultOp::Rename
             | FaultOp::Remove
@@ -97,6 +114,8 @@ impl FaultOp {
             FaultOp::ListDir => "list_dir",
             FaultOp::Lock => "lock",
             FaultOp::FileSize => "file_size",
+            FaultOp::Write => "write",
+            FaultOp::DataSync => "fdatasync",
         }
     }
 
@@ -116,9 +135,9 @@ impl fmt::Display for FaultOp {
 pub enum FaultKind {
     /// Opening a file for reading, and reads.
     Read,
-    /// Appends and flushes.
+    /// Appends, flushes and OS writes.
     Write,
-    /// File and directory syncs.
+    /// File, directory and OS syncs.
     Sync,
     /// Create, rename, remove, list, lock, size.
     Metadata,
@@ -175,7 +194,7 @@ impl Default for PathFilter {
 }
 
 /// Random fault rates and their scope; see [`FaultVfs`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct FaultConfig {
     /// Seed of the generator that decides random faults.
     pub seed: u64,
@@ -190,14 +209,39 @@ pub struct FaultConfig {
     /// A failed append first writes a random prefix of its data (a torn write),
     /// as a full disk or a dying device may.
     pub torn_writes: bool,
-    /// Paths faults may hit (random and armed ones alike).
+    /// Paths faults may hit (random and armed ones alike; a full disk hits every path).
     pub filter: PathFilter,
+    /// User-space write buffer of each file, in bytes (default
+    /// [`WRITE_BUFFER`], as on the real file system; 0 writes every append through).
+    pub write_buffer: usize,
+}
+
+impl Default for FaultConfig {
+    fn default() -> Self {
+        FaultConfig {
+            seed: 0,
+            read_rate: 0.0,
+            write_rate: 0.0,
+            sync_rate: 0.0,
+            metadata_rate: 0.0,
+            torn_writes: false,
+            filter: PathFilter::all(),
+            write_buffer: WRITE_BUFFER,
+        }
+    }
 }
 
 impl FaultConfig {
     /// No random faults, all paths; arm faults with [`FaultVfs::fail_after`].
     pub fn new(seed: u64) -> Self {
         FaultConfig { seed, ..Default::default() }
+    }
+
+    /// Sets each file's write-buffer size (0: no buffering).
+    #[must_use]
+    pub fn with_write_buffer(mut self, bytes: usize) -> Self {
+        self.write_buffer = bytes;
+        self
     }
 
     /// The same `rate` for every kind of operation.
@@ -268,6 +312,10 @@ struct Shared {
     armed: Mutex<[Armed; N_OPS]>,
     injected: [AtomicU64; N_OPS],
     seen: [AtomicU64; N_OPS],
+    /// Bytes the disk can still take, if limited.
+    free: Mutex<Option<u64>>,
+    /// OS writes refused or cut short by the full disk.
+    disk_full: AtomicU64,
 }
 
 impl Shared {
@@ -361,6 +409,8 @@ impl FaultVfs {
             armed: Mutex::new([Armed::default(); N_OPS]),
             injected: std::array::from_fn(|_| AtomicU64::new(0)),
             seen: std::array::from_fn(|_| AtomicU64::new(0)),
+            free: Mutex::new(None),
+            disk_full: AtomicU64::new(0),
         };
         FaultVfs { inner, shared: Arc::new(shared) }
     }
@@ -433,11 +483,30 @@ impl FaultVfs {
         self.shared.seen[op.index()].load(Ordering::Relaxed)
     }
 
-    /// Zeroes the injected and seen counters.
+    /// Zeroes the injected, seen and full-disk counters.
     pub fn reset_counters(&self) {
         for c in self.shared.injected.iter().chain(self.shared.seen.iter()) {
             c.store(0, Ordering::Relaxed);
         }
+        self.shared.disk_full.store(0, Ordering::Relaxed);
+    }
+
+    /// Limits the bytes the disk can still take (`None`: unlimited). OS writes
+    /// use it up, and one that does not fit writes what fits (a short write)
+    /// while the next fails with `ENOSPC` (os error 28), as a full disk does;
+    /// removing a file gives its size back. Applies to every path, enabled or not.
+    pub fn set_free_space(&self, bytes: Option<u64>) {
+        *self.shared.free.lock() = bytes;
+    }
+
+    /// Bytes the disk can still take, if limited.
+    pub fn free_space(&self) -> Option<u64> {
+        *self.shared.free.lock()
+    }
+
+    /// OS writes the full disk refused or cut short so far.
+    pub fn disk_full_errors(&self) -> u64 {
+        self.shared.disk_full.load(Ordering::Relaxed)
     }
 }
 
@@ -448,9 +517,19 @@ impl Vfs for FaultVfs {
     }
 
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let capacity = self.shared.cfg.lock().write_buffer;
+        let file = BufferedFile::new(self.create_raw(path)?, path, capacity);
+        Ok(Box::new(FaultWritable {
+            inner: Box::new(file),
+            path: path.to_path_buf(),
+            shared: self.shared.clone(),
+        }))
+    }
+
+    fn create_raw(&self, path: &Path) -> Result<Box<dyn RawFile>> {
         self.shared.check(FaultOp::Create, path)?;
-        let file = self.inner.create(path)?;
-        Ok(Box::new(FaultWritable { inner: file, path: path.to_path_buf(), shared: self.shared.clone() }))
+        let inner = self.inner.create_raw(path)?;
+        Ok(Box::new(FaultRaw { inner, path: path.to_path_buf(), shared: self.shared.clone(), pending: None }))
     }
 
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
@@ -476,7 +555,12 @@ impl Vfs for FaultVfs {
 
     fn remove_file(&self, path: &Path) -> Result<()> {
         self.shared.check(FaultOp::Remove, path)?;
-        self.inner.remove_file(path)
+        let size = self.inner.file_size(path).unwrap_or(0);
+        self.inner.remove_file(path)?;
+        if let Some(free) = self.shared.free.lock().as_mut() {
+            *free = free.saturating_add(size);
+        }
+        Ok(())
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
@@ -535,6 +619,71 @@ impl WritableFile for FaultWritable {
 
     fn len(&self) -> u64 {
         self.inner.len()
+    }
+}
+
+/// A raw file below the write buffer: OS-level faults and the full disk.
+struct FaultRaw {
+    inner: Box<dyn RawFile>,
+    path: PathBuf,
+    shared: Arc<Shared>,
+    /// After a short write, the error the next write returns.
+    pending: Option<Error>,
+}
+
+impl FaultRaw {
+    fn enospc(&self) -> Error {
+        let e = io::Error::from_raw_os_error(libc::ENOSPC);
+        Error::Io(io::Error::new(e.kind(), format!("{}: {e}", self.path.display())))
+    }
+}
+
+impl RawFile for FaultRaw {
+    fn write(&mut self, data: &[u8]) -> Result<usize> {
+        if let Some(e) = self.pending.take() {
+            return Err(e);
+        }
+        let mut len = data.len();
+        if self.shared.should_fail(FaultOp::Write, &[&self.path]) {
+            len = (self.shared.next_u64() % data.len().max(1) as u64) as usize;
+            if len == 0 {
+                return Err(injected(FaultOp::Write, &self.path));
+            }
+            self.pending = Some(injected(FaultOp::Write, &self.path));
+        }
+        {
+            let mut free = self.shared.free.lock();
+            if let Some(free) = free.as_mut() {
+                if (len as u64) > *free {
+                    self.shared.disk_full.fetch_add(1, Ordering::Relaxed);
+                    len = *free as usize;
+                    if len == 0 {
+                        return Err(self.enospc());
+                    }
+                    self.pending = Some(self.enospc());
+                }
+                *free -= len as u64;
+            }
+        }
+        let n = self.inner.write(&data[..len])?;
+        if n < len {
+            // The inner file's own short write: give back what it did not use.
+            if let Some(free) = self.shared.free.lock().as_mut() {
+                *free += (len - n) as u64;
+            }
+        }
+        Ok(n)
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        if self.shared.should_fail(FaultOp::DataSync, &[&self.path]) {
+            // Write-back may or may not have happened before the device failed.
+            if self.shared.next_u64().is_multiple_of(2) {
+                let _ = self.inner.sync();
+            }
+            return Err(injected(FaultOp::DataSync, &self.path));
+        }
+        self.inner.sync()
     }
 }
 
@@ -609,7 +758,10 @@ mod tests {
 
     #[test]
     fn disabled_faults_pass_through_and_filters_scope_them() {
-        let cfg = FaultConfig::new(7).with_all_rates(1.0).with_filter(PathFilter::extension("sst"));
+        let cfg = FaultConfig::new(7)
+            .with_all_rates(1.0)
+            .with_filter(PathFilter::extension("sst"))
+            .with_write_buffer(0);
         let (vfs, mem, dir) = setup(cfg);
         let mut log = vfs.create(&dir.join("1.log")).unwrap();
         log.append(b"ok").unwrap();
@@ -633,7 +785,7 @@ mod tests {
 
     #[test]
     fn torn_appends_leave_a_prefix_and_reads_can_fail() {
-        let cfg = FaultConfig::new(3).with_torn_writes(true);
+        let cfg = FaultConfig::new(3).with_torn_writes(true).with_write_buffer(0);
         let (vfs, mem, dir) = setup(cfg);
         let p = dir.join("t.log");
         let mut f = vfs.create(&p).unwrap();
@@ -673,5 +825,60 @@ mod tests {
         assert!(vfs.file_size(&dir.join("x")).is_err());
         assert_eq!(vfs.injected_kind(FaultKind::Metadata), 5);
         assert!(vfs.exists(&dir.join("x")));
+    }
+
+    #[test]
+    fn os_write_fault_is_a_short_write_below_the_buffer_then_the_file_is_done() {
+        let (vfs, mem, dir) = setup(FaultConfig::new(21));
+        let p = dir.join("w.log");
+        let mut f = vfs.create(&p).unwrap();
+        f.append(b"acked|").unwrap();
+        f.flush().unwrap();
+        vfs.fail_next(FaultOp::Write);
+        f.append(&[5u8; 300]).unwrap(); // buffered: the OS write comes at flush
+        assert!(f.flush().is_err());
+        let torn = mem.read_file(&p).unwrap();
+        assert!(torn.len() < 306 && torn.starts_with(b"acked|"), "{}", torn.len());
+        // Never written or synced again, even with the fault gone.
+        assert!(f.sync().is_err() && f.append(b"x").is_err());
+        drop(f);
+        assert_eq!(mem.read_file(&p).unwrap(), torn);
+        assert_eq!(vfs.injected(FaultOp::Write), 1);
+        assert_eq!(mem.synced_len(&p).unwrap(), 0);
+    }
+
+    #[test]
+    fn failed_fdatasync_is_never_retried() {
+        let (vfs, mem, dir) = setup(FaultConfig::new(2));
+        let p = dir.join("s.log");
+        let mut f = vfs.create(&p).unwrap();
+        f.append(b"abc").unwrap();
+        vfs.fail_next(FaultOp::DataSync);
+        assert!(f.sync().is_err());
+        let synced = mem.synced_len(&p).unwrap();
+        assert!(synced == 0 || synced == 3, "written back or not: {synced}");
+        assert!(f.sync().is_err(), "a failed sync is not retried");
+        assert_eq!(vfs.injected(FaultOp::DataSync), 1);
+    }
+
+    #[test]
+    fn full_disk_cuts_the_write_at_the_limit_and_removal_frees_space() {
+        let (vfs, mem, dir) = setup(FaultConfig::new(1).with_write_buffer(0));
+        vfs.set_free_space(Some(10));
+        let p = dir.join("a.sst");
+        let mut f = vfs.create(&p).unwrap();
+        f.append(b"1234").unwrap();
+        let e = f.append(b"5678901234").unwrap_err();
+        assert!(e.to_string().contains("os error 28"), "{e}");
+        assert!(matches!(&e, Error::Io(io) if io.kind() == io::ErrorKind::StorageFull));
+        assert_eq!(mem.read_file(&p).unwrap(), b"1234567890", "the write filled the disk to the byte");
+        assert_eq!(vfs.free_space(), Some(0));
+        assert_eq!(vfs.disk_full_errors(), 1);
+        drop(f);
+        vfs.remove_file(&p).unwrap();
+        assert_eq!(vfs.free_space(), Some(10));
+        let mut g = vfs.create(&dir.join("b.sst")).unwrap();
+        g.append(b"0123456789").unwrap();
+        g.sync().unwrap();
     }
 }

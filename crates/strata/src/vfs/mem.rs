@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::buffered::{BufferedFile, RawFile};
 use super::{FileLock, RandomAccessFile, RandomOpenOptions, SequentialFile, Vfs, WritableFile};
 use crate::error::{Error, Result};
 
@@ -127,6 +128,16 @@ impl MemVfs {
         Ok(len as u64)
     }
 
+    /// Marks up to `len` bytes of a file durable, as a device that wrote back
+    /// part of the dirty data before failing a sync would (crash VFS).
+    pub(super) fn write_back(&self, path: &Path, len: u64) -> Result<()> {
+        let file = self.state.lock().file(path)?;
+        let mut f = file.lock();
+        let len = usize::try_from(len).unwrap_or(usize::MAX).min(f.data.len());
+        f.synced_len = f.synced_len.max(len);
+        Ok(())
+    }
+
     /// Directory operations in `dir` since its last `sync_dir`, oldest first.
     pub fn unsynced_dir_ops(&self, dir: &Path) -> Vec<DirOp> {
         let s = self.state.lock();
@@ -212,6 +223,11 @@ impl Vfs for MemVfs {
     }
 
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        // No buffer: an append is in the "OS" at once, as a process kill keeps it.
+        Ok(Box::new(BufferedFile::new(self.create_raw(path)?, path, 0)))
+    }
+
+    fn create_raw(&self, path: &Path) -> Result<Box<dyn RawFile>> {
         let mut s = self.state.lock();
         s.check_parent(path)?;
         if s.dirs.contains(path) {
@@ -234,7 +250,7 @@ impl Vfs for MemVfs {
                 f
             }
         };
-        Ok(Box::new(MemWritableFile { file, len: 0 }))
+        Ok(Box::new(MemRawFile { file }))
     }
 
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
@@ -310,31 +326,20 @@ impl Vfs for MemVfs {
     }
 }
 
-struct MemWritableFile {
+struct MemRawFile {
     file: FileRef,
-    len: u64,
 }
 
-impl WritableFile for MemWritableFile {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
+impl RawFile for MemRawFile {
+    fn write(&mut self, data: &[u8]) -> Result<usize> {
         self.file.lock().data.extend_from_slice(data);
-        self.len += data.len() as u64;
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        // Appends are visible at once: there is no user-space buffer to push.
-        Ok(())
+        Ok(data.len())
     }
 
     fn sync(&mut self) -> Result<()> {
         let mut f = self.file.lock();
         f.synced_len = f.data.len();
         Ok(())
-    }
-
-    fn len(&self) -> u64 {
-        self.len
     }
 }
 

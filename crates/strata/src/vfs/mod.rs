@@ -8,11 +8,13 @@ use std::sync::Arc;
 
 use crate::error::Result;
 
+mod buffered;
 mod crash;
 mod fault;
 mod mem;
 mod real;
 
+pub use buffered::{BufferedFile, RawFile, WRITE_BUFFER};
 pub use crash::{CrashFault, CrashMode, CrashOp, CrashOpKind, CrashVfs};
 pub use fault::{FaultConfig, FaultKind, FaultOp, FaultVfs, PathFilter};
 pub use mem::{DirOp, MemVfs};
@@ -69,6 +71,12 @@ pub trait Vfs: Send + Sync + Debug {
     fn create_dir_all(&self, dir: &Path) -> Result<()>;
     /// Creates (or truncates) a file for writing.
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Creates (or truncates) a file and returns it without a user-space
+    /// buffer, one OS call per write, so a wrapper can inject faults below the
+    /// buffer (see [`BufferedFile`]). The default adapts [`Vfs::create`].
+    fn create_raw(&self, path: &Path) -> Result<Box<dyn RawFile>> {
+        Ok(Box::new(buffered::WritableAsRaw(self.create(path)?)))
+    }
     /// Opens an existing file for sequential reading.
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
     /// Opens an existing file for random reads.

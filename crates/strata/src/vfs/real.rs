@@ -1,5 +1,5 @@
 //! The operating system's file system (`std::fs`), with a user-space write
-//! buffer and optional `O_DIRECT` random reads.
+//! buffer ([`BufferedFile`]) and optional `O_DIRECT` random reads.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -7,11 +7,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::buffered::{BufferedFile, RawFile, WRITE_BUFFER};
 use super::{FileLock, RandomAccessFile, RandomOpenOptions, SequentialFile, Vfs, WritableFile};
 use crate::error::{Error, Result};
-
-/// Bytes a [`WritableFile`] collects before it writes them to the OS.
-const WRITE_BUFFER: usize = 64 * 1024;
 
 /// Alignment `O_DIRECT` requires of offsets, lengths and buffers (the logical
 /// block size is at most this on every device we expect).
@@ -39,13 +37,12 @@ impl Vfs for RealVfs {
     }
 
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Ok(Box::new(BufferedFile::new(self.create_raw(path)?, path, WRITE_BUFFER)))
+    }
+
+    fn create_raw(&self, path: &Path) -> Result<Box<dyn RawFile>> {
         let file = File::create(path).map_err(|e| io_err(path, e))?;
-        Ok(Box::new(RealWritableFile {
-            file,
-            path: path.to_path_buf(),
-            buf: Vec::with_capacity(WRITE_BUFFER),
-            len: 0,
-        }))
+        Ok(Box::new(RealRawFile { file, path: path.to_path_buf() }))
     }
 
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
@@ -129,58 +126,25 @@ fn direct_unsupported(path: &Path) -> Error {
     Error::invalid(format!("{}: direct reads (O_DIRECT) are unsupported on this file system", path.display()))
 }
 
-/// A file written through a user-space buffer.
-struct RealWritableFile {
+/// A file written with one `write(2)` per call; [`BufferedFile`] buffers it.
+struct RealRawFile {
     file: File,
     path: PathBuf,
-    buf: Vec<u8>,
-    len: u64,
 }
 
-impl RealWritableFile {
-    fn write_buffer(&mut self) -> Result<()> {
-        if !self.buf.is_empty() {
-            self.file.write_all(&self.buf).map_err(|e| io_err(&self.path, e))?;
-            self.buf.clear();
+impl RawFile for RealRawFile {
+    fn write(&mut self, data: &[u8]) -> Result<usize> {
+        loop {
+            match self.file.write(data) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_err(&self.path, e)),
+            }
         }
-        Ok(())
-    }
-}
-
-impl WritableFile for RealWritableFile {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        if self.buf.len() + data.len() > WRITE_BUFFER {
-            self.write_buffer()?;
-        }
-        if data.len() >= WRITE_BUFFER {
-            // Large appends skip the copy into the buffer.
-            self.file.write_all(data).map_err(|e| io_err(&self.path, e))?;
-        } else {
-            self.buf.extend_from_slice(data);
-        }
-        self.len += data.len() as u64;
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        self.write_buffer()
     }
 
     fn sync(&mut self) -> Result<()> {
-        self.write_buffer()?;
         self.file.sync_data().map_err(|e| io_err(&self.path, e))
-    }
-
-    fn len(&self) -> u64 {
-        self.len
-    }
-}
-
-impl Drop for RealWritableFile {
-    fn drop(&mut self) {
-        // Like closing a stdio stream: buffered bytes reach the OS. Errors cannot
-        // be reported from drop; callers that care call flush/sync first.
-        let _ = self.write_buffer();
     }
 }
 

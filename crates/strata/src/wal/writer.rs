@@ -9,17 +9,35 @@ pub struct LogWriter {
     file: Box<dyn WritableFile>,
     /// Bytes already used in the current block.
     block_offset: usize,
+    /// A write or sync failed: the file may end in a torn record.
+    failed: bool,
 }
 
 impl LogWriter {
     /// Starts writing at the current end of `file` (normally a new, empty file).
     pub fn new(file: Box<dyn WritableFile>) -> Self {
         let block_offset = (file.len() % BLOCK_SIZE as u64) as usize;
-        LogWriter { file, block_offset }
+        LogWriter { file, block_offset, failed: false }
+    }
+
+    /// True once an append, flush or sync failed; the file is then never
+    /// written again (see `vfs::BufferedFile`), so callers stop using it.
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+
+    fn track<T>(&mut self, r: Result<T>) -> Result<T> {
+        self.failed |= r.is_err();
+        r
     }
 
     /// Appends one logical record; it stays buffered until [`flush`](Self::flush) or [`sync`](Self::sync).
     pub fn add_record(&mut self, data: &[u8]) -> Result<()> {
+        let r = self.append_fragments(data);
+        self.track(r)
+    }
+
+    fn append_fragments(&mut self, data: &[u8]) -> Result<()> {
         let mut left = data;
         let mut first = true;
         loop {
@@ -52,12 +70,14 @@ impl LogWriter {
 
     /// Pushes buffered records to the OS.
     pub fn flush(&mut self) -> Result<()> {
-        self.file.flush()
+        let r = self.file.flush();
+        self.track(r)
     }
 
     /// Flushes and makes the records durable.
     pub fn sync(&mut self) -> Result<()> {
-        self.file.sync()
+        let r = self.file.sync();
+        self.track(r)
     }
 
     /// Bytes written to the log so far (including headers and padding).
