@@ -60,8 +60,12 @@ fn random_case(policy: &str, seed: u64) -> Case {
             _ => Step::Close,
         });
     }
-    // About 6 mutating operations per step; 1 case in 8 crashes after the workload.
-    let crash_after = (!rng.gen_ratio(1, 8)).then(|| rng.gen_range(0..=6 * n as u64));
+    // About 6 mutating operations per step; 1 case in 8 crashes after the
+    // workload, and 1 in 4 fails an operation like a disk (short write then
+    // ENOSPC, sync after a partial write-back then EIO) and crashes after it.
+    let io_fault = rng.gen_ratio(1, 4).then(|| (rng.gen_range(1..=6 * n as u64), rng.gen()));
+    let crash_after = (io_fault.is_none() && !rng.gen_ratio(1, 8)).then(|| rng.gen_range(0..=6 * n as u64));
+    let close_after_fault = rng.gen_bool(0.5);
     let mode = random_mode(&mut rng);
     let recovery_crash = rng.gen_bool(0.4).then(|| (rng.gen(), random_mode(&mut rng)));
     Case {
@@ -71,6 +75,8 @@ fn random_case(policy: &str, seed: u64) -> Case {
         mode,
         recovery_crash,
         fault: None,
+        io_fault,
+        close_after_fault,
         keys,
         extra_reopens: true,
     }
@@ -97,11 +103,18 @@ fn random_crashes_recover_a_durable_prefix() {
     let mut failures = Vec::new();
     for p in &policies {
         let (mut in_workload, mut ops, mut issued, mut durable, mut survived) = (0, 0, 0, 0, 0);
+        let (mut write_faults, mut sync_faults, mut other_faults) = (0, 0, 0);
         for seed in 0..per_policy {
             let c = random_case(p, seed);
             match run_case(&c) {
                 Ok(o) => {
                     in_workload += u64::from(o.crashed_in_workload);
+                    match o.io_fault_hit {
+                        Some(CrashOpKind::Append) => write_faults += 1,
+                        Some(CrashOpKind::Sync) => sync_faults += 1,
+                        Some(_) => other_faults += 1,
+                        None => {}
+                    }
                     ops += o.ops;
                     issued += o.issued;
                     durable += o.durable;
@@ -115,8 +128,10 @@ fn random_crashes_recover_a_durable_prefix() {
         }
         eprintln!(
             "{p}: {per_policy} seeds, {in_workload} crashed mid-workload, {ops} VFS ops, \
-             {issued} writes issued, {durable} had to survive, {survived} survived"
+             {issued} writes issued, {durable} had to survive, {survived} survived; I/O faults: \
+             {write_faults} short writes, {sync_faults} syncs, {other_faults} other operations"
         );
+        assert!(write_faults > 0 && sync_faults > 0, "{p}: the I/O faults must hit writes and syncs");
     }
     eprintln!("random crashes: {:?}", start.elapsed());
     assert!(failures.is_empty(), "{} failing seeds: {failures:?}", failures.len());
@@ -168,6 +183,8 @@ fn exhaustive_small_workloads_every_crash_point() {
                 mode: CrashMode::ProcessKill,
                 recovery_crash: None,
                 fault: None,
+                io_fault: None,
+                close_after_fault: false,
                 keys: 3,
                 extra_reopens: full_modes,
             };
@@ -285,6 +302,8 @@ fn forgetting_a_synced_write_is_caught() {
             mode: CrashMode::PowerLoss,
             recovery_crash: None,
             fault: None,
+            io_fault: None,
+            close_after_fault: false,
             keys: 5,
             extra_reopens: true,
         };
@@ -398,4 +417,88 @@ fn torn_unsynced_manifest_tail_is_tolerated() {
             &refused[..refused.len().min(3)]
         );
     }
+}
+
+/// The I/O-fault check catches a write reported as failed that recovery brings
+/// back: a planted fault makes the short write store everything.
+#[test]
+fn a_failed_write_that_comes_back_is_caught() {
+    let c = Case {
+        policy: "leveled".into(),
+        steps: vec![Step::Put { k: 0, len: 20, sync: true }, Step::Put { k: 1, len: 20, sync: false }],
+        crash_after: None,
+        mode: CrashMode::ProcessKill,
+        recovery_crash: None,
+        fault: None,
+        io_fault: None,
+        close_after_fault: false,
+        keys: 2,
+        extra_reopens: false,
+    };
+    let dry = run_case(&c).expect("no fault");
+    // The last write's payload is the last append.
+    let n = dry.log.iter().rposition(|k| *k == CrashOpKind::Append).expect("an append") as u64 + 1;
+    let honest = run_case(&Case { io_fault: Some((n, 7)), ..c.clone() }).expect("honest model");
+    assert_eq!(honest.io_fault_hit, Some(CrashOpKind::Append));
+    assert_eq!(honest.survived, 1, "the failed write is not recovered");
+    let e = run_case(&Case { io_fault: Some((n, 7)), fault: Some(CrashFault::FailedWriteLands), ..c })
+        .expect_err("a failed write that landed must be caught");
+    assert!(e.contains("must not be visible"), "{e}");
+}
+
+/// A disk failure at every mutating operation of a small workload (open,
+/// writes, flush, compaction, close and reopen), under every policy: the
+/// database reports it, acknowledged writes survive the crash that follows,
+/// and failed writes stay failed.
+#[test]
+fn io_fault_at_every_operation_keeps_acknowledged_writes_and_failed_ones_failed() {
+    let steps = vec![
+        Step::Put { k: 0, len: 20, sync: true },
+        Step::Put { k: 1, len: 300, sync: false },
+        Step::Batch { ops: vec![(2, Some(40)), (0, None)], sync: false },
+        Step::Flush,
+        Step::Put { k: 1, len: 30, sync: true },
+        Step::Compact,
+        Step::Close,
+        Step::Put { k: 2, len: 30, sync: false },
+        Step::Delete { k: 1, sync: true },
+    ];
+    let start = Instant::now();
+    let (mut cases, mut hits, mut failures) = (0u64, 0u64, Vec::new());
+    for p in policies() {
+        let base = Case {
+            policy: p.clone(),
+            steps: steps.clone(),
+            crash_after: None,
+            mode: CrashMode::ProcessKill,
+            recovery_crash: None,
+            fault: None,
+            io_fault: None,
+            close_after_fault: false,
+            keys: 3,
+            extra_reopens: false,
+        };
+        let last = run_case(&base).unwrap_or_else(|e| panic!("{p} without a fault: {e}")).ops;
+        for n in 1..=last {
+            let modes = [CrashMode::ProcessKill, CrashMode::PowerLoss, CrashMode::TornWrite { seed: n }];
+            let c = Case {
+                io_fault: Some((n, n * 31 + 7)),
+                close_after_fault: n % 2 == 0,
+                mode: modes[n as usize % 3],
+                ..base.clone()
+            };
+            cases += 1;
+            match run_case(&c) {
+                // Background threads make the count vary a little between runs.
+                Ok(o) => hits += u64::from(o.io_fault_hit.is_some()),
+                Err(e) => {
+                    eprintln!("FAIL {p} I/O fault at op {n} {:?}: {e}", c.mode);
+                    failures.push((p.clone(), n));
+                }
+            }
+        }
+    }
+    eprintln!("I/O fault at every operation: {cases} cases, {hits} hit, in {:?}", start.elapsed());
+    assert!(failures.is_empty(), "{} failing cases: {failures:?}", failures.len());
+    assert!(hits * 10 >= cases * 9, "most fault points must be reached: {hits} of {cases}");
 }

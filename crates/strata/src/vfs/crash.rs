@@ -50,6 +50,10 @@ pub enum CrashFault {
     /// The image forgets the last `sync` before the crash: that file is cut back
     /// to what was synced before it.
     ForgetLastSync,
+    /// A write hit by the I/O fault ([`CrashVfs::set_io_fault`]) stores all of
+    /// its data before it reports `ENOSPC`, so a write the engine was told had
+    /// failed is whole on disk.
+    FailedWriteLands,
 }
 
 /// The kinds of operation [`CrashVfs`] counts.
@@ -216,7 +220,7 @@ impl CrashVfs {
         let g = self.gate.lock();
         let forget = match g.fault {
             Some(CrashFault::ForgetLastSync) => g.last_sync.clone(),
-            None => None,
+            Some(CrashFault::FailedWriteLands) | None => None,
         };
         let never_tear = g.never_tear.clone();
         drop(g);
@@ -326,8 +330,12 @@ impl RawFile for CrashFile {
         if std::mem::take(&mut self.enospc_next) {
             return Err(injected_io(&self.path, libc::ENOSPC));
         }
-        let (_g, fault) = self.vfs.admit_io(CrashOpKind::Append, &self.path)?;
+        let (g, fault) = self.vfs.admit_io(CrashOpKind::Append, &self.path)?;
         let Some(seed) = fault else { return self.inner.write(data) };
+        if g.fault == Some(CrashFault::FailedWriteLands) {
+            self.inner.write(data)?;
+            return Err(injected_io(&self.path, libc::ENOSPC));
+        }
         let keep = Rng(seed).upto(data.len().saturating_sub(1));
         if keep == 0 {
             return Err(injected_io(&self.path, libc::ENOSPC));
@@ -559,5 +567,34 @@ mod tests {
         assert_eq!(vfs.image(CrashMode::PowerLoss).read_file(&p).unwrap(), b"firstsecond");
         vfs.set_fault(Some(CrashFault::ForgetLastSync));
         assert_eq!(vfs.image(CrashMode::PowerLoss).read_file(&p).unwrap(), b"first");
+    }
+
+    #[test]
+    fn io_fault_is_a_short_write_then_enospc_or_a_partial_write_back_then_eio() {
+        let (vfs, dir) = setup();
+        let p = dir.join("log");
+        let mut w = vfs.create(&p).unwrap();
+        w.append(&[1u8; 100]).unwrap();
+        w.sync().unwrap();
+        vfs.sync_dir(&dir).unwrap();
+        let next = vfs.ops_done() + 1;
+        vfs.set_io_fault(Some((next, 3)));
+        let e = w.append(&[2u8; 100]).unwrap_err();
+        assert!(e.to_string().contains("No space left on device"), "{e}");
+        assert_eq!(vfs.io_fault_hit().unwrap().kind, CrashOpKind::Append);
+        let len = vfs.mem().file_size(&p).unwrap();
+        assert!((100..200).contains(&len), "a strict prefix: {len}");
+        assert!(w.sync().is_err(), "the file failed: never synced again");
+        assert!(!vfs.crashed(), "an I/O fault is not a power loss");
+
+        let q = dir.join("other");
+        let mut w2 = vfs.create(&q).unwrap();
+        w2.append(&[3u8; 1000]).unwrap();
+        vfs.set_io_fault(Some((vfs.ops_done() + 1, 9)));
+        assert!(w2.sync().unwrap_err().to_string().contains("Input/output error"));
+        assert_eq!(vfs.io_fault_hit().unwrap().kind, CrashOpKind::Sync);
+        assert!(vfs.mem().synced_len(&q).unwrap() <= 1000);
+        vfs.set_io_fault(Some((vfs.ops_done() + 1, 1)));
+        assert!(vfs.remove_file(&q).is_err() && vfs.exists(&q), "other operations fail without effect");
     }
 }

@@ -45,6 +45,11 @@ pub struct Case {
     pub recovery_crash: Option<(u64, CrashMode)>,
     /// A planted crash-model bug (negative tests).
     pub fault: Option<CrashFault>,
+    /// Fail this mutating operation like a disk does (`CrashVfs::set_io_fault`:
+    /// operation number, seed) and go on; the crash comes after the workload.
+    pub io_fault: Option<(u64, u64)>,
+    /// After an I/O fault, close the database cleanly before the power goes out.
+    pub close_after_fault: bool,
     /// Key space size (for point reads).
     pub keys: usize,
     /// Also reopen to check recovery is idempotent, and that writes after
@@ -67,6 +72,8 @@ pub struct Outcome {
     pub crashed_in_workload: bool,
     /// The kinds of the mutating operations before the crash, in order.
     pub log: Vec<CrashOpKind>,
+    /// The operation the I/O fault failed, if it fired.
+    pub io_fault_hit: Option<CrashOpKind>,
 }
 
 pub const DIR: &str = "/db";
@@ -107,7 +114,7 @@ pub fn run_workload(
     h: &mut History,
 ) -> Result<Option<Db>, String> {
     let unexpected = |what: &str, e: strata::Error| -> Result<Option<Db>, String> {
-        if vfs.crashed() {
+        if vfs.crashed() || vfs.io_fault_hit().is_some() {
             Ok(None)
         } else {
             Err(format!("{what} failed without a crash: {e}"))
@@ -189,9 +196,20 @@ pub fn run_case(c: &Case) -> Result<Outcome, String> {
     let vfs = CrashVfs::new();
     vfs.set_crash_after(c.crash_after);
     vfs.set_fault(c.fault);
+    vfs.set_io_fault(c.io_fault);
     let mut h = History::default();
     let db = run_workload(&c.steps, &options(&c.policy, Arc::new(vfs.clone())), &vfs, &mut h)?;
     let crashed_in_workload = vfs.crashed();
+    let hit = vfs.io_fault_hit();
+    let db = match db {
+        Some(db) if hit.is_some() && c.close_after_fault => {
+            // A close after a failure may report it; what it may not do is
+            // write a failed file again, which recovery below would show.
+            let _ = db.close();
+            None
+        }
+        other => other,
+    };
     // Power off before the handle drops: its close must not sync anything.
     vfs.crash_now();
     drop(db);
@@ -200,10 +218,15 @@ pub fn run_case(c: &Case) -> Result<Outcome, String> {
         issued: h.next_index(),
         crashed_in_workload,
         log: vfs.op_log().iter().map(|o| o.kind).collect(),
+        io_fault_hit: hit.as_ref().map(|o| o.kind),
         ..Outcome::default()
     };
     let min_prefix = if c.mode == CrashMode::ProcessKill { h.acked() } else { h.durable() };
     out.durable = min_prefix;
+    // A write that failed must not come back, unless a sync failed: its data
+    // may have reached the disk before the error (as in RocksDB).
+    let sync_failed = hit.as_ref().is_some_and(|op| op.kind == CrashOpKind::Sync);
+    let max_prefix = if hit.is_some() && !sync_failed { h.acked() } else { h.next_index() };
 
     // Recovery 1 on a counting VFS, to learn how many operations recovery takes.
     let rec = CrashVfs::from_mem(vfs.image(c.mode));
@@ -212,7 +235,10 @@ pub fn run_case(c: &Case) -> Result<Outcome, String> {
     out.recovery_ops = rec.ops_done();
     let got = read_all(&db, c.keys).map_err(|e| format!("after recovery: {e}"))?;
     db.close().map_err(|e| format!("close after recovery failed: {e}"))?;
-    out.survived = h.check(&got, min_prefix)?;
+    out.survived = h.check_within(&got, min_prefix, max_prefix).map_err(|e| match &hit {
+        Some(op) => format!("after an I/O fault at {op:?}: {e}"),
+        None => e,
+    })?;
 
     if !c.extra_reopens {
         return crash_recovery(c, &vfs, &got, out);

@@ -105,6 +105,12 @@ impl History {
     /// every durable write is there (or overwritten by a later write), no value
     /// was invented, and what survived of the rest is a prefix of the write order.
     pub fn check(&self, got: &Kv, min_prefix: usize) -> Result<usize, String> {
+        self.check_within(got, min_prefix, self.writes.len())
+    }
+
+    /// [`check`](Self::check), with the prefix also at most `max_prefix` (the
+    /// writes after it failed and must not be visible).
+    pub fn check_within(&self, got: &Kv, min_prefix: usize, max_prefix: usize) -> Result<usize, String> {
         let mut state = Kv::new();
         // Keys where `state` and `got` differ.
         let mut mismatched = got.len();
@@ -126,8 +132,14 @@ impl History {
                 matches.push(i + 1);
             }
         }
-        if let Some(&c) = matches.iter().find(|&&c| c >= min_prefix) {
+        if let Some(&c) = matches.iter().find(|&&c| c >= min_prefix && c <= max_prefix) {
             return Ok(c);
+        }
+        if let Some(&c) = matches.iter().find(|&&c| c > max_prefix) {
+            return Err(format!(
+                "the state after write {c} came back, but writes from {} on failed and must not be visible",
+                max_prefix + 1
+            ));
         }
         Err(self.diagnose(got, min_prefix, &matches))
     }
