@@ -203,6 +203,9 @@ impl DbInner {
     /// nothing to pick (RocksDB `WaitForCompact`). With auto compactions off it
     /// only waits for flushes.
     pub(crate) fn wait_for_compactions(&self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
         loop {
             self.check_bg_error()?;
             {

@@ -4,6 +4,7 @@
 mod background;
 mod iter;
 mod read;
+mod read_only;
 mod recovery;
 mod snapshot;
 mod write;
@@ -84,6 +85,8 @@ pub(crate) struct DbInner {
     pub closed: AtomicBool,
     /// A write since open skipped the WAL: close must flush to keep it.
     pub unlogged_writes: AtomicBool,
+    /// Opened with `Db::open_read_only`: nothing is ever written.
+    pub read_only: bool,
 }
 
 impl DbInner {
@@ -118,7 +121,16 @@ impl DbInner {
         self.bg_cv.notify_all();
     }
 
+    /// Refuses a change on a read-only handle.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly("database opened read-only".into()));
+        }
+        Ok(())
+    }
+
     pub(crate) fn check_bg_error(&self) -> Result<()> {
+        self.check_writable()?;
         match &self.state.lock().bg_error {
             Some(e) => Err(Error::ReadOnly(e.clone())),
             None => Ok(()),
@@ -176,6 +188,11 @@ impl DbInner {
     /// unless it failed, and releases the directory lock. Returns the first
     /// error: a flush that could not run means those writes are lost.
     fn shutdown(&self) -> Result<()> {
+        if self.read_only {
+            // Nothing to flush, sync, delete or unlock.
+            self.closed.store(true, Ordering::SeqCst);
+            return Ok(());
+        }
         if self.closed.load(Ordering::SeqCst) {
             return Ok(());
         }
@@ -226,6 +243,19 @@ impl Db {
     /// Fails with [`Error::Locked`] if another handle or process has it open.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         recovery::open(path.as_ref(), opts).map(|inner| Db { inner })
+    }
+
+    /// Opens an existing database for reads only (RocksDB `OpenForReadOnly`),
+    /// writing nothing at all: no MANIFEST, no WAL, no table, no deletion, not
+    /// even the LOCK file, so it works on a full or read-only disk and beside a
+    /// process that has the database open. WALs are replayed into memory. The
+    /// handle sees the database as it was at open; if a writer later deletes
+    /// tables (compaction), reads that need them fail with an I/O error, never
+    /// with wrong data — reopen to see newer data. Writes, `flush`,
+    /// `compact_range` and the buffer trim return [`Error::ReadOnly`];
+    /// `wait_for_compactions` returns at once.
+    pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        read_only::open(path.as_ref(), opts).map(|inner| Db { inner })
     }
 
     /// Stores a value (RocksDB `Put`).

@@ -25,7 +25,7 @@ use crate::memtable::MemTable;
 use crate::options::{CompactionStyle, Options};
 use crate::stats::Counters;
 use crate::version::{Version, VersionEdit, VersionSet};
-use crate::vfs::Vfs;
+use crate::vfs::{FileLock, Vfs};
 use crate::wal::{LogReader, LogWriter};
 
 /// LSbM and dLSM write files of a quarter of `target_file_size_base` and
@@ -57,10 +57,10 @@ fn make_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>> {
     })
 }
 
-pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
+/// Validates the options and builds the policy they name.
+pub(super) fn checked_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>> {
     opts.validate()?;
-    let vfs = opts.vfs.clone();
-    let policy = make_policy(&opts)?;
+    let policy = make_policy(opts)?;
     if policy.num_levels() != opts.num_levels {
         return Err(Error::invalid(format!(
             "policy {} uses {} levels but num_levels is {}",
@@ -69,6 +69,26 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             opts.num_levels
         )));
     }
+    Ok(policy)
+}
+
+/// The table cache (and block cache) the options ask for.
+pub(super) fn table_cache(dir: &Path, opts: &Options) -> (Arc<TableCache>, Option<Arc<BlockCache>>) {
+    let block_cache =
+        (opts.block_cache_capacity > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
+    let tables = Arc::new(TableCache::new(
+        opts.vfs.clone(),
+        dir.to_path_buf(),
+        opts.max_open_files,
+        block_cache.clone(),
+        opts.use_direct_reads,
+    ));
+    (tables, block_cache)
+}
+
+pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
+    let policy = checked_policy(&opts)?;
+    let vfs = opts.vfs.clone();
     if !vfs.exists(dir) {
         if !opts.create_if_missing {
             return Err(Error::NotADatabase(format!(
@@ -124,15 +144,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             versions.mark_file_number_used(k)
         }
     }
-    let block_cache =
-        (opts.block_cache_capacity > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
-    let tables = Arc::new(TableCache::new(
-        vfs.clone(),
-        dir.to_path_buf(),
-        opts.max_open_files,
-        block_cache.clone(),
-        opts.use_direct_reads,
-    ));
+    let (tables, block_cache) = table_cache(dir, &opts);
     if opts.paranoid_checks {
         verify_tables(dir, vfs.as_ref(), &versions.current(), &tables)?;
     }
@@ -149,41 +161,68 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
     }
 
-    let mem = Arc::new(MemTable::new());
-    let last = versions.last_sequence();
-    let sv = SuperVersion { mem: mem.clone(), imms: Vec::new(), version: versions.current() };
-    let inner = Arc::new(DbInner {
-        dir: dir.to_path_buf(),
-        opts,
-        vfs,
-        versions,
-        tables,
-        block_cache,
-        policy,
-        sv: ArcSwap::from_pointee(sv),
-        state: Mutex::new(DbState {
-            mem,
-            mem_wal: wal_number,
-            imms: VecDeque::new(),
-            bg_error: None,
-            shutting_down: false,
-        }),
-        bg_cv: Condvar::new(),
-        done_cv: Condvar::new(),
-        wal: Mutex::new(Some(LogWriter::new(wal_file))),
-        writers: Mutex::new(Default::default()),
-        writers_cv: Condvar::new(),
-        visible_seq: AtomicU64::new(last),
-        snapshots: Default::default(),
-        counters: Counters::default(),
-        compaction_lock: Mutex::new(()),
-        threads: Mutex::new(Vec::new()),
-        lock_file: Mutex::new(Some(lock)),
-        closed: AtomicBool::new(false),
-        unlogged_writes: AtomicBool::new(false),
-    });
+    let parts = Parts { dir, opts, versions, tables, block_cache, policy };
+    let inner = parts.assemble(MemTable::new(), wal_number, Some(LogWriter::new(wal_file)), Some(lock));
     inner.spawn_background()?;
     Ok(inner)
+}
+
+/// What a recovered database is built from.
+pub(super) struct Parts<'a> {
+    pub dir: &'a Path,
+    pub opts: Options,
+    pub versions: VersionSet,
+    pub tables: Arc<TableCache>,
+    pub block_cache: Option<Arc<BlockCache>>,
+    pub policy: Arc<dyn CompactionPolicy>,
+}
+
+impl Parts<'_> {
+    /// The database state around the active memtable `mem` (logged to WAL
+    /// `mem_wal` by `wal`); no WAL and no lock make it read-only.
+    pub(super) fn assemble(
+        self,
+        mem: MemTable,
+        mem_wal: u64,
+        wal: Option<LogWriter>,
+        lock: Option<Box<dyn FileLock>>,
+    ) -> Arc<DbInner> {
+        let read_only = wal.is_none();
+        let mem = Arc::new(mem);
+        let last = self.versions.last_sequence();
+        let sv = SuperVersion { mem: mem.clone(), imms: Vec::new(), version: self.versions.current() };
+        Arc::new(DbInner {
+            dir: self.dir.to_path_buf(),
+            vfs: self.opts.vfs.clone(),
+            opts: self.opts,
+            versions: self.versions,
+            tables: self.tables,
+            block_cache: self.block_cache,
+            policy: self.policy,
+            sv: ArcSwap::from_pointee(sv),
+            state: Mutex::new(DbState {
+                mem,
+                mem_wal,
+                imms: VecDeque::new(),
+                bg_error: None,
+                shutting_down: false,
+            }),
+            bg_cv: Condvar::new(),
+            done_cv: Condvar::new(),
+            wal: Mutex::new(wal),
+            writers: Mutex::new(Default::default()),
+            writers_cv: Condvar::new(),
+            visible_seq: AtomicU64::new(last),
+            snapshots: Default::default(),
+            counters: Counters::default(),
+            compaction_lock: Mutex::new(()),
+            threads: Mutex::new(Vec::new()),
+            lock_file: Mutex::new(lock),
+            closed: AtomicBool::new(false),
+            unlogged_writes: AtomicBool::new(false),
+            read_only,
+        })
+    }
 }
 
 /// Replays WALs at or after the MANIFEST's log number into L0 tables and
@@ -200,6 +239,29 @@ fn replay_wals(
     entries: &[String],
     new_log: u64,
 ) -> Result<()> {
+    let env = Env { dir, vfs: vfs.as_ref(), versions, tables, opts, policy };
+    let mut edit = VersionEdit { log_number: Some(new_log), ..Default::default() };
+    let mut max_seq = versions.last_sequence();
+    let mut mem = MemTable::new();
+    for log in logs_to_replay(entries, versions) {
+        replay_log(dir, opts, vfs.as_ref(), log, &mut mem, &mut max_seq, |mem| {
+            if mem.approximate_memory_usage() >= opts.write_buffer_size {
+                flush_recovered(&env, std::mem::take(mem), &mut edit)?;
+            }
+            Ok(())
+        })?;
+    }
+    if !mem.is_empty() {
+        flush_recovered(&env, mem, &mut edit)?;
+    }
+    edit.last_sequence = Some(max_seq);
+    versions.set_last_sequence(max_seq);
+    versions.log_and_apply(edit)?;
+    Ok(())
+}
+
+/// WALs at or after the MANIFEST's log number, oldest first: the logs recovery replays.
+pub(super) fn logs_to_replay(entries: &[String], versions: &VersionSet) -> Vec<u64> {
     let mut logs: Vec<u64> = entries
         .iter()
         .filter_map(|n| match parse_file_name(n) {
@@ -208,34 +270,34 @@ fn replay_wals(
         })
         .collect();
     logs.sort_unstable();
-    let env = Env { dir, vfs: vfs.as_ref(), versions, tables, opts, policy };
-    let mut edit = VersionEdit { log_number: Some(new_log), ..Default::default() };
-    let mut max_seq = versions.last_sequence();
-    let mut mem = MemTable::new();
-    for log in logs {
-        let file = vfs.open_sequential(&wal_path(dir, log))?;
-        let mut reader = LogReader::new(file, opts.wal_recovery_mode);
-        while let Some(record) =
-            reader.read_record().map_err(|e| Error::corruption(format!("WAL {:06}.log: {e}", log)))?
-        {
-            let batch = WriteBatch::from_data(record)
-                .map_err(|e| Error::corruption(format!("WAL {:06}.log: {e}", log)))?;
-            for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
-                let op = op?;
-                mem.add(seq, op.kind, op.key, op.value);
-                max_seq = max_seq.max(seq);
-            }
-            if mem.approximate_memory_usage() >= opts.write_buffer_size {
-                flush_recovered(&env, std::mem::take(&mut mem), &mut edit)?;
-            }
+    logs
+}
+
+/// Adds every record of WAL `log` that `wal_recovery_mode` keeps to `mem`,
+/// raising `max_seq`; calls `after_record(mem)` after each record.
+pub(super) fn replay_log(
+    dir: &Path,
+    opts: &Options,
+    vfs: &dyn Vfs,
+    log: u64,
+    mem: &mut MemTable,
+    max_seq: &mut u64,
+    mut after_record: impl FnMut(&mut MemTable) -> Result<()>,
+) -> Result<()> {
+    let file = vfs.open_sequential(&wal_path(dir, log))?;
+    let mut reader = LogReader::new(file, opts.wal_recovery_mode);
+    while let Some(record) =
+        reader.read_record().map_err(|e| Error::corruption(format!("WAL {:06}.log: {e}", log)))?
+    {
+        let batch = WriteBatch::from_data(record)
+            .map_err(|e| Error::corruption(format!("WAL {:06}.log: {e}", log)))?;
+        for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
+            let op = op?;
+            mem.add(seq, op.kind, op.key, op.value);
+            *max_seq = (*max_seq).max(seq);
         }
+        after_record(mem)?;
     }
-    if !mem.is_empty() {
-        flush_recovered(&env, mem, &mut edit)?;
-    }
-    edit.last_sequence = Some(max_seq);
-    versions.set_last_sequence(max_seq);
-    versions.log_and_apply(edit)?;
     Ok(())
 }
 
@@ -276,7 +338,7 @@ fn remove_unreferenced(dir: &Path, vfs: &dyn Vfs, versions: &VersionSet, entries
 /// opens (footer, index and filter checksums verified) before anything is
 /// written, so damage is reported at open rather than by a later read or a
 /// compaction that would go read-only.
-fn verify_tables(dir: &Path, vfs: &dyn Vfs, version: &Version, tables: &TableCache) -> Result<()> {
+pub(super) fn verify_tables(dir: &Path, vfs: &dyn Vfs, version: &Version, tables: &TableCache) -> Result<()> {
     for f in version.live_files() {
         let size = vfs.file_size(&crate::filename::table_path(dir, f.id))?;
         if size != f.size {
@@ -297,7 +359,12 @@ fn verify_tables(dir: &Path, vfs: &dyn Vfs, version: &Version, tables: &TableCac
 /// tail) leaves everything in place; losing an acknowledged edit (bit rot in
 /// the last record, a truncated MANIFEST) is followed by deletions, and is
 /// reported here instead of silently rolling the tree back.
-fn check_files_present(vfs: &dyn Vfs, dir: &Path, version: &Version, log_number: u64) -> Result<()> {
+pub(super) fn check_files_present(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    version: &Version,
+    log_number: u64,
+) -> Result<()> {
     let missing = |what: String| {
         Error::corruption(format!(
             "the MANIFEST names {what}, which does not exist: it lost acknowledged edits, or files were removed"

@@ -56,6 +56,7 @@ fn check_entry_sizes(batch: &WriteBatch) -> Result<()> {
 
 impl DbInner {
     pub(crate) fn write(&self, batch: WriteBatch, wo: &WriteOptions) -> Result<()> {
+        self.check_writable()?;
         if wo.sync && wo.disable_wal {
             // RocksDB refuses this too: there is no log to sync.
             return Err(Error::invalid(
@@ -245,6 +246,7 @@ impl DbInner {
     /// Flushes the active memtable (if not empty) and waits for every
     /// immutable memtable to reach L0.
     pub(crate) fn flush(&self) -> Result<()> {
+        self.check_writable()?;
         {
             let mut wal = self.wal.lock();
             let mut st = self.state.lock();

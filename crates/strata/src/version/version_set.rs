@@ -36,7 +36,8 @@ struct PolicyMeta {
 
 /// The MANIFEST being appended to, guarded by the apply mutex.
 struct Writer {
-    manifest: ManifestWriter,
+    /// `None` for a read-only set (then `failed` says so).
+    manifest: Option<ManifestWriter>,
     /// Set once a MANIFEST write failed: every later apply is refused.
     failed: Option<String>,
 }
@@ -98,8 +99,33 @@ impl VersionSet {
         num_levels: usize,
         check: impl FnOnce(&Version, u64) -> Result<()>,
     ) -> Result<VersionSet> {
-        check_num_levels(num_levels)?;
+        let restored = Self::replay(&vfs, dir, num_levels, check)?;
+        Self::install(vfs, dir, num_levels, restored)
+    }
+
+    /// Rebuilds the state from the MANIFEST named by `CURRENT` and writes
+    /// nothing: every [`log_and_apply`](Self::log_and_apply) is refused with
+    /// `ReadOnly` (for `Db::open_read_only`).
+    pub fn load_read_only(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        num_levels: usize,
+        check: impl FnOnce(&Version, u64) -> Result<()>,
+    ) -> Result<VersionSet> {
+        let r = Self::replay(&vfs, dir, num_levels, check)?;
         let number = read_current(&*vfs, dir)?;
+        Ok(Self::assemble(vfs, dir, num_levels, r, number, None))
+    }
+
+    /// Replays the live MANIFEST and checks the result.
+    fn replay(
+        vfs: &Arc<dyn Vfs>,
+        dir: &Path,
+        num_levels: usize,
+        check: impl FnOnce(&Version, u64) -> Result<()>,
+    ) -> Result<Restored> {
+        check_num_levels(num_levels)?;
+        let number = read_current(&**vfs, dir)?;
         let path = manifest_path(dir, number);
         let obsolete = Arc::new(ObsoleteFiles::new());
         // Replay with room for every level a MANIFEST may use, so a tree deeper than
@@ -109,7 +135,7 @@ impl VersionSet {
         let (mut last_sequence, mut log_number) = (0, 0);
         let mut meta = PolicyMeta { compact_pointers: vec![None; MAX_LEVELS], policy_state: None };
         let mut index = 0u64;
-        let records = read_manifest(&*vfs, &path, |edit| {
+        let records = read_manifest(&**vfs, &path, |edit| {
             let at =
                 |e: &dyn fmt::Display| Error::corruption(format!("{} record {index}: {e}", path.display()));
             builder.apply(&edit).map_err(|e| at(&e))?;
@@ -131,8 +157,7 @@ impl VersionSet {
         let version = builder.build(num_levels)?;
         check(&version, log_number)?;
         meta.compact_pointers.truncate(num_levels);
-        let restored = Restored { version, next_file_number, last_sequence, log_number, meta, obsolete };
-        Self::install(vfs, dir, num_levels, restored)
+        Ok(Restored { version, next_file_number, last_sequence, log_number, meta, obsolete })
     }
 
     /// Writes `r` as the snapshot of a fresh MANIFEST, points `CURRENT` at it and
@@ -143,20 +168,34 @@ impl VersionSet {
         let snapshot = snapshot(&r.version, r.log_number, next_file_number, r.last_sequence, &r.meta);
         let manifest = ManifestWriter::create(&*vfs, dir, number, &snapshot)?;
         set_current(&*vfs, dir, number)?;
-        Ok(VersionSet {
+        let mut r = r;
+        r.next_file_number = next_file_number;
+        Ok(Self::assemble(vfs, dir, num_levels, r, number, Some(manifest)))
+    }
+
+    fn assemble(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        num_levels: usize,
+        r: Restored,
+        manifest_number: u64,
+        manifest: Option<ManifestWriter>,
+    ) -> VersionSet {
+        let failed = manifest.is_none().then(|| "database opened read-only".to_string());
+        VersionSet {
             vfs,
             dir: dir.to_path_buf(),
             num_levels,
             current: ArcSwap::from_pointee(r.version),
-            next_file_number: AtomicU64::new(next_file_number),
+            next_file_number: AtomicU64::new(r.next_file_number),
             last_sequence: AtomicU64::new(r.last_sequence),
             log_number: AtomicU64::new(r.log_number),
-            manifest_number: AtomicU64::new(number),
+            manifest_number: AtomicU64::new(manifest_number),
             max_manifest_size: AtomicU64::new(DEFAULT_MAX_MANIFEST_SIZE),
             obsolete: r.obsolete,
             meta: Mutex::new(r.meta),
-            writer: Mutex::new(Writer { manifest, failed: None }),
-        })
+            writer: Mutex::new(Writer { manifest, failed }),
+        }
     }
 
     /// The newest published Version (lock-free).
@@ -247,16 +286,23 @@ impl VersionSet {
         let mut meta = self.meta.lock().clone();
         meta.apply(&edit)?;
 
-        if let Err(e) = w.manifest.append(&edit.encode()) {
-            w.failed = Some(format!("MANIFEST write failed: {e}"));
-            return Err(e);
-        }
+        let Some(manifest) = w.manifest.as_mut() else {
+            return Err(Error::ReadOnly("database opened read-only".into()));
+        };
+        let appended = manifest.append(&edit.encode()).map(|()| manifest.len());
+        let manifest_len = match appended {
+            Ok(len) => len,
+            Err(e) => {
+                w.failed = Some(format!("MANIFEST write failed: {e}"));
+                return Err(e);
+            }
+        };
         if let Some(n) = edit.log_number {
             self.log_number.store(n, Ordering::SeqCst);
         }
         self.last_sequence.fetch_max(edit.last_sequence.unwrap_or(0), Ordering::SeqCst);
         *self.meta.lock() = meta;
-        if w.manifest.len() > self.max_manifest_size.load(Ordering::SeqCst) {
+        if manifest_len > self.max_manifest_size.load(Ordering::SeqCst) {
             if let Err(e) = self.roll_over(&mut w, &version) {
                 w.failed = Some(format!("MANIFEST rollover failed: {e}"));
             }
@@ -308,8 +354,8 @@ impl VersionSet {
         let snap = snapshot(version, self.log_number(), next, self.last_sequence(), &meta);
         let manifest = ManifestWriter::create(&*self.vfs, &self.dir, number, &snap)?;
         set_current(&*self.vfs, &self.dir, number)?;
-        w.manifest = manifest;
-        self.manifest_number.store(w.manifest.number(), Ordering::SeqCst);
+        self.manifest_number.store(manifest.number(), Ordering::SeqCst);
+        w.manifest = Some(manifest);
         Ok(())
     }
 }

@@ -1,0 +1,44 @@
+//! `Db::open_read_only`: recovery that writes nothing. The MANIFEST is
+//! replayed but not rewritten, the WALs are replayed into one in-memory
+//! memtable instead of new tables, no LOCK is taken and no thread is started,
+//! so a database on a full or read-only disk can still be read.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::recovery::{
+    check_files_present, checked_policy, logs_to_replay, replay_log, table_cache, verify_tables, Parts,
+};
+use super::DbInner;
+use crate::error::{Error, Result};
+use crate::filename::current_path;
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::version::VersionSet;
+
+pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
+    let policy = checked_policy(&opts)?;
+    let vfs = opts.vfs.clone();
+    if !vfs.exists(&current_path(dir)) {
+        return Err(Error::NotADatabase(format!(
+            "{} holds no database (no CURRENT file); a read-only open creates nothing",
+            dir.display()
+        )));
+    }
+    let entries = vfs.list_dir(dir)?;
+    let versions = VersionSet::load_read_only(vfs.clone(), dir, opts.num_levels, |v, log| {
+        check_files_present(vfs.as_ref(), dir, v, log)
+    })?;
+    let (tables, block_cache) = table_cache(dir, &opts);
+    if opts.paranoid_checks {
+        verify_tables(dir, vfs.as_ref(), &versions.current(), &tables)?;
+    }
+    let mut mem = MemTable::new();
+    let mut max_seq = versions.last_sequence();
+    for log in logs_to_replay(&entries, &versions) {
+        replay_log(dir, &opts, vfs.as_ref(), log, &mut mem, &mut max_seq, |_| Ok(()))?;
+    }
+    versions.set_last_sequence(max_seq);
+    let parts = Parts { dir, opts, versions, tables, block_cache, policy };
+    Ok(parts.assemble(mem, 0, None, None))
+}

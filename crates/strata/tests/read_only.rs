@@ -1,0 +1,256 @@
+//! `Db::open_read_only`: reads everything, writes nothing, works where
+//! `Db::open` cannot (a full disk, a read-only file system, beside a writer).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use strata::vfs::{FaultConfig, FaultOp, FaultVfs};
+use strata::{CompactionStyle, Db, Error, MemVfs, Options, ReadOptions, Vfs, WriteOptions};
+
+fn policies() -> Vec<CompactionStyle> {
+    CompactionStyle::builtin_names().iter().map(|n| CompactionStyle::from_name(n).unwrap()).collect()
+}
+
+fn small(style: &CompactionStyle, vfs: Arc<dyn Vfs>) -> Options {
+    Options::default()
+        .with_compaction_style(style.clone())
+        .with_write_buffer_size(8 << 10)
+        .with_target_file_size_base(4 << 10)
+        .with_max_bytes_for_level_base(16 << 10)
+        .with_level0_file_num_compaction_trigger(2)
+        .with_block_size(512)
+        .with_vfs(vfs)
+}
+
+fn dir() -> PathBuf {
+    PathBuf::from("/db")
+}
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Writes flushed and compacted data, then more that stays in the WAL only.
+fn fill(db: &Db) -> Model {
+    let mut m = Model::new();
+    for i in 0..600u32 {
+        let k = format!("key{:04}", (i * 7919) % 400).into_bytes();
+        if i % 9 == 0 {
+            db.delete(&k).unwrap();
+            m.remove(&k);
+        } else {
+            let v = format!("v{i}-{}", "x".repeat((i % 50) as usize)).into_bytes();
+            db.put(&k, &v).unwrap();
+            m.insert(k, v);
+        }
+        if i == 400 {
+            db.flush().unwrap();
+            db.wait_for_compactions().unwrap();
+        }
+    }
+    m
+}
+
+fn scan(db: &Db) -> Model {
+    db.iter().map(|kv| kv.unwrap()).collect()
+}
+
+fn snapshot_of_files(vfs: &dyn Vfs) -> BTreeMap<String, Vec<u8>> {
+    vfs.list_dir(&dir())
+        .unwrap()
+        .into_iter()
+        .map(|n| (n.clone(), vfs.read_file(&dir().join(n)).unwrap()))
+        .collect()
+}
+
+#[test]
+fn read_only_open_writes_nothing() {
+    for style in policies() {
+        let vfs = FaultVfs::new(Arc::new(MemVfs::new()), FaultConfig::new(1));
+        let opts = small(&style, Arc::new(vfs.clone()));
+        let db = Db::open(dir(), opts.clone()).unwrap();
+        let model = fill(&db);
+        db.close().unwrap();
+        let before = snapshot_of_files(vfs.inner().as_ref());
+        vfs.reset_counters();
+        let db = Db::open_read_only(dir(), opts).unwrap();
+        assert_eq!(scan(&db), model, "{style:?}");
+        assert_eq!(db.get("key0001").unwrap(), model.get(&b"key0001"[..]).cloned());
+        db.wait_for_compactions().unwrap();
+        db.close().unwrap();
+        for op in [
+            FaultOp::Create,
+            FaultOp::Append,
+            FaultOp::Flush,
+            FaultOp::Sync,
+            FaultOp::SyncDir,
+            FaultOp::Rename,
+            FaultOp::Remove,
+            FaultOp::Lock,
+            FaultOp::Write,
+            FaultOp::DataSync,
+        ] {
+            assert_eq!(vfs.seen(op), 0, "{style:?}: {op:?} during a read-only open");
+        }
+        assert_eq!(snapshot_of_files(vfs.inner().as_ref()), before, "{style:?}: files changed");
+    }
+}
+
+#[test]
+fn read_only_open_sees_wal_data_and_tables() {
+    for style in policies() {
+        let vfs = Arc::new(MemVfs::new());
+        let opts = small(&style, vfs.clone());
+        let db = Db::open(dir(), opts.clone()).unwrap();
+        let model = fill(&db);
+        drop(db);
+        let db = Db::open_read_only(dir(), opts).unwrap();
+        assert_eq!(scan(&db), model, "{style:?}");
+        let rev: Vec<_> = db.iter().rev().map(|kv| kv.unwrap()).collect();
+        assert_eq!(rev, model.clone().into_iter().rev().collect::<Vec<_>>(), "{style:?}");
+        let snap = db.snapshot();
+        for (k, v) in model.iter().take(50) {
+            assert_eq!(
+                db.get_opt(k, &ReadOptions::default().with_snapshot(&snap)).unwrap().as_ref(),
+                Some(v)
+            );
+        }
+        let ranged: Vec<_> = db.range(&b"key0100"[..]..&b"key0200"[..]).map(|kv| kv.unwrap().0).collect();
+        let want: Vec<_> =
+            model.range(b"key0100".to_vec()..b"key0200".to_vec()).map(|(k, _)| k.clone()).collect();
+        assert_eq!(ranged, want);
+        assert!(db.stats().memtable_bytes > 0, "{style:?}: the WAL tail was replayed into memory");
+    }
+}
+
+#[test]
+fn read_only_handle_refuses_writes_flush_and_compaction() {
+    let vfs = Arc::new(MemVfs::new());
+    let opts = small(&CompactionStyle::Lsbm, vfs);
+    Db::open(dir(), opts.clone()).unwrap().put("k", "v").unwrap();
+    let db = Db::open_read_only(dir(), opts).unwrap();
+    let ro = |r: strata::Result<()>| matches!(r, Err(Error::ReadOnly(m)) if m.contains("read-only"));
+    assert!(ro(db.put("a", "b")));
+    assert!(ro(db.delete("k")));
+    assert!(ro(db.put_opt("a", "b", &WriteOptions::default().with_disable_wal(true))));
+    assert!(ro(db.flush()));
+    assert!(ro(db.compact_range(None, None)));
+    assert!(matches!(db.trim_compaction_buffer(), Err(Error::ReadOnly(_))));
+    assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"v"[..]));
+    assert_eq!(db.get("a").unwrap(), None);
+}
+
+#[test]
+fn read_only_open_works_beside_an_open_writer() {
+    let vfs = Arc::new(MemVfs::new());
+    let opts = small(&CompactionStyle::Leveled, vfs);
+    let writer = Db::open(dir(), opts.clone()).unwrap();
+    let model = fill(&writer);
+    let reader = Db::open_read_only(dir(), opts.clone()).unwrap();
+    assert_eq!(scan(&reader), model);
+    writer.put("later", "x").unwrap();
+    assert_eq!(reader.get("later").unwrap(), None, "the state as of open");
+    assert!(matches!(Db::open(dir(), opts), Err(Error::Locked(_))), "the writer still holds the lock");
+    writer.close().unwrap();
+}
+
+#[test]
+fn read_only_open_of_missing_database_is_an_error() {
+    let vfs = Arc::new(MemVfs::new());
+    let e = Db::open_read_only(dir(), small(&CompactionStyle::Leveled, vfs.clone())).unwrap_err();
+    assert!(matches!(e, Error::NotADatabase(_)), "{e}");
+    assert!(!vfs.exists(&dir()), "nothing created");
+}
+
+#[test]
+fn read_only_open_drops_a_torn_wal_tail() {
+    let vfs = Arc::new(MemVfs::new());
+    let opts = small(&CompactionStyle::Leveled, vfs.clone()).with_disable_auto_compactions(true);
+    let db = Db::open(dir(), opts.clone()).unwrap();
+    db.put("a", "1").unwrap();
+    db.put("b", "2").unwrap();
+    drop(db);
+    let wal = vfs.list_dir(&dir()).unwrap().into_iter().filter(|n| n.ends_with(".log")).max().unwrap();
+    let p = dir().join(wal);
+    let len = vfs.file_size(&p).unwrap();
+    vfs.truncate(&p, len - 3).unwrap();
+    let db = Db::open_read_only(dir(), opts).unwrap();
+    assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(db.get("b").unwrap(), None, "the torn record is dropped");
+    assert_eq!(vfs.file_size(&p).unwrap(), len - 3, "and not repaired on disk");
+}
+
+#[test]
+fn read_only_open_reads_a_database_on_a_full_disk() {
+    for style in policies() {
+        let vfs = FaultVfs::new(Arc::new(MemVfs::new()), FaultConfig::new(1));
+        let opts = small(&style, Arc::new(vfs.clone()));
+        let db = Db::open(dir(), opts.clone()).unwrap();
+        let model = fill(&db);
+        vfs.set_free_space(Some(0));
+        assert!(db.put("refused", [b'r'; 100]).is_err());
+        let _ = db.close();
+        let db = Db::open_read_only(dir(), opts.clone()).unwrap();
+        assert_eq!(scan(&db), model, "{style:?}: every acknowledged write, and not the refused one");
+        drop(db);
+        // A normal open must write; it fails, unless deleting obsolete files
+        // at open freed enough space.
+        match Db::open(dir(), opts.clone()) {
+            Err(e) => assert!(e.to_string().contains("No space left on device"), "{style:?}: {e}"),
+            Ok(db) => drop(db),
+        }
+        vfs.set_free_space(None);
+        let db = Db::open(dir(), opts).unwrap();
+        assert_eq!(scan(&db), model, "{style:?}: after space is freed");
+    }
+}
+
+/// Unmounts on drop, also when the test fails.
+struct Mount(PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+fn mount_tmpfs(at: &Path, size: &str) -> Result<Mount, String> {
+    let out = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(at)
+        .output()
+        .map_err(|e| format!("cannot run mount: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("mount refused: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(Mount(at.to_path_buf()))
+}
+
+#[test]
+fn read_only_open_on_a_read_only_file_system() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mount = match mount_tmpfs(tmp.path(), "16m") {
+        Ok(m) => m,
+        Err(why) => {
+            println!("skipped: {why}");
+            return;
+        }
+    };
+    let path = tmp.path().join("db");
+    let opts = || Options::default().with_write_buffer_size(64 << 10);
+    let db = Db::open(&path, opts()).unwrap();
+    let mut model = Model::new();
+    for i in 0..3000u32 {
+        let (k, v) = (format!("key{i:05}").into_bytes(), format!("value{i}").into_bytes());
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    db.close().unwrap();
+    let st = Command::new("mount").args(["-o", "remount,ro"]).arg(&mount.0).status().unwrap();
+    assert!(st.success(), "remount read-only");
+    let e = Db::open(&path, opts()).expect_err("a read-only file system refuses Db::open");
+    println!("Db::open on a read-only file system: {e}");
+    let db = Db::open_read_only(&path, opts()).unwrap();
+    assert_eq!(scan(&db), model);
+    db.close().unwrap();
+}
