@@ -43,7 +43,7 @@ pub mod wal;
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use compaction::CompactionPolicy;
-pub use db::{Db, DbIterator, Snapshot};
+pub use db::{destroy, repair, Db, DbIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use options::{CompactionStyle, CompressionType, Options, ReadOptions, WalRecoveryMode, WriteOptions};
 pub use stats::{CompactionRecord, LevelStats, Stats};

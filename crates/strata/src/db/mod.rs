@@ -6,6 +6,7 @@ mod iter;
 mod read;
 mod read_only;
 mod recovery;
+mod repair;
 mod snapshot;
 mod write;
 
@@ -21,6 +22,7 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 
 pub use iter::DbIterator;
+pub use repair::{destroy, repair, RepairReport};
 pub use snapshot::Snapshot;
 
 use crate::batch::WriteBatch;

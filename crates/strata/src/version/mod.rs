@@ -1,6 +1,6 @@
 //! Versions: file metadata with reference-counted lifetime, immutable `Version`s
 //! (levels of sorted runs), `VersionEdit`s, the append-only MANIFEST with
-//! `CURRENT`, and recovery of the version state. See `docs/.parts/manifest.md`.
+//! `CURRENT`, and recovery of the version state. `docs/FORMAT.md` documents the MANIFEST.
 
 mod buffer;
 mod builder;
@@ -14,6 +14,7 @@ mod version_set;
 pub use buffer::{Buffer, BufferEntry, BufferTable};
 pub use edit::{BufferOp, VersionEdit};
 pub use file_meta::{FileMeta, NewFile, ObsoleteFiles};
+pub(crate) use manifest::ManifestWriter;
 pub use manifest::{read_current, read_manifest, set_current};
 pub use version::{Level, Run, Version};
 pub use version_set::VersionSet;

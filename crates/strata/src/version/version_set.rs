@@ -99,7 +99,8 @@ impl VersionSet {
         num_levels: usize,
         check: impl FnOnce(&Version, u64) -> Result<()>,
     ) -> Result<VersionSet> {
-        let restored = Self::replay(&vfs, dir, num_levels, check)?;
+        let number = read_current(&*vfs, dir)?;
+        let restored = Self::replay(&vfs, dir, number, num_levels, check)?;
         Self::install(vfs, dir, num_levels, restored)
     }
 
@@ -112,20 +113,51 @@ impl VersionSet {
         num_levels: usize,
         check: impl FnOnce(&Version, u64) -> Result<()>,
     ) -> Result<VersionSet> {
-        let r = Self::replay(&vfs, dir, num_levels, check)?;
         let number = read_current(&*vfs, dir)?;
+        let r = Self::replay(&vfs, dir, number, num_levels, check)?;
         Ok(Self::assemble(vfs, dir, num_levels, r, number, None))
     }
 
-    /// Replays the live MANIFEST and checks the result.
+    /// [`Self::load_read_only`] from `MANIFEST-<number>`, whatever `CURRENT`
+    /// says (repair, when `CURRENT` is lost), without the directory checks.
+    pub(crate) fn load_read_only_at(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        number: u64,
+        num_levels: usize,
+    ) -> Result<VersionSet> {
+        let r = Self::replay(&vfs, dir, number, num_levels, |_, _| Ok(()))?;
+        Ok(Self::assemble(vfs, dir, num_levels, r, number, None))
+    }
+
+    /// An empty set that writes nothing and hands out file numbers from
+    /// `next_file_number` (repair allocates its new files with it).
+    pub(crate) fn scratch(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        num_levels: usize,
+        next_file_number: u64,
+    ) -> VersionSet {
+        let r = Restored {
+            version: Version { levels: vec![Default::default(); num_levels] },
+            next_file_number,
+            last_sequence: 0,
+            log_number: 0,
+            meta: PolicyMeta { compact_pointers: vec![None; num_levels], policy_state: None },
+            obsolete: Arc::new(ObsoleteFiles::new()),
+        };
+        Self::assemble(vfs, dir, num_levels, r, 0, None)
+    }
+
+    /// Replays `MANIFEST-<number>` and checks the result.
     fn replay(
         vfs: &Arc<dyn Vfs>,
         dir: &Path,
+        number: u64,
         num_levels: usize,
         check: impl FnOnce(&Version, u64) -> Result<()>,
     ) -> Result<Restored> {
         check_num_levels(num_levels)?;
-        let number = read_current(&**vfs, dir)?;
         let path = manifest_path(dir, number);
         let obsolete = Arc::new(ObsoleteFiles::new());
         // Replay with room for every level a MANIFEST may use, so a tree deeper than

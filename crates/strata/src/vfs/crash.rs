@@ -296,6 +296,11 @@ impl Vfs for CrashVfs {
         self.mem.remove_file(path)
     }
 
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        let _g = self.admit(CrashOpKind::Remove, dir)?;
+        self.mem.remove_dir(dir)
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         let _g = self.admit(CrashOpKind::Rename, from)?;
         self.mem.rename(from, to)

@@ -563,6 +563,11 @@ impl Vfs for FaultVfs {
         Ok(())
     }
 
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        self.shared.check(FaultOp::Remove, dir)?;
+        self.inner.remove_dir(dir)
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         // Either end matching the filter makes the rename eligible.
         if self.shared.should_fail(FaultOp::Rename, &[from, to]) {

@@ -281,6 +281,23 @@ impl Vfs for MemVfs {
         Ok(())
     }
 
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        let mut s = self.state.lock();
+        if !s.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        let child = |p: &PathBuf| p.parent() == Some(dir);
+        if s.files.keys().any(child) || s.dirs.iter().any(child) {
+            return Err(Error::Io(io::Error::new(
+                io::ErrorKind::DirectoryNotEmpty,
+                format!("{}: directory not empty", dir.display()),
+            )));
+        }
+        // Not a crash-modelled operation: an image keeps or drops it with the parent's entries.
+        s.dirs.remove(dir);
+        Ok(())
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         let mut s = self.state.lock();
         s.check_parent(to)?;

@@ -87,6 +87,14 @@ pub trait Vfs: Send + Sync + Debug {
     fn file_size(&self, path: &Path) -> Result<u64>;
     /// Removes a file.
     fn remove_file(&self, path: &Path) -> Result<()>;
+    /// Removes an empty directory. The default refuses: a file system that
+    /// offers it says so.
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        Err(crate::error::Error::invalid(format!(
+            "{}: this file system cannot remove directories",
+            dir.display()
+        )))
+    }
     /// Atomically renames a file, replacing the target.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
     /// Names (not paths) of the entries of a directory.

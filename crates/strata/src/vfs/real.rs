@@ -69,6 +69,10 @@ impl Vfs for RealVfs {
         fs::remove_file(path).map_err(|e| io_err(path, e))
     }
 
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        fs::remove_dir(dir).map_err(|e| io_err(dir, e))
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         fs::rename(from, to).map_err(|e| io_err(from, e))
     }

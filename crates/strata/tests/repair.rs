@@ -1,0 +1,419 @@
+//! `strata::repair` and `strata::destroy`: a database that no longer opens is
+//! rebuilt from what is readable, never with invented or resurrected values.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use strata::vfs::{CrashMode, CrashVfs};
+use strata::{repair, CompactionStyle, Db, Error, MemVfs, Options, Vfs};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn policies() -> Vec<CompactionStyle> {
+    CompactionStyle::builtin_names().iter().map(|n| CompactionStyle::from_name(n).unwrap()).collect()
+}
+
+fn opts(style: &CompactionStyle, vfs: Arc<dyn Vfs>) -> Options {
+    Options::default()
+        .with_compaction_style(style.clone())
+        .with_write_buffer_size(8 << 10)
+        .with_target_file_size_base(4 << 10)
+        .with_max_bytes_for_level_base(16 << 10)
+        .with_level0_file_num_compaction_trigger(2)
+        .with_block_size(256)
+        .with_vfs(vfs)
+}
+
+fn dir() -> PathBuf {
+    PathBuf::from("/db")
+}
+
+/// Every value ever written per key, to tell a real value from an invented one.
+type Written = BTreeMap<Vec<u8>, Vec<Vec<u8>>>;
+
+/// Overwrites and deletes over 300 keys, flushed and compacted on the way,
+/// with the last writes left in the WAL.
+fn workload(db: &Db, seed: u64) -> (Model, Written) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let (mut model, mut written) = (Model::new(), Written::new());
+    for i in 0..2500u32 {
+        let k = format!("key{:04}", rng.gen_range(0..300)).into_bytes();
+        if rng.gen_bool(0.15) {
+            db.delete(&k).unwrap();
+            model.remove(&k);
+        } else {
+            let v = format!("s{seed}-w{i}-{}", "v".repeat(rng.gen_range(0..60))).into_bytes();
+            db.put(&k, &v).unwrap();
+            written.entry(k.clone()).or_default().push(v.clone());
+            model.insert(k, v);
+        }
+        if i == 2000 {
+            db.wait_for_compactions().unwrap();
+        }
+    }
+    (model, written)
+}
+
+/// Compares two states, naming the first few differences instead of dumping both.
+fn same(got: &Model, want: &Model, ctx: &str) {
+    if got == want {
+        return;
+    }
+    let show = |m: &Model, k: &Vec<u8>| {
+        m.get(k).map(|v| String::from_utf8_lossy(&v[..v.len().min(16)]).into_owned())
+    };
+    let diffs: Vec<String> = got
+        .keys()
+        .chain(want.keys())
+        .filter(|k| got.get(*k) != want.get(*k))
+        .take(5)
+        .map(|k| format!("{}: got {:?}, want {:?}", String::from_utf8_lossy(k), show(got, k), show(want, k)))
+        .collect();
+    panic!("{ctx}: {} keys vs {} expected; {}", got.len(), want.len(), diffs.join("; "));
+}
+
+fn scan(db: &Db) -> Model {
+    db.iter().map(|kv| kv.unwrap()).collect()
+}
+
+fn names(vfs: &dyn Vfs, d: &Path, ext: &str) -> Vec<String> {
+    let mut v: Vec<String> = vfs.list_dir(d).unwrap().into_iter().filter(|n| n.ends_with(ext)).collect();
+    v.sort();
+    v
+}
+
+/// After a repair the database opens under the policy, takes writes, compacts and reads back.
+fn still_works(style: &CompactionStyle, vfs: Arc<dyn Vfs>, expect: &Model) {
+    let db =
+        Db::open(dir(), opts(style, vfs)).unwrap_or_else(|e| panic!("{style:?}: open after repair: {e}"));
+    same(&scan(&db), expect, &format!("{style:?}"));
+    for i in 0..300 {
+        db.put(format!("after{i:03}"), "x").unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.get("after007").unwrap().as_deref(), Some(&b"x"[..]));
+    let mut want = expect.clone();
+    for i in 0..300 {
+        want.insert(format!("after{i:03}").into_bytes(), b"x".to_vec());
+    }
+    same(&scan(&db), &want, &format!("{style:?}: after writes and a compaction"));
+    db.close().unwrap();
+}
+
+#[test]
+fn missing_current_is_repaired_without_losing_or_resurrecting_anything() {
+    // No data is damaged, so repair must give exactly the model: every
+    // overwrite and deletion holds across duplicates (buffer files, unpurged
+    // inputs) and interleaved sequence ranges.
+    for style in policies() {
+        let vfs = Arc::new(MemVfs::new());
+        let db = Db::open(dir(), opts(&style, vfs.clone())).unwrap();
+        let (model, _) = workload(&db, 1);
+        db.close().unwrap();
+        vfs.remove_file(&dir().join("CURRENT")).unwrap();
+        assert!(Db::open(dir(), opts(&style, vfs.clone())).is_err(), "{style:?}: no CURRENT, no open");
+        let report = repair(dir(), opts(&style, vfs.clone())).unwrap();
+        assert!(
+            report.manifest_readable,
+            "{style:?}: the newest MANIFEST is found without CURRENT: {report}"
+        );
+        assert!(report.moved_to_lost.is_empty(), "{style:?}: {report}");
+        assert_eq!(report.entries_kept, model.len() as u64, "{style:?}: {report}");
+        still_works(&style, vfs, &model);
+    }
+}
+
+#[test]
+fn lost_manifest_is_repaired_from_every_table() {
+    // Without any MANIFEST every table is used. Under the policies without a
+    // compaction buffer nothing on disk after a clean close holds retired data,
+    // so the result is exact; under LSbM and dLSM a buffer file may hold an
+    // older copy of a key whose deletion was dropped, so only "never invented"
+    // holds (FORMAT.md, Repair).
+    for style in policies() {
+        let vfs = Arc::new(MemVfs::new());
+        let db = Db::open(dir(), opts(&style, vfs.clone())).unwrap();
+        let (model, written) = workload(&db, 7);
+        db.close().unwrap();
+        for n in vfs.list_dir(&dir()).unwrap() {
+            if n.starts_with("MANIFEST") || n == "CURRENT" {
+                vfs.remove_file(&dir().join(n)).unwrap();
+            }
+        }
+        let report = repair(dir(), opts(&style, vfs.clone())).unwrap();
+        assert!(!report.manifest_readable, "{report}");
+        if matches!(style, CompactionStyle::Leveled | CompactionStyle::Blsm) {
+            still_works(&style, vfs, &model);
+        } else {
+            let db = Db::open(dir(), opts(&style, vfs)).unwrap();
+            only_written_values(&scan(&db), &written, &format!("{style:?}"));
+        }
+    }
+}
+
+#[test]
+fn deleted_wal_files_repair_keeps_table_data() {
+    for style in policies() {
+        let vfs = Arc::new(MemVfs::new());
+        let db = Db::open(dir(), opts(&style, vfs.clone())).unwrap();
+        let (mut model, _) = workload(&db, 2);
+        db.flush().unwrap();
+        db.put("only-in-the-wal", "lost").unwrap();
+        db.close().unwrap();
+        for n in names(vfs.as_ref(), &dir(), ".log") {
+            vfs.remove_file(&dir().join(n)).unwrap();
+        }
+        let e = Db::open(dir(), opts(&style, vfs.clone())).unwrap_err();
+        assert!(e.to_string().contains("WAL"), "{style:?}: {e}");
+        let report = repair(dir(), opts(&style, vfs.clone())).unwrap();
+        assert!(report.manifest_readable, "{report}");
+        model.remove(&b"only-in-the-wal"[..]);
+        still_works(&style, vfs, &model);
+    }
+}
+
+#[test]
+fn zero_byte_table_repair_keeps_other_tables() {
+    for style in policies() {
+        let vfs = Arc::new(MemVfs::new());
+        let db = Db::open(dir(), opts(&style, vfs.clone())).unwrap();
+        let (_, written) = workload(&db, 3);
+        db.close().unwrap();
+        // The newest table is a flush or compaction output, so a run's file
+        // (a buffer only ever holds older files).
+        let victim = names(vfs.as_ref(), &dir(), ".sst").pop().unwrap();
+        vfs.truncate(&dir().join(&victim), 0).unwrap();
+        let e = Db::open(dir(), opts(&style, vfs.clone())).unwrap_err();
+        assert!(e.to_string().contains("0 bytes"), "{style:?}: {e}");
+        let report = repair(dir(), opts(&style, vfs.clone())).unwrap();
+        assert_eq!(report.tables_lost, 1, "{style:?}: {report}");
+        assert_eq!(report.moved_to_lost, vec![victim.clone()], "{style:?}");
+        assert!(vfs.exists(&dir().join("lost").join(&victim)), "damaged files are kept");
+        let db = Db::open(dir(), opts(&style, vfs.clone())).unwrap();
+        let got = scan(&db);
+        assert!(!got.is_empty());
+        only_written_values(&got, &written, &format!("{style:?}"));
+    }
+}
+
+/// Every value read back was written for that key: nothing invented.
+fn only_written_values(got: &Model, written: &Written, ctx: &str) {
+    for (k, v) in got {
+        let ok = written.get(k).is_some_and(|vs| vs.contains(v));
+        assert!(
+            ok,
+            "{ctx}: {} = {} was never written",
+            String::from_utf8_lossy(k),
+            String::from_utf8_lossy(v)
+        );
+    }
+}
+
+#[test]
+fn corrupt_block_loses_only_its_entries() {
+    let vfs = Arc::new(MemVfs::new());
+    let o = opts(&CompactionStyle::Leveled, vfs.clone())
+        .with_target_file_size_base(1 << 20)
+        .with_disable_auto_compactions(true);
+    let db = Db::open(dir(), o.clone()).unwrap();
+    let mut model = Model::new();
+    for i in 0..2000u32 {
+        let (k, v) = (format!("key{i:05}").into_bytes(), format!("value{i}-{}", "p".repeat(30)).into_bytes());
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let table = names(vfs.as_ref(), &dir(), ".sst").pop().unwrap();
+    let len = vfs.file_size(&dir().join(&table)).unwrap();
+    vfs.corrupt_byte(&dir().join(&table), len / 3, 0x5a).unwrap();
+    let report = repair(dir(), o.clone()).unwrap();
+    assert_eq!((report.tables_damaged, report.blocks_lost), (1, 1), "{report}");
+    let db = Db::open(dir(), o).unwrap();
+    let got = scan(&db);
+    let lost = model.len() - got.len();
+    assert!(lost > 0 && lost < 40, "one 256-byte block's entries lost, got {lost}");
+    for (k, v) in &got {
+        assert_eq!(model.get(k), Some(v));
+    }
+    assert_eq!(report.entries_kept, got.len() as u64);
+}
+
+#[test]
+fn repair_never_invents_values_whatever_is_damaged() {
+    for style in policies() {
+        for seed in 0..6u64 {
+            let vfs = Arc::new(MemVfs::new());
+            let db = Db::open(dir(), opts(&style, vfs.clone())).unwrap();
+            let (_, written) = workload(&db, 10 + seed);
+            db.close().unwrap();
+            let mut rng = StdRng::seed_from_u64(seed);
+            let all: Vec<String> =
+                vfs.list_dir(&dir()).unwrap().into_iter().filter(|n| n != "LOCK").collect();
+            for _ in 0..3 {
+                let f = dir().join(&all[rng.gen_range(0..all.len())]);
+                let len = vfs.file_size(&f).unwrap();
+                if len > 0 {
+                    vfs.corrupt_byte(&f, rng.gen_range(0..len), 1 << rng.gen_range(0..8)).unwrap();
+                }
+            }
+            let ctx = format!("{style:?} seed {seed}");
+            let report = repair(dir(), opts(&style, vfs.clone())).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            let db =
+                Db::open(dir(), opts(&style, vfs.clone())).unwrap_or_else(|e| panic!("{ctx}: {report}: {e}"));
+            only_written_values(&scan(&db), &written, &ctx);
+        }
+    }
+}
+
+#[test]
+fn repair_of_an_open_database_is_locked() {
+    let vfs = Arc::new(MemVfs::new());
+    let db = Db::open(dir(), opts(&CompactionStyle::Leveled, vfs.clone())).unwrap();
+    db.put("k", "v").unwrap();
+    assert!(matches!(repair(dir(), opts(&CompactionStyle::Leveled, vfs.clone())), Err(Error::Locked(_))));
+    assert!(matches!(strata::destroy(dir(), opts(&CompactionStyle::Leveled, vfs)), Err(Error::Locked(_))));
+    assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"v"[..]));
+}
+
+#[test]
+fn repair_is_idempotent() {
+    let vfs = Arc::new(MemVfs::new());
+    let style = CompactionStyle::Lsbm;
+    let db = Db::open(dir(), opts(&style, vfs.clone())).unwrap();
+    let (model, _) = workload(&db, 4);
+    db.close().unwrap();
+    let first = repair(dir(), opts(&style, vfs.clone())).unwrap();
+    let second = repair(dir(), opts(&style, vfs.clone())).unwrap();
+    assert_eq!(second.entries_kept, first.entries_kept);
+    assert_eq!(
+        (second.tables_intact, second.tables_lost, second.tables_damaged),
+        (second.tables_scanned, 0, 0)
+    );
+    assert_eq!(names(vfs.as_ref(), &dir(), "MANIFEST").len(), 0, "MANIFEST names have no extension");
+    still_works(&style, vfs, &model);
+}
+
+#[test]
+fn crash_during_repair_then_repair_again_keeps_data() {
+    let style = CompactionStyle::Blsm;
+    let base = MemVfs::new();
+    let db = Db::open(dir(), opts(&style, Arc::new(base.clone()))).unwrap();
+    let (model, _) = workload(&db, 5);
+    db.close().unwrap();
+    base.remove_file(&dir().join("CURRENT")).unwrap();
+    let image = CrashVfs::from_mem(base);
+    // How many mutating operations a whole repair takes.
+    let probe = CrashVfs::from_mem(image.image(CrashMode::ProcessKill));
+    repair(dir(), opts(&style, Arc::new(probe.clone()))).unwrap();
+    let total = probe.ops_done();
+    for n in 0..=total {
+        for mode in [CrashMode::PowerLoss, CrashMode::TornWrite { seed: n }] {
+            let vfs = CrashVfs::from_mem(image.image(CrashMode::ProcessKill));
+            vfs.set_crash_after(Some(n));
+            let _ = repair(dir(), opts(&style, Arc::new(vfs.clone())));
+            vfs.crash_now();
+            let after = Arc::new(vfs.image(mode));
+            let ctx = format!("crash after op {n} of {total} ({mode:?})");
+            // The directory opens as repaired, or a second repair finishes the job.
+            let db = match Db::open(dir(), opts(&style, after.clone())) {
+                Ok(db) => db,
+                Err(_) => {
+                    repair(dir(), opts(&style, after.clone())).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                    Db::open(dir(), opts(&style, after.clone())).unwrap_or_else(|e| panic!("{ctx}: {e}"))
+                }
+            };
+            same(&scan(&db), &model, &ctx);
+        }
+    }
+}
+
+#[test]
+fn destroy_removes_only_strata_files() {
+    let vfs = Arc::new(MemVfs::new());
+    let db = Db::open(dir(), opts(&CompactionStyle::Leveled, vfs.clone())).unwrap();
+    workload(&db, 6);
+    db.close().unwrap();
+    let mut notes = vfs.create(&dir().join("notes.txt")).unwrap();
+    notes.append(b"mine").unwrap();
+    notes.sync().unwrap();
+    drop(notes);
+    strata::destroy(dir(), opts(&CompactionStyle::Leveled, vfs.clone())).unwrap();
+    assert_eq!(vfs.list_dir(&dir()).unwrap(), vec!["notes.txt".to_string()]);
+    vfs.remove_file(&dir().join("notes.txt")).unwrap();
+    strata::destroy(dir(), opts(&CompactionStyle::Leveled, vfs.clone())).unwrap();
+    assert!(!vfs.exists(&dir()), "an emptied directory is removed");
+    strata::destroy(dir(), opts(&CompactionStyle::Leveled, vfs)).unwrap();
+}
+
+#[test]
+fn destroy_and_repair_on_the_real_file_system() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("db");
+    let o = || Options::default().with_write_buffer_size(64 << 10);
+    let db = Db::open(&path, o()).unwrap();
+    for i in 0..5000 {
+        db.put(format!("key{i:05}"), format!("value{i}")).unwrap();
+    }
+    db.close().unwrap();
+    std::fs::remove_file(path.join("CURRENT")).unwrap();
+    let report = repair(&path, o()).unwrap();
+    println!("{report}");
+    let db = Db::open(&path, o()).unwrap();
+    assert_eq!(db.iter().count(), 5000);
+    db.close().unwrap();
+    strata::destroy(&path, o()).unwrap();
+    assert!(!path.exists());
+}
+
+/// The damage the corruption matrix shows `Db::open` refusing in the default
+/// recovery mode: each one is repaired into a database that opens.
+#[test]
+fn every_damage_open_refuses_is_repaired() {
+    type Damage = fn(&MemVfs);
+    let cases: Vec<(&str, Damage)> = vec![
+        ("CURRENT bit flip", |v| v.corrupt_byte(&dir().join("CURRENT"), 3, 0x10).unwrap()),
+        ("MANIFEST record before an intact one", |v| {
+            let m = v.list_dir(&dir()).unwrap().into_iter().find(|n| n.starts_with("MANIFEST")).unwrap();
+            v.corrupt_byte(&dir().join(m), 20, 0x10).unwrap()
+        }),
+        ("WAL record before an intact one", |v| {
+            let mut l: Vec<String> =
+                v.list_dir(&dir()).unwrap().into_iter().filter(|n| n.ends_with(".log")).collect();
+            l.sort();
+            v.corrupt_byte(&dir().join(l.pop().unwrap()), 20, 0x10).unwrap()
+        }),
+        ("table footer", |v| {
+            let mut t: Vec<String> =
+                v.list_dir(&dir()).unwrap().into_iter().filter(|n| n.ends_with(".sst")).collect();
+            t.sort();
+            let p = dir().join(t.pop().unwrap());
+            let len = v.file_size(&p).unwrap();
+            v.corrupt_byte(&p, len - 10, 0x10).unwrap()
+        }),
+    ];
+    for style in policies() {
+        for (what, damage) in &cases {
+            let vfs = MemVfs::new();
+            let db = Db::open(dir(), opts(&style, Arc::new(vfs.clone()))).unwrap();
+            let (_, written) = workload(&db, 8);
+            db.close().unwrap();
+            damage(&vfs);
+            let ctx = format!("{style:?}, {what}");
+            assert!(
+                Db::open(dir(), opts(&style, Arc::new(vfs.clone()))).is_err(),
+                "{ctx}: open should refuse"
+            );
+            let report =
+                repair(dir(), opts(&style, Arc::new(vfs.clone()))).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            let db = Db::open(dir(), opts(&style, Arc::new(vfs.clone())))
+                .unwrap_or_else(|e| panic!("{ctx}: open after repair ({report}): {e}"));
+            let got = scan(&db);
+            assert!(got.len() > 100, "{ctx}: most data kept, {} keys: {report}", got.len());
+            only_written_values(&got, &written, &ctx);
+        }
+    }
+}
