@@ -35,6 +35,13 @@ pub struct Args {
     /// Largest number of cycles in one epoch (one database under one policy).
     #[arg(long, default_value_t = 12)]
     pub max_epoch_cycles: u64,
+    /// Inject disk failures in the child: each OS write and fdatasync fails with
+    /// this probability (a short write, or a sync after the data was or was not
+    /// written back), and in half the cycles the disk fills up at a random byte
+    /// (`ENOSPC`). A write that fails must not appear after recovery (unless a
+    /// sync failed, when either is fine); the child then stops by itself. 0: off.
+    #[arg(long, default_value_t = 0.0)]
+    pub io_faults: f64,
     /// Print one line per cycle.
     #[arg(long)]
     pub verbose: bool,

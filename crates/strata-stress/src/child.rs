@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use strata::{Db, WriteBatch, WriteOptions};
+use strata::vfs::{FaultConfig, FaultKind, FaultVfs};
+use strata::{Db, Error, RealVfs, WriteBatch, WriteOptions};
 
 use crate::args::Args;
 use crate::config::{self, CycleConfig};
@@ -25,8 +26,27 @@ pub fn key(i: u64) -> Vec<u8> {
 pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let dir = args.dir.as_deref().ok_or("--child needs --dir")?;
     let seed = args.seed.ok_or("--child needs --seed")?;
-    let cfg = config::derive(seed, args.cycle, &args.policy, args.num_levels)?;
+    let mut cfg = config::derive(seed, args.cycle, &args.policy, args.num_levels)?;
+    let faults = (args.io_faults > 0.0).then(|| {
+        let fc = FaultConfig::new(config::sub_seed(seed, args.cycle, 7))
+            .with_rate(FaultKind::Write, args.io_faults)
+            .with_rate(FaultKind::Sync, args.io_faults)
+            .with_below_buffer_only(true);
+        FaultVfs::new(Arc::new(RealVfs::new()), fc)
+    });
+    if let Some(f) = &faults {
+        // Off while the database opens: a fault there is not what is tested.
+        f.set_enabled(false);
+        cfg.options = cfg.options.clone().with_vfs(Arc::new(f.clone()));
+    }
     let db = Arc::new(Db::open(dir.join("db"), cfg.options.clone())?);
+    if let Some(f) = &faults {
+        let mut rng = SmallRng::seed_from_u64(config::sub_seed(seed, args.cycle, 8));
+        if rng.gen_bool(0.5) {
+            f.set_free_space(Some(rng.gen_range(0..(4u64 << 20))));
+        }
+        f.set_enabled(true);
+    }
     println!("ready");
     std::io::stdout().flush()?;
     let handles: Vec<_> = (0..args.threads)
@@ -44,8 +64,15 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     for h in handles {
         let _ = h.join();
     }
+    if faults.is_some() {
+        // Every writer stopped at a failed write: the cycle ends here.
+        return Ok(ExitCode::from(FAULT_STOP));
+    }
     Err("writer threads ended".into())
 }
+
+/// The child's exit status when injected faults stopped every writer.
+pub const FAULT_STOP: u8 = 4;
 
 fn writer(
     db: &Db,
@@ -70,9 +97,9 @@ fn writer(
             .collect();
         log.intent(n, sync, &ops)?;
         let wo = WriteOptions::default().with_sync(sync);
-        match &ops[..] {
-            [(k, Some(v))] => db.put_opt(k, v, &wo)?,
-            [(k, None)] => db.delete_opt(k, &wo)?,
+        let r = match &ops[..] {
+            [(k, Some(v))] => db.put_opt(k, v, &wo),
+            [(k, None)] => db.delete_opt(k, &wo),
             _ => {
                 let mut batch = WriteBatch::new();
                 for (k, v) in &ops {
@@ -81,10 +108,21 @@ fn writer(
                         None => batch.delete(k),
                     }
                 }
-                db.write_opt(batch, &wo)?;
+                db.write_opt(batch, &wo)
             }
+        };
+        match r {
+            Ok(()) => log.ack(n, sync)?,
+            Err(e) if args.io_faults > 0.0 => {
+                // A refusal (read-only) never reached the log; a failed sync may
+                // have left the record on disk; any other failed write must not.
+                let maybe = !matches!(e, Error::ReadOnly(_)) && e.to_string().contains("sync");
+                log.failed(n, maybe)?;
+                eprintln!("child thread {t}: write {n} failed under injected faults: {e}");
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
         }
-        log.ack(n, sync)?;
     }
     Ok(())
 }

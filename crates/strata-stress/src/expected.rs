@@ -7,7 +7,9 @@
 //! is ignored (a torn intent was never started, a torn ack leaves it pending).
 //!
 //! Line format (keys and values are printable ASCII without spaces):
-//! `I <n> <sync 0|1> (P <key> <value> | D <key>)...` and `A <n>`.
+//! `I <n> <sync 0|1> (P <key> <value> | D <key>)...`, `A <n>`, and `F <n> <maybe 0|1>`
+//! for a write that returned an error under `--io-faults` (`maybe`: a sync
+//! failed, so the write may have reached the disk; otherwise it must not have).
 
 use std::fs::File;
 use std::io::Write;
@@ -27,6 +29,9 @@ pub struct LoggedWrite {
     pub ops: Vec<KeyOp>,
     /// The ack line is present.
     pub acked: bool,
+    /// The write returned an error: `Some(true)` if it may still have reached
+    /// the disk (a sync failed), `Some(false)` if it must not have.
+    pub failed: Option<bool>,
 }
 
 /// Path of thread `t`'s log for `cycle`.
@@ -60,6 +65,12 @@ impl ExpectedLog {
         self.file.write_all(&line)
     }
 
+    /// Records that write `n` returned an error; `maybe`: it may have reached the disk.
+    pub fn failed(&mut self, n: u64, maybe: bool) -> std::io::Result<()> {
+        self.file.write_all(format!("F {n} {}\n", u8::from(maybe)).as_bytes())?;
+        self.file.sync_data()
+    }
+
     /// Records that write `n` returned Ok; synced writes' acks are made durable.
     pub fn ack(&mut self, n: u64, sync: bool) -> std::io::Result<()> {
         self.file.write_all(format!("A {n}\n").as_bytes())?;
@@ -90,7 +101,7 @@ pub fn read_log(path: &Path) -> Result<Vec<LoggedWrite>, String> {
             .ok_or_else(|| bad("write number"))?;
         match tag {
             b"I" => {
-                if writes.last().is_some_and(|w| !w.acked) {
+                if writes.last().is_some_and(|w| !w.acked && w.failed.is_none()) {
                     return Err(bad("a new intent before the previous write's ack"));
                 }
                 let sync = f.next() == Some(b"1");
@@ -103,11 +114,17 @@ pub fn read_log(path: &Path) -> Result<Vec<LoggedWrite>, String> {
                         _ => return Err(bad("op kind")),
                     }
                 }
-                writes.push(LoggedWrite { n, sync, ops, acked: false });
+                writes.push(LoggedWrite { n, sync, ops, acked: false, failed: None });
             }
             b"A" => match writes.last_mut() {
-                Some(w) if w.n == n && !w.acked => w.acked = true,
+                Some(w) if w.n == n && !w.acked && w.failed.is_none() => w.acked = true,
                 _ => return Err(bad("an ack without its intent")),
+            },
+            b"F" => match writes.last_mut() {
+                Some(w) if w.n == n && !w.acked && w.failed.is_none() => {
+                    w.failed = Some(f.next() == Some(b"1"))
+                }
+                _ => return Err(bad("a failure without its intent")),
             },
             _ => return Err(bad("line tag")),
         }
@@ -139,5 +156,15 @@ mod tests {
         // An ack for a write never intended is an error.
         std::fs::write(&p, b"A 5\n").expect("write");
         assert!(read_log(&p).is_err());
+        // A failed write ends as failed, with its maybe flag; a later intent is fine.
+        let mut log = ExpectedLog::create(&p).expect("create");
+        log.intent(0, false, &ops).expect("intent");
+        log.failed(0, true).expect("failed");
+        log.intent(1, false, &ops).expect("intent");
+        log.failed(1, false).expect("failed");
+        drop(log);
+        let got = read_log(&p).expect("parse");
+        assert_eq!((got[0].failed, got[1].failed), (Some(true), Some(false)));
+        assert!(!got[0].acked);
     }
 }

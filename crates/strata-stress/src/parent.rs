@@ -26,6 +26,8 @@ struct Totals {
     synced: u64,
     pending: u64,
     pending_applied: u64,
+    failed: u64,
+    fault_stops: u64,
 }
 
 /// Runs the soak; exit status 1 if any cycle failed.
@@ -70,7 +72,7 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         let policy = policies[policy_idx];
         let cfg = config::derive(seed, cycle, policy, num_levels)?;
         match run_cycle(args, &work, seed, cycle, &cfg, policy, num_levels, &truth) {
-            Ok((outcome, early)) => {
+            Ok((outcome, early, fault_stop)) => {
                 if args.verbose {
                     println!(
                         "cycle {cycle}: {} | acked {} (synced {}) pending {} (applied {}) keys {}{}",
@@ -84,6 +86,8 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
                     );
                 }
                 totals.early_kills += u64::from(early);
+                totals.fault_stops += u64::from(fault_stop);
+                totals.failed += outcome.failed;
                 totals.keys_checked += outcome.keys_checked;
                 totals.acked += outcome.acked;
                 totals.synced += outcome.synced;
@@ -105,7 +109,7 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     }
     let t = &totals;
     println!(
-        "summary: cycles={} failures={} keys_verified={} acked_writes={} synced_writes={} pending_at_kill={} pending_applied={} killed_during_open={} seed={seed}",
+        "summary: cycles={} failures={} keys_verified={} acked_writes={} synced_writes={} pending_at_kill={} pending_applied={} killed_during_open={} failed_writes={} fault_stops={} seed={seed}",
         t.cycles,
         u8::from(failed),
         t.keys_checked,
@@ -113,7 +117,9 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         t.synced,
         t.pending,
         t.pending_applied,
-        t.early_kills
+        t.early_kills,
+        t.failed,
+        t.fault_stops
     );
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
@@ -130,7 +136,7 @@ fn run_cycle(
     policy: &str,
     num_levels: usize,
     truth: &Model,
-) -> Result<(Outcome, bool), String> {
+) -> Result<(Outcome, bool, bool), String> {
     let state = work.join("state");
     let stderr_path = state.join("child.stderr");
     let stderr = std::fs::File::create(&stderr_path).map_err(|e| format!("child stderr file: {e}"))?;
@@ -142,6 +148,7 @@ fn run_cycle(
         .args(["--seed", &seed.to_string(), "--cycle", &cycle.to_string(), "--policy", policy])
         .args(["--num-levels", &num_levels.to_string(), "--threads", &args.threads.to_string()])
         .args(["--keys-per-thread", &args.keys_per_thread.to_string()])
+        .args(["--io-faults", &args.io_faults.to_string()])
         .stdout(Stdio::piped())
         .stderr(stderr)
         .spawn()
@@ -150,7 +157,7 @@ fn run_cycle(
     let early = rng.gen_bool(0.1);
     let killed = kill_at_random(&mut child, &mut rng, args, early);
     let child_err = std::fs::read_to_string(&stderr_path).unwrap_or_default();
-    killed.map_err(|e| format!("{e}; child stderr: {child_err}"))?;
+    let fault_stop = killed.map_err(|e| format!("{e}; child stderr: {child_err}"))?;
     let db = Db::open(work.join("db"), cfg.options.clone()).map_err(|e| format!("reopen failed: {e}"))?;
     let logs =
         (0..args.threads).map(|t| read_log(&log_path(&state, cycle, t))).collect::<Result<Vec<_>, _>>()?;
@@ -162,12 +169,13 @@ fn run_cycle(
     for t in 0..args.threads {
         let _ = std::fs::remove_file(log_path(&state, cycle, t));
     }
-    Ok((outcome, early))
+    Ok((outcome, early, fault_stop))
 }
 
 /// Waits for `ready` (unless `early`), sleeps a random time and SIGKILLs the
-/// child. An exit before the kill is an error: the child only stops on failure.
-fn kill_at_random(child: &mut Child, rng: &mut StdRng, args: &Args, early: bool) -> Result<(), String> {
+/// child. An exit before the kill is an error (the child only stops on
+/// failure), except the stop of `--io-faults`; returns whether that happened.
+fn kill_at_random(child: &mut Child, rng: &mut StdRng, args: &Args, early: bool) -> Result<bool, String> {
     let stdout = child.stdout.take().ok_or("no child stdout")?;
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -195,11 +203,15 @@ fn kill_at_random(child: &mut Child, rng: &mut StdRng, args: &Args, early: bool)
     };
     std::thread::sleep(delay);
     if let Some(status) = child.try_wait().map_err(|e| format!("try_wait: {e}"))? {
+        if status.code() == Some(i32::from(crate::child::FAULT_STOP)) {
+            return Ok(true);
+        }
         return Err(format!("child exited by itself ({status})"));
     }
     child.kill().map_err(|e| format!("kill: {e}"))?;
-    child.wait().map_err(|e| format!("wait: {e}"))?;
-    Ok(())
+    let status = child.wait().map_err(|e| format!("wait: {e}"))?;
+    // It may have stopped by itself between the check and the kill.
+    Ok(status.code() == Some(i32::from(crate::child::FAULT_STOP)))
 }
 
 /// Test hook: deletes one acknowledged key, as a write-losing engine would.

@@ -31,6 +31,8 @@ pub struct Outcome {
     pub pending: u64,
     /// Of those, found applied after recovery.
     pub pending_applied: u64,
+    /// Writes that returned an error under injected faults.
+    pub failed: u64,
     /// The database's contents, the next cycle's starting state.
     pub observed: Model,
 }
@@ -44,6 +46,10 @@ pub fn expected(before: &Model, logs: &[Vec<LoggedWrite>]) -> (Model, Vec<Pendin
             let mut target = BTreeMap::new();
             for (k, v) in &w.ops {
                 target.insert(k.clone(), v.clone());
+            }
+            if w.failed == Some(false) {
+                // Refused before it reached the log: it must not be there.
+                continue;
             }
             if w.acked {
                 for (k, v) in target {
@@ -67,7 +73,8 @@ pub fn verify(db: &Db, before: &Model, logs: &[Vec<LoggedWrite>]) -> Result<Outc
     for w in logs.iter().flatten() {
         out.acked += u64::from(w.acked);
         out.synced += u64::from(w.acked && w.sync);
-        out.pending += u64::from(!w.acked);
+        out.pending += u64::from(!w.acked && w.failed != Some(false));
+        out.failed += u64::from(w.failed.is_some());
     }
     for kv in db.iter() {
         let (k, v) = kv.map_err(|e| format!("scan failed: {e}"))?;

@@ -55,3 +55,15 @@ fn bad_arguments_exit_2() {
     let out = Command::new(BIN).args(["--threads", "0", "--duration", "1"]).output().expect("run");
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// With disk failures injected (short writes, failed fdatasync, a full disk),
+/// writes fail, the child stops by itself, and every cycle still verifies:
+/// acknowledged writes survive and failed ones stay failed.
+#[test]
+fn io_fault_soak_cycles_verify() {
+    let (ok, stdout) = soak(&["--cycles", "16", "--seed", "77", "--io-faults", "0.002"]);
+    assert!(ok, "soak with I/O faults failed:\n{stdout}");
+    assert_eq!(summary_field(&stdout, "failures"), 0);
+    assert!(summary_field(&stdout, "failed_writes") > 0, "no fault fired:\n{stdout}");
+    assert!(summary_field(&stdout, "acked_writes") > 0);
+}

@@ -627,6 +627,7 @@ fn storm(seed: u64, style: &CompactionStyle) -> Result<bool, String> {
         filter: PathFilter::all(),
         // Write-through, or the real file system's buffer (faults below it).
         write_buffer: if rng.gen_bool(0.5) { 0 } else { strata::vfs::WRITE_BUFFER },
+        below_buffer_only: false,
     };
     let vfs = fault_fs(cfg);
     vfs.set_enabled(false);

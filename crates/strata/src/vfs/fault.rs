@@ -214,6 +214,10 @@ pub struct FaultConfig {
     /// User-space write buffer of each file, in bytes (default
     /// [`WRITE_BUFFER`], as on the real file system; 0 writes every append through).
     pub write_buffer: usize,
+    /// Random write and sync faults hit only the OS calls below the buffer
+    /// (`Write`, `DataSync`), never `Append`, `Flush` or `Sync` above it, so
+    /// every failure leaves the file as a real disk would.
+    pub below_buffer_only: bool,
 }
 
 impl Default for FaultConfig {
@@ -227,6 +231,7 @@ impl Default for FaultConfig {
             torn_writes: false,
             filter: PathFilter::all(),
             write_buffer: WRITE_BUFFER,
+            below_buffer_only: false,
         }
     }
 }
@@ -235,6 +240,13 @@ impl FaultConfig {
     /// No random faults, all paths; arm faults with [`FaultVfs::fail_after`].
     pub fn new(seed: u64) -> Self {
         FaultConfig { seed, ..Default::default() }
+    }
+
+    /// Makes random write and sync faults hit only the OS calls below the buffer.
+    #[must_use]
+    pub fn with_below_buffer_only(mut self, on: bool) -> Self {
+        self.below_buffer_only = on;
+        self
     }
 
     /// Sets each file's write-buffer size (0: no buffering).
@@ -345,7 +357,12 @@ impl Shared {
             if !paths.iter().any(|p| cfg.filter.matches(p)) {
                 return false;
             }
-            cfg.rate(op.kind())
+            let above = matches!(op, FaultOp::Append | FaultOp::Flush | FaultOp::Sync);
+            if cfg.below_buffer_only && above {
+                0.0
+            } else {
+                cfg.rate(op.kind())
+            }
         };
         let armed_hit = {
             let mut armed = self.armed.lock();
