@@ -176,18 +176,7 @@ fn exhaustive_small_workloads_every_crash_point() {
     for p in policies() {
         for w in &workloads {
             let body: Vec<Step> = w.iter().enumerate().map(|(i, &a)| letter(a, i)).collect();
-            let base = Case {
-                policy: p.clone(),
-                steps: preamble.clone(),
-                crash_after: None,
-                mode: CrashMode::ProcessKill,
-                recovery_crash: None,
-                fault: None,
-                io_fault: None,
-                close_after_fault: false,
-                keys: 3,
-                extra_reopens: full_modes,
-            };
+            let base = Case { extra_reopens: full_modes, ..Case::new(&p, preamble.clone(), 3) };
             let first = run_case(&base).expect("preamble").ops;
             let full = Case { steps: [preamble.clone(), body].concat(), ..base };
             let dry = run_case(&full).unwrap_or_else(|e| panic!("{p} {w:?} without crash: {e}"));
@@ -295,18 +284,7 @@ fn checker_rejects_a_hole_in_the_write_order() {
 fn forgetting_a_synced_write_is_caught() {
     for p in policies() {
         let steps = (0..5).map(|i| Step::Put { k: i, len: 40, sync: true }).collect();
-        let c = Case {
-            policy: p.clone(),
-            steps,
-            crash_after: None,
-            mode: CrashMode::PowerLoss,
-            recovery_crash: None,
-            fault: None,
-            io_fault: None,
-            close_after_fault: false,
-            keys: 5,
-            extra_reopens: true,
-        };
+        let c = Case { mode: CrashMode::PowerLoss, extra_reopens: true, ..Case::new(&p, steps, 5) };
         let ok = run_case(&c).unwrap_or_else(|e| panic!("{p}: honest model failed: {e}"));
         assert_eq!((ok.durable, ok.survived), (5, 5));
         let e = run_case(&Case { fault: Some(CrashFault::ForgetLastSync), ..c }).unwrap_err();
@@ -358,6 +336,7 @@ fn blsm_compact_range_widens_next_level_inputs_across_runs() {
             crash_after: None,
             mode: CrashMode::ProcessKill,
             recovery_crash: None,
+            io_fault: None,
             ..random_case("blsm", seed)
         };
         let o = run_case(&c).unwrap_or_else(|e| panic!("blsm seed {seed}: {e}"));
@@ -423,18 +402,8 @@ fn torn_unsynced_manifest_tail_is_tolerated() {
 /// back: a planted fault makes the short write store everything.
 #[test]
 fn a_failed_write_that_comes_back_is_caught() {
-    let c = Case {
-        policy: "leveled".into(),
-        steps: vec![Step::Put { k: 0, len: 20, sync: true }, Step::Put { k: 1, len: 20, sync: false }],
-        crash_after: None,
-        mode: CrashMode::ProcessKill,
-        recovery_crash: None,
-        fault: None,
-        io_fault: None,
-        close_after_fault: false,
-        keys: 2,
-        extra_reopens: false,
-    };
+    let steps = vec![Step::Put { k: 0, len: 20, sync: true }, Step::Put { k: 1, len: 20, sync: false }];
+    let c = Case::new("leveled", steps, 2);
     let dry = run_case(&c).expect("no fault");
     // The last write's payload is the last append.
     let n = dry.log.iter().rposition(|k| *k == CrashOpKind::Append).expect("an append") as u64 + 1;
@@ -466,18 +435,7 @@ fn io_fault_at_every_operation_keeps_acknowledged_writes_and_failed_ones_failed(
     let start = Instant::now();
     let (mut cases, mut hits, mut failures) = (0u64, 0u64, Vec::new());
     for p in policies() {
-        let base = Case {
-            policy: p.clone(),
-            steps: steps.clone(),
-            crash_after: None,
-            mode: CrashMode::ProcessKill,
-            recovery_crash: None,
-            fault: None,
-            io_fault: None,
-            close_after_fault: false,
-            keys: 3,
-            extra_reopens: false,
-        };
+        let base = Case::new(&p, steps.clone(), 3);
         let last = run_case(&base).unwrap_or_else(|e| panic!("{p} without a fault: {e}")).ops;
         for n in 1..=last {
             let modes = [CrashMode::ProcessKill, CrashMode::PowerLoss, CrashMode::TornWrite { seed: n }];

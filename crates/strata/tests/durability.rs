@@ -1,29 +1,18 @@
 //! Regression tests for durability defects found by using Strata as a new user
 //! would: each test is named after what went wrong.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use common::{builtin_policies, policy_options};
 
 use strata::vfs::{
     BufferedFile, FaultConfig, FaultOp, FaultVfs, FileLock, PathFilter, RandomAccessFile, RandomOpenOptions,
     RawFile, SequentialFile, WritableFile,
 };
-use strata::{CompactionStyle, Db, Error, MemVfs, Options, Vfs, WriteOptions};
-
-fn policies() -> Vec<CompactionStyle> {
-    CompactionStyle::builtin_names().iter().map(|n| CompactionStyle::from_name(n).unwrap()).collect()
-}
-
-fn small(style: &CompactionStyle, vfs: Arc<dyn Vfs>) -> Options {
-    Options::default()
-        .with_compaction_style(style.clone())
-        .with_write_buffer_size(8 << 10)
-        .with_target_file_size_base(4 << 10)
-        .with_max_bytes_for_level_base(16 << 10)
-        .with_level0_file_num_compaction_trigger(2)
-        .with_block_size(512)
-        .with_vfs(vfs)
-}
+use strata::{CompactionStyle, Db, Error, MemVfs, Vfs, WriteOptions};
 
 fn db_dir() -> PathBuf {
     PathBuf::from("/db")
@@ -45,9 +34,9 @@ fn files_with(vfs: &dyn Vfs, dir: &Path, ext: &str) -> Vec<String> {
 /// so every reopen stopped at the torn bytes and the refused write was in the log.
 #[test]
 fn failed_wal_write_on_a_full_disk_is_never_rewritten_and_the_database_reopens() {
-    for style in policies() {
+    for style in builtin_policies() {
         let vfs = FaultVfs::new(Arc::new(MemVfs::new()), FaultConfig::new(1));
-        let db = Db::open(db_dir(), small(&style, Arc::new(vfs.clone()))).unwrap();
+        let db = Db::open(db_dir(), policy_options(&style, Arc::new(vfs.clone()))).unwrap();
         for i in 0..20 {
             db.put(format!("acked{i:02}"), [b'a'; 100]).unwrap();
         }
@@ -66,7 +55,7 @@ fn failed_wal_write_on_a_full_disk_is_never_rewritten_and_the_database_reopens()
         db.close().unwrap();
         let after = vfs.inner().file_size(&wal_path).unwrap();
         assert!(after <= before + 300, "{style:?}: {after} bytes, the failed record was written again");
-        let db = Db::open(db_dir(), small(&style, Arc::new(vfs.clone()))).unwrap();
+        let db = Db::open(db_dir(), policy_options(&style, Arc::new(vfs.clone()))).unwrap();
         for i in 0..20 {
             assert_eq!(db.get(format!("acked{i:02}")).unwrap().unwrap(), [b'a'; 100], "{style:?}");
         }
@@ -84,7 +73,7 @@ fn short_wal_write_and_failed_fdatasync_are_never_retried() {
     for (op, sync) in [(FaultOp::Write, false), (FaultOp::DataSync, true)] {
         let cfg = FaultConfig::new(4).with_filter(PathFilter::extension("log"));
         let vfs = FaultVfs::new(Arc::new(MemVfs::new()), cfg);
-        let opts = small(&CompactionStyle::Leveled, Arc::new(vfs.clone()));
+        let opts = policy_options(&CompactionStyle::Leveled, Arc::new(vfs.clone()));
         let db = Db::open(db_dir(), opts.clone()).unwrap();
         db.put_opt("acked", "v", &WriteOptions::default().with_sync(true)).unwrap();
         vfs.fail_next(op);
@@ -108,9 +97,9 @@ fn short_wal_write_and_failed_fdatasync_are_never_retried() {
 /// `disable_wal` writes were lost by a clean `close()`: shutdown never flushed.
 #[test]
 fn writes_without_the_wal_survive_close() {
-    for style in policies() {
+    for style in builtin_policies() {
         let vfs = Arc::new(MemVfs::new());
-        let opts = small(&style, vfs.clone());
+        let opts = policy_options(&style, vfs.clone());
         let db = Db::open(db_dir(), opts.clone()).unwrap();
         let nowal = WriteOptions::default().with_disable_wal(true);
         db.put("logged", "1").unwrap();
@@ -131,7 +120,7 @@ fn writes_without_the_wal_survive_close() {
 #[test]
 fn avoid_flush_during_shutdown_skips_the_close_flush() {
     let vfs = Arc::new(MemVfs::new());
-    let opts = small(&CompactionStyle::Leveled, vfs.clone()).with_avoid_flush_during_shutdown(true);
+    let opts = policy_options(&CompactionStyle::Leveled, vfs.clone()).with_avoid_flush_during_shutdown(true);
     let db = Db::open(db_dir(), opts.clone()).unwrap();
     db.put("logged", "1").unwrap();
     db.put_opt("unlogged", "2", &WriteOptions::default().with_disable_wal(true)).unwrap();
@@ -146,7 +135,7 @@ fn avoid_flush_during_shutdown_skips_the_close_flush() {
 fn close_reports_writes_without_the_wal_it_could_not_flush() {
     let cfg = FaultConfig::new(3).with_filter(PathFilter::extension("sst"));
     let vfs = FaultVfs::new(Arc::new(MemVfs::new()), cfg);
-    let db = Db::open(db_dir(), small(&CompactionStyle::Leveled, Arc::new(vfs.clone()))).unwrap();
+    let db = Db::open(db_dir(), policy_options(&CompactionStyle::Leveled, Arc::new(vfs.clone()))).unwrap();
     db.put_opt("unlogged", "2", &WriteOptions::default().with_disable_wal(true)).unwrap();
     vfs.fail_after(FaultOp::Create, 0, u64::MAX);
     let err = db.close().unwrap_err();
@@ -156,7 +145,7 @@ fn close_reports_writes_without_the_wal_it_could_not_flush() {
 /// RocksDB refuses this ("Sync writes has to enable WAL"); Strata accepted it.
 #[test]
 fn sync_with_disable_wal_is_refused() {
-    let db = Db::open(db_dir(), small(&CompactionStyle::Leveled, Arc::new(MemVfs::new()))).unwrap();
+    let db = Db::open(db_dir(), policy_options(&CompactionStyle::Leveled, Arc::new(MemVfs::new()))).unwrap();
     let wo = WriteOptions::default().with_sync(true).with_disable_wal(true);
     let err = db.put_opt("k", "v", &wo).unwrap_err();
     assert!(matches!(&err, Error::InvalidArgument(m) if m.contains("WAL")), "{err}");
@@ -164,10 +153,63 @@ fn sync_with_disable_wal_is_refused() {
     db.put("k", "v").unwrap();
 }
 
-/// A file system that reports success for table writes but drops the bytes.
-#[derive(Debug)]
-struct DropsTableBytes(MemVfs);
+/// A `MemVfs` whose every new file's OS layer goes through `hook(path, raw)`:
+/// a file system that misbehaves below the write buffer.
+struct HookVfs {
+    mem: MemVfs,
+    hook: Box<dyn Fn(&Path, Box<dyn RawFile>) -> Box<dyn RawFile> + Send + Sync>,
+}
 
+impl std::fmt::Debug for HookVfs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HookVfs({:?})", self.mem)
+    }
+}
+
+impl Vfs for HookVfs {
+    fn create_dir_all(&self, dir: &Path) -> strata::Result<()> {
+        self.mem.create_dir_all(dir)
+    }
+    fn create(&self, path: &Path) -> strata::Result<Box<dyn WritableFile>> {
+        Ok(Box::new(BufferedFile::new(self.create_raw(path)?, path, 0)))
+    }
+    fn create_raw(&self, path: &Path) -> strata::Result<Box<dyn RawFile>> {
+        Ok((self.hook)(path, self.mem.create_raw(path)?))
+    }
+    fn open_sequential(&self, path: &Path) -> strata::Result<Box<dyn SequentialFile>> {
+        self.mem.open_sequential(path)
+    }
+    fn open_random(&self, path: &Path, o: RandomOpenOptions) -> strata::Result<Arc<dyn RandomAccessFile>> {
+        self.mem.open_random(path, o)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.mem.exists(path)
+    }
+    fn file_size(&self, path: &Path) -> strata::Result<u64> {
+        self.mem.file_size(path)
+    }
+    fn remove_file(&self, path: &Path) -> strata::Result<()> {
+        self.mem.remove_file(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> strata::Result<()> {
+        self.mem.rename(from, to)
+    }
+    fn list_dir(&self, dir: &Path) -> strata::Result<Vec<String>> {
+        self.mem.list_dir(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> strata::Result<()> {
+        self.mem.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> strata::Result<Box<dyn FileLock>> {
+        self.mem.lock(path)
+    }
+}
+
+fn is_table(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "sst")
+}
+
+/// Reports success for every write and stores nothing.
 struct Dropped;
 
 impl RawFile for Dropped {
@@ -179,46 +221,6 @@ impl RawFile for Dropped {
     }
 }
 
-impl Vfs for DropsTableBytes {
-    fn create_dir_all(&self, dir: &Path) -> strata::Result<()> {
-        self.0.create_dir_all(dir)
-    }
-    fn create(&self, path: &Path) -> strata::Result<Box<dyn WritableFile>> {
-        Ok(Box::new(BufferedFile::new(self.create_raw(path)?, path, 0)))
-    }
-    fn create_raw(&self, path: &Path) -> strata::Result<Box<dyn RawFile>> {
-        let raw = self.0.create_raw(path)?;
-        Ok(if path.extension().is_some_and(|e| e == "sst") { Box::new(Dropped) } else { raw })
-    }
-    fn open_sequential(&self, path: &Path) -> strata::Result<Box<dyn SequentialFile>> {
-        self.0.open_sequential(path)
-    }
-    fn open_random(&self, path: &Path, o: RandomOpenOptions) -> strata::Result<Arc<dyn RandomAccessFile>> {
-        self.0.open_random(path, o)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.0.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> strata::Result<u64> {
-        self.0.file_size(path)
-    }
-    fn remove_file(&self, path: &Path) -> strata::Result<()> {
-        self.0.remove_file(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> strata::Result<()> {
-        self.0.rename(from, to)
-    }
-    fn list_dir(&self, dir: &Path) -> strata::Result<Vec<String>> {
-        self.0.list_dir(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> strata::Result<()> {
-        self.0.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> strata::Result<Box<dyn FileLock>> {
-        self.0.lock(path)
-    }
-}
-
 /// A flush installed a 0-byte table the MANIFEST recorded as 164 bytes, and
 /// every reopen then failed. New tables are read back before they are named.
 #[test]
@@ -226,11 +228,15 @@ fn table_whose_bytes_were_dropped_is_never_installed() {
     for paranoid in [false, true] {
         let mem = MemVfs::new();
         let opts = |vfs: Arc<dyn Vfs>| {
-            small(&CompactionStyle::Leveled, vfs)
+            policy_options(&CompactionStyle::Leveled, vfs)
                 .with_paranoid_file_checks(paranoid)
                 .with_disable_auto_compactions(true)
         };
-        let db = Db::open(db_dir(), opts(Arc::new(DropsTableBytes(mem.clone())))).unwrap();
+        let drops = HookVfs {
+            mem: mem.clone(),
+            hook: Box::new(|p, raw| if is_table(p) { Box::new(Dropped) } else { raw }),
+        };
+        let db = Db::open(db_dir(), opts(Arc::new(drops))).unwrap();
         db.put("k", "v").unwrap();
         let err = db.flush().unwrap_err();
         assert!(err.to_string().contains("failed verification"), "{err}");
@@ -248,8 +254,7 @@ fn table_whose_bytes_were_dropped_is_never_installed() {
 /// table whose data blocks were damaged on the way to disk fails the flush.
 #[test]
 fn paranoid_file_checks_catch_a_damaged_data_block() {
-    #[derive(Debug)]
-    struct FlipsFirstBlock(MemVfs);
+    /// Flips a bit in a table's first write: its first data block.
     struct Flip(Box<dyn RawFile>, bool);
     impl RawFile for Flip {
         fn write(&mut self, data: &[u8]) -> strata::Result<usize> {
@@ -264,52 +269,12 @@ fn paranoid_file_checks_catch_a_damaged_data_block() {
             self.0.sync()
         }
     }
-    impl Vfs for FlipsFirstBlock {
-        fn create_dir_all(&self, dir: &Path) -> strata::Result<()> {
-            self.0.create_dir_all(dir)
-        }
-        fn create(&self, path: &Path) -> strata::Result<Box<dyn WritableFile>> {
-            Ok(Box::new(BufferedFile::new(self.create_raw(path)?, path, 0)))
-        }
-        fn create_raw(&self, path: &Path) -> strata::Result<Box<dyn RawFile>> {
-            let sst = path.extension().is_some_and(|e| e == "sst");
-            Ok(Box::new(Flip(self.0.create_raw(path)?, sst)))
-        }
-        fn open_sequential(&self, path: &Path) -> strata::Result<Box<dyn SequentialFile>> {
-            self.0.open_sequential(path)
-        }
-        fn open_random(
-            &self,
-            path: &Path,
-            o: RandomOpenOptions,
-        ) -> strata::Result<Arc<dyn RandomAccessFile>> {
-            self.0.open_random(path, o)
-        }
-        fn exists(&self, path: &Path) -> bool {
-            self.0.exists(path)
-        }
-        fn file_size(&self, path: &Path) -> strata::Result<u64> {
-            self.0.file_size(path)
-        }
-        fn remove_file(&self, path: &Path) -> strata::Result<()> {
-            self.0.remove_file(path)
-        }
-        fn rename(&self, from: &Path, to: &Path) -> strata::Result<()> {
-            self.0.rename(from, to)
-        }
-        fn list_dir(&self, dir: &Path) -> strata::Result<Vec<String>> {
-            self.0.list_dir(dir)
-        }
-        fn sync_dir(&self, dir: &Path) -> strata::Result<()> {
-            self.0.sync_dir(dir)
-        }
-        fn lock(&self, path: &Path) -> strata::Result<Box<dyn FileLock>> {
-            self.0.lock(path)
-        }
-    }
     for paranoid in [false, true] {
-        let vfs = Arc::new(FlipsFirstBlock(MemVfs::new()));
-        let opts = small(&CompactionStyle::Leveled, vfs).with_paranoid_file_checks(paranoid);
+        let vfs = Arc::new(HookVfs {
+            mem: MemVfs::new(),
+            hook: Box::new(|p, raw| Box::new(Flip(raw, is_table(p)))),
+        });
+        let opts = policy_options(&CompactionStyle::Leveled, vfs).with_paranoid_file_checks(paranoid);
         let db = Db::open(db_dir(), opts).unwrap();
         for i in 0..50 {
             db.put(format!("key{i:03}"), [b'v'; 40]).unwrap();
@@ -323,9 +288,10 @@ fn paranoid_file_checks_catch_a_damaged_data_block() {
 /// inputs stayed on disk until some later purge.
 #[test]
 fn compact_range_returns_after_its_inputs_are_deleted() {
-    for style in policies() {
+    for style in builtin_policies() {
         let vfs = Arc::new(MemVfs::new());
-        let db = Db::open(db_dir(), small(&style, vfs.clone()).with_disable_auto_compactions(true)).unwrap();
+        let db = Db::open(db_dir(), policy_options(&style, vfs.clone()).with_disable_auto_compactions(true))
+            .unwrap();
         for round in 0..10 {
             for i in 0..30 {
                 db.put(format!("key{i:03}"), format!("round{round}-{}", "x".repeat(50))).unwrap();
@@ -343,9 +309,9 @@ fn compact_range_returns_after_its_inputs_are_deleted() {
 /// only live tables are on disk.
 #[test]
 fn background_compaction_deletes_its_inputs_before_it_reports_done() {
-    for style in policies() {
+    for style in builtin_policies() {
         let vfs = Arc::new(MemVfs::new());
-        let db = Db::open(db_dir(), small(&style, vfs.clone())).unwrap();
+        let db = Db::open(db_dir(), policy_options(&style, vfs.clone())).unwrap();
         for i in 0..3000 {
             db.put(format!("key{:04}", (i * 7919) % 1000), [b'v'; 60]).unwrap();
         }

@@ -1,28 +1,17 @@
 //! `Db::open_read_only`: reads everything, writes nothing, works where
 //! `Db::open` cannot (a full disk, a read-only file system, beside a writer).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
+use common::{builtin_policies, policy_options};
+
 use strata::vfs::{FaultConfig, FaultOp, FaultVfs};
 use strata::{CompactionStyle, Db, Error, MemVfs, Options, ReadOptions, Vfs, WriteOptions};
-
-fn policies() -> Vec<CompactionStyle> {
-    CompactionStyle::builtin_names().iter().map(|n| CompactionStyle::from_name(n).unwrap()).collect()
-}
-
-fn small(style: &CompactionStyle, vfs: Arc<dyn Vfs>) -> Options {
-    Options::default()
-        .with_compaction_style(style.clone())
-        .with_write_buffer_size(8 << 10)
-        .with_target_file_size_base(4 << 10)
-        .with_max_bytes_for_level_base(16 << 10)
-        .with_level0_file_num_compaction_trigger(2)
-        .with_block_size(512)
-        .with_vfs(vfs)
-}
 
 fn dir() -> PathBuf {
     PathBuf::from("/db")
@@ -65,9 +54,9 @@ fn snapshot_of_files(vfs: &dyn Vfs) -> BTreeMap<String, Vec<u8>> {
 
 #[test]
 fn read_only_open_writes_nothing() {
-    for style in policies() {
+    for style in builtin_policies() {
         let vfs = FaultVfs::new(Arc::new(MemVfs::new()), FaultConfig::new(1));
-        let opts = small(&style, Arc::new(vfs.clone()));
+        let opts = policy_options(&style, Arc::new(vfs.clone()));
         let db = Db::open(dir(), opts.clone()).unwrap();
         let model = fill(&db);
         db.close().unwrap();
@@ -98,9 +87,9 @@ fn read_only_open_writes_nothing() {
 
 #[test]
 fn read_only_open_sees_wal_data_and_tables() {
-    for style in policies() {
+    for style in builtin_policies() {
         let vfs = Arc::new(MemVfs::new());
-        let opts = small(&style, vfs.clone());
+        let opts = policy_options(&style, vfs.clone());
         let db = Db::open(dir(), opts.clone()).unwrap();
         let model = fill(&db);
         drop(db);
@@ -126,7 +115,7 @@ fn read_only_open_sees_wal_data_and_tables() {
 #[test]
 fn read_only_handle_refuses_writes_flush_and_compaction() {
     let vfs = Arc::new(MemVfs::new());
-    let opts = small(&CompactionStyle::Lsbm, vfs);
+    let opts = policy_options(&CompactionStyle::Lsbm, vfs);
     Db::open(dir(), opts.clone()).unwrap().put("k", "v").unwrap();
     let db = Db::open_read_only(dir(), opts).unwrap();
     let ro = |r: strata::Result<()>| matches!(r, Err(Error::ReadOnly(m)) if m.contains("read-only"));
@@ -143,7 +132,7 @@ fn read_only_handle_refuses_writes_flush_and_compaction() {
 #[test]
 fn read_only_open_works_beside_an_open_writer() {
     let vfs = Arc::new(MemVfs::new());
-    let opts = small(&CompactionStyle::Leveled, vfs);
+    let opts = policy_options(&CompactionStyle::Leveled, vfs);
     let writer = Db::open(dir(), opts.clone()).unwrap();
     let model = fill(&writer);
     let reader = Db::open_read_only(dir(), opts.clone()).unwrap();
@@ -157,7 +146,7 @@ fn read_only_open_works_beside_an_open_writer() {
 #[test]
 fn read_only_open_of_missing_database_is_an_error() {
     let vfs = Arc::new(MemVfs::new());
-    let e = Db::open_read_only(dir(), small(&CompactionStyle::Leveled, vfs.clone())).unwrap_err();
+    let e = Db::open_read_only(dir(), policy_options(&CompactionStyle::Leveled, vfs.clone())).unwrap_err();
     assert!(matches!(e, Error::NotADatabase(_)), "{e}");
     assert!(!vfs.exists(&dir()), "nothing created");
 }
@@ -165,7 +154,7 @@ fn read_only_open_of_missing_database_is_an_error() {
 #[test]
 fn read_only_open_drops_a_torn_wal_tail() {
     let vfs = Arc::new(MemVfs::new());
-    let opts = small(&CompactionStyle::Leveled, vfs.clone()).with_disable_auto_compactions(true);
+    let opts = policy_options(&CompactionStyle::Leveled, vfs.clone()).with_disable_auto_compactions(true);
     let db = Db::open(dir(), opts.clone()).unwrap();
     db.put("a", "1").unwrap();
     db.put("b", "2").unwrap();
@@ -182,9 +171,9 @@ fn read_only_open_drops_a_torn_wal_tail() {
 
 #[test]
 fn read_only_open_reads_a_database_on_a_full_disk() {
-    for style in policies() {
+    for style in builtin_policies() {
         let vfs = FaultVfs::new(Arc::new(MemVfs::new()), FaultConfig::new(1));
-        let opts = small(&style, Arc::new(vfs.clone()));
+        let opts = policy_options(&style, Arc::new(vfs.clone()));
         let db = Db::open(dir(), opts.clone()).unwrap();
         let model = fill(&db);
         vfs.set_free_space(Some(0));

@@ -1,9 +1,13 @@
 //! `strata::repair` and `strata::destroy`: a database that no longer opens is
 //! rebuilt from what is readable, never with invented or resurrected values.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use common::{builtin_policies, policy_options};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -11,21 +15,6 @@ use strata::vfs::{CrashMode, CrashVfs};
 use strata::{repair, CompactionStyle, Db, Error, MemVfs, Options, Vfs};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn policies() -> Vec<CompactionStyle> {
-    CompactionStyle::builtin_names().iter().map(|n| CompactionStyle::from_name(n).unwrap()).collect()
-}
-
-fn opts(style: &CompactionStyle, vfs: Arc<dyn Vfs>) -> Options {
-    Options::default()
-        .with_compaction_style(style.clone())
-        .with_write_buffer_size(8 << 10)
-        .with_target_file_size_base(4 << 10)
-        .with_max_bytes_for_level_base(16 << 10)
-        .with_level0_file_num_compaction_trigger(2)
-        .with_block_size(256)
-        .with_vfs(vfs)
-}
 
 fn dir() -> PathBuf {
     PathBuf::from("/db")
@@ -87,8 +76,8 @@ fn names(vfs: &dyn Vfs, d: &Path, ext: &str) -> Vec<String> {
 
 /// After a repair the database opens under the policy, takes writes, compacts and reads back.
 fn still_works(style: &CompactionStyle, vfs: Arc<dyn Vfs>, expect: &Model) {
-    let db =
-        Db::open(dir(), opts(style, vfs)).unwrap_or_else(|e| panic!("{style:?}: open after repair: {e}"));
+    let db = Db::open(dir(), policy_options(style, vfs))
+        .unwrap_or_else(|e| panic!("{style:?}: open after repair: {e}"));
     same(&scan(&db), expect, &format!("{style:?}"));
     for i in 0..300 {
         db.put(format!("after{i:03}"), "x").unwrap();
@@ -108,14 +97,17 @@ fn missing_current_is_repaired_without_losing_or_resurrecting_anything() {
     // No data is damaged, so repair must give exactly the model: every
     // overwrite and deletion holds across duplicates (buffer files, unpurged
     // inputs) and interleaved sequence ranges.
-    for style in policies() {
+    for style in builtin_policies() {
         let vfs = Arc::new(MemVfs::new());
-        let db = Db::open(dir(), opts(&style, vfs.clone())).unwrap();
+        let db = Db::open(dir(), policy_options(&style, vfs.clone())).unwrap();
         let (model, _) = workload(&db, 1);
         db.close().unwrap();
         vfs.remove_file(&dir().join("CURRENT")).unwrap();
-        assert!(Db::open(dir(), opts(&style, vfs.clone())).is_err(), "{style:?}: no CURRENT, no open");
-        let report = repair(dir(), opts(&style, vfs.clone())).unwrap();
+        assert!(
+            Db::open(dir(), policy_options(&style, vfs.clone())).is_err(),
+            "{style:?}: no CURRENT, no open"
+        );
+        let report = repair(dir(), policy_options(&style, vfs.clone())).unwrap();
         assert!(
             report.manifest_readable,
             "{style:?}: the newest MANIFEST is found without CURRENT: {report}"
@@ -133,9 +125,9 @@ fn lost_manifest_is_repaired_from_every_table() {
     // so the result is exact; under LSbM and dLSM a buffer file may hold an
     // older copy of a key whose deletion was dropped, so only "never invented"
     // holds (FORMAT.md, Repair).
-    for style in policies() {
+    for style in builtin_policies() {
         let vfs = Arc::new(MemVfs::new());
-        let db = Db::open(dir(), opts(&style, vfs.clone())).unwrap();
+        let db = Db::open(dir(), policy_options(&style, vfs.clone())).unwrap();
         let (model, written) = workload(&db, 7);
         db.close().unwrap();
         for n in vfs.list_dir(&dir()).unwrap() {
@@ -143,12 +135,12 @@ fn lost_manifest_is_repaired_from_every_table() {
                 vfs.remove_file(&dir().join(n)).unwrap();
             }
         }
-        let report = repair(dir(), opts(&style, vfs.clone())).unwrap();
+        let report = repair(dir(), policy_options(&style, vfs.clone())).unwrap();
         assert!(!report.manifest_readable, "{report}");
         if matches!(style, CompactionStyle::Leveled | CompactionStyle::Blsm) {
             still_works(&style, vfs, &model);
         } else {
-            let db = Db::open(dir(), opts(&style, vfs)).unwrap();
+            let db = Db::open(dir(), policy_options(&style, vfs)).unwrap();
             only_written_values(&scan(&db), &written, &format!("{style:?}"));
         }
     }
@@ -156,9 +148,9 @@ fn lost_manifest_is_repaired_from_every_table() {
 
 #[test]
 fn deleted_wal_files_repair_keeps_table_data() {
-    for style in policies() {
+    for style in builtin_policies() {
         let vfs = Arc::new(MemVfs::new());
-        let db = Db::open(dir(), opts(&style, vfs.clone())).unwrap();
+        let db = Db::open(dir(), policy_options(&style, vfs.clone())).unwrap();
         let (mut model, _) = workload(&db, 2);
         db.flush().unwrap();
         db.put("only-in-the-wal", "lost").unwrap();
@@ -166,9 +158,9 @@ fn deleted_wal_files_repair_keeps_table_data() {
         for n in names(vfs.as_ref(), &dir(), ".log") {
             vfs.remove_file(&dir().join(n)).unwrap();
         }
-        let e = Db::open(dir(), opts(&style, vfs.clone())).unwrap_err();
+        let e = Db::open(dir(), policy_options(&style, vfs.clone())).unwrap_err();
         assert!(e.to_string().contains("WAL"), "{style:?}: {e}");
-        let report = repair(dir(), opts(&style, vfs.clone())).unwrap();
+        let report = repair(dir(), policy_options(&style, vfs.clone())).unwrap();
         assert!(report.manifest_readable, "{report}");
         model.remove(&b"only-in-the-wal"[..]);
         still_works(&style, vfs, &model);
@@ -177,22 +169,22 @@ fn deleted_wal_files_repair_keeps_table_data() {
 
 #[test]
 fn zero_byte_table_repair_keeps_other_tables() {
-    for style in policies() {
+    for style in builtin_policies() {
         let vfs = Arc::new(MemVfs::new());
-        let db = Db::open(dir(), opts(&style, vfs.clone())).unwrap();
+        let db = Db::open(dir(), policy_options(&style, vfs.clone())).unwrap();
         let (_, written) = workload(&db, 3);
         db.close().unwrap();
         // The newest table is a flush or compaction output, so a run's file
         // (a buffer only ever holds older files).
         let victim = names(vfs.as_ref(), &dir(), ".sst").pop().unwrap();
         vfs.truncate(&dir().join(&victim), 0).unwrap();
-        let e = Db::open(dir(), opts(&style, vfs.clone())).unwrap_err();
+        let e = Db::open(dir(), policy_options(&style, vfs.clone())).unwrap_err();
         assert!(e.to_string().contains("0 bytes"), "{style:?}: {e}");
-        let report = repair(dir(), opts(&style, vfs.clone())).unwrap();
+        let report = repair(dir(), policy_options(&style, vfs.clone())).unwrap();
         assert_eq!(report.tables_lost, 1, "{style:?}: {report}");
         assert_eq!(report.moved_to_lost, vec![victim.clone()], "{style:?}");
         assert!(vfs.exists(&dir().join("lost").join(&victim)), "damaged files are kept");
-        let db = Db::open(dir(), opts(&style, vfs.clone())).unwrap();
+        let db = Db::open(dir(), policy_options(&style, vfs.clone())).unwrap();
         let got = scan(&db);
         assert!(!got.is_empty());
         only_written_values(&got, &written, &format!("{style:?}"));
@@ -215,7 +207,7 @@ fn only_written_values(got: &Model, written: &Written, ctx: &str) {
 #[test]
 fn corrupt_block_loses_only_its_entries() {
     let vfs = Arc::new(MemVfs::new());
-    let o = opts(&CompactionStyle::Leveled, vfs.clone())
+    let o = policy_options(&CompactionStyle::Leveled, vfs.clone())
         .with_target_file_size_base(1 << 20)
         .with_disable_auto_compactions(true);
     let db = Db::open(dir(), o.clone()).unwrap();
@@ -244,10 +236,10 @@ fn corrupt_block_loses_only_its_entries() {
 
 #[test]
 fn repair_never_invents_values_whatever_is_damaged() {
-    for style in policies() {
+    for style in builtin_policies() {
         for seed in 0..6u64 {
             let vfs = Arc::new(MemVfs::new());
-            let db = Db::open(dir(), opts(&style, vfs.clone())).unwrap();
+            let db = Db::open(dir(), policy_options(&style, vfs.clone())).unwrap();
             let (_, written) = workload(&db, 10 + seed);
             db.close().unwrap();
             let mut rng = StdRng::seed_from_u64(seed);
@@ -261,9 +253,10 @@ fn repair_never_invents_values_whatever_is_damaged() {
                 }
             }
             let ctx = format!("{style:?} seed {seed}");
-            let report = repair(dir(), opts(&style, vfs.clone())).unwrap_or_else(|e| panic!("{ctx}: {e}"));
-            let db =
-                Db::open(dir(), opts(&style, vfs.clone())).unwrap_or_else(|e| panic!("{ctx}: {report}: {e}"));
+            let report =
+                repair(dir(), policy_options(&style, vfs.clone())).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            let db = Db::open(dir(), policy_options(&style, vfs.clone()))
+                .unwrap_or_else(|e| panic!("{ctx}: {report}: {e}"));
             only_written_values(&scan(&db), &written, &ctx);
         }
     }
@@ -272,10 +265,16 @@ fn repair_never_invents_values_whatever_is_damaged() {
 #[test]
 fn repair_of_an_open_database_is_locked() {
     let vfs = Arc::new(MemVfs::new());
-    let db = Db::open(dir(), opts(&CompactionStyle::Leveled, vfs.clone())).unwrap();
+    let db = Db::open(dir(), policy_options(&CompactionStyle::Leveled, vfs.clone())).unwrap();
     db.put("k", "v").unwrap();
-    assert!(matches!(repair(dir(), opts(&CompactionStyle::Leveled, vfs.clone())), Err(Error::Locked(_))));
-    assert!(matches!(strata::destroy(dir(), opts(&CompactionStyle::Leveled, vfs)), Err(Error::Locked(_))));
+    assert!(matches!(
+        repair(dir(), policy_options(&CompactionStyle::Leveled, vfs.clone())),
+        Err(Error::Locked(_))
+    ));
+    assert!(matches!(
+        strata::destroy(dir(), policy_options(&CompactionStyle::Leveled, vfs)),
+        Err(Error::Locked(_))
+    ));
     assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"v"[..]));
 }
 
@@ -283,11 +282,11 @@ fn repair_of_an_open_database_is_locked() {
 fn repair_is_idempotent() {
     let vfs = Arc::new(MemVfs::new());
     let style = CompactionStyle::Lsbm;
-    let db = Db::open(dir(), opts(&style, vfs.clone())).unwrap();
+    let db = Db::open(dir(), policy_options(&style, vfs.clone())).unwrap();
     let (model, _) = workload(&db, 4);
     db.close().unwrap();
-    let first = repair(dir(), opts(&style, vfs.clone())).unwrap();
-    let second = repair(dir(), opts(&style, vfs.clone())).unwrap();
+    let first = repair(dir(), policy_options(&style, vfs.clone())).unwrap();
+    let second = repair(dir(), policy_options(&style, vfs.clone())).unwrap();
     assert_eq!(second.entries_kept, first.entries_kept);
     assert_eq!(
         (second.tables_intact, second.tables_lost, second.tables_damaged),
@@ -301,29 +300,31 @@ fn repair_is_idempotent() {
 fn crash_during_repair_then_repair_again_keeps_data() {
     let style = CompactionStyle::Blsm;
     let base = MemVfs::new();
-    let db = Db::open(dir(), opts(&style, Arc::new(base.clone()))).unwrap();
+    let db = Db::open(dir(), policy_options(&style, Arc::new(base.clone()))).unwrap();
     let (model, _) = workload(&db, 5);
     db.close().unwrap();
     base.remove_file(&dir().join("CURRENT")).unwrap();
     let image = CrashVfs::from_mem(base);
     // How many mutating operations a whole repair takes.
     let probe = CrashVfs::from_mem(image.image(CrashMode::ProcessKill));
-    repair(dir(), opts(&style, Arc::new(probe.clone()))).unwrap();
+    repair(dir(), policy_options(&style, Arc::new(probe.clone()))).unwrap();
     let total = probe.ops_done();
     for n in 0..=total {
         for mode in [CrashMode::PowerLoss, CrashMode::TornWrite { seed: n }] {
             let vfs = CrashVfs::from_mem(image.image(CrashMode::ProcessKill));
             vfs.set_crash_after(Some(n));
-            let _ = repair(dir(), opts(&style, Arc::new(vfs.clone())));
+            let _ = repair(dir(), policy_options(&style, Arc::new(vfs.clone())));
             vfs.crash_now();
             let after = Arc::new(vfs.image(mode));
             let ctx = format!("crash after op {n} of {total} ({mode:?})");
             // The directory opens as repaired, or a second repair finishes the job.
-            let db = match Db::open(dir(), opts(&style, after.clone())) {
+            let db = match Db::open(dir(), policy_options(&style, after.clone())) {
                 Ok(db) => db,
                 Err(_) => {
-                    repair(dir(), opts(&style, after.clone())).unwrap_or_else(|e| panic!("{ctx}: {e}"));
-                    Db::open(dir(), opts(&style, after.clone())).unwrap_or_else(|e| panic!("{ctx}: {e}"))
+                    repair(dir(), policy_options(&style, after.clone()))
+                        .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                    Db::open(dir(), policy_options(&style, after.clone()))
+                        .unwrap_or_else(|e| panic!("{ctx}: {e}"))
                 }
             };
             same(&scan(&db), &model, &ctx);
@@ -334,19 +335,19 @@ fn crash_during_repair_then_repair_again_keeps_data() {
 #[test]
 fn destroy_removes_only_strata_files() {
     let vfs = Arc::new(MemVfs::new());
-    let db = Db::open(dir(), opts(&CompactionStyle::Leveled, vfs.clone())).unwrap();
+    let db = Db::open(dir(), policy_options(&CompactionStyle::Leveled, vfs.clone())).unwrap();
     workload(&db, 6);
     db.close().unwrap();
     let mut notes = vfs.create(&dir().join("notes.txt")).unwrap();
     notes.append(b"mine").unwrap();
     notes.sync().unwrap();
     drop(notes);
-    strata::destroy(dir(), opts(&CompactionStyle::Leveled, vfs.clone())).unwrap();
+    strata::destroy(dir(), policy_options(&CompactionStyle::Leveled, vfs.clone())).unwrap();
     assert_eq!(vfs.list_dir(&dir()).unwrap(), vec!["notes.txt".to_string()]);
     vfs.remove_file(&dir().join("notes.txt")).unwrap();
-    strata::destroy(dir(), opts(&CompactionStyle::Leveled, vfs.clone())).unwrap();
+    strata::destroy(dir(), policy_options(&CompactionStyle::Leveled, vfs.clone())).unwrap();
     assert!(!vfs.exists(&dir()), "an emptied directory is removed");
-    strata::destroy(dir(), opts(&CompactionStyle::Leveled, vfs)).unwrap();
+    strata::destroy(dir(), policy_options(&CompactionStyle::Leveled, vfs)).unwrap();
 }
 
 #[test]
@@ -395,21 +396,21 @@ fn every_damage_open_refuses_is_repaired() {
             v.corrupt_byte(&p, len - 10, 0x10).unwrap()
         }),
     ];
-    for style in policies() {
+    for style in builtin_policies() {
         for (what, damage) in &cases {
             let vfs = MemVfs::new();
-            let db = Db::open(dir(), opts(&style, Arc::new(vfs.clone()))).unwrap();
+            let db = Db::open(dir(), policy_options(&style, Arc::new(vfs.clone()))).unwrap();
             let (_, written) = workload(&db, 8);
             db.close().unwrap();
             damage(&vfs);
             let ctx = format!("{style:?}, {what}");
             assert!(
-                Db::open(dir(), opts(&style, Arc::new(vfs.clone()))).is_err(),
+                Db::open(dir(), policy_options(&style, Arc::new(vfs.clone()))).is_err(),
                 "{ctx}: open should refuse"
             );
-            let report =
-                repair(dir(), opts(&style, Arc::new(vfs.clone()))).unwrap_or_else(|e| panic!("{ctx}: {e}"));
-            let db = Db::open(dir(), opts(&style, Arc::new(vfs.clone())))
+            let report = repair(dir(), policy_options(&style, Arc::new(vfs.clone())))
+                .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            let db = Db::open(dir(), policy_options(&style, Arc::new(vfs.clone())))
                 .unwrap_or_else(|e| panic!("{ctx}: open after repair ({report}): {e}"));
             let got = scan(&db);
             assert!(got.len() > 100, "{ctx}: most data kept, {} keys: {report}", got.len());

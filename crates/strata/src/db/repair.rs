@@ -143,10 +143,9 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     let old =
         VersionSet::load_read_only(vfs.clone(), dir, opts.num_levels, |_, _| Ok(())).ok().or_else(|| {
             // CURRENT lost or damaged: the newest MANIFEST that reads whole.
-            manifests
-                .iter()
-                .rev()
-                .find_map(|&n| VersionSet::load_read_only_at(vfs.clone(), dir, n, opts.num_levels).ok())
+            manifests.iter().rev().find_map(|&n| {
+                VersionSet::load_read_only_at(vfs.clone(), dir, n, opts.num_levels, |_, _| Ok(())).ok()
+            })
         });
     let (mut use_tables, mut superseded) = (Vec::new(), Vec::new());
     match &old {

@@ -114,19 +114,19 @@ impl VersionSet {
         check: impl FnOnce(&Version, u64) -> Result<()>,
     ) -> Result<VersionSet> {
         let number = read_current(&*vfs, dir)?;
-        let r = Self::replay(&vfs, dir, number, num_levels, check)?;
-        Ok(Self::assemble(vfs, dir, num_levels, r, number, None))
+        Self::load_read_only_at(vfs, dir, number, num_levels, check)
     }
 
     /// [`Self::load_read_only`] from `MANIFEST-<number>`, whatever `CURRENT`
-    /// says (repair, when `CURRENT` is lost), without the directory checks.
+    /// says (repair, when `CURRENT` is lost).
     pub(crate) fn load_read_only_at(
         vfs: Arc<dyn Vfs>,
         dir: &Path,
         number: u64,
         num_levels: usize,
+        check: impl FnOnce(&Version, u64) -> Result<()>,
     ) -> Result<VersionSet> {
-        let r = Self::replay(&vfs, dir, number, num_levels, |_, _| Ok(()))?;
+        let r = Self::replay(&vfs, dir, number, num_levels, check)?;
         Ok(Self::assemble(vfs, dir, num_levels, r, number, None))
     }
 

@@ -150,6 +150,16 @@ pub fn small_options() -> Options {
         .with_max_open_files(16)
 }
 
+/// Every built-in policy.
+pub fn builtin_policies() -> Vec<CompactionStyle> {
+    CompactionStyle::builtin_names().iter().map(|n| CompactionStyle::from_name(n).expect("builtin")).collect()
+}
+
+/// `small_options` under `style` on `vfs`.
+pub fn policy_options(style: &CompactionStyle, vfs: Arc<dyn Vfs>) -> Options {
+    small_options().with_compaction_style(style.clone()).with_vfs(vfs)
+}
+
 /// `small_options` with a deep, narrow tree (8 KiB L1, ratio 3, 5 levels), so
 /// rounds turn over and data crosses several levels within a short op log.
 fn deep_options(style: CompactionStyle) -> Options {

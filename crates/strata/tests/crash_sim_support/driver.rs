@@ -57,6 +57,25 @@ pub struct Case {
     pub extra_reopens: bool,
 }
 
+impl Case {
+    /// `steps` under `policy` over `keys` keys: the power goes out after the
+    /// workload (`ProcessKill`), no fault, no extra reopens.
+    pub fn new(policy: &str, steps: Vec<Step>, keys: usize) -> Case {
+        Case {
+            policy: policy.to_string(),
+            steps,
+            crash_after: None,
+            mode: CrashMode::ProcessKill,
+            recovery_crash: None,
+            fault: None,
+            io_fault: None,
+            close_after_fault: false,
+            keys,
+            extra_reopens: false,
+        }
+    }
+}
+
 /// What a case did.
 #[derive(Debug, Default, Clone)]
 pub struct Outcome {
