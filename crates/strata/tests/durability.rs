@@ -157,8 +157,10 @@ fn sync_with_disable_wal_is_refused() {
 /// a file system that misbehaves below the write buffer.
 struct HookVfs {
     mem: MemVfs,
-    hook: Box<dyn Fn(&Path, Box<dyn RawFile>) -> Box<dyn RawFile> + Send + Sync>,
+    hook: Hook,
 }
+
+type Hook = Box<dyn Fn(&Path, Box<dyn RawFile>) -> Box<dyn RawFile> + Send + Sync>;
 
 impl std::fmt::Debug for HookVfs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
