@@ -113,6 +113,16 @@ pub struct Args {
     /// O_DIRECT for table reads.
     #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
     pub use_direct_reads: bool,
+    /// Slow-device profile every step runs under: none | cloud (3000 read IOPS, 125 MB/s) | hdd
+    /// (150 read IOPS, 150 MB/s). Read limits on the disk holding --db and a memory limit bounding
+    /// the page cache, applied with Linux cgroups to the whole process, so every engine sees the
+    /// same device (needs root and cgroups; see scripts/slow-device.sh for other commands).
+    #[arg(long, default_value = "none")]
+    pub device_profile: String,
+    /// Memory limit in bytes under --device_profile (memory charged after entering it: the block
+    /// cache as it fills, new allocations, the page cache); 0 = --cache_size + 128 MiB.
+    #[arg(long, default_value_t = 0)]
+    pub device_memory: u64,
     /// Database directory (each engine row gets a subdirectory); default: a fresh temporary directory.
     #[arg(long)]
     pub db: Option<PathBuf>,
@@ -246,6 +256,7 @@ impl Args {
                 ),
             )?;
         }
+        crate::device::lookup(&self.device_profile).map_err(|e| format!("--device_profile: {e}"))?;
         check(!self.policy.is_empty(), "--policy: no policy given")?;
         for p in &self.policy {
             strata::CompactionStyle::from_name(p).map_err(|e| format!("--policy: {e}"))?;

@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod charts;
 pub mod cli;
+pub mod device;
 pub mod engine;
 pub mod gen;
 pub mod output;

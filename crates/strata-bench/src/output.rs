@@ -232,6 +232,7 @@ mod tests {
                     found: 1000,
                     samples,
                     op_latencies: Vec::new(),
+                    device_profile: String::new(),
                 });
             }
             // A benchmark without a time series: rows in results.csv, no charts.

@@ -72,4 +72,8 @@ pub struct RunResult {
     /// YCSB phases: latencies per operation type (those that ran).
     #[serde(default)]
     pub op_latencies: Vec<OpSummary>,
+    /// The slow-device profile in force (`--device_profile`: limits, device, cgroup version);
+    /// empty when none.
+    #[serde(default)]
+    pub device_profile: String,
 }

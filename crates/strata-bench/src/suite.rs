@@ -93,8 +93,9 @@ impl Plan {
     /// The main job's short compaction-buffer comparison (a small version of
     /// `scripts/lsbm-experiment.sh`): 100 k 1 KiB records, a 2 MB/s uniform
     /// update stream and 8 rangehot readers with direct I/O, under every
-    /// built-in policy plus the compiled-in peers.
-    pub fn buffer_comparison() -> BenchResult<Plan> {
+    /// built-in policy plus the compiled-in peers. With `device_profile` (e.g.
+    /// `cloud`), the timed step runs under it; the load never does.
+    pub fn buffer_comparison(device_profile: &str) -> BenchResult<Plan> {
         let policies = strata::CompactionStyle::builtin_names().join(",");
         let base = parse_args([
             "strata-bench".to_string(),
@@ -121,6 +122,7 @@ impl Plan {
         for step in &mut plan.steps {
             if step.benchmark == "readwhilewriting" {
                 step.label = "readwhilewriting/buffer".into();
+                step.args.device_profile = device_profile.to_string();
             } else {
                 // db_bench fills write `--num` keys per thread: load once, all of it.
                 step.args.threads = 1;
@@ -227,7 +229,14 @@ pub fn run_plan(plan: &Plan, log: &mut dyn Write) -> BenchResult<Vec<RunResult>>
             }
             let mut state = DbState::new(plan.base.use_existing_db);
             for step in &plan.steps {
-                let out = bench::run_benchmark(engine.as_ref(), &step.benchmark, &step.args, &mut state)?;
+                let throttle = enter_device(&step.args, &dir)?;
+                let device = throttle.as_ref().map_or_else(inherited_device, |t| t.description().to_string());
+                if throttle.is_some() {
+                    writeln!(log, "{row}: {} under device profile {device}", step.label).map_err(io)?;
+                }
+                let out = bench::run_benchmark(engine.as_ref(), &step.benchmark, &step.args, &mut state);
+                drop(throttle);
+                let out = out?;
                 for w in state.warnings.drain(..) {
                     writeln!(log, "{row}: {w}").map_err(io)?;
                 }
@@ -235,6 +244,7 @@ pub fn run_plan(plan: &Plan, log: &mut dyn Write) -> BenchResult<Vec<RunResult>>
                 for (i, (mut r, latencies)) in out.results.into_iter().enumerate() {
                     r.engine = row.clone();
                     r.repetition = rep;
+                    r.device_profile = device.clone();
                     // The main result (the last one) carries the step's label.
                     if i + 1 == n && !step.benchmark.starts_with("ycsb") {
                         r.benchmark = step.label.clone();
@@ -265,6 +275,41 @@ pub fn run_plan(plan: &Plan, log: &mut dyn Write) -> BenchResult<Vec<RunResult>>
     Ok(results)
 }
 
+/// `device profile: cloud (read 3000 IOPS, 125 MB/s) for readwhilewriting`
+/// when any step runs under a slow-device profile.
+fn device_header(plan: &Plan) -> Option<String> {
+    let mut steps = Vec::new();
+    let mut profile = None;
+    for s in &plan.steps {
+        if let Ok(Some(p)) = crate::device::lookup(&s.args.device_profile) {
+            steps.push(s.label.as_str());
+            profile = Some(p);
+        }
+    }
+    let Some(p) = profile else {
+        let inherited = inherited_device();
+        return (!inherited.is_empty())
+            .then(|| format!("device profile: {inherited} (from scripts/slow-device.sh)"));
+    };
+    let which = if steps.len() == plan.steps.len() { "every step".to_string() } else { steps.join(", ") };
+    Some(format!("device profile: {} for {which} (cgroup limits on the database's disk)", p.describe()))
+}
+
+/// The profile `scripts/slow-device.sh` put this process under, if any.
+fn inherited_device() -> String {
+    std::env::var("STRATA_DEVICE_PROFILE").unwrap_or_default()
+}
+
+/// Moves the process under the step's slow-device profile, if it names one.
+fn enter_device(args: &Args, dir: &Path) -> BenchResult<Option<crate::device::Throttle>> {
+    let Some(profile) = crate::device::lookup(&args.device_profile)? else { return Ok(None) };
+    let memory =
+        if args.device_memory > 0 { args.device_memory } else { args.cache_size as u64 + (128 << 20) };
+    let t = crate::device::Throttle::enter(&profile, dir, memory, true)
+        .map_err(|e| format!("--device_profile={}: {e}", profile.name))?;
+    Ok(Some(t))
+}
+
 /// Runs a plan end to end: prints the option mappings and summaries, the table
 /// and time series, and writes `--out` files.
 pub fn run_main(plan: &Plan) -> BenchResult<()> {
@@ -283,6 +328,9 @@ pub fn run_main(plan: &Plan) -> BenchResult<()> {
         plan.base.repetitions
     )
     .map_err(io)?;
+    if let Some(line) = device_header(plan) {
+        writeln!(out, "{line}").map_err(io)?;
+    }
     let results = run_plan(plan, &mut out)?;
     writeln!(out, "\n{}{}", report::format_table(&results, plan.baseline().as_deref()), report::TABLE_NOTE)
         .map_err(io)?;
@@ -321,7 +369,11 @@ mod tests {
         assert!(plan.steps[3].args.benchmark_write_rate_limit > 0);
         assert_eq!(plan.base.num, SUITE_NUM);
         assert!(plan.rows().iter().any(|r| r.2 == "strata/leveled"));
-        let cmp = Plan::buffer_comparison().unwrap();
+        let cmp = Plan::buffer_comparison("cloud").unwrap();
+        assert_eq!(cmp.steps[2].args.device_profile, "cloud", "the timed step runs on the slow device");
+        assert_eq!(cmp.steps[0].args.device_profile, "none", "the load does not");
+        assert!(device_header(&cmp).unwrap().contains("3000 IOPS"));
+        assert!(device_header(&plan).is_none() || !inherited_device().is_empty());
         let rows: Vec<String> = cmp.rows().into_iter().map(|r| r.2).collect();
         for p in ["leveled", "blsm", "lsbm", "dlsm"] {
             assert!(rows.contains(&format!("strata/{p}")), "{rows:?}");

@@ -177,6 +177,7 @@ pub fn finish(
         found,
         samples: Vec::new(),
         op_latencies: Vec::new(),
+        device_profile: String::new(),
     };
     Ok((r, hist))
 }

@@ -124,6 +124,7 @@ pub fn run(engine: &dyn Engine, name: &str, args: &Args, op: ReadOp, seeds: &[u6
         found,
         samples: outcome,
         op_latencies: Vec::new(),
+        device_profile: String::new(),
     };
     // No MB/s line: db_bench's would count read bytes, which a get does not return here.
     Ok(Outcome { results: vec![(result, Some(super::Latencies::single(total)))], bytes: 0 })
