@@ -89,6 +89,12 @@ fn hot_reads_go_through_the_buffer_which_survives_reopen() {
         for (key, v) in &model {
             assert_eq!(db.get(key).unwrap().as_ref(), Some(v));
         }
+        // Regression (buffer probes read uncached buffer files, paying the same
+        // device read as the run and then caching hot data twice): after reopen
+        // nothing is cached, so every read leaves the buffer for its run.
+        let s3 = db.stats();
+        assert_eq!(s3.buffer_hits, 0, "{style:?}: a cold buffer file served a read: {s3}");
+        assert!(s3.buffer_uncached > 0, "{style:?}: no read met the cold buffer: {s3}");
         mixed(&db, &mut model, 9, 5000);
         assert_eq!(db.iter().count(), model.len());
     }

@@ -119,6 +119,17 @@ impl BlockCache {
         found
     }
 
+    /// The cached block at (file, offset) if it is resident: a hit is counted,
+    /// an absence is not a miss (the caller reads nothing instead).
+    pub fn get_resident(&self, file_id: u64, offset: u64) -> Option<Arc<Block>> {
+        let mut s = self.shard(file_id, offset).lock();
+        let found = s.lru.get(&(file_id, offset)).cloned();
+        if found.is_some() {
+            s.stats.hits += 1;
+        }
+        found
+    }
+
     /// Caches a block, evicting least recently used ones to stay within
     /// capacity. A block larger than a shard's capacity is not cached.
     pub fn insert(&self, file_id: u64, offset: u64, block: Arc<Block>) {

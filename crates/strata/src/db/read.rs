@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::key::{lookup_key, SeqNum, ValueKind};
 use crate::options::ReadOptions;
 use crate::stats::Counters;
-use crate::table::BlockReadOptions;
+use crate::table::{BlockReadOptions, CachedGet};
 use crate::version::{Buffer, BufferEntry};
 
 impl DbInner {
@@ -57,7 +57,7 @@ impl DbInner {
                     if !table.may_contain(key) {
                         continue;
                     }
-                    if let Some(hit) = self.probe_buffer(buffer, key, &lookup, bro, &mut probes)? {
+                    if let Some(hit) = self.probe_buffer(buffer, key, &lookup, &mut probes)? {
                         Counters::add(&self.counters.buffer_hits, 1);
                         found = (hit.0 == ValueKind::Put).then_some(hit.1);
                         break 'levels;
@@ -77,12 +77,17 @@ impl DbInner {
     /// covering the key answers if it holds a version visible at `lookup`'s
     /// sequence; a removed entry ends the probe (a newer version may have
     /// arrived in the run since), and so does running out of tables.
+    ///
+    /// A buffer file serves only from blocks already in the block cache: when
+    /// the block that would answer is not resident, the read goes to the run
+    /// (always correct: the buffer holds copies). Reading the buffer file
+    /// instead would cost the same device read and then cache the same data
+    /// twice, once per file, which is how the buffer used to lose to bLSM.
     fn probe_buffer(
         &self,
         buffer: &Buffer,
         key: &[u8],
         lookup: &[u8],
-        bro: BlockReadOptions,
         probes: &mut u64,
     ) -> Result<Option<(ValueKind, Vec<u8>)>> {
         for t in &buffer.tables {
@@ -91,8 +96,13 @@ impl DbInner {
                 Some(BufferEntry::Removed { .. }) => return Ok(None),
                 Some(BufferEntry::Present(f)) => {
                     *probes += 1;
-                    if let Some(hit) = self.tables.get(f.id, f.size)?.get(lookup, bro)? {
-                        return Ok(Some(hit));
+                    match self.tables.get(f.id, f.size)?.get_if_cached(lookup)? {
+                        CachedGet::Found(kind, value) => return Ok(Some((kind, value))),
+                        CachedGet::Absent => {}
+                        CachedGet::NotCached => {
+                            Counters::add(&self.counters.buffer_uncached, 1);
+                            return Ok(None);
+                        }
                     }
                 }
             }

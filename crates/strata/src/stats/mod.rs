@@ -100,6 +100,9 @@ pub struct Stats {
     pub files_deleted: u64,
     /// Point lookups answered by a compaction-buffer file (LSbM).
     pub buffer_hits: u64,
+    /// Point lookups that left a buffer for its run because the buffer file's
+    /// block was not cached (the buffer serves only hot data).
+    pub buffer_uncached: u64,
     /// Compaction-buffer trims run (LSbM Algorithm 2).
     pub buffer_trims: u64,
     /// Buffer files the trims removed.
@@ -176,9 +179,10 @@ impl fmt::Display for Stats {
                 .collect();
             writeln!(
                 f,
-                "compaction buffer: {}; hits {}, trims {} ({} files removed)",
+                "compaction buffer: {}; hits {}, uncached {}, trims {} ({} files removed)",
                 if per_level.is_empty() { "empty".to_string() } else { per_level.join(", ") },
                 self.buffer_hits,
+                self.buffer_uncached,
                 self.buffer_trims,
                 self.buffer_files_trimmed
             )?;
@@ -225,6 +229,7 @@ pub(crate) struct Counters {
     pub get_probes: AtomicU64,
     pub files_deleted: AtomicU64,
     pub buffer_hits: AtomicU64,
+    pub buffer_uncached: AtomicU64,
     pub buffer_trims: AtomicU64,
     pub buffer_files_trimmed: AtomicU64,
     history: Mutex<VecDeque<CompactionRecord>>,
@@ -284,6 +289,7 @@ impl Counters {
         s.get_table_probes = g(&self.get_probes);
         s.files_deleted = g(&self.files_deleted);
         s.buffer_hits = g(&self.buffer_hits);
+        s.buffer_uncached = g(&self.buffer_uncached);
         s.buffer_trims = g(&self.buffer_trims);
         s.buffer_files_trimmed = g(&self.buffer_files_trimmed);
         s.recent_compactions = self.history.lock().iter().cloned().collect();

@@ -13,7 +13,7 @@ pub use block::{Block, BlockIter};
 pub use builder::{TableBuilder, TableBuilderOptions, TableSummary};
 pub use format::TableProperties;
 pub use iter::TableIter;
-pub use reader::{BlockReadOptions, Table};
+pub use reader::{BlockReadOptions, CachedGet, Table};
 
 /// In-memory files for the table and cache tests.
 #[cfg(test)]

@@ -59,6 +59,17 @@ thread_local! {
     static KEY_BUF: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
+/// What [`Table::get_if_cached`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CachedGet {
+    /// The newest entry of the key in this table (a delete has an empty value).
+    Found(ValueKind, Vec<u8>),
+    /// The table certainly holds no entry of the key.
+    Absent,
+    /// The block that would answer is not in the block cache.
+    NotCached,
+}
+
 /// An open, immutable table file.
 pub struct Table {
     file: Arc<dyn RandomAccessFile>,
@@ -146,6 +157,46 @@ impl Table {
             return Ok(None);
         };
         let block = self.read_block(BlockHandle::decode(handle)?, opts)?;
+        self.entry_in(&block, lookup, target_user, buf)
+    }
+
+    /// [`Self::get`] that reads nothing from the file: when the data block that
+    /// would answer is not in the block cache (or there is no cache) the
+    /// answer is [`CachedGet::NotCached`]. The compaction buffer's read rule:
+    /// a buffer file serves only data whose blocks are hot.
+    pub fn get_if_cached(&self, lookup: &[u8]) -> Result<CachedGet> {
+        let target_user = user_key(lookup);
+        if !self.may_contain(target_user) {
+            return Ok(CachedGet::Absent);
+        }
+        let Some(cache) = &self.cache else { return Ok(CachedGet::NotCached) };
+        let mut buf = KEY_BUF.with(Cell::take);
+        let result = (|| {
+            let Some(handle) = self.index.seek_ge(lookup, &mut buf)? else { return Ok(CachedGet::Absent) };
+            let handle = BlockHandle::decode(handle)?;
+            handle.check_within(self.data_end, "data")?;
+            let Some(block) = cache.get_resident(self.file_id, handle.offset) else {
+                return Ok(CachedGet::NotCached);
+            };
+            Ok(match self.entry_in(&block, lookup, target_user, &mut buf)? {
+                Some(hit) => CachedGet::Found(hit.0, hit.1),
+                None => CachedGet::Absent,
+            })
+        })();
+        if buf.capacity() <= MAX_RETAINED_KEY_BUF {
+            KEY_BUF.with(|c| c.set(buf));
+        }
+        result
+    }
+
+    /// The newest entry of `target_user` at or after `lookup` in a data block.
+    fn entry_in(
+        &self,
+        block: &Block,
+        lookup: &[u8],
+        target_user: &[u8],
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
         let Some(value) = block.seek_ge(lookup, buf)? else {
             return Err(Error::corruption(format!(
                 "table {}: index key beyond its data block",
