@@ -91,10 +91,15 @@ fn hot_reads_go_through_the_buffer_which_survives_reopen() {
         }
         // Regression (buffer probes read uncached buffer files, paying the same
         // device read as the run and then caching hot data twice): after reopen
-        // nothing is cached, so every read leaves the buffer for its run.
+        // nothing is cached, so reads leave the buffer for their runs. (A file
+        // trivially moved into a run is also in its buffer: a read through the
+        // run caches it for the buffer too, so hits need not be zero.)
         let s3 = db.stats();
-        assert_eq!(s3.buffer_hits, 0, "{style:?}: a cold buffer file served a read: {s3}");
-        assert!(s3.buffer_uncached > 0, "{style:?}: no read met the cold buffer: {s3}");
+        if matches!(style, CompactionStyle::Lsbm) {
+            assert!(s3.buffer_uncached > 0, "{style:?}: no read met the cold buffer: {s3}");
+        } else {
+            assert_eq!(s3.buffer_uncached, 0, "dLSM reads buffer files whether cached or not: {s3}");
+        }
         mixed(&db, &mut model, 9, 5000);
         assert_eq!(db.iter().count(), model.len());
     }

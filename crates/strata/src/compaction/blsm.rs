@@ -14,6 +14,7 @@
 //! Persistent state (in the MANIFEST): the run id of each level's `C'_i`.
 
 use super::leveled::LeveledConfig;
+use super::manual::{self, ManualRange};
 use super::policy::{
     key_range, CompactionPolicy, CompactionTask, FileRef, FileView, LevelView, LsmView, PickResult,
     RunTarget, RunView,
@@ -274,6 +275,14 @@ impl CompactionPolicy for BlsmPolicy {
         self.pick_with(view, &Self::state(view))
     }
 
+    fn compact_range(&self, view: &LsmView, level: usize, range: &ManualRange<'_>) -> Option<PickResult> {
+        // Into `C_{i+1}`, never the draining `C'_{i+1}` (whose files the gear
+        // is pushing down), cut in super-file parts like every bLSM merge.
+        let next = view.level(level + 1)?;
+        let output = Self::target_of(next, &Self::state(view), level + 1);
+        manual::merge_into(view, level, range, output, self.file_size, "blsm: manual compaction")
+    }
+
     fn scores(&self, view: &LsmView) -> Vec<f64> {
         let last = self.cfg.num_levels.saturating_sub(1);
         (0..self.cfg.num_levels)
@@ -352,6 +361,42 @@ mod tests {
         assert_eq!(output_run, RunTarget::Existing(6));
         let ids: Vec<u64> = inputs.iter().map(|r| r.file).collect();
         assert_eq!(ids, vec![1, 2, 3], "C'_1 (run 5) is never an input of an L0 merge");
+    }
+
+    /// Regression (manual compaction wrote into whatever run was newest, which
+    /// can be the draining `C'`, and cut files at the full target size).
+    #[test]
+    fn manual_compaction_goes_into_the_receiving_run_in_parts() {
+        let p = BlsmPolicy::new(cfg()).unwrap().with_super_files(4);
+        let range = ManualRange::default();
+        // Level 1 has only its draining run: the output is a new `C_1`.
+        let v = view(
+            vec![vec![run(20, vec![file(1, 0, 50, 10)])], vec![run(5, vec![file(8, 0, 99, 30)])]],
+            Some(BlsmState { draining: vec![None, Some(5)] }),
+        );
+        let pick = p.compact_range(&v, 0, &range).unwrap();
+        validate_task(&v, &pick.task).unwrap();
+        let CompactionTask::Merge { inputs, output_run, target_file_size, .. } = pick.task else { panic!() };
+        assert_eq!((output_run, target_file_size), (RunTarget::New, 10));
+        assert_eq!(inputs.iter().map(|r| r.file).collect::<Vec<_>>(), vec![1]);
+        // With a receiving run, into it, with its overlaps; never C'_1's files.
+        let v = view(
+            vec![
+                vec![run(20, vec![file(1, 0, 50, 10)])],
+                vec![run(6, vec![file(3, 0, 30, 20), file(4, 70, 90, 20)]), run(5, vec![file(8, 0, 99, 30)])],
+            ],
+            Some(BlsmState { draining: vec![None, Some(5)] }),
+        );
+        let pick = p.compact_range(&v, 0, &range).unwrap();
+        validate_task(&v, &pick.task).unwrap();
+        let CompactionTask::Merge { inputs, output_run, .. } = pick.task else { panic!() };
+        assert_eq!(output_run, RunTarget::Existing(6));
+        assert_eq!(inputs.iter().map(|r| r.file).collect::<Vec<_>>(), vec![1, 3]);
+        // Level 1 -> 2 takes both parts of level 1.
+        let pick = p.compact_range(&v, 1, &range).unwrap();
+        validate_task(&v, &pick.task).unwrap();
+        let CompactionTask::Merge { inputs, output_level, .. } = pick.task else { panic!() };
+        assert_eq!((output_level, inputs.len()), (2, 3));
     }
 
     #[test]

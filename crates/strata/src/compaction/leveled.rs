@@ -12,6 +12,7 @@
 //! Levels >= 1 are expected to hold one run; if a view holds more, sources come from the oldest
 //! run of level i and outputs go to the newest run of level i+1, merging overlaps from all its runs.
 
+use crate::compaction::manual::{self, ManualRange};
 use crate::compaction::policy::{
     key_range, CompactionPolicy, CompactionTask, FileRef, FileView, LevelView, LsmView, PickResult, RunTarget,
 };
@@ -223,6 +224,10 @@ impl CompactionPolicy for LeveledPolicy {
                 })
             }
         })
+    }
+
+    fn compact_range(&self, view: &LsmView, level: usize, range: &ManualRange<'_>) -> Option<PickResult> {
+        manual::leveled_pick(view, level, range, self.cfg.target_file_size)
     }
 
     fn scores(&self, view: &LsmView) -> Vec<f64> {

@@ -28,6 +28,7 @@
 //! the head table the last trim saw.
 
 use super::blsm::{BlsmPolicy, BlsmState};
+use super::manual::ManualRange;
 use super::policy::{
     BufferAction, BufferView, CompactionPolicy, CompactionTask, FileRef, LsmView, PickResult, RunTarget,
 };
@@ -341,6 +342,14 @@ impl CompactionPolicy for LsbmPolicy {
         Some(pick)
     }
 
+    fn compact_range(&self, view: &LsmView, level: usize, range: &ManualRange<'_>) -> Option<PickResult> {
+        // bLSM's pick, with no buffer action: the executor leaves removed marks
+        // over the merged range in the output run's buffer, so reads stay correct.
+        let mut bview = view.clone();
+        bview.policy_state = Some(Self::state(view).blsm.encode());
+        self.blsm.compact_range(&bview, level, range)
+    }
+
     fn scores(&self, view: &LsmView) -> Vec<f64> {
         self.blsm.scores(view)
     }
@@ -392,6 +401,12 @@ impl CompactionPolicy for LsbmPolicy {
     }
 
     fn wants_trim(&self) -> bool {
+        self.variant == BufferVariant::Lsbm
+    }
+
+    fn buffer_reads_cached_only(&self) -> bool {
+        // dLSM has no notion of hot data: its reads probe buffer files like any
+        // table, which is why it sizes their bloom filters up.
         self.variant == BufferVariant::Lsbm
     }
 }

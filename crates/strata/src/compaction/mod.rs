@@ -5,11 +5,13 @@ pub mod blsm;
 pub(crate) mod executor;
 pub mod leveled;
 pub mod lsbm;
+pub mod manual;
 pub mod policy;
 pub mod sim;
 
 pub use blsm::{BlsmPolicy, BlsmState};
 pub use leveled::{LeveledConfig, LeveledPolicy};
 pub use lsbm::{BufferVariant, LsbmPolicy, LsbmState};
+pub use manual::ManualRange;
 pub use policy::*;
 pub use sim::*;

@@ -7,6 +7,7 @@
 
 use std::collections::HashSet;
 
+use super::manual::ManualRange;
 use crate::error::{Error, Result};
 
 /// Metadata of one table file as the policy sees it.
@@ -365,6 +366,12 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
     fn scores(&self, view: &LsmView) -> Vec<f64>;
     /// Target capacity of a level in bytes (None for L0), for stats.
     fn level_target_bytes(&self, level: usize) -> Option<u64>;
+    /// Manual compaction (`Db::compact_range`, RocksDB's
+    /// `CompactionPicker::CompactRange`): the task that moves the files of
+    /// `level` overlapping `range` into `level + 1`, or `None` when none do.
+    /// Pure like [`Self::pick`]; the engine validates it like every pick.
+    /// [`super::manual`] has the building blocks.
+    fn compact_range(&self, view: &LsmView, level: usize, range: &ManualRange<'_>) -> Option<PickResult>;
     /// Bloom bits/key for a table written to `level` (default: the configured bits everywhere).
     fn bloom_bits_for_level(&self, _level: usize, default_bits: f64) -> f64 {
         default_bits
@@ -374,6 +381,12 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
     /// without a buffer never trim.
     fn trim(&self, _view: &LsmView) -> Option<PickResult> {
         None
+    }
+    /// True if reads may use a buffer file only where the block that would
+    /// answer is already cached (LSbM: the buffer serves hot data only);
+    /// false lets them read buffer files from the device (dLSM).
+    fn buffer_reads_cached_only(&self) -> bool {
+        true
     }
     /// True if the policy keeps compaction buffers that the engine should trim
     /// every `Options::buffer_trim_interval`.

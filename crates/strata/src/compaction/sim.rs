@@ -573,6 +573,14 @@ mod tests {
         fn num_levels(&self) -> usize {
             3
         }
+        fn compact_range(
+            &self,
+            view: &LsmView,
+            level: usize,
+            range: &crate::compaction::ManualRange<'_>,
+        ) -> Option<PickResult> {
+            crate::compaction::manual::leveled_pick(view, level, range, 100)
+        }
         fn pick(&self, view: &LsmView) -> Option<PickResult> {
             let l0 = view.level(0)?;
             let run = l0.runs.first()?;

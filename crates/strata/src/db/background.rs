@@ -8,10 +8,8 @@ use std::time::{Duration, Instant};
 
 use super::DbInner;
 use crate::compaction::executor::{build_view, build_view_with, execute, OutputWriter};
-use crate::compaction::{
-    validate_buffer_actions, validate_task, BufferAction, CompactionTask, FileRef, LsmView, PickResult,
-    RunTarget,
-};
+use crate::compaction::manual::{self, ManualRange};
+use crate::compaction::{validate_buffer_actions, validate_task, BufferAction, LsmView, PickResult};
 use crate::error::{Error, Result};
 use crate::filename::wal_path;
 use crate::iter::InternalIterator;
@@ -235,18 +233,22 @@ impl DbInner {
         }
     }
 
-    /// Manual compaction: merges, level by level, every file overlapping the
-    /// range into the next level, down to the deepest level holding such files.
+    /// Manual compaction: level by level, the policy's task moving every file
+    /// overlapping the range into the next level, down to the deepest level
+    /// holding such files. Each pick is validated like a background pick.
     pub(crate) fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.flush()?;
         let _g = self.compaction_lock.lock();
         self.check_bg_error()?;
-        let overlaps = |lo: &[u8], hi: &[u8]| start.is_none_or(|s| hi >= s) && end.is_none_or(|e| lo <= e);
-        let deepest = self.deepest_overlapping_level(&overlaps);
+        let range = ManualRange { start, end };
+        let deepest = {
+            let version = self.versions.current();
+            manual::deepest_overlapping_level(&build_view(&version, &self.versions, &HashSet::new()), &range)
+        };
         for level in 0..deepest {
             let version = self.versions.current();
-            let Some(pick) = self.manual_pick(&version, level, &overlaps) else { continue };
             let view = build_view(&version, &self.versions, &HashSet::new());
+            let Some(pick) = self.policy.compact_range(&view, level, &range) else { continue };
             if let Err(e) = self.run_task(version, &view, &pick) {
                 if !matches!(e, Error::InvalidArgument(_)) {
                     self.set_bg_error(&e);
@@ -256,91 +258,5 @@ impl DbInner {
         }
         self.purge_obsolete_files();
         Ok(())
-    }
-
-    /// The deepest level with a file overlapping the range (at least 1).
-    fn deepest_overlapping_level(&self, overlaps: &dyn Fn(&[u8], &[u8]) -> bool) -> usize {
-        let version = self.versions.current();
-        (0..version.num_levels())
-            .rev()
-            .find(|&l| {
-                version.levels[l]
-                    .runs
-                    .iter()
-                    .flat_map(|r| &r.files)
-                    .any(|f| overlaps(f.smallest_user_key(), f.largest_user_key()))
-            })
-            .unwrap_or(0)
-            .max(1)
-    }
-
-    /// Manual compaction's task for one level: every file of `level`
-    /// overlapping the range, widened until the output run stays disjoint.
-    fn manual_pick(
-        &self,
-        version: &Version,
-        level: usize,
-        overlaps: &dyn Fn(&[u8], &[u8]) -> bool,
-    ) -> Option<PickResult> {
-        // Inputs of `level`: files overlapping the range, widened until no other
-        // file of the level overlaps them (runs of one level may overlap).
-        let mut picked: Vec<FileRef> = Vec::new();
-        let mut seen = HashSet::new();
-        let mut lo: Option<Vec<u8>> = None;
-        let mut hi: Option<Vec<u8>> = None;
-        loop {
-            let mut grew = false;
-            for run in &version.levels[level].runs {
-                for f in &run.files {
-                    let (s, l) = (f.smallest_user_key(), f.largest_user_key());
-                    let hit = overlaps(s, l)
-                        || matches!((&lo, &hi), (Some(a), Some(b)) if l >= a.as_slice() && s <= b.as_slice());
-                    if hit && seen.insert((run.id, f.id)) {
-                        picked.push(FileRef { level, run: run.id, file: f.id });
-                        lo = Some(lo.map_or(s.to_vec(), |a| a.min(s.to_vec())));
-                        hi = Some(hi.map_or(l.to_vec(), |b| b.max(l.to_vec())));
-                        grew = true;
-                    }
-                }
-            }
-            if !grew {
-                break;
-            }
-        }
-        let (Some(mut lo), Some(mut hi)) = (lo, hi) else { return None };
-        // Next-level inputs from every run, widened until no file of any run
-        // straddles the range: the output run must stay disjoint.
-        let next = &version.levels[level + 1];
-        let mut taken = HashSet::new();
-        loop {
-            let mut grew = false;
-            for run in &next.runs {
-                for f in run.overlapping(&lo, &hi) {
-                    if taken.insert((run.id, f.id)) {
-                        picked.push(FileRef { level: level + 1, run: run.id, file: f.id });
-                        lo = lo.min(f.smallest_user_key().to_vec());
-                        hi = hi.max(f.largest_user_key().to_vec());
-                        grew = true;
-                    }
-                }
-            }
-            if !grew {
-                break;
-            }
-        }
-        let output_run = next.runs.first().map_or(RunTarget::New, |r| RunTarget::Existing(r.id));
-        Some(PickResult {
-            task: CompactionTask::Merge {
-                inputs: picked,
-                output_level: level + 1,
-                output_run,
-                target_file_size: self.opts.target_file_size_base,
-                reason: "manual compaction",
-            },
-            compact_pointer: None,
-            score: 0.0,
-            policy_state: None,
-            buffer: Vec::new(),
-        })
     }
 }

@@ -57,7 +57,7 @@ impl DbInner {
                     if !table.may_contain(key) {
                         continue;
                     }
-                    if let Some(hit) = self.probe_buffer(buffer, key, &lookup, &mut probes)? {
+                    if let Some(hit) = self.probe_buffer(buffer, key, &lookup, bro, &mut probes)? {
                         Counters::add(&self.counters.buffer_hits, 1);
                         found = (hit.0 == ValueKind::Put).then_some(hit.1);
                         break 'levels;
@@ -78,16 +78,18 @@ impl DbInner {
     /// sequence; a removed entry ends the probe (a newer version may have
     /// arrived in the run since), and so does running out of tables.
     ///
-    /// A buffer file serves only from blocks already in the block cache: when
-    /// the block that would answer is not resident, the read goes to the run
-    /// (always correct: the buffer holds copies). Reading the buffer file
-    /// instead would cost the same device read and then cache the same data
-    /// twice, once per file, which is how the buffer used to lose to bLSM.
+    /// Under LSbM a buffer file serves only from blocks already in the block
+    /// cache: when the block that would answer is not resident, the read goes
+    /// to the run (always correct: the buffer holds copies). Reading the buffer
+    /// file instead would cost the same device read and then cache the same
+    /// data twice, once per file, which is how the buffer used to lose to
+    /// bLSM. dLSM reads buffer files like any table.
     fn probe_buffer(
         &self,
         buffer: &Buffer,
         key: &[u8],
         lookup: &[u8],
+        bro: BlockReadOptions,
         probes: &mut u64,
     ) -> Result<Option<(ValueKind, Vec<u8>)>> {
         for t in &buffer.tables {
@@ -96,7 +98,13 @@ impl DbInner {
                 Some(BufferEntry::Removed { .. }) => return Ok(None),
                 Some(BufferEntry::Present(f)) => {
                     *probes += 1;
-                    match self.tables.get(f.id, f.size)?.get_if_cached(lookup)? {
+                    let table = self.tables.get(f.id, f.size)?;
+                    let got = if self.policy.buffer_reads_cached_only() {
+                        table.get_if_cached(lookup)?
+                    } else {
+                        table.get(lookup, bro)?.map_or(CachedGet::Absent, |(k, v)| CachedGet::Found(k, v))
+                    };
+                    match got {
                         CachedGet::Found(kind, value) => return Ok(Some((kind, value))),
                         CachedGet::Absent => {}
                         CachedGet::NotCached => {

@@ -328,6 +328,43 @@ mod tests {
         assert_eq!(cache.resident_blocks(1), table.num_data_blocks());
     }
 
+    /// The compaction buffer's probe reads nothing: a key whose block is not
+    /// resident is `NotCached` (and counts no miss), one whose block is answers
+    /// exactly as `get`.
+    #[test]
+    fn get_if_cached_never_reads_the_file() {
+        let mut rng = SmallRng::seed_from_u64(4);
+        let entries = versioned_entries(&mut rng, 300);
+        let opts = TableBuilderOptions { block_size: 512, ..Default::default() };
+        let (bytes, _) = build(&entries, &opts);
+        let users: Vec<Vec<u8>> = entries
+            .iter()
+            .map(|(k, _)| crate::key::parse_internal_key(k).unwrap().user_key.to_vec())
+            .collect();
+        let no_cache = open(bytes.clone(), None).unwrap();
+        assert_eq!(
+            no_cache.get_if_cached(&lookup_key(&users[0], crate::key::MAX_SEQ)).unwrap(),
+            CachedGet::NotCached
+        );
+        let cache = Arc::new(BlockCache::new(1 << 20));
+        let table = open(bytes, Some(cache.clone())).unwrap();
+        for u in &users {
+            let l = lookup_key(u, crate::key::MAX_SEQ);
+            assert_eq!(table.get_if_cached(&l).unwrap(), CachedGet::NotCached);
+        }
+        assert_eq!((cache.resident_blocks(1), cache.stats().misses), (0, 0), "nothing read, no miss");
+        let ro = BlockReadOptions::default();
+        for u in users.iter().step_by(2) {
+            let l = lookup_key(u, crate::key::MAX_SEQ);
+            let want = table.get(&l, ro).unwrap().unwrap();
+            assert_eq!(table.get_if_cached(&l).unwrap(), CachedGet::Found(want.0, want.1));
+        }
+        assert_eq!(
+            table.get_if_cached(&lookup_key(b"k00001", crate::key::MAX_SEQ)).unwrap(),
+            CachedGet::Absent
+        );
+    }
+
     /// Flips one bit of every byte of a small table (a different bit position
     /// per byte): opening, reading and iterating never panic, and with checksums
     /// on never return a value that was not written.
