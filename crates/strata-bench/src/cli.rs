@@ -157,6 +157,10 @@ pub struct Args {
     /// are not done by then (0 = none). YCSB workloads ignore it.
     #[arg(long, default_value_t = 0.0)]
     pub duration: f64,
+    /// *whilewriting: run the same workload this many seconds first, unmeasured and outside
+    /// --device_profile, so the block cache starts warm (the LSbM paper measures a warm cache).
+    #[arg(long, default_value_t = 0.0)]
+    pub warmup_seconds: f64,
     /// Sampling interval of the time series, seconds.
     #[arg(long, default_value_t = 1.0)]
     pub stats_interval_seconds: f64,
@@ -240,6 +244,10 @@ impl Args {
         check(self.hot_fraction > 0.0 && self.hot_fraction <= 1.0, "--hot_fraction must be in (0, 1]")?;
         check((0.0..=1.0).contains(&self.hot_prob), "--hot_prob must be in [0, 1]")?;
         check(self.duration >= 0.0 && self.duration.is_finite(), "--duration must be >= 0")?;
+        check(
+            self.warmup_seconds >= 0.0 && self.warmup_seconds.is_finite(),
+            "--warmup_seconds must be >= 0",
+        )?;
         check(
             self.stats_interval_seconds >= 0.01 && self.stats_interval_seconds.is_finite(),
             "--stats_interval_seconds must be >= 0.01",

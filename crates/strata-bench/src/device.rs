@@ -252,10 +252,19 @@ pub fn evict_page_cache(dir: &Path) -> io::Result<usize> {
     use std::os::fd::AsRawFd;
     let mut n = 0;
     let mut stack = vec![dir.to_path_buf()];
+    // A running engine creates and deletes files meanwhile: what is gone is skipped.
+    let gone = |e: &io::Error| e.kind() == io::ErrorKind::NotFound;
     while let Some(d) = stack.pop() {
-        for entry in fs::read_dir(&d)? {
+        let entries = match fs::read_dir(&d) {
+            Err(e) if gone(&e) => continue,
+            other => other?,
+        };
+        for entry in entries {
             let path = entry?.path();
-            let meta = fs::symlink_metadata(&path)?;
+            let meta = match fs::symlink_metadata(&path) {
+                Err(e) if gone(&e) => continue,
+                other => other?,
+            };
             if meta.is_dir() {
                 stack.push(path);
             } else if meta.is_file() {
@@ -296,6 +305,31 @@ mod tests {
         // /proc is never on a block device.
         let e = block_device(Path::new("/proc")).unwrap_err();
         assert!(e.contains("not a block device"), "{e}");
+    }
+
+    /// Regression (a throttled step failed with "No such file or directory"
+    /// when a compaction deleted a table while the page cache was evicted).
+    #[test]
+    fn eviction_tolerates_files_removed_meanwhile() {
+        let d = tempfile::tempdir().unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let churn = {
+            let (dir, stop) = (d.path().to_path_buf(), stop.clone());
+            std::thread::spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let p = dir.join(format!("f{}", i % 64));
+                    let _ = fs::write(&p, b"x");
+                    let _ = fs::remove_file(dir.join(format!("f{}", (i + 32) % 64)));
+                    i += 1;
+                }
+            })
+        };
+        for _ in 0..200 {
+            evict_page_cache(d.path()).unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        churn.join().unwrap();
     }
 
     #[test]

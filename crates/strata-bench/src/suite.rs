@@ -229,6 +229,13 @@ pub fn run_plan(plan: &Plan, log: &mut dyn Write) -> BenchResult<Vec<RunResult>>
             }
             let mut state = DbState::new(plan.base.use_existing_db);
             for step in &plan.steps {
+                if step.args.warmup_seconds > 0.0 && bench::is_timed(&step.benchmark) {
+                    let mut warm = step.args.clone();
+                    warm.duration = step.args.warmup_seconds;
+                    bench::run_benchmark(engine.as_ref(), &step.benchmark, &warm, &mut state)?;
+                    state.warnings.clear();
+                    writeln!(log, "{row}: {} warmed up for {} s", step.label, warm.duration).map_err(io)?;
+                }
                 let throttle = enter_device(&step.args, &dir)?;
                 let device = throttle.as_ref().map_or_else(inherited_device, |t| t.description().to_string());
                 if throttle.is_some() {

@@ -208,3 +208,17 @@ fn buffer_trim_interval_reaches_the_engine() {
     assert_eq!(trims(&open("slow", 3600.0)), 0, "the engine trimmed although told to wait an hour");
     assert!(trims(&open("fast", 0.02)) > 0, "no trim with a 20 ms interval");
 }
+
+#[test]
+fn warmup_runs_the_workload_first_unmeasured() {
+    let line = format!("strata-bench {TINY} --benchmarks=fillrandom,readwhilewriting --warmup_seconds=0.5");
+    let args = parse_args(line.split_whitespace()).unwrap();
+    let mut log = Vec::new();
+    let results = run_plan(&Plan::from_args(&args), &mut log).unwrap();
+    let log = String::from_utf8(log).unwrap();
+    assert!(log.contains("readwhilewriting warmed up for 0.5 s"), "{log}");
+    // The measured step is the usual one-second time series, not the warm-up.
+    let r = get(&results, "readwhilewriting");
+    assert!(r.secs >= 0.9 && r.samples.len() >= 3, "{r:?}");
+    assert_eq!(results.len(), 2, "the warm-up reports nothing");
+}
