@@ -130,6 +130,7 @@ pub struct Options {
     pub(crate) bloom_bits_per_key: f64,
     pub(crate) compression: CompressionType,
     pub(crate) block_cache_capacity: usize,
+    pub(crate) row_cache_capacity: usize,
     pub(crate) max_open_files: usize,
     pub(crate) use_direct_reads: bool,
     pub(crate) compaction_readahead_size: usize,
@@ -164,6 +165,7 @@ impl Default for Options {
             bloom_bits_per_key: 10.0,
             compression: CompressionType::Lz4,
             block_cache_capacity: 32 << 20,
+            row_cache_capacity: 0,
             max_open_files: 1000,
             use_direct_reads: false,
             compaction_readahead_size: 2 << 20,
@@ -230,6 +232,12 @@ impl Options {
         with_compression, compression, CompressionType);
     setter!(/// Block cache capacity in bytes, 0 for none (RocksDB `NewLRUCache(capacity)`; default 32 MiB).
         with_block_cache_capacity, block_cache_capacity, usize);
+    setter!(/// Row cache capacity in bytes, 0 for none (RocksDB `row_cache`; default 0). Caches
+        /// the result of a point lookup in one table file (value or tombstone) by (file, user
+        /// key), so a repeated get of a hot key reads no block. Used by reads whose sequence
+        /// sees the whole file (reads at older snapshots bypass it); rows of deleted files
+        /// are dropped with them.
+        with_row_cache, row_cache_capacity, usize);
     setter!(/// Open tables kept with their index and filter in memory (RocksDB `max_open_files`; default 1000).
         with_max_open_files, max_open_files, usize);
     setter!(/// Read tables with `O_DIRECT`, bypassing the page cache (RocksDB `use_direct_reads`).
@@ -381,7 +389,8 @@ impl ReadOptions {
     }
     setter!(/// Verify block checksums (RocksDB `verify_checksums`; default true).
         with_verify_checksums, verify_checksums, bool);
-    setter!(/// Put blocks read into the block cache (RocksDB `fill_cache`; default true).
+    setter!(/// Put blocks read into the block cache, and rows found into the row cache
+        /// (RocksDB `fill_cache`; default true).
         with_fill_cache, fill_cache, bool);
     setter!(/// Bytes an iterator reads from a table at once while moving forward, for long scans
         /// (RocksDB `readahead_size`; default 0: one block per read). Point reads ignore it.

@@ -16,24 +16,25 @@ const MAX_SHARD_BITS: u32 = 4;
 /// still fits a reasonable number of blocks.
 const MIN_SHARD_CAPACITY: usize = 512 * 1024;
 
-/// Counters of a [`BlockCache`] (a consistent sum over shards, each read under its lock).
+/// Counters of a [`BlockCache`] or a [`crate::cache::RowCache`] (a consistent
+/// sum over shards, each read under its lock); entries are blocks or rows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheStats {
-    /// Lookups that found the block.
+    /// Lookups that found the entry.
     pub hits: u64,
     /// Lookups that did not.
     pub misses: u64,
-    /// Blocks inserted (replacements included; oversized blocks not).
+    /// Entries inserted (replacements included; oversized entries not).
     pub inserts: u64,
-    /// Blocks pushed out to make room.
+    /// Entries pushed out to make room.
     pub evictions: u64,
-    /// Resident blocks dropped because their file was deleted.
+    /// Resident entries dropped because their file was deleted.
     pub invalidations: u64,
-    /// Bytes charged by resident blocks.
+    /// Bytes charged by resident entries.
     pub usage_bytes: u64,
     /// Configured capacity in bytes.
     pub capacity_bytes: u64,
-    /// Resident blocks.
+    /// Resident entries.
     pub entries: u64,
 }
 

@@ -63,7 +63,7 @@ impl DbInner {
                         break 'levels;
                     }
                 }
-                if let Some((kind, value)) = table.get(&lookup, bro)? {
+                if let Some((kind, value)) = self.table_get(&table, f, &lookup, bro)? {
                     found = (kind == ValueKind::Put).then_some(value);
                     break 'levels;
                 }
@@ -91,7 +91,7 @@ impl DbInner {
                 Some(BufferEntry::Removed { .. }) => return Ok(None),
                 Some(BufferEntry::Present(f)) => {
                     *probes += 1;
-                    if let Some(hit) = self.tables.get(f.id, f.size)?.get(lookup, bro)? {
+                    if let Some(hit) = self.table_get(&self.tables.get(f.id, f.size)?, f, lookup, bro)? {
                         return Ok(Some(hit));
                     }
                 }

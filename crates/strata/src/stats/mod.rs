@@ -108,6 +108,8 @@ pub struct Stats {
     pub levels: Vec<LevelStats>,
     /// Block cache counters.
     pub cache: CacheStats,
+    /// Row cache counters (entries are rows; all zero when it is off).
+    pub row_cache: CacheStats,
     /// Bytes of all live tables (in runs or buffers; a shared file counts once).
     pub total_table_bytes: u64,
     /// Bytes held by memtables (active + immutable).
@@ -191,6 +193,16 @@ impl fmt::Display for Stats {
             "block cache: {}/{} B, {} blocks, hits {}, misses {} (hit ratio {:.3}), inserts {}, evictions {}, invalidations {}",
             c.usage_bytes, c.capacity_bytes, c.entries, c.hits, c.misses, ratio, c.inserts, c.evictions, c.invalidations
         )?;
+        let r = &self.row_cache;
+        if r.capacity_bytes > 0 {
+            let lookups = r.hits + r.misses;
+            let ratio = if lookups == 0 { 0.0 } else { r.hits as f64 / lookups as f64 };
+            writeln!(
+                f,
+                "row cache: {}/{} B, {} rows, hits {}, misses {} (hit ratio {:.3}), inserts {}, evictions {}, invalidations {}",
+                r.usage_bytes, r.capacity_bytes, r.entries, r.hits, r.misses, ratio, r.inserts, r.evictions, r.invalidations
+            )?;
+        }
         write!(
             f,
             "gets {}, tables probed per get {:.2}; memtables {} B; open tables {} ({} B index+filter)",
