@@ -86,6 +86,10 @@ pub struct Args {
     /// Block cache bytes, the same for every engine (db_bench's 8 MiB).
     #[arg(long, default_value_t = 8 << 20)]
     pub cache_size: usize,
+    /// Row cache bytes, 0 = none (db_bench's flag; RocksDB's `row_cache`). Strata and RocksDB
+    /// only: LevelDB and fjall have none (flagged UNSUPPORTED in their option mapping).
+    #[arg(long, default_value_t = 0)]
+    pub row_cache_size: usize,
     /// Bloom filter bits per key, 0 = no filter. Default 10, unlike db_bench (RocksDB's and
     /// LevelDB's default to no filter): pass --bloom_bits=10 to db_bench when replaying a run.
     #[arg(long, default_value_t = 10.0)]
@@ -347,6 +351,8 @@ mod tests {
         assert_eq!(a.reads(), 1000);
         assert!(a.sync && a.quiet && !a.use_existing_db);
         assert_eq!(a.cache_size, 8 << 20);
+        assert_eq!(a.row_cache_size, 0);
+        assert_eq!(parse("--row_cache_size=1048576").unwrap().row_cache_size, 1 << 20);
     }
 
     #[test]
@@ -359,6 +365,7 @@ mod tests {
             "--engines=mysql",
             "--policy=nosuch",
             "--threads=0",
+            "--row_cache_size=-1",
             "--hot_prob=2",
             "--baseline=leveldb --engines=strata",
             "--no_such_flag=1",

@@ -208,3 +208,23 @@ fn buffer_trim_interval_reaches_the_engine() {
     assert_eq!(trims(&open("slow", 3600.0)), 0, "the engine trimmed although told to wait an hour");
     assert!(trims(&open("fast", 0.02)) > 0, "no trim with a 20 ms interval");
 }
+
+#[test]
+fn row_cache_size_reaches_the_engine() {
+    use strata_bench::engine::{Engine, EngineConfig, StrataEngine};
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = EngineConfig { row_cache_size: 1 << 20, ..EngineConfig::small(dir.path().join("rows")) };
+    let engine = StrataEngine::open(&cfg).unwrap();
+    assert!(engine.option_mapping().contains("row_cache=1048576"), "{}", engine.option_mapping());
+    for i in 0..500u32 {
+        engine.put(format!("k{i:08}").as_bytes(), &[7u8; 100]).unwrap();
+    }
+    engine.flush().unwrap();
+    for _ in 0..2 {
+        for i in 0..500u32 {
+            assert!(engine.get(format!("k{i:08}").as_bytes()).unwrap().is_some());
+        }
+    }
+    let rows = engine.db().stats().row_cache;
+    assert!(rows.hits >= 500 && rows.capacity_bytes == 1 << 20, "{rows:?}");
+}
