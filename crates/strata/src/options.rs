@@ -134,6 +134,7 @@ pub struct Options {
     pub(crate) max_open_files: usize,
     pub(crate) use_direct_reads: bool,
     pub(crate) compaction_readahead_size: usize,
+    pub(crate) compaction_warmup: bool,
     pub(crate) paranoid_checks: bool,
     pub(crate) paranoid_file_checks: bool,
     pub(crate) avoid_flush_during_shutdown: bool,
@@ -169,6 +170,7 @@ impl Default for Options {
             max_open_files: 1000,
             use_direct_reads: false,
             compaction_readahead_size: 2 << 20,
+            compaction_warmup: false,
             paranoid_checks: true,
             paranoid_file_checks: false,
             avoid_flush_during_shutdown: false,
@@ -247,6 +249,14 @@ impl Options {
         /// run are read one table at a time, so a compaction holds one window per input run; with
         /// more than 8 input runs the windows shrink to share 16 MiB.
         with_compaction_readahead_size, compaction_readahead_size, usize);
+    setter!(/// Incremental warm-up (the LSbM paper's baseline; default false): a compaction puts
+        /// into the block cache each new data block whose key range overlaps a cached block of
+        /// its inputs, from memory as it writes it, so reads of hot keys keep hitting the cache
+        /// after the inputs are deleted. RocksDB's nearest is `prepopulate_block_cache =
+        /// kFlushOnly`, which caches every block a flush writes, hot or not, and nothing a
+        /// compaction writes; flushes are not warmed here (a new memtable's keys are read from
+        /// the memtable until then). Needs a block cache: `open` refuses it with capacity 0.
+        with_compaction_warmup, compaction_warmup, bool);
     setter!(/// At open, check that every live table has its recorded size and that its footer,
         /// index and filter pass their checksums (RocksDB `paranoid_checks`; default true).
         /// Off, a damaged table is reported by the first read that touches it.
@@ -322,6 +332,9 @@ impl Options {
         }
         if self.buffer_trim_interval.is_zero() {
             return bad("buffer_trim_interval must be above zero");
+        }
+        if self.compaction_warmup && self.block_cache_capacity == 0 {
+            return bad("compaction_warmup needs a block cache (block_cache_capacity > 0)");
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");

@@ -145,3 +145,76 @@ fn row_cache_is_off_by_default_and_stats_stay_zero() {
     assert_eq!(s.row_cache, Default::default());
     assert!(!db.property("strata.stats").unwrap().contains("row cache"));
 }
+
+/// Loads 2000 keys as two overlapping L0 files, reads `hot` (caching its
+/// blocks), compacts everything into L1, and returns the database.
+fn compact_after_reading(warmup: bool, hot: std::ops::Range<u32>) -> Db {
+    let db = Db::open("/db", opts().with_compaction_warmup(warmup)).unwrap();
+    for i in 0..2000 {
+        db.put(k(i), v("a", i)).unwrap();
+    }
+    db.flush().unwrap();
+    for i in (0..2000).step_by(2) {
+        db.put(k(i), v("b", i)).unwrap();
+    }
+    db.flush().unwrap();
+    assert_eq!(db.stats().levels[0].files, 2);
+    assert_eq!(db.stats().warmup_blocks_inserted, 0, "flushes are not warmed");
+    for i in hot {
+        assert!(db.get(k(i)).unwrap().is_some());
+    }
+    db.compact_range(None, None).unwrap();
+    let s = db.stats();
+    assert_eq!((s.levels[0].files, s.compactions), (0, 1), "{s}");
+    db
+}
+
+/// Block-cache misses of reading `keys` again.
+fn misses_reading(db: &Db, keys: std::ops::Range<u32>) -> u64 {
+    let before = db.stats().cache.misses;
+    for i in keys {
+        let want = v(if i % 2 == 0 { "b" } else { "a" }, i);
+        assert_eq!(db.get(k(i)).unwrap(), Some(want));
+    }
+    db.stats().cache.misses - before
+}
+
+#[test]
+fn compaction_warmup_keeps_a_fully_cached_range_cached() {
+    let db = compact_after_reading(true, 0..2000);
+    let s = db.stats();
+    // The inputs' blocks went with their files; what is left is the warmed
+    // output, every block of it (all of it was hot).
+    assert!(s.warmup_blocks_inserted > 10, "{s}");
+    assert_eq!(s.cache.entries, s.warmup_blocks_inserted, "{s}");
+    assert!(db.property("strata.compactions").unwrap().contains("warmed"));
+    assert!(db.property("strata.stats").unwrap().contains("compaction warm-up: "));
+    assert_eq!(misses_reading(&db, 0..2000), 0);
+
+    let cold = compact_after_reading(false, 0..2000);
+    assert_eq!(cold.stats().warmup_blocks_inserted, 0);
+    assert_eq!(cold.stats().cache.entries, 0);
+    assert!(misses_reading(&cold, 0..2000) > 10);
+}
+
+#[test]
+fn compaction_warmup_loads_only_what_replaces_cached_blocks() {
+    let db = compact_after_reading(true, 0..400);
+    let warmed = db.stats().warmup_blocks_inserted;
+    assert!(warmed > 0);
+    assert_eq!(misses_reading(&db, 0..400), 0);
+    // The cold part was not loaded: reading it misses, and caches more blocks
+    // than were warmed (it is four times larger).
+    let entries = db.stats().cache.entries;
+    assert!(misses_reading(&db, 1000..2000) > warmed);
+    assert!(db.stats().cache.entries > entries + warmed);
+
+    let off = compact_after_reading(false, 0..400);
+    assert!(misses_reading(&off, 0..400) > 0);
+}
+
+#[test]
+fn compaction_warmup_needs_a_block_cache() {
+    let err = Db::open("/db", opts().with_block_cache_capacity(0).with_compaction_warmup(true)).unwrap_err();
+    assert!(matches!(err, strata::Error::InvalidArgument(_)), "{err}");
+}

@@ -120,6 +120,13 @@ impl BlockCache {
         found
     }
 
+    /// The cached block at (file, offset) without counting a lookup or
+    /// making it more recently used (for the compaction warm-up, which asks
+    /// about blocks nobody is reading).
+    pub fn peek(&self, file_id: u64, offset: u64) -> Option<Arc<Block>> {
+        self.shard(file_id, offset).lock().lru.peek(&(file_id, offset)).cloned()
+    }
+
     /// Caches a block, evicting least recently used ones to stay within
     /// capacity. A block larger than a shard's capacity is not cached.
     pub fn insert(&self, file_id: u64, offset: u64, block: Arc<Block>) {
@@ -273,6 +280,7 @@ mod tests {
             cache.insert(7, off, block(100));
         }
         assert!(cache.get(7, 0).is_some()); // 0 becomes most recent
+        assert!(cache.peek(7, 1).is_some() && cache.peek(7, 9).is_none()); // counts nothing, promotes nothing
         cache.insert(7, 3, block(100)); // evicts 1
         assert!(cache.get(7, 1).is_none());
         assert_eq!(cache.resident_blocks(7), 3);

@@ -7,6 +7,7 @@ pub mod leveled;
 pub mod lsbm;
 pub mod policy;
 pub mod sim;
+pub(crate) mod warmup;
 
 pub use blsm::{BlsmPolicy, BlsmState};
 pub use leveled::{LeveledConfig, LeveledPolicy};

@@ -379,7 +379,7 @@ impl Db {
                     .iter()
                     .map(|c| {
                         format!(
-                            "{} ({}) -> L{}: {} in, {} out, read {} B, wrote {} B, {:?}",
+                            "{} ({}) -> L{}: {} in, {} out, read {} B, wrote {} B, {:?}{}",
                             c.kind,
                             c.reason,
                             c.output_level,
@@ -387,7 +387,11 @@ impl Db {
                             c.output_files,
                             c.bytes_read,
                             c.bytes_written,
-                            c.duration
+                            c.duration,
+                            match c.warmup_blocks_inserted {
+                                0 => String::new(),
+                                n => format!(", warmed {n} blocks"),
+                            }
                         )
                     })
                     .collect::<Vec<_>>()

@@ -30,6 +30,8 @@ pub struct CompactionRecord {
     pub bytes_read: u64,
     /// Bytes written to output tables.
     pub bytes_written: u64,
+    /// New blocks the compaction warm-up put into the block cache.
+    pub warmup_blocks_inserted: u64,
     /// Wall time of the task.
     pub duration: Duration,
 }
@@ -100,6 +102,9 @@ pub struct Stats {
     pub files_deleted: u64,
     /// Point lookups answered by a compaction-buffer file (LSbM).
     pub buffer_hits: u64,
+    /// New data blocks compactions put into the block cache
+    /// (`Options::with_compaction_warmup`; also counted in `cache.inserts`).
+    pub warmup_blocks_inserted: u64,
     /// Compaction-buffer trims run (LSbM Algorithm 2).
     pub buffer_trims: u64,
     /// Buffer files the trims removed.
@@ -193,6 +198,13 @@ impl fmt::Display for Stats {
             "block cache: {}/{} B, {} blocks, hits {}, misses {} (hit ratio {:.3}), inserts {}, evictions {}, invalidations {}",
             c.usage_bytes, c.capacity_bytes, c.entries, c.hits, c.misses, ratio, c.inserts, c.evictions, c.invalidations
         )?;
+        if self.warmup_blocks_inserted > 0 {
+            writeln!(
+                f,
+                "compaction warm-up: {} blocks put into the block cache",
+                self.warmup_blocks_inserted
+            )?;
+        }
         let r = &self.row_cache;
         if r.capacity_bytes > 0 {
             let lookups = r.hits + r.misses;
@@ -237,6 +249,7 @@ pub(crate) struct Counters {
     pub get_probes: AtomicU64,
     pub files_deleted: AtomicU64,
     pub buffer_hits: AtomicU64,
+    pub warmup_blocks: AtomicU64,
     pub buffer_trims: AtomicU64,
     pub buffer_files_trimmed: AtomicU64,
     history: Mutex<VecDeque<CompactionRecord>>,
@@ -262,6 +275,7 @@ impl Counters {
             "drop" => Self::add(&self.drops, r.input_files as u64),
             _ => {}
         }
+        Self::add(&self.warmup_blocks, r.warmup_blocks_inserted);
         let mut h = self.history.lock();
         if h.len() == HISTORY {
             h.pop_front();
@@ -296,6 +310,7 @@ impl Counters {
         s.get_table_probes = g(&self.get_probes);
         s.files_deleted = g(&self.files_deleted);
         s.buffer_hits = g(&self.buffer_hits);
+        s.warmup_blocks_inserted = g(&self.warmup_blocks);
         s.buffer_trims = g(&self.buffer_trims);
         s.buffer_files_trimmed = g(&self.buffer_files_trimmed);
         s.recent_compactions = self.history.lock().iter().cloned().collect();

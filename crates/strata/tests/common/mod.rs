@@ -228,6 +228,13 @@ pub fn configs() -> Vec<Config> {
             fs: Fs::Mem,
             options: || small_options().with_row_cache(4 << 10),
         },
+        // Compactions warm the block cache with new blocks; the paranoid
+        // read-back of each new table must still read the file.
+        Config {
+            name: "leveled-warmup-paranoid",
+            fs: Fs::Mem,
+            options: || small_options().with_compaction_warmup(true).with_paranoid_file_checks(true),
+        },
         // Rows read through the compaction buffer's files too.
         Config {
             name: "lsbm-mem-rowcache",
