@@ -90,6 +90,11 @@ pub struct Args {
     /// only: LevelDB and fjall have none (flagged UNSUPPORTED in their option mapping).
     #[arg(long, default_value_t = 0)]
     pub row_cache_size: usize,
+    /// Strata only: compactions put the new blocks that replace cached blocks of their inputs
+    /// into the block cache (the engine's `compaction_warmup`; no db_bench flag). RocksDB's
+    /// `prepopulate_block_cache` is flush-only, so peers flag it UNSUPPORTED. Needs --cache_size > 0.
+    #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub compaction_warmup: bool,
     /// Bloom filter bits per key, 0 = no filter. Default 10, unlike db_bench (RocksDB's and
     /// LevelDB's default to no filter): pass --bloom_bits=10 to db_bench when replaying a run.
     #[arg(long, default_value_t = 10.0)]
@@ -218,6 +223,10 @@ impl Args {
         check(self.key_size >= digits, &format!("--key_size must hold the {digits} digits of --num"))?;
         check(self.value_size != Some(0), "--value_size must be > 0")?;
         check((1..=1024).contains(&self.threads), "--threads must be in 1..=1024")?;
+        check(
+            !self.compaction_warmup || self.cache_size > 0,
+            "--compaction_warmup needs a block cache (--cache_size > 0)",
+        )?;
         check(self.bloom_bits >= 0.0 && self.bloom_bits <= 64.0, "--bloom_bits must be in [0, 64]")?;
         check(self.write_buffer_size >= 4096, "--write_buffer_size must be >= 4096")?;
         check(self.max_file_size >= 4096, "--max_file_size must be >= 4096")?;
@@ -353,6 +362,9 @@ mod tests {
         assert_eq!(a.cache_size, 8 << 20);
         assert_eq!(a.row_cache_size, 0);
         assert_eq!(parse("--row_cache_size=1048576").unwrap().row_cache_size, 1 << 20);
+        assert!(!a.compaction_warmup);
+        assert!(parse("--compaction_warmup").unwrap().compaction_warmup);
+        assert!(!parse("--compaction_warmup=0").unwrap().compaction_warmup);
     }
 
     #[test]
@@ -366,6 +378,8 @@ mod tests {
             "--policy=nosuch",
             "--threads=0",
             "--row_cache_size=-1",
+            "--compaction_warmup --cache_size=0",
+            "--compaction_warmup=maybe",
             "--hot_prob=2",
             "--baseline=leveldb --engines=strata",
             "--no_such_flag=1",

@@ -16,6 +16,8 @@ pub struct EngineConfig {
     pub cache_size: usize,
     /// Row cache bytes, 0 = none (`--row_cache_size`); Strata and RocksDB only.
     pub row_cache_size: usize,
+    /// Compactions warm the block cache (`--compaction_warmup`); Strata only.
+    pub compaction_warmup: bool,
     /// Bloom filter bits per key, 0 = none (`--bloom_bits`).
     pub bloom_bits: f64,
     /// Memtable bytes (`--write_buffer_size`).
@@ -68,6 +70,7 @@ impl EngineConfig {
             path: path.into(),
             cache_size: 1 << 20,
             row_cache_size: 0,
+            compaction_warmup: false,
             bloom_bits: 10.0,
             write_buffer_size: 64 << 10,
             max_file_size: 256 << 10,
@@ -177,6 +180,7 @@ impl StrataEngine {
         let opts = strata::Options::default()
             .with_block_cache_capacity(cfg.cache_size)
             .with_row_cache(cfg.row_cache_size)
+            .with_compaction_warmup(cfg.compaction_warmup)
             .with_bloom_bits_per_key(cfg.bloom_bits)
             .with_write_buffer_size(cfg.write_buffer_size)
             .with_target_file_size_base(cfg.max_file_size)
@@ -187,10 +191,11 @@ impl StrataEngine {
             .with_buffer_trim_interval(trim_interval)
             .with_error_if_exists(false);
         let mapping = format!(
-            "strata: block_cache_capacity={} row_cache={} bloom_bits_per_key={} write_buffer_size={} target_file_size_base={} \
+            "strata: block_cache_capacity={} row_cache={} compaction_warmup={} bloom_bits_per_key={} write_buffer_size={} target_file_size_base={} \
              compression={:?} use_direct_reads={} max_bytes_for_level_base={} compaction_style={} buffer_trim_interval={:?} sync={}",
             cfg.cache_size,
             cfg.row_cache_size,
+            cfg.compaction_warmup,
             cfg.bloom_bits,
             cfg.write_buffer_size,
             cfg.max_file_size,

@@ -228,3 +228,29 @@ fn row_cache_size_reaches_the_engine() {
     let rows = engine.db().stats().row_cache;
     assert!(rows.hits >= 500 && rows.capacity_bytes == 1 << 20, "{rows:?}");
 }
+
+#[test]
+fn compaction_warmup_reaches_the_engine() {
+    use strata_bench::engine::{Engine, EngineConfig, StrataEngine};
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = EngineConfig {
+        compaction_warmup: true,
+        write_buffer_size: 32 << 10,
+        ..EngineConfig::small(dir.path().join("warm"))
+    };
+    let engine = StrataEngine::open(&cfg).unwrap();
+    assert!(engine.option_mapping().contains("compaction_warmup=true"), "{}", engine.option_mapping());
+    for round in 0..4u32 {
+        for i in 0..1000u32 {
+            engine.put(format!("k{i:08}").as_bytes(), &[round as u8; 100]).unwrap();
+        }
+        engine.flush().unwrap();
+        // Hot keys: later compactions find their blocks cached.
+        for i in 0..1000u32 {
+            engine.get(format!("k{i:08}").as_bytes()).unwrap();
+        }
+    }
+    engine.wait_for_compactions().unwrap();
+    let s = engine.db().stats();
+    assert!(s.compactions > 0 && s.warmup_blocks_inserted > 0, "{s}");
+}

@@ -75,7 +75,7 @@ impl RocksDbEngine {
              max_write_buffer_number={} target_file_size_base={} compression={:?} use_direct_reads={} \
              block_size={} block_restart_interval={} level0_triggers={}/{}/{} max_bytes_for_level_base={} \
              level_multiplier={} num_levels={} max_open_files={} max_background_jobs=2 \
-             cache_index_and_filter_blocks=false sync={} statistics=on",
+             cache_index_and_filter_blocks=false sync={} statistics=on{}",
             cfg.cache_size,
             if cfg.row_cache_size > 0 { format!("LRU({})", cfg.row_cache_size) } else { "off".into() },
             if cfg.bloom_bits > 0.0 { cfg.bloom_bits.to_string() } else { "off".into() },
@@ -94,6 +94,11 @@ impl RocksDbEngine {
             sd::NUM_LEVELS,
             sd::MAX_OPEN_FILES,
             cfg.sync,
+            if cfg.compaction_warmup {
+                " compaction_warmup=UNSUPPORTED (prepopulate_block_cache loads flushed blocks only)"
+            } else {
+                ""
+            },
         );
         let db =
             DB::open(&opts, &cfg.path).map_err(|e| format!("rocksdb open {}: {e}", cfg.path.display()))?;
