@@ -128,12 +128,12 @@ impl BlockCache {
     }
 
     /// Caches a block, evicting least recently used ones to stay within
-    /// capacity. A block larger than a shard's capacity is not cached.
-    pub fn insert(&self, file_id: u64, offset: u64, block: Arc<Block>) {
+    /// capacity. A block larger than a shard's capacity is not cached (false).
+    pub fn insert(&self, file_id: u64, offset: u64, block: Arc<Block>) -> bool {
         let charge = block.memory_size();
         let mut s = self.shard(file_id, offset).lock();
         if charge > s.capacity {
-            return;
+            return false;
         }
         match s.lru.put((file_id, offset), block) {
             Some(old) => s.usage -= old.memory_size(),
@@ -148,6 +148,7 @@ impl BlockCache {
             s.forget(key, &victim);
             s.stats.evictions += 1;
         }
+        true
     }
 
     /// Exact number of resident blocks of `file_id`.
@@ -286,7 +287,7 @@ mod tests {
         assert_eq!(cache.resident_blocks(7), 3);
         cache.insert(7, 3, block(100)); // replacement: no eviction
         assert_eq!(cache.stats().evictions, 1);
-        cache.insert(8, 0, block(one * 3)); // larger than the shard: not cached
+        assert!(!cache.insert(8, 0, block(one * 3))); // larger than the shard: not cached
         assert_eq!(cache.resident_blocks(8), 0);
         let s = cache.stats();
         assert_eq!((s.inserts, s.entries, s.usage_bytes, s.hits, s.misses), (5, 3, 3 * one as u64, 1, 1));

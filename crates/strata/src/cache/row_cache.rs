@@ -28,16 +28,18 @@ const MIN_SHARD_CAPACITY: usize = 512 * 1024;
 
 /// Bytes an entry costs beyond its key and value: the LRU node (key and value
 /// handles, two list links), its slot in the LRU's hash table (two pointers),
-/// the shared key's two reference counts, and its slot in the per-file index.
+/// the reference counts of the shared key and value (two each), and the key's
+/// slot in the per-file index.
 pub const ROW_OVERHEAD: usize = (size_of::<Key>() + size_of::<Row>() + 2 * size_of::<usize>())
     + 2 * size_of::<usize>()
-    + 2 * size_of::<usize>()
+    + 4 * size_of::<usize>()
     + size_of::<Key>();
 
-/// A cached lookup result.
+/// A cached lookup result. The value is shared so a hit copies it out after
+/// the shard lock is released.
 struct Row {
     kind: ValueKind,
-    value: Box<[u8]>,
+    value: Arc<[u8]>,
 }
 
 /// The cache key: the file id (8 bytes, big-endian) then the user key. One
@@ -147,16 +149,17 @@ impl RowCache {
     /// The cached newest entry of `user_key` in file `file_id`, counting a hit
     /// or a miss; a tombstone comes back as `(ValueKind::Delete, empty)`.
     pub fn get(&self, file_id: u64, user_key: &[u8]) -> Option<(ValueKind, Vec<u8>)> {
-        with_key(file_id, user_key, |key| {
+        let found = with_key(file_id, user_key, |key| {
             let mut s = self.shard(key).lock();
-            let found = s.lru.get(key).map(|r| (r.kind, r.value.to_vec()));
+            let found = s.lru.get(key).map(|r| (r.kind, Arc::clone(&r.value)));
             if found.is_some() {
                 s.stats.hits += 1;
             } else {
                 s.stats.misses += 1;
             }
             found
-        })
+        });
+        found.map(|(kind, value)| (kind, value.to_vec()))
     }
 
     /// Caches the newest entry of `user_key` in file `file_id`, evicting least

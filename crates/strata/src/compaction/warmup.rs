@@ -109,8 +109,9 @@ impl DataBlockObserver for Observer {
         }
         // `raw` is exactly what a read of the block decodes.
         if let Ok(block) = Block::new(raw.to_vec()) {
-            w.cache.insert(self.file_id, handle.offset, Arc::new(block));
-            w.inserted.fetch_add(1, Relaxed);
+            if w.cache.insert(self.file_id, handle.offset, Arc::new(block)) {
+                w.inserted.fetch_add(1, Relaxed);
+            }
         }
     }
 }
