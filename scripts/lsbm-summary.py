@@ -2,6 +2,7 @@
 """Summarizes scripts/lsbm-experiment.sh output: one Markdown table per workload
 with read throughput, the per-second hit ratio (mean, 10th percentile and
 minimum after a warm-up), database size and the ratios the LSbM issue targets.
+Also reads scripts/lsbm-slow-device.sh output (one rangehot-PROFILE directory per device profile).
 Usage: scripts/lsbm-summary.py OUT_DIR [WARMUP_SECS]"""
 import csv
 import statistics
@@ -21,7 +22,9 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(p * len(xs)))] if xs else float("nan")
 
 
-for wl in ["rangehot", "zipfian", "range", "readonly"]:
+known = ["rangehot", "zipfian", "range", "readonly"]
+others = sorted(d.name for d in out.iterdir() if (d / "results.csv").exists() and d.name not in known)
+for wl in known + others:
     samples = rows(out / wl / "samples.csv")
     results = rows(out / wl / "results.csv")
     if not results:

@@ -86,6 +86,19 @@ pub struct Args {
     /// Block cache bytes, the same for every engine (db_bench's 8 MiB).
     #[arg(long, default_value_t = 8 << 20)]
     pub cache_size: usize,
+    /// Row cache bytes, 0 = none (db_bench's flag; RocksDB's `row_cache`). Strata and RocksDB
+    /// only: LevelDB and fjall have none (flagged UNSUPPORTED in their option mapping).
+    #[arg(long, default_value_t = 0)]
+    pub row_cache_size: usize,
+    /// Strata only: compactions put the new blocks that replace cached blocks of their inputs
+    /// into the block cache (the engine's `compaction_warmup`; no db_bench flag). RocksDB's
+    /// `prepopulate_block_cache` is flush-only, so peers flag it UNSUPPORTED. Needs --cache_size > 0.
+    #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub compaction_warmup: bool,
+    /// Strata LSbM only: reads may fetch an uncached block of a compaction-buffer file from the
+    /// device (the engine's `buffer_read_misses`; default false: only cached blocks are used).
+    #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub buffer_read_misses: bool,
     /// Bloom filter bits per key, 0 = no filter. Default 10, unlike db_bench (RocksDB's and
     /// LevelDB's default to no filter): pass --bloom_bits=10 to db_bench when replaying a run.
     #[arg(long, default_value_t = 10.0)]
@@ -228,6 +241,10 @@ impl Args {
         check(self.key_size >= digits, &format!("--key_size must hold the {digits} digits of --num"))?;
         check(self.value_size != Some(0), "--value_size must be > 0")?;
         check((1..=1024).contains(&self.threads), "--threads must be in 1..=1024")?;
+        check(
+            !self.compaction_warmup || self.cache_size > 0,
+            "--compaction_warmup needs a block cache (--cache_size > 0)",
+        )?;
         check(self.bloom_bits >= 0.0 && self.bloom_bits <= 64.0, "--bloom_bits must be in [0, 64]")?;
         check(self.write_buffer_size >= 4096, "--write_buffer_size must be >= 4096")?;
         check(self.max_file_size >= 4096, "--max_file_size must be >= 4096")?;
@@ -366,6 +383,11 @@ mod tests {
         assert_eq!(a.reads(), 1000);
         assert!(a.sync && a.quiet && !a.use_existing_db);
         assert_eq!(a.cache_size, 8 << 20);
+        assert_eq!(a.row_cache_size, 0);
+        assert_eq!(parse("--row_cache_size=1048576").unwrap().row_cache_size, 1 << 20);
+        assert!(!a.compaction_warmup);
+        assert!(parse("--compaction_warmup").unwrap().compaction_warmup);
+        assert!(!parse("--compaction_warmup=0").unwrap().compaction_warmup);
     }
 
     #[test]
@@ -378,6 +400,9 @@ mod tests {
             "--engines=mysql",
             "--policy=nosuch",
             "--threads=0",
+            "--row_cache_size=-1",
+            "--compaction_warmup --cache_size=0",
+            "--compaction_warmup=maybe",
             "--hot_prob=2",
             "--baseline=leveldb --engines=strata",
             "--no_such_flag=1",

@@ -14,6 +14,12 @@ pub struct EngineConfig {
     pub path: PathBuf,
     /// Block cache bytes (`--cache_size`).
     pub cache_size: usize,
+    /// Row cache bytes, 0 = none (`--row_cache_size`); Strata and RocksDB only.
+    pub row_cache_size: usize,
+    /// Compactions warm the block cache (`--compaction_warmup`); Strata only.
+    pub compaction_warmup: bool,
+    /// LSbM reads fetch uncached buffer blocks (`--buffer_read_misses`); Strata only.
+    pub buffer_read_misses: bool,
     /// Bloom filter bits per key, 0 = none (`--bloom_bits`).
     pub bloom_bits: f64,
     /// Memtable bytes (`--write_buffer_size`).
@@ -65,6 +71,9 @@ impl EngineConfig {
         EngineConfig {
             path: path.into(),
             cache_size: 1 << 20,
+            row_cache_size: 0,
+            compaction_warmup: false,
+            buffer_read_misses: false,
             bloom_bits: 10.0,
             write_buffer_size: 64 << 10,
             max_file_size: 256 << 10,
@@ -173,6 +182,8 @@ impl StrataEngine {
             .map_err(|e| format!("--buffer_trim_interval={}: {e}", cfg.buffer_trim_interval))?;
         let opts = strata::Options::default()
             .with_block_cache_capacity(cfg.cache_size)
+            .with_row_cache(cfg.row_cache_size)
+            .with_compaction_warmup(cfg.compaction_warmup)
             .with_bloom_bits_per_key(cfg.bloom_bits)
             .with_write_buffer_size(cfg.write_buffer_size)
             .with_target_file_size_base(cfg.max_file_size)
@@ -181,11 +192,14 @@ impl StrataEngine {
             .with_max_bytes_for_level_base(cfg.max_bytes_for_level_base)
             .with_compaction_style(style)
             .with_buffer_trim_interval(trim_interval)
+            .with_buffer_read_misses(cfg.buffer_read_misses)
             .with_error_if_exists(false);
         let mapping = format!(
-            "strata: block_cache_capacity={} bloom_bits_per_key={} write_buffer_size={} target_file_size_base={} \
-             compression={:?} use_direct_reads={} max_bytes_for_level_base={} compaction_style={} buffer_trim_interval={:?} sync={}",
+            "strata: block_cache_capacity={} row_cache={} compaction_warmup={} bloom_bits_per_key={} write_buffer_size={} target_file_size_base={} \
+             compression={:?} use_direct_reads={} max_bytes_for_level_base={} compaction_style={} buffer_trim_interval={:?} buffer_read_misses={} sync={}",
             cfg.cache_size,
+            cfg.row_cache_size,
+            cfg.compaction_warmup,
             cfg.bloom_bits,
             cfg.write_buffer_size,
             cfg.max_file_size,
@@ -194,6 +208,7 @@ impl StrataEngine {
             cfg.max_bytes_for_level_base,
             cfg.policy,
             trim_interval,
+            cfg.buffer_read_misses,
             cfg.sync
         );
         let db = strata::Db::open(&cfg.path, opts).map_err(|e| e.to_string())?;

@@ -182,6 +182,9 @@ impl Plan {
         EngineConfig {
             path: dir.to_path_buf(),
             cache_size: a.cache_size,
+            row_cache_size: a.row_cache_size,
+            compaction_warmup: a.compaction_warmup,
+            buffer_read_misses: a.buffer_read_misses,
             bloom_bits: a.bloom_bits,
             write_buffer_size: a.write_buffer_size,
             max_file_size: a.max_file_size,

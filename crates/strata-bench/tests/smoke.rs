@@ -222,3 +222,49 @@ fn warmup_runs_the_workload_first_unmeasured() {
     assert!(r.secs >= 0.9 && r.samples.len() >= 3, "{r:?}");
     assert_eq!(results.len(), 2, "the warm-up reports nothing");
 }
+
+#[test]
+fn row_cache_size_reaches_the_engine() {
+    use strata_bench::engine::{Engine, EngineConfig, StrataEngine};
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = EngineConfig { row_cache_size: 1 << 20, ..EngineConfig::small(dir.path().join("rows")) };
+    let engine = StrataEngine::open(&cfg).unwrap();
+    assert!(engine.option_mapping().contains("row_cache=1048576"), "{}", engine.option_mapping());
+    for i in 0..500u32 {
+        engine.put(format!("k{i:08}").as_bytes(), &[7u8; 100]).unwrap();
+    }
+    engine.flush().unwrap();
+    for _ in 0..2 {
+        for i in 0..500u32 {
+            assert!(engine.get(format!("k{i:08}").as_bytes()).unwrap().is_some());
+        }
+    }
+    let rows = engine.db().stats().row_cache;
+    assert!(rows.hits >= 500 && rows.capacity_bytes == 1 << 20, "{rows:?}");
+}
+
+#[test]
+fn compaction_warmup_reaches_the_engine() {
+    use strata_bench::engine::{Engine, EngineConfig, StrataEngine};
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = EngineConfig {
+        compaction_warmup: true,
+        write_buffer_size: 32 << 10,
+        ..EngineConfig::small(dir.path().join("warm"))
+    };
+    let engine = StrataEngine::open(&cfg).unwrap();
+    assert!(engine.option_mapping().contains("compaction_warmup=true"), "{}", engine.option_mapping());
+    for round in 0..4u32 {
+        for i in 0..1000u32 {
+            engine.put(format!("k{i:08}").as_bytes(), &[round as u8; 100]).unwrap();
+        }
+        engine.flush().unwrap();
+        // Hot keys: later compactions find their blocks cached.
+        for i in 0..1000u32 {
+            engine.get(format!("k{i:08}").as_bytes()).unwrap();
+        }
+    }
+    engine.wait_for_compactions().unwrap();
+    let s = engine.db().stats();
+    assert!(s.compactions > 0 && s.warmup_blocks_inserted > 0, "{s}");
+}

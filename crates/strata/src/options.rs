@@ -130,9 +130,11 @@ pub struct Options {
     pub(crate) bloom_bits_per_key: f64,
     pub(crate) compression: CompressionType,
     pub(crate) block_cache_capacity: usize,
+    pub(crate) row_cache_capacity: usize,
     pub(crate) max_open_files: usize,
     pub(crate) use_direct_reads: bool,
     pub(crate) compaction_readahead_size: usize,
+    pub(crate) compaction_warmup: bool,
     pub(crate) paranoid_checks: bool,
     pub(crate) paranoid_file_checks: bool,
     pub(crate) avoid_flush_during_shutdown: bool,
@@ -142,6 +144,7 @@ pub struct Options {
     pub(crate) max_manifest_file_size: u64,
     pub(crate) buffer_trim_interval: std::time::Duration,
     pub(crate) buffer_trim_threshold: f64,
+    pub(crate) buffer_read_misses: bool,
     pub(crate) vfs: Arc<dyn Vfs>,
 }
 
@@ -164,9 +167,11 @@ impl Default for Options {
             bloom_bits_per_key: 10.0,
             compression: CompressionType::Lz4,
             block_cache_capacity: 32 << 20,
+            row_cache_capacity: 0,
             max_open_files: 1000,
             use_direct_reads: false,
             compaction_readahead_size: 2 << 20,
+            compaction_warmup: false,
             paranoid_checks: true,
             paranoid_file_checks: false,
             avoid_flush_during_shutdown: false,
@@ -176,6 +181,7 @@ impl Default for Options {
             max_manifest_file_size: 64 << 20,
             buffer_trim_interval: std::time::Duration::from_secs(30),
             buffer_trim_threshold: 0.8,
+            buffer_read_misses: false,
             vfs: Arc::new(RealVfs::new()),
         }
     }
@@ -230,6 +236,12 @@ impl Options {
         with_compression, compression, CompressionType);
     setter!(/// Block cache capacity in bytes, 0 for none (RocksDB `NewLRUCache(capacity)`; default 32 MiB).
         with_block_cache_capacity, block_cache_capacity, usize);
+    setter!(/// Row cache capacity in bytes, 0 for none (RocksDB `row_cache`; default 0). Caches
+        /// the result of a point lookup in one table file (value or tombstone) by (file, user
+        /// key), so a repeated get of a hot key reads no block. Used by reads whose sequence
+        /// sees the whole file (reads at older snapshots bypass it); rows of deleted files
+        /// are dropped with them.
+        with_row_cache, row_cache_capacity, usize);
     setter!(/// Open tables kept with their index and filter in memory (RocksDB `max_open_files`; default 1000).
         with_max_open_files, max_open_files, usize);
     setter!(/// Read tables with `O_DIRECT`, bypassing the page cache (RocksDB `use_direct_reads`).
@@ -239,6 +251,14 @@ impl Options {
         /// run are read one table at a time, so a compaction holds one window per input run; with
         /// more than 8 input runs the windows shrink to share 16 MiB.
         with_compaction_readahead_size, compaction_readahead_size, usize);
+    setter!(/// Incremental warm-up (the LSbM paper's baseline; default false): a compaction puts
+        /// into the block cache each new data block whose key range overlaps a cached block of
+        /// its inputs, from memory as it writes it, so reads of hot keys keep hitting the cache
+        /// after the inputs are deleted. RocksDB's nearest is `prepopulate_block_cache =
+        /// kFlushOnly`, which caches every block a flush writes, hot or not, and nothing a
+        /// compaction writes; flushes are not warmed here (a new memtable's keys are read from
+        /// the memtable until then). Needs a block cache: `open` refuses it with capacity 0.
+        with_compaction_warmup, compaction_warmup, bool);
     setter!(/// At open, check that every live table has its recorded size and that its footer,
         /// index and filter pass their checksums (RocksDB `paranoid_checks`; default true).
         /// Off, a damaged table is reported by the first read that touches it.
@@ -268,6 +288,11 @@ impl Options {
     setter!(/// LSbM: a buffer file with less than this fraction of its data blocks in
         /// the block cache is removed by the trim (paper: 0.8). Default 0.8.
         with_buffer_trim_threshold, buffer_trim_threshold, f64);
+    setter!(/// LSbM: whether a read may fetch a buffer file's block from the device
+        /// when it is not cached (the paper's Algorithm 3 as written; dLSM
+        /// always does). Default false: a buffer file answers only from cached
+        /// blocks and an uncached one sends the read to its run.
+        with_buffer_read_misses, buffer_read_misses, bool);
     setter!(/// The file system (RocksDB `Env`); default the real one.
         with_vfs, vfs, Arc<dyn Vfs>);
 
@@ -314,6 +339,9 @@ impl Options {
         }
         if self.buffer_trim_interval.is_zero() {
             return bad("buffer_trim_interval must be above zero");
+        }
+        if self.compaction_warmup && self.block_cache_capacity == 0 {
+            return bad("compaction_warmup needs a block cache (block_cache_capacity > 0)");
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");
@@ -381,7 +409,8 @@ impl ReadOptions {
     }
     setter!(/// Verify block checksums (RocksDB `verify_checksums`; default true).
         with_verify_checksums, verify_checksums, bool);
-    setter!(/// Put blocks read into the block cache (RocksDB `fill_cache`; default true).
+    setter!(/// Put blocks read into the block cache, and rows found into the row cache
+        /// (RocksDB `fill_cache`; default true).
         with_fill_cache, fill_cache, bool);
     setter!(/// Bytes an iterator reads from a table at once while moving forward, for long scans
         /// (RocksDB `readahead_size`; default 0: one block per read). Point reads ignore it.

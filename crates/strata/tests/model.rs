@@ -11,6 +11,8 @@ const OPS: usize = 2500;
 #[test]
 fn every_config_matches_the_model() {
     let mut buffer_hits = std::collections::BTreeMap::new();
+    let mut row_cache = std::collections::BTreeMap::new();
+    let mut warmed = std::collections::BTreeMap::new();
     for seed in 0..SEEDS {
         let ops = gen_ops(seed, OPS, 1500);
         for cfg in configs() {
@@ -19,7 +21,23 @@ fn every_config_matches_the_model() {
                 eprintln!("{} seed {seed}:\n{stats}", cfg.name);
             }
             *buffer_hits.entry(cfg.name).or_insert(0) += stats.buffer_hits;
+            let r = row_cache.entry(cfg.name).or_insert((0, 0));
+            r.0 += stats.row_cache.hits;
+            r.1 += stats.row_cache.evictions;
+            *warmed.entry(cfg.name).or_insert(0) += stats.warmup_blocks_inserted;
         }
+    }
+    for (name, blocks) in warmed {
+        assert_eq!(blocks > 0, name.contains("warmup"), "{name}: {blocks} blocks warmed");
+    }
+    // The row-cache configurations answered gets from it and evicted rows.
+    for (name, (hits, evictions)) in row_cache {
+        let on = name.contains("rowcache");
+        assert_eq!(
+            (hits > 0, evictions > 0),
+            (on, on),
+            "{name}: {hits} row-cache hits, {evictions} evictions"
+        );
     }
     // The dLSM configurations really read through their buffers (so the
     // differential check in every get compared something); LSbM buffers serve

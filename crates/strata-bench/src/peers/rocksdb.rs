@@ -47,6 +47,11 @@ impl RocksDbEngine {
         }
 
         let mut opts = Options::default();
+        if cfg.row_cache_size > 0 {
+            let rows =
+                Cache::new_lru_cache(cfg.row_cache_size).map_err(|e| format!("rocksdb row cache: {e}"))?;
+            opts.set_row_cache(&rows);
+        }
         opts.create_if_missing(true);
         opts.set_block_based_table_factory(&table);
         opts.set_write_buffer_size(cfg.write_buffer_size);
@@ -66,12 +71,13 @@ impl RocksDbEngine {
         opts.enable_statistics();
 
         let mapping = format!(
-            "rocksdb 7.8.3: block_cache=LRU({}) bloom_filter(bits_per_key={}, full) write_buffer_size={} \
+            "rocksdb 7.8.3: block_cache=LRU({}) row_cache={} bloom_filter(bits_per_key={}, full) write_buffer_size={} \
              max_write_buffer_number={} target_file_size_base={} compression={:?} use_direct_reads={} \
              block_size={} block_restart_interval={} level0_triggers={}/{}/{} max_bytes_for_level_base={} \
              level_multiplier={} num_levels={} max_open_files={} max_background_jobs=2 \
-             cache_index_and_filter_blocks=false sync={} statistics=on",
+             cache_index_and_filter_blocks=false sync={} statistics=on{}",
             cfg.cache_size,
+            if cfg.row_cache_size > 0 { format!("LRU({})", cfg.row_cache_size) } else { "off".into() },
             if cfg.bloom_bits > 0.0 { cfg.bloom_bits.to_string() } else { "off".into() },
             cfg.write_buffer_size,
             sd::MAX_WRITE_BUFFER_NUMBER,
@@ -88,6 +94,11 @@ impl RocksDbEngine {
             sd::NUM_LEVELS,
             sd::MAX_OPEN_FILES,
             cfg.sync,
+            if cfg.compaction_warmup {
+                " compaction_warmup=UNSUPPORTED (prepopulate_block_cache loads flushed blocks only)"
+            } else {
+                ""
+            },
         );
         let db =
             DB::open(&opts, &cfg.path).map_err(|e| format!("rocksdb open {}: {e}", cfg.path.display()))?;

@@ -16,24 +16,25 @@ const MAX_SHARD_BITS: u32 = 4;
 /// still fits a reasonable number of blocks.
 const MIN_SHARD_CAPACITY: usize = 512 * 1024;
 
-/// Counters of a [`BlockCache`] (a consistent sum over shards, each read under its lock).
+/// Counters of a [`BlockCache`] or a [`crate::cache::RowCache`] (a consistent
+/// sum over shards, each read under its lock); entries are blocks or rows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheStats {
-    /// Lookups that found the block.
+    /// Lookups that found the entry.
     pub hits: u64,
     /// Lookups that did not.
     pub misses: u64,
-    /// Blocks inserted (replacements included; oversized blocks not).
+    /// Entries inserted (replacements included; oversized entries not).
     pub inserts: u64,
-    /// Blocks pushed out to make room.
+    /// Entries pushed out to make room.
     pub evictions: u64,
-    /// Resident blocks dropped because their file was deleted.
+    /// Resident entries dropped because their file was deleted.
     pub invalidations: u64,
-    /// Bytes charged by resident blocks.
+    /// Bytes charged by resident entries.
     pub usage_bytes: u64,
     /// Configured capacity in bytes.
     pub capacity_bytes: u64,
-    /// Resident blocks.
+    /// Resident entries.
     pub entries: u64,
 }
 
@@ -130,13 +131,20 @@ impl BlockCache {
         found
     }
 
+    /// The cached block at (file, offset) without counting a lookup or
+    /// making it more recently used (for the compaction warm-up, which asks
+    /// about blocks nobody is reading).
+    pub fn peek(&self, file_id: u64, offset: u64) -> Option<Arc<Block>> {
+        self.shard(file_id, offset).lock().lru.peek(&(file_id, offset)).cloned()
+    }
+
     /// Caches a block, evicting least recently used ones to stay within
-    /// capacity. A block larger than a shard's capacity is not cached.
-    pub fn insert(&self, file_id: u64, offset: u64, block: Arc<Block>) {
+    /// capacity. A block larger than a shard's capacity is not cached (false).
+    pub fn insert(&self, file_id: u64, offset: u64, block: Arc<Block>) -> bool {
         let charge = block.memory_size();
         let mut s = self.shard(file_id, offset).lock();
         if charge > s.capacity {
-            return;
+            return false;
         }
         match s.lru.put((file_id, offset), block) {
             Some(old) => s.usage -= old.memory_size(),
@@ -151,6 +159,7 @@ impl BlockCache {
             s.forget(key, &victim);
             s.stats.evictions += 1;
         }
+        true
     }
 
     /// Exact number of resident blocks of `file_id`.
@@ -283,12 +292,13 @@ mod tests {
             cache.insert(7, off, block(100));
         }
         assert!(cache.get(7, 0).is_some()); // 0 becomes most recent
+        assert!(cache.peek(7, 1).is_some() && cache.peek(7, 9).is_none()); // counts nothing, promotes nothing
         cache.insert(7, 3, block(100)); // evicts 1
         assert!(cache.get(7, 1).is_none());
         assert_eq!(cache.resident_blocks(7), 3);
         cache.insert(7, 3, block(100)); // replacement: no eviction
         assert_eq!(cache.stats().evictions, 1);
-        cache.insert(8, 0, block(one * 3)); // larger than the shard: not cached
+        assert!(!cache.insert(8, 0, block(one * 3))); // larger than the shard: not cached
         assert_eq!(cache.resident_blocks(8), 0);
         let s = cache.stats();
         assert_eq!((s.inserts, s.entries, s.usage_bytes, s.hits, s.misses), (5, 3, 3 * one as u64, 1, 1));

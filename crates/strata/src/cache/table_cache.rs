@@ -87,6 +87,19 @@ impl TableCache {
         Ok(table)
     }
 
+    /// Opens table `file_id` without caching the handle or reading its blocks
+    /// through the block cache, so every block comes from the file.
+    pub fn open_uncached(&self, file_id: u64, file_size: u64) -> Result<Table> {
+        let path = table_path(&self.dir, file_id);
+        let file = self.vfs.open_random(&path, RandomOpenOptions { direct: self.direct_reads })?;
+        Table::open(file, file_id, file_size, None)
+    }
+
+    /// The block cache the tables read through, if any.
+    pub fn block_cache(&self) -> Option<&Arc<BlockCache>> {
+        self.block_cache.as_ref()
+    }
+
     /// Drops the handle of `file_id` (e.g. its file was deleted). Its blocks
     /// stay in the block cache until [`BlockCache::invalidate_file`].
     pub fn evict(&self, file_id: u64) {

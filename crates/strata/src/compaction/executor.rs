@@ -11,6 +11,7 @@ use super::policy::{
     BufferAction, BufferEntryView, BufferTableView, BufferView, CompactionTask, FileRef, FileView, LevelView,
     LsmView, PickResult, RunTarget, RunView,
 };
+use super::warmup::Warmup;
 use super::CompactionPolicy;
 use crate::cache::TableCache;
 use crate::error::{Error, Result};
@@ -170,6 +171,7 @@ pub(crate) struct OutputWriter<'a> {
     last_user_key: Vec<u8>,
     outputs: Vec<NewFile>,
     created: Vec<u64>,
+    warmup: Option<Arc<Warmup>>,
 }
 
 impl<'a> OutputWriter<'a> {
@@ -189,7 +191,14 @@ impl<'a> OutputWriter<'a> {
             last_user_key: Vec::new(),
             outputs: Vec::new(),
             created: Vec::new(),
+            warmup: None,
         }
+    }
+
+    /// Warms the block cache with the new blocks `warmup` asks for.
+    pub(crate) fn with_warmup(mut self, warmup: Option<Arc<Warmup>>) -> Self {
+        self.warmup = warmup;
+        self
     }
 
     pub(crate) fn add(&mut self, ikey: &[u8], value: &[u8], seq: SeqNum) -> Result<()> {
@@ -207,7 +216,11 @@ impl<'a> OutputWriter<'a> {
             let id = self.env.versions.new_file_number();
             self.created.push(id);
             let file = self.env.vfs.create(&table_path(self.env.dir, id))?;
-            self.current = Some((id, TableBuilder::new(file, self.builder_opts.clone()), seq, seq));
+            let mut builder = TableBuilder::new(file, self.builder_opts.clone());
+            if let Some(w) = &self.warmup {
+                builder.set_observer(w.observer(id));
+            }
+            self.current = Some((id, builder, seq, seq));
         }
         if let Some((_, b, lo, hi)) = &mut self.current {
             b.add(ikey, value)?;
@@ -265,6 +278,8 @@ impl<'a> OutputWriter<'a> {
         if !self.env.opts.paranoid_file_checks {
             return Ok(());
         }
+        // Past the block cache: warmed blocks are in it, and the check is of the file.
+        let table = Arc::new(self.env.tables.open_uncached(id, s.file_size)?);
         let opts = BlockReadOptions { verify_checksums: true, fill_cache: false, readahead: 1 << 20 };
         let mut it = table.iter(opts);
         it.seek_to_first()?;
@@ -307,6 +322,9 @@ impl Drop for OutputWriter<'_> {
         self.current = None;
         for id in self.created.drain(..) {
             self.env.tables.evict(id);
+            if let Some(w) = &self.warmup {
+                w.cache().invalidate_file(id);
+            }
             let _ = self.env.vfs.remove_file(&table_path(self.env.dir, id));
         }
     }
@@ -392,7 +410,9 @@ pub(crate) fn execute(
                 readahead: env.opts.compaction_readahead_size,
             };
             let mut input = MergingIterator::new(input_runs(env, inputs, &metas, read_opts));
-            let mut out = OutputWriter::new(env, *output_level, *target_file_size);
+            let warmup = Warmup::for_merge(env, &metas)?;
+            let mut out =
+                OutputWriter::new(env, *output_level, *target_file_size).with_warmup(warmup.clone());
             merge_into(&mut input, &mut out, smallest_snapshot, |uk| {
                 !older.iter().any(|r| r.find_file(uk).is_some())
             })?;
@@ -408,7 +428,9 @@ pub(crate) fn execute(
             buffer_ops(version, pick, Some((*output_level, out_run)), &mut edit)?;
             env.versions.log_and_apply(edit)?;
             let read: u64 = metas.iter().map(|m| m.size).sum();
-            record("merge", reason, *output_level, metas.len(), n_out, read, written, start)
+            let mut r = record("merge", reason, *output_level, metas.len(), n_out, read, written, start);
+            r.warmup_blocks_inserted = warmup.map_or(0, |w| w.inserted());
+            r
         }
     };
     Ok(record)
@@ -433,6 +455,7 @@ fn record(
         output_files,
         bytes_read,
         bytes_written,
+        warmup_blocks_inserted: 0,
         duration: start.elapsed(),
     }
 }

@@ -8,6 +8,7 @@ pub mod lsbm;
 pub mod manual;
 pub mod policy;
 pub mod sim;
+pub(crate) mod warmup;
 
 pub use blsm::{BlsmPolicy, BlsmState};
 pub use leveled::{LeveledConfig, LeveledPolicy};

@@ -96,6 +96,7 @@ impl DbInner {
             output_files: n,
             bytes_read: 0,
             bytes_written: written,
+            warmup_blocks_inserted: 0,
             duration: start.elapsed(),
         });
         self.purge_obsolete_files();

@@ -2,6 +2,7 @@
 //! read path and background threads work on.
 
 mod background;
+mod file_get;
 mod iter;
 mod read;
 mod read_only;
@@ -26,7 +27,7 @@ pub use repair::{destroy, repair, RepairReport};
 pub use snapshot::Snapshot;
 
 use crate::batch::WriteBatch;
-use crate::cache::{BlockCache, TableCache};
+use crate::cache::{BlockCache, RowCache, TableCache};
 use crate::compaction::executor::{build_view, Env};
 use crate::compaction::CompactionPolicy;
 use crate::error::{Error, Result};
@@ -65,6 +66,8 @@ pub(crate) struct DbInner {
     pub versions: VersionSet,
     pub tables: Arc<TableCache>,
     pub block_cache: Option<Arc<BlockCache>>,
+    /// Point-lookup results by (file, user key); `None` when `row_cache_capacity` is 0.
+    pub row_cache: Option<Arc<RowCache>>,
     pub policy: Arc<dyn CompactionPolicy>,
     pub sv: ArcSwap<SuperVersion>,
     pub state: Mutex<DbState>,
@@ -140,11 +143,14 @@ impl DbInner {
     }
 
     /// Deletes table files no version references any more, and drops their
-    /// cached blocks and open handles.
+    /// cached blocks, cached rows and open handles.
     pub(crate) fn purge_obsolete_files(&self) {
         for id in self.versions.obsolete_files().take() {
             self.tables.evict(id);
             if let Some(c) = &self.block_cache {
+                c.invalidate_file(id);
+            }
+            if let Some(c) = &self.row_cache {
                 c.invalidate_file(id);
             }
             if self.vfs.remove_file(&crate::filename::table_path(&self.dir, id)).is_ok() {
@@ -175,6 +181,9 @@ impl DbInner {
         s.total_table_bytes = version.live_bytes();
         if let Some(c) = &self.block_cache {
             s.cache = c.stats();
+        }
+        if let Some(c) = &self.row_cache {
+            s.row_cache = c.stats();
         }
         let sv = self.sv.load();
         s.memtable_bytes = (sv.mem.approximate_memory_usage()
@@ -370,7 +379,7 @@ impl Db {
                     .iter()
                     .map(|c| {
                         format!(
-                            "{} ({}) -> L{}: {} in, {} out, read {} B, wrote {} B, {:?}",
+                            "{} ({}) -> L{}: {} in, {} out, read {} B, wrote {} B, {:?}{}",
                             c.kind,
                             c.reason,
                             c.output_level,
@@ -378,7 +387,11 @@ impl Db {
                             c.output_files,
                             c.bytes_read,
                             c.bytes_written,
-                            c.duration
+                            c.duration,
+                            match c.warmup_blocks_inserted {
+                                0 => String::new(),
+                                n => format!(", warmed {n} blocks"),
+                            }
                         )
                     })
                     .collect::<Vec<_>>()

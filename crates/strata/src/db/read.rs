@@ -52,9 +52,22 @@ impl DbInner {
                 probes += 1;
                 let table = self.tables.get(f.id, f.size)?;
                 if let Some(buffer) = level.buffer_of(run.id).filter(|_| ro.use_compaction_buffer) {
-                    // Algorithm 3: the run's own filter decides whether the level
-                    // can hold the key; the buffer holds a subset of its data.
-                    if !table.may_contain(key) {
+                    if self.policy.buffer_reads_cached_only() {
+                        // LSbM: the run answers when its block is cached (it
+                        // holds the newest data, so this is always right, and a
+                        // hot run costs no buffer probe); the buffer is asked
+                        // only to save a device read.
+                        match table.get_if_cached(&lookup)? {
+                            CachedGet::Found(kind, value) => {
+                                found = (kind == ValueKind::Put).then_some(value);
+                                break 'levels;
+                            }
+                            CachedGet::Absent => continue,
+                            CachedGet::NotCached => {}
+                        }
+                    } else if !table.may_contain(key) {
+                        // Algorithm 3: the run's own filter decides whether the
+                        // level can hold the key; the buffer holds a subset of it.
                         continue;
                     }
                     if let Some(hit) = self.probe_buffer(buffer, key, &lookup, bro, &mut probes)? {
@@ -63,7 +76,7 @@ impl DbInner {
                         break 'levels;
                     }
                 }
-                if let Some((kind, value)) = table.get(&lookup, bro)? {
+                if let Some((kind, value)) = self.table_get(&table, f, &lookup, bro)? {
                     found = (kind == ValueKind::Put).then_some(value);
                     break 'levels;
                 }
@@ -99,10 +112,11 @@ impl DbInner {
                 Some(BufferEntry::Present(f)) => {
                     *probes += 1;
                     let table = self.tables.get(f.id, f.size)?;
-                    let got = if self.policy.buffer_reads_cached_only() {
+                    let got = if self.policy.buffer_reads_cached_only() && !self.opts.buffer_read_misses {
                         table.get_if_cached(lookup)?
                     } else {
-                        table.get(lookup, bro)?.map_or(CachedGet::Absent, |(k, v)| CachedGet::Found(k, v))
+                        self.table_get(&table, f, lookup, bro)?
+                            .map_or(CachedGet::Absent, |(k, v)| CachedGet::Found(k, v))
                     };
                     match got {
                         CachedGet::Found(kind, value) => return Ok(Some((kind, value))),

@@ -12,7 +12,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::{DbInner, DbState, SuperVersion};
 use crate::batch::WriteBatch;
-use crate::cache::{BlockCache, TableCache};
+use crate::cache::{BlockCache, RowCache, TableCache};
 use crate::compaction::executor::{Env, OutputWriter};
 use crate::compaction::{
     BlsmPolicy, BufferVariant, CompactionPolicy, LeveledConfig, LeveledPolicy, LsbmPolicy,
@@ -191,6 +191,8 @@ impl Parts<'_> {
         let mem = Arc::new(mem);
         let last = self.versions.last_sequence();
         let sv = SuperVersion { mem: mem.clone(), imms: Vec::new(), version: self.versions.current() };
+        let row_cache =
+            (self.opts.row_cache_capacity > 0).then(|| Arc::new(RowCache::new(self.opts.row_cache_capacity)));
         Arc::new(DbInner {
             dir: self.dir.to_path_buf(),
             vfs: self.opts.vfs.clone(),
@@ -198,6 +200,7 @@ impl Parts<'_> {
             versions: self.versions,
             tables: self.tables,
             block_cache: self.block_cache,
+            row_cache,
             policy: self.policy,
             sv: ArcSwap::from_pointee(sv),
             state: Mutex::new(DbState {

@@ -30,6 +30,8 @@ pub struct CompactionRecord {
     pub bytes_read: u64,
     /// Bytes written to output tables.
     pub bytes_written: u64,
+    /// New blocks the compaction warm-up put into the block cache.
+    pub warmup_blocks_inserted: u64,
     /// Wall time of the task.
     pub duration: Duration,
 }
@@ -103,6 +105,9 @@ pub struct Stats {
     /// Point lookups that left a buffer for its run because the buffer file's
     /// block was not cached (the buffer serves only hot data).
     pub buffer_uncached: u64,
+    /// New data blocks compactions put into the block cache
+    /// (`Options::with_compaction_warmup`; also counted in `cache.inserts`).
+    pub warmup_blocks_inserted: u64,
     /// Compaction-buffer trims run (LSbM Algorithm 2).
     pub buffer_trims: u64,
     /// Buffer files the trims removed.
@@ -111,6 +116,8 @@ pub struct Stats {
     pub levels: Vec<LevelStats>,
     /// Block cache counters.
     pub cache: CacheStats,
+    /// Row cache counters (entries are rows; all zero when it is off).
+    pub row_cache: CacheStats,
     /// Bytes of all live tables (in runs or buffers; a shared file counts once).
     pub total_table_bytes: u64,
     /// Bytes held by memtables (active + immutable).
@@ -195,6 +202,23 @@ impl fmt::Display for Stats {
             "block cache: {}/{} B, {} blocks, hits {}, misses {} (hit ratio {:.3}), inserts {}, evictions {}, invalidations {}",
             c.usage_bytes, c.capacity_bytes, c.entries, c.hits, c.misses, ratio, c.inserts, c.evictions, c.invalidations
         )?;
+        if self.warmup_blocks_inserted > 0 {
+            writeln!(
+                f,
+                "compaction warm-up: {} blocks put into the block cache",
+                self.warmup_blocks_inserted
+            )?;
+        }
+        let r = &self.row_cache;
+        if r.capacity_bytes > 0 {
+            let lookups = r.hits + r.misses;
+            let ratio = if lookups == 0 { 0.0 } else { r.hits as f64 / lookups as f64 };
+            writeln!(
+                f,
+                "row cache: {}/{} B, {} rows, hits {}, misses {} (hit ratio {:.3}), inserts {}, evictions {}, invalidations {}",
+                r.usage_bytes, r.capacity_bytes, r.entries, r.hits, r.misses, ratio, r.inserts, r.evictions, r.invalidations
+            )?;
+        }
         write!(
             f,
             "gets {}, tables probed per get {:.2}; memtables {} B; open tables {} ({} B index+filter)",
@@ -230,6 +254,7 @@ pub(crate) struct Counters {
     pub files_deleted: AtomicU64,
     pub buffer_hits: AtomicU64,
     pub buffer_uncached: AtomicU64,
+    pub warmup_blocks: AtomicU64,
     pub buffer_trims: AtomicU64,
     pub buffer_files_trimmed: AtomicU64,
     history: Mutex<VecDeque<CompactionRecord>>,
@@ -255,6 +280,7 @@ impl Counters {
             "drop" => Self::add(&self.drops, r.input_files as u64),
             _ => {}
         }
+        Self::add(&self.warmup_blocks, r.warmup_blocks_inserted);
         let mut h = self.history.lock();
         if h.len() == HISTORY {
             h.pop_front();
@@ -290,6 +316,7 @@ impl Counters {
         s.files_deleted = g(&self.files_deleted);
         s.buffer_hits = g(&self.buffer_hits);
         s.buffer_uncached = g(&self.buffer_uncached);
+        s.warmup_blocks_inserted = g(&self.warmup_blocks);
         s.buffer_trims = g(&self.buffer_trims);
         s.buffer_files_trimmed = g(&self.buffer_files_trimmed);
         s.recent_compactions = self.history.lock().iter().cloned().collect();

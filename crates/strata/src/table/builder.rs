@@ -60,6 +60,14 @@ pub struct TableSummary {
     pub largest: Vec<u8>,
 }
 
+/// Sees each data block as a [`TableBuilder`] writes it (the compaction
+/// warm-up of the block cache).
+pub(crate) trait DataBlockObserver: Send + Sync {
+    /// A data block was written at `handle`; `raw` is its uncompressed payload
+    /// (what a read decodes), `first` and `last` its first and last internal keys.
+    fn data_block(&mut self, handle: BlockHandle, first: &[u8], last: &[u8], raw: &[u8]);
+}
+
 /// Streams sorted entries into a table file.
 pub struct TableBuilder {
     file: Box<dyn WritableFile>,
@@ -70,6 +78,9 @@ pub struct TableBuilder {
     filter: Option<FilterBuilder>,
     props: TableProperties,
     handle_buf: Vec<u8>,
+    observer: Option<Box<dyn DataBlockObserver>>,
+    /// First key of the data block being filled, kept only for the observer.
+    first_key: Vec<u8>,
 }
 
 impl TableBuilder {
@@ -103,7 +114,14 @@ impl TableBuilder {
                 largest: Vec::new(),
             },
             handle_buf: Vec::with_capacity(20),
+            observer: None,
+            first_key: Vec::new(),
         }
+    }
+
+    /// Shows every data block written from now on to `observer`.
+    pub(crate) fn set_observer(&mut self, observer: Box<dyn DataBlockObserver>) {
+        self.observer = Some(observer);
     }
 
     /// Appends an entry; internal keys must be strictly increasing.
@@ -131,6 +149,10 @@ impl TableBuilder {
         self.props.num_deletions += u64::from(parsed.kind == ValueKind::Delete);
         self.props.raw_key_bytes += ikey.len() as u64;
         self.props.raw_value_bytes += value.len() as u64;
+        if self.observer.is_some() && self.data_block.is_empty() {
+            self.first_key.clear();
+            self.first_key.extend_from_slice(ikey);
+        }
         self.data_block.add(ikey, value);
         if self.data_block.estimated_size() >= self.opts.block_size {
             self.flush_data_block()?;
@@ -154,8 +176,12 @@ impl TableBuilder {
         if self.data_block.is_empty() {
             return Ok(());
         }
-        let handle =
-            write_block(&mut *self.file, &mut self.offset, self.data_block.finish(), self.opts.compression)?;
+        let raw = self.data_block.finish();
+        let handle = write_block(&mut *self.file, &mut self.offset, raw, self.opts.compression)?;
+        if let Some(o) = &mut self.observer {
+            // The block's last key is the last key added.
+            o.data_block(handle, &self.first_key, &self.props.largest, raw);
+        }
         self.handle_buf.clear();
         handle.encode_to(&mut self.handle_buf);
         self.index_block.add(self.data_block.last_key(), &self.handle_buf);

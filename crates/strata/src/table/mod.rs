@@ -313,6 +313,57 @@ mod tests {
         }
     }
 
+    /// Every data block is shown to the observer with its handle, first and
+    /// last keys, and the payload a read of it decodes.
+    #[test]
+    fn observer_sees_each_data_block_as_a_read_decodes_it() {
+        type Seen = Arc<parking_lot::Mutex<Vec<(format::BlockHandle, Vec<u8>, Vec<u8>, Vec<u8>)>>>;
+        struct Collect(Seen);
+        impl builder::DataBlockObserver for Collect {
+            fn data_block(&mut self, h: format::BlockHandle, first: &[u8], last: &[u8], raw: &[u8]) {
+                self.0.lock().push((h, first.to_vec(), last.to_vec(), raw.to_vec()));
+            }
+        }
+        let mut rng = SmallRng::seed_from_u64(4);
+        let entries = versioned_entries(&mut rng, 400);
+        let opts =
+            TableBuilderOptions { block_size: 300, compression: CompressionType::Lz4, ..Default::default() };
+        let file = MemFile::default();
+        let seen: Seen = Default::default();
+        let mut b = TableBuilder::new(Box::new(file.clone()), opts);
+        b.set_observer(Box::new(Collect(seen.clone())));
+        for (k, v) in &entries {
+            b.add(k, v).unwrap();
+        }
+        let summary = b.finish().unwrap();
+        let table = open(file.bytes(), None).unwrap();
+        let seen = seen.lock();
+        assert_eq!(seen.len() as u64, summary.num_data_blocks);
+        let mut next = 0;
+        for (handle, first, last, raw) in seen.iter() {
+            let read = table.read_block(*handle, BlockReadOptions::default()).unwrap();
+            let ours = Arc::new(Block::new(raw.clone()).unwrap());
+            let (mut a, mut b) = (read.iter(), ours.iter());
+            a.seek_to_first().unwrap();
+            b.seek_to_first().unwrap();
+            assert_eq!(a.key(), &first[..]);
+            while a.valid() {
+                assert!(b.valid());
+                assert_eq!((a.key(), a.value()), (b.key(), b.value()));
+                assert_eq!((a.key(), a.value()), (&entries[next].0[..], &entries[next].1[..]));
+                let key = a.key().to_vec();
+                next += 1;
+                a.next().unwrap();
+                b.next().unwrap();
+                if !a.valid() {
+                    assert_eq!(key, *last);
+                }
+            }
+            assert!(!b.valid());
+        }
+        assert_eq!(next, entries.len());
+    }
+
     #[test]
     fn fill_cache_and_verify_flags() {
         let mut rng = SmallRng::seed_from_u64(3);

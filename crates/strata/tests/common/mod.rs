@@ -228,6 +228,30 @@ pub fn configs() -> Vec<Config> {
             fs: Fs::Mem,
             options: || small_options().with_disable_auto_compactions(true),
         },
+        // A row cache of a few rows: evictions, oversized values left out,
+        // rows dropped with their files, snapshot gets bypassing it.
+        Config {
+            name: "leveled-rowcache-tiny",
+            fs: Fs::Mem,
+            options: || small_options().with_row_cache(4 << 10),
+        },
+        // Compactions warm the block cache with new blocks; the paranoid
+        // read-back of each new table must still read the file.
+        Config {
+            name: "leveled-warmup-paranoid",
+            fs: Fs::Mem,
+            options: || small_options().with_compaction_warmup(true).with_paranoid_file_checks(true),
+        },
+        // Rows read through the compaction buffer's files too.
+        Config {
+            name: "lsbm-mem-rowcache",
+            fs: Fs::Mem,
+            options: || {
+                deep_options(CompactionStyle::Lsbm)
+                    .with_buffer_trim_interval(std::time::Duration::from_millis(5))
+                    .with_row_cache(16 << 10)
+            },
+        },
     ]
 }
 

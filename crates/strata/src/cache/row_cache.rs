@@ -1,0 +1,361 @@
+//! A sharded LRU cache of point-lookup results keyed by (file id, user key),
+//! charged by bytes (RocksDB's `row_cache`).
+//!
+//! An entry is the newest entry of a user key in one table file: a value or a
+//! tombstone. Table files are immutable and file ids are never reused, so an
+//! entry stays correct for as long as its file exists; writes never invalidate
+//! anything. Only reads whose sequence sees the whole file may use it (see
+//! `db/file_get.rs`). "Not in this file" is not cached: the bloom filter
+//! already answers almost all of those without a block read, and caching the
+//! rest would spend an entry on every file a get passes through on its way down.
+
+use std::cell::Cell;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::mem::size_of;
+use std::sync::Arc;
+
+use lru::LruCache;
+use parking_lot::Mutex;
+
+use crate::cache::CacheStats;
+use crate::key::ValueKind;
+
+/// Most shards a cache is split into.
+const MAX_SHARD_BITS: u32 = 4;
+/// Smallest capacity per shard; smaller caches use fewer shards.
+const MIN_SHARD_CAPACITY: usize = 512 * 1024;
+
+/// Bytes an entry costs beyond its key and value: the LRU node (key and value
+/// handles, two list links), its slot in the LRU's hash table (two pointers),
+/// the reference counts of the shared key and value (two each), and the key's
+/// slot in the per-file index.
+pub const ROW_OVERHEAD: usize = (size_of::<Key>() + size_of::<Row>() + 2 * size_of::<usize>())
+    + 2 * size_of::<usize>()
+    + 4 * size_of::<usize>()
+    + size_of::<Key>();
+
+/// A cached lookup result. The value is shared so a hit copies it out after
+/// the shard lock is released.
+struct Row {
+    kind: ValueKind,
+    value: Arc<[u8]>,
+}
+
+/// The cache key: the file id (8 bytes, big-endian) then the user key. One
+/// allocation, shared by the LRU and the per-file index.
+type Key = Arc<[u8]>;
+
+fn file_of(key: &[u8]) -> u64 {
+    key.first_chunk::<8>().map_or(0, |b| u64::from_be_bytes(*b))
+}
+
+thread_local! {
+    /// Reused buffer for the composite key of a lookup.
+    static KEY_BUF: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// Keys longer than this do not keep their scratch buffer alive between lookups.
+const MAX_RETAINED_KEY_BUF: usize = 64 * 1024;
+
+/// Runs `f` on the composite key of (`file_id`, `user_key`).
+fn with_key<R>(file_id: u64, user_key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+    let mut buf = KEY_BUF.with(Cell::take);
+    buf.clear();
+    buf.extend_from_slice(&file_id.to_be_bytes());
+    buf.extend_from_slice(user_key);
+    let r = f(&buf);
+    if buf.capacity() <= MAX_RETAINED_KEY_BUF {
+        KEY_BUF.with(|c| c.set(buf));
+    }
+    r
+}
+
+/// One independently locked part of the cache.
+struct Shard {
+    lru: LruCache<Key, Row>,
+    /// Resident keys of each file, so dropping a deleted file's rows never
+    /// scans the whole shard.
+    by_file: HashMap<u64, HashSet<Key>>,
+    usage: usize,
+    capacity: usize,
+    stats: CacheStats,
+}
+
+impl Shard {
+    fn forget(&mut self, key: &Key, row: &Row) {
+        self.usage -= RowCache::charge(key.len(), row.value.len());
+        let file = file_of(key);
+        if let Some(set) = self.by_file.get_mut(&file) {
+            set.remove(key);
+            if set.is_empty() {
+                self.by_file.remove(&file);
+            }
+        }
+    }
+}
+
+/// The row cache: an LRU by bytes, split into up to 16 shards by a hash of
+/// (file id, user key).
+pub struct RowCache {
+    shards: Box<[Mutex<Shard>]>,
+    shard_bits: u32,
+    capacity: usize,
+}
+
+impl fmt::Debug for RowCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RowCache").field("shards", &self.shards.len()).field("stats", &self.stats()).finish()
+    }
+}
+
+impl RowCache {
+    /// A cache holding at most `capacity_bytes` of rows (keys, values and
+    /// [`ROW_OVERHEAD`] each).
+    pub fn new(capacity_bytes: usize) -> Self {
+        let mut shard_bits = 0;
+        while shard_bits < MAX_SHARD_BITS && capacity_bytes >> (shard_bits + 1) >= MIN_SHARD_CAPACITY {
+            shard_bits += 1;
+        }
+        let per_shard = capacity_bytes >> shard_bits;
+        let shards = (0..1usize << shard_bits)
+            .map(|_| {
+                Mutex::new(Shard {
+                    lru: LruCache::unbounded(),
+                    by_file: HashMap::new(),
+                    usage: 0,
+                    capacity: per_shard,
+                    stats: CacheStats::default(),
+                })
+            })
+            .collect();
+        RowCache { shards, shard_bits, capacity: capacity_bytes }
+    }
+
+    /// What a row with a composite key of `key_len` bytes and a value of
+    /// `value_len` bytes is charged.
+    pub fn charge(key_len: usize, value_len: usize) -> usize {
+        key_len + value_len + ROW_OVERHEAD
+    }
+
+    fn shard(&self, key: &[u8]) -> &Mutex<Shard> {
+        if self.shard_bits == 0 {
+            return &self.shards[0];
+        }
+        let h = u64::from(crate::util::crc::crc32c(key)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        &self.shards[(h >> (64 - self.shard_bits)) as usize]
+    }
+
+    /// The cached newest entry of `user_key` in file `file_id`, counting a hit
+    /// or a miss; a tombstone comes back as `(ValueKind::Delete, empty)`.
+    pub fn get(&self, file_id: u64, user_key: &[u8]) -> Option<(ValueKind, Vec<u8>)> {
+        let found = with_key(file_id, user_key, |key| {
+            let mut s = self.shard(key).lock();
+            let found = s.lru.get(key).map(|r| (r.kind, Arc::clone(&r.value)));
+            if found.is_some() {
+                s.stats.hits += 1;
+            } else {
+                s.stats.misses += 1;
+            }
+            found
+        });
+        found.map(|(kind, value)| (kind, value.to_vec()))
+    }
+
+    /// Caches the newest entry of `user_key` in file `file_id`, evicting least
+    /// recently used rows to stay within capacity. A row larger than a shard's
+    /// capacity is not cached.
+    pub fn insert(&self, file_id: u64, user_key: &[u8], kind: ValueKind, value: &[u8]) {
+        let key_len = 8 + user_key.len();
+        let charge = Self::charge(key_len, value.len());
+        let mut key = Vec::with_capacity(key_len);
+        key.extend_from_slice(&file_id.to_be_bytes());
+        key.extend_from_slice(user_key);
+        let mut s = self.shard(&key).lock();
+        if charge > s.capacity {
+            return;
+        }
+        let key: Key = key.into();
+        let row = Row { kind, value: value.into() };
+        match s.lru.put(Arc::clone(&key), row) {
+            Some(old) => s.usage -= Self::charge(key_len, old.value.len()),
+            None => {
+                s.by_file.entry(file_id).or_default().insert(key);
+            }
+        }
+        s.usage += charge;
+        s.stats.inserts += 1;
+        while s.usage > s.capacity {
+            let Some((victim, row)) = s.lru.pop_lru() else { break };
+            s.forget(&victim, &row);
+            s.stats.evictions += 1;
+        }
+    }
+
+    /// Exact number of resident rows of `file_id`.
+    pub fn resident_rows(&self, file_id: u64) -> u64 {
+        self.shards.iter().map(|s| s.lock().by_file.get(&file_id).map_or(0, |set| set.len() as u64)).sum()
+    }
+
+    /// Drops every resident row of a deleted file; returns how many were
+    /// dropped (counted as invalidations, not evictions).
+    pub fn invalidate_file(&self, file_id: u64) -> u64 {
+        let mut dropped = 0;
+        for shard in self.shards.iter() {
+            let mut s = shard.lock();
+            let Some(keys) = s.by_file.remove(&file_id) else { continue };
+            for key in keys {
+                if let Some(row) = s.lru.pop(&key) {
+                    s.usage -= Self::charge(key.len(), row.value.len());
+                    s.stats.invalidations += 1;
+                    dropped += 1;
+                }
+            }
+        }
+        dropped
+    }
+
+    /// Counters summed over all shards (`entries` counts rows).
+    pub fn stats(&self) -> CacheStats {
+        let mut total = CacheStats { capacity_bytes: self.capacity as u64, ..CacheStats::default() };
+        for shard in self.shards.iter() {
+            let s = shard.lock();
+            total.hits += s.stats.hits;
+            total.misses += s.stats.misses;
+            total.inserts += s.stats.inserts;
+            total.evictions += s.stats.evictions;
+            total.invalidations += s.stats.invalidations;
+            total.usage_bytes += s.usage as u64;
+            total.entries += s.lru.len() as u64;
+        }
+        total
+    }
+
+    /// Configured capacity in bytes.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    fn user(i: u64) -> Vec<u8> {
+        format!("user{i:04}").into_bytes()
+    }
+
+    #[test]
+    fn shard_count_follows_capacity() {
+        assert_eq!(RowCache::new(0).shards.len(), 1);
+        assert_eq!(RowCache::new(1 << 20).shards.len(), 2);
+        assert_eq!(RowCache::new(1 << 30).shards.len(), 16);
+    }
+
+    #[test]
+    fn charges_are_exact_under_random_operations() {
+        let mut rng = SmallRng::seed_from_u64(11);
+        let cache = RowCache::new(1 << 20); // 2 shards of 512 KiB
+        let resident = |f: u64, u: &[u8]| with_key(f, u, |k| cache.shard(k).lock().lru.contains(k));
+        // Model of inserted rows (value lengths), pruned of evicted ones by
+        // asking the LRU itself; usage and per-file counts must then agree.
+        let mut model: HashMap<(u64, u64), (ValueKind, usize)> = HashMap::new();
+        let reconcile = |model: &mut HashMap<(u64, u64), (ValueKind, usize)>| {
+            model.retain(|&(f, u), _| resident(f, &user(u)));
+            let usage: usize =
+                model.iter().map(|(&(_, u), &(_, len))| RowCache::charge(8 + user(u).len(), len)).sum();
+            let s = cache.stats();
+            assert_eq!((s.usage_bytes, s.entries), (usage as u64, model.len() as u64));
+            assert!(s.usage_bytes <= s.capacity_bytes);
+            for f in 0..10 {
+                let n = model.keys().filter(|(mf, _)| *mf == f).count() as u64;
+                assert_eq!(cache.resident_rows(f), n);
+            }
+        };
+        let (mut hits, mut misses, mut inserts, mut invalidations) = (0, 0, 0, 0);
+        for step in 0..30_000u64 {
+            let file = rng.gen_range(0..10u64);
+            let u = rng.gen_range(0..600u64);
+            match rng.gen_range(0..1000) {
+                0..=499 => {
+                    let kind = if rng.gen_ratio(1, 5) { ValueKind::Delete } else { ValueKind::Put };
+                    let len = if kind == ValueKind::Put { rng.gen_range(0..4000) } else { 0 };
+                    cache.insert(file, &user(u), kind, &vec![u as u8; len]);
+                    inserts += 1;
+                    model.insert((file, u), (kind, len));
+                }
+                500..=997 => {
+                    let got = cache.get(file, &user(u));
+                    let want = model.get(&(file, u)).filter(|_| resident(file, &user(u)));
+                    assert_eq!(got.as_ref().map(|(k, v)| (*k, v.len())), want.copied());
+                    if let Some((_, v)) = &got {
+                        assert!(v.iter().all(|&b| b == u as u8));
+                        hits += 1;
+                    } else {
+                        misses += 1;
+                    }
+                }
+                _ => {
+                    let before = cache.resident_rows(file);
+                    let n = cache.invalidate_file(file);
+                    assert_eq!(n, before);
+                    assert_eq!(cache.resident_rows(file), 0);
+                    model.retain(|&(f, _), _| f != file);
+                    invalidations += n;
+                }
+            }
+            if step % 500 == 0 {
+                reconcile(&mut model);
+            }
+        }
+        reconcile(&mut model);
+        let s = cache.stats();
+        assert_eq!((s.hits, s.misses, s.inserts, s.invalidations), (hits, misses, inserts, invalidations));
+        assert!(s.evictions > 0 && s.hits > 0 && s.invalidations > 0, "{s:?}");
+    }
+
+    #[test]
+    fn lru_order_tombstones_oversized_rows_and_per_file_drop() {
+        let one = RowCache::charge(8 + user(0).len(), 10);
+        let cache = RowCache::new(one * 3);
+        for u in 0..3 {
+            cache.insert(7, &user(u), ValueKind::Put, &[b'x'; 10]);
+        }
+        assert!(cache.get(7, &user(0)).is_some()); // 0 becomes most recent
+        cache.insert(8, &user(3), ValueKind::Put, &[b'y'; 10]); // evicts (7, 1)
+        assert!(cache.get(7, &user(1)).is_none());
+        assert_eq!((cache.resident_rows(7), cache.resident_rows(8)), (2, 1));
+        // The same user key in another file is another row.
+        assert!(cache.get(8, &user(0)).is_none());
+        // Replacement: no eviction, charge follows the new value.
+        cache.insert(8, &user(3), ValueKind::Delete, &[]);
+        assert_eq!(cache.get(8, &user(3)), Some((ValueKind::Delete, Vec::new())));
+        let s = cache.stats();
+        assert_eq!(s.evictions, 1);
+        assert_eq!(s.usage_bytes, (2 * one + RowCache::charge(8 + user(3).len(), 0)) as u64);
+        // Larger than the shard: not cached.
+        cache.insert(9, b"big", ValueKind::Put, &vec![0; one * 3]);
+        assert_eq!(cache.resident_rows(9), 0);
+        let s = cache.stats();
+        assert_eq!((s.inserts, s.entries, s.hits, s.misses), (5, 3, 2, 2));
+        // Dropping file 7 leaves file 8's row alone.
+        assert_eq!(cache.invalidate_file(7), 2);
+        assert_eq!(cache.invalidate_file(7), 0);
+        assert!(cache.get(8, &user(3)).is_some());
+        let s = cache.stats();
+        assert_eq!(
+            (s.entries, s.invalidations, s.usage_bytes),
+            (1, 2, RowCache::charge(8 + user(3).len(), 0) as u64)
+        );
+        assert_eq!(cache.capacity(), one * 3);
+        let zero = RowCache::new(0);
+        zero.insert(1, b"k", ValueKind::Put, b"v");
+        assert!(zero.get(1, b"k").is_none());
+        // Empty user key and file ids that differ only in high bytes.
+        cache.insert(u64::MAX, b"", ValueKind::Put, b"e");
+        assert_eq!(cache.get(u64::MAX, b""), Some((ValueKind::Put, b"e".to_vec())));
+        assert!(cache.get(u64::MAX >> 8, b"").is_none());
+    }
+}
