@@ -11,6 +11,8 @@
 # Usage: scripts/lsbm-slow-device.sh OUT_DIR [SECS] [WARM] [PROFILES] [ENGINES] [POLICIES]
 #   defaults: 90 s, 30 s, "hdd cloud none", strata,rocksdb,leveldb, leveled,blsm,lsbm,dlsm
 #   EXTRA="--flag ..." adds flags to the timed runs; TAG names their output (rangehot-PROFILE-TAG).
+#   BENCH=seekrandomwhilewriting EXTRA="--seek_nexts=99 --max_scan_distance=100" runs bounded
+#   range queries instead of gets.
 # Build first: cargo build --release -p strata-bench --features rocksdb,leveldb
 set -euo pipefail
 out=${1:?usage: $0 OUT_DIR [SECS] [WARM] [PROFILES] [ENGINES] [POLICIES]}
@@ -34,7 +36,7 @@ fi
 for p in $profiles; do
   rm -rf "$out/db"
   cp -a "$loaded" "$out/db"
-  "$bin" "${common[@]}" --db="$out/db" --use_existing_db --benchmarks=readwhilewriting --read_dist=rangehot \
+  "$bin" "${common[@]}" --db="$out/db" --use_existing_db --benchmarks="${BENCH:-readwhilewriting}" --read_dist=rangehot \
     --threads=8 --benchmark_write_rate_limit=$((2 << 20)) --duration="$secs" --warmup_seconds="$warm" \
     --stats_interval_seconds=5 --device_profile="$p" ${EXTRA:-} --out="$out/rangehot-$p${TAG:+-$TAG}" \
     | tee "$out/rangehot-$p${TAG:+-$TAG}.txt"

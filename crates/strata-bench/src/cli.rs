@@ -149,9 +149,18 @@ pub struct Args {
     /// a seek then N nexts, up to N + 1 entries read; seekrandomnext10/100 fix N at 10/100).
     #[arg(long, default_value_t = 0)]
     pub seek_nexts: usize,
+    /// When > 0, each seek of seekrandom and seekrandomwhilewriting from key index i also stops at
+    /// key index i + N, given to the engine as an iterator upper bound (db_bench's
+    /// `--max_scan_distance`; RocksDB `iterate_upper_bound`): a bounded range query.
+    #[arg(long, default_value_t = 0)]
+    pub max_scan_distance: u64,
     /// Writer rate limit in bytes/s for *whilewriting (key + value bytes); 0 = unlimited.
     #[arg(long, default_value_t = 0)]
     pub benchmark_write_rate_limit: u64,
+    /// *whilewriting without the writer: the same readers on a tree no write changes, the
+    /// read-only reference a hit ratio under writes is compared with (no db_bench flag).
+    #[arg(long)]
+    pub no_writer: bool,
     /// Reader key distribution for *whilewriting: uniform | zipfian | latest (= latest_zipfian) |
     /// latest_uniform | latest_rangehot | rangehot; latest* draw from the writer's recent keys.
     #[arg(long, default_value = "uniform")]
@@ -387,6 +396,9 @@ mod tests {
         assert_eq!(parse("--row_cache_size=1048576").unwrap().row_cache_size, 1 << 20);
         assert!(!a.compaction_warmup);
         assert!(parse("--compaction_warmup").unwrap().compaction_warmup);
+        assert_eq!((a.max_scan_distance, a.no_writer), (0, false));
+        assert_eq!(parse("--max_scan_distance=100").unwrap().max_scan_distance, 100);
+        assert!(parse("--no_writer").unwrap().no_writer);
         assert!(!parse("--compaction_warmup=0").unwrap().compaction_warmup);
     }
 

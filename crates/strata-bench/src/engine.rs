@@ -123,13 +123,20 @@ pub trait Engine: Send + Sync {
     /// Seeks to the first key >= `start` and reads up to `n` entries forward;
     /// returns (entries read, key+value bytes read).
     fn scan(&self, start: &[u8], n: usize) -> BenchResult<(usize, usize)> {
-        self.scan_keep_last(start, n, None)
+        self.scan_keep_last(start, None, n, None)
     }
-    /// [`Engine::scan`]; when all `n` entries were read and `last` is given, the
-    /// n-th key is left in it, so a long scan can go on in chunks from just past it.
+    /// [`Engine::scan`] that also stops at the first key >= `end`, with the
+    /// bound given to the engine's iterator (RocksDB's `iterate_upper_bound`).
+    fn scan_bounded(&self, start: &[u8], end: &[u8], n: usize) -> BenchResult<(usize, usize)> {
+        self.scan_keep_last(start, Some(end), n, None)
+    }
+    /// [`Engine::scan`] bounded by `end` when given; when all `n` entries were
+    /// read and `last` is given, the n-th key is left in it, so a long scan can
+    /// go on in chunks from just past it.
     fn scan_keep_last(
         &self,
         start: &[u8],
+        end: Option<&[u8]>,
         n: usize,
         last: Option<&mut Vec<u8>>,
     ) -> BenchResult<(usize, usize)>;
@@ -243,10 +250,15 @@ impl Engine for StrataEngine {
     fn scan_keep_last(
         &self,
         start: &[u8],
+        end: Option<&[u8]>,
         n: usize,
         last: Option<&mut Vec<u8>>,
     ) -> BenchResult<(usize, usize)> {
-        tally_scan(self.db.range(start..).map(|kv| kv.map_err(|e| e.to_string())), n, last)
+        let it = match end {
+            Some(end) => self.db.range(start..end),
+            None => self.db.range(start..),
+        };
+        tally_scan(it.map(|kv| kv.map_err(|e| e.to_string())), n, last)
     }
     fn flush(&self) -> BenchResult<()> {
         self.db.flush().map_err(|e| e.to_string())

@@ -34,6 +34,23 @@ impl ReadOp {
     }
 }
 
+/// A seek from `key` (index `index`) reading up to `n` entries, bounded at
+/// index + `--max_scan_distance` when that is set.
+pub(crate) fn seek(
+    engine: &dyn Engine,
+    args: &Args,
+    index: u64,
+    key: &[u8],
+    end: &mut Vec<u8>,
+    n: usize,
+) -> BenchResult<(usize, usize)> {
+    if args.max_scan_distance == 0 {
+        return engine.scan(key, n);
+    }
+    format_key_into(index.saturating_add(args.max_scan_distance), args.key_size, end);
+    engine.scan_bounded(key, end, n)
+}
+
 /// Each of `--threads` threads does `--reads` operations on uniform random keys in
 /// [0, num) (db_bench semantics: reads are per thread), or fewer if `--duration` > 0
 /// runs out first.
@@ -52,9 +69,11 @@ pub fn random_reads(
     let outs = run_threads(seeds.len(), |t| {
         let mut rng = SmallRng::seed_from_u64(seeds[t]);
         let mut key = Vec::with_capacity(args.key_size);
+        let mut end = Vec::with_capacity(args.key_size);
         let mut out = ThreadOut::new()?;
         for i in 0..reads {
-            format_key_into(rng.gen_range(0..args.num), args.key_size, &mut key);
+            let index = rng.gen_range(0..args.num);
+            format_key_into(index, args.key_size, &mut key);
             let t0 = Instant::now();
             let (found, bytes) = match op {
                 ReadOp::Get => match engine.get(&key)? {
@@ -62,7 +81,7 @@ pub fn random_reads(
                     None => (false, 0),
                 },
                 ReadOp::Seek { .. } => {
-                    let (entries, bytes) = engine.scan(&key, op.entries())?;
+                    let (entries, bytes) = seek(engine, args, index, &key, &mut end, op.entries())?;
                     (entries > 0, bytes)
                 }
             };
@@ -94,7 +113,7 @@ pub fn read_seq(engine: &dyn Engine, name: &str, args: &Args, threads: usize) ->
         let (mut from, mut last) = (Vec::new(), Vec::new());
         while out.ops < reads {
             let want = usize::try_from(chunk.min(reads - out.ops)).unwrap_or(usize::MAX);
-            let (entries, bytes) = engine.scan_keep_last(&from, want, Some(&mut last))?;
+            let (entries, bytes) = engine.scan_keep_last(&from, None, want, Some(&mut last))?;
             out.ops += entries as u64;
             out.found += entries as u64;
             out.bytes += bytes as u64;

@@ -142,15 +142,19 @@ fn reader(
 ) -> BenchResult<u64> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut key = Vec::with_capacity(args.key_size);
+    let mut end = Vec::with_capacity(args.key_size);
     let limit = if args.duration > 0.0 { u64::MAX } else { args.reads() };
     let mut found = 0;
     let mut done = 0;
     while done < limit && !shared.stop.load(Ordering::Relaxed) {
-        format_key_into(chooser.next_index(&mut rng), args.key_size, &mut key);
+        let index = chooser.next_index(&mut rng);
+        format_key_into(index, args.key_size, &mut key);
         let t0 = Instant::now();
         let hit = match op {
             ReadOp::Get => engine.get(&key)?.is_some(),
-            ReadOp::Seek { .. } => engine.scan(&key, op.entries())?.0 > 0,
+            ReadOp::Seek { .. } => {
+                super::read::seek(engine, args, index, &key, &mut end, op.entries())?.0 > 0
+            }
         };
         let ns = (t0.elapsed().as_nanos() as u64).max(1);
         found += u64::from(hit);
@@ -169,7 +173,7 @@ fn writer(engine: &dyn Engine, args: &Args, seed: u64, shared: &Shared) -> Bench
     let mut values = ValueGen::new(seed, args.compression_ratio);
     let mut limiter = RateLimiter::new(args.benchmark_write_rate_limit);
     let mut key = Vec::with_capacity(args.key_size);
-    while !shared.stop.load(Ordering::Relaxed) {
+    while !args.no_writer && !shared.stop.load(Ordering::Relaxed) {
         let index = rng.gen_range(0..args.num);
         format_key_into(index, args.key_size, &mut key);
         let value = values.next(args.value_size());

@@ -113,10 +113,16 @@ impl Engine for FjallEngine {
     fn scan_keep_last(
         &self,
         start: &[u8],
+        end: Option<&[u8]>,
         n: usize,
         last: Option<&mut Vec<u8>>,
     ) -> BenchResult<(usize, usize)> {
-        crate::engine::tally_scan(self.part.range(start..).map(|kv| kv.map_err(err)), n, last)
+        match end {
+            Some(end) => {
+                crate::engine::tally_scan(self.part.range(start..end).map(|kv| kv.map_err(err)), n, last)
+            }
+            None => crate::engine::tally_scan(self.part.range(start..).map(|kv| kv.map_err(err)), n, last),
+        }
     }
     fn flush(&self) -> BenchResult<()> {
         self.part.rotate_memtable_and_wait().map_err(err)

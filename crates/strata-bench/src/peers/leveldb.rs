@@ -205,6 +205,7 @@ impl Engine for LevelDbEngine {
     fn scan_keep_last(
         &self,
         start: &[u8],
+        end: Option<&[u8]>,
         n: usize,
         mut last: Option<&mut Vec<u8>>,
     ) -> BenchResult<(usize, usize)> {
@@ -219,6 +220,10 @@ impl Engine for LevelDbEngine {
                 // LevelDB writes them: pass pointers to mutable locals.
                 let (mut kl, mut vl) = (0usize, 0usize);
                 let kp = ffi::leveldb_iter_key(it, (&raw mut kl).cast_const());
+                // LevelDB has no upper bound in its read options: stop here.
+                if end.is_some_and(|e| std::slice::from_raw_parts(kp.cast::<u8>(), kl) >= e) {
+                    break;
+                }
                 ffi::leveldb_iter_value(it, (&raw mut vl).cast_const());
                 bytes += kl + vl;
                 if count + 1 == n {

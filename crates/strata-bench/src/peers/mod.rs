@@ -123,8 +123,14 @@ mod tests {
         // Seek lands on 9 (10 is deleted), then 11, 12, ...
         assert_eq!(db.scan(format!("{:016}", 9).as_bytes(), 3).unwrap(), (3, 3 * 116));
         let mut last = Vec::new();
-        assert_eq!(db.scan_keep_last(format!("{:016}", 9).as_bytes(), 3, Some(&mut last)).unwrap(), (3, 348));
+        assert_eq!(
+            db.scan_keep_last(format!("{:016}", 9).as_bytes(), None, 3, Some(&mut last)).unwrap(),
+            (3, 348)
+        );
         assert_eq!(last, format!("{:016}", 12).into_bytes());
+        // An upper bound stops the scan before 12 whatever the count.
+        let (from, to) = (format!("{:016}", 9), format!("{:016}", 12));
+        assert_eq!(db.scan_bounded(from.as_bytes(), to.as_bytes(), 10).unwrap(), (2, 2 * 116));
         assert_eq!(db.scan(format!("{:016}", 4998).as_bytes(), 10).unwrap(), (2, 2 * 116));
         for i in 0..5000u32 {
             db.get(format!("{i:016}").as_bytes()).unwrap();

@@ -126,10 +126,18 @@ impl Engine for RocksDbEngine {
     fn scan_keep_last(
         &self,
         start: &[u8],
+        end: Option<&[u8]>,
         n: usize,
         mut last: Option<&mut Vec<u8>>,
     ) -> BenchResult<(usize, usize)> {
-        let mut it = self.db.raw_iterator();
+        let mut it = match end {
+            Some(end) => {
+                let mut ro = rocksdb::ReadOptions::default();
+                ro.set_iterate_upper_bound(end.to_vec());
+                self.db.raw_iterator_opt(ro)
+            }
+            None => self.db.raw_iterator(),
+        };
         it.seek(start);
         let (mut count, mut bytes) = (0, 0);
         while count < n {

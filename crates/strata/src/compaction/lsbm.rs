@@ -404,6 +404,12 @@ impl CompactionPolicy for LsbmPolicy {
         self.variant == BufferVariant::Lsbm
     }
 
+    fn buffer_serves_ranges(&self) -> bool {
+        // The trim keeps only hot buffer files, so a range over them reads
+        // cached blocks; dLSM keeps everything and scans its runs.
+        self.variant == BufferVariant::Lsbm
+    }
+
     fn buffer_reads_cached_only(&self) -> bool {
         // dLSM has no notion of hot data: its reads probe buffer files like any
         // table, which is why it sizes their bloom filters up.

@@ -388,6 +388,12 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
     fn buffer_reads_cached_only(&self) -> bool {
         true
     }
+    /// True if range reads may read a run's complete compaction buffer instead
+    /// of the run where no removed buffer file overlaps the range (LSbM
+    /// Algorithm 4); false sends them to the runs (dLSM, the paper's choice).
+    fn buffer_serves_ranges(&self) -> bool {
+        false
+    }
     /// True if the policy keeps compaction buffers that the engine should trim
     /// every `Options::buffer_trim_interval`.
     fn wants_trim(&self) -> bool {

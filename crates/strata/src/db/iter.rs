@@ -11,7 +11,9 @@ use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator, RunIterator};
 use crate::key::{make_internal_key, parse_internal_key, user_key, SeqNum, ValueKind, MAX_SEQ};
 use crate::options::ReadOptions;
+use crate::stats::Counters;
 use crate::table::BlockReadOptions;
+use crate::version::FileMeta;
 
 /// A key-value pair yielded by [`DbIterator`].
 pub type KvPair = (Vec<u8>, Vec<u8>);
@@ -25,12 +27,20 @@ pub struct DbIterator {
     lower: Bound<Vec<u8>>,
     upper: Bound<Vec<u8>>,
     bro: BlockReadOptions,
+    /// Range reads may use complete compaction buffers (Algorithm 4).
+    use_buffer: bool,
     front: Option<MergingIterator>,
     back: Option<MergingIterator>,
     front_last: Option<Vec<u8>>,
     back_last: Option<Vec<u8>>,
     front_done: bool,
     back_done: bool,
+}
+
+/// True if a file of the run intersects `[lo, hi]` (`None`: unbounded).
+fn run_overlaps(files: &[Arc<FileMeta>], lo: &[u8], hi: Option<&[u8]>) -> bool {
+    let i = files.partition_point(|f| f.largest_user_key() < lo);
+    files.get(i).is_some_and(|f| hi.is_none_or(|hi| f.smallest_user_key() <= hi))
 }
 
 fn owned(b: Bound<&impl AsRef<[u8]>>) -> Bound<Vec<u8>> {
@@ -49,6 +59,7 @@ impl DbIterator {
         ro: &ReadOptions,
     ) -> Self {
         let (sv, seq) = db.read_view(snapshot);
+        let use_buffer = ro.use_compaction_buffer && db.policy.buffer_serves_ranges();
         DbIterator {
             db,
             sv,
@@ -60,6 +71,7 @@ impl DbIterator {
                 fill_cache: ro.fill_cache,
                 readahead: ro.readahead_size,
             },
+            use_buffer,
             front: None,
             back: None,
             front_last: None,
@@ -77,14 +89,43 @@ impl DbIterator {
         }
         for level in &self.sv.version.levels {
             for run in &level.runs {
-                children.push(Box::new(RunIterator::new(
-                    run.files.clone(),
-                    self.db.tables.clone(),
-                    self.bro,
-                )));
+                let (lo, hi) = self.key_range();
+                let from_buffer = (level.buffer_of(run.id))
+                    .filter(|_| self.use_buffer && run_overlaps(&run.files, lo, hi))
+                    .and_then(|b| b.range_files(lo, hi));
+                let Some(tables) = from_buffer else {
+                    children.push(Box::new(RunIterator::new(
+                        run.files.clone(),
+                        self.db.tables.clone(),
+                        self.bro,
+                    )));
+                    continue;
+                };
+                // Algorithm 4: the buffer holds a copy of all the run's data
+                // in the range (and only older copies of data that left it),
+                // so its tables replace the run; they are the files the trim
+                // kept because their blocks are cached.
+                Counters::add(&self.db.counters.buffer_range_reads, 1);
+                for files in tables {
+                    children.push(Box::new(RunIterator::new(files, self.db.tables.clone(), self.bro)));
+                }
             }
         }
         MergingIterator::new(children)
+    }
+
+    /// The iterator's user-key range as inclusive-ish bounds for choosing
+    /// files: excluded bounds widen to included, which only adds files.
+    fn key_range(&self) -> (&[u8], Option<&[u8]>) {
+        let lo = match &self.lower {
+            Bound::Included(k) | Bound::Excluded(k) => k.as_slice(),
+            Bound::Unbounded => &[],
+        };
+        let hi = match &self.upper {
+            Bound::Included(k) | Bound::Excluded(k) => Some(k.as_slice()),
+            Bound::Unbounded => None,
+        };
+        (lo, hi)
     }
 
     fn below_upper(&self, uk: &[u8]) -> bool {

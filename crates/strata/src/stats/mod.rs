@@ -105,6 +105,9 @@ pub struct Stats {
     /// Point lookups that left a buffer for its run because the buffer file's
     /// block was not cached (the buffer serves only hot data).
     pub buffer_uncached: u64,
+    /// Runs that range reads read through their compaction buffer instead
+    /// (LSbM Algorithm 4), counted once per iterator direction.
+    pub buffer_range_reads: u64,
     /// New data blocks compactions put into the block cache
     /// (`Options::with_compaction_warmup`; also counted in `cache.inserts`).
     pub warmup_blocks_inserted: u64,
@@ -186,10 +189,11 @@ impl fmt::Display for Stats {
                 .collect();
             writeln!(
                 f,
-                "compaction buffer: {}; hits {}, uncached {}, trims {} ({} files removed)",
+                "compaction buffer: {}; hits {}, uncached {}, range reads {}, trims {} ({} files removed)",
                 if per_level.is_empty() { "empty".to_string() } else { per_level.join(", ") },
                 self.buffer_hits,
                 self.buffer_uncached,
+                self.buffer_range_reads,
                 self.buffer_trims,
                 self.buffer_files_trimmed
             )?;
@@ -254,6 +258,7 @@ pub(crate) struct Counters {
     pub files_deleted: AtomicU64,
     pub buffer_hits: AtomicU64,
     pub buffer_uncached: AtomicU64,
+    pub buffer_range_reads: AtomicU64,
     pub warmup_blocks: AtomicU64,
     pub buffer_trims: AtomicU64,
     pub buffer_files_trimmed: AtomicU64,
@@ -316,6 +321,7 @@ impl Counters {
         s.files_deleted = g(&self.files_deleted);
         s.buffer_hits = g(&self.buffer_hits);
         s.buffer_uncached = g(&self.buffer_uncached);
+        s.buffer_range_reads = g(&self.buffer_range_reads);
         s.warmup_blocks_inserted = g(&self.warmup_blocks);
         s.buffer_trims = g(&self.buffer_trims);
         s.buffer_files_trimmed = g(&self.buffer_files_trimmed);

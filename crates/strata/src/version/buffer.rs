@@ -121,6 +121,11 @@ pub struct Buffer {
     pub run: u64,
     /// Tables, newest first.
     pub tables: Vec<BufferTable>,
+    /// Every entry of the run has a copy in the buffer, so where no removed
+    /// entry intervenes the buffer can replace the run for a range read (LSbM
+    /// Algorithm 4). True when every file that ever entered the run was
+    /// appended to the buffer and no table was dropped; see the builder.
+    pub complete: bool,
 }
 
 impl Buffer {
@@ -137,6 +142,32 @@ impl Buffer {
     /// The table with this id.
     pub fn table(&self, id: u64) -> Option<&BufferTable> {
         self.tables.iter().find(|t| t.id == id)
+    }
+
+    /// The buffer's files overlapping `[lo, hi]` (`hi = None`: unbounded), one
+    /// list per table in key order, when they can replace the run for a range
+    /// read over that range: the buffer is complete, no removed entry overlaps
+    /// the range (its data may be missing), and some file does. `None` sends
+    /// the read to the run (LSbM Algorithm 4).
+    pub fn range_files(&self, lo: &[u8], hi: Option<&[u8]>) -> Option<Vec<Vec<Arc<FileMeta>>>> {
+        if !self.complete {
+            return None;
+        }
+        let mut out = Vec::with_capacity(self.tables.len());
+        for t in &self.tables {
+            let start = t.entries.partition_point(|e| e.range().1 < lo);
+            let mut files = Vec::new();
+            for e in t.entries.get(start..).unwrap_or_default() {
+                if hi.is_some_and(|hi| e.range().0 > hi) {
+                    break;
+                }
+                files.push(e.file()?.clone());
+            }
+            if !files.is_empty() {
+                out.push(files);
+            }
+        }
+        (!out.is_empty()).then_some(out)
     }
 }
 

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::key::compare_internal;
+use crate::key::{compare_internal, user_key};
 
 use super::buffer::{Buffer, BufferTable};
 use super::edit::{BufferOp, VersionEdit};
@@ -21,6 +21,8 @@ pub(crate) struct Builder {
     levels: Vec<BTreeMap<u64, Vec<Arc<FileMeta>>>>,
     /// Per level: run id -> its buffer's tables, newest first.
     buffers: Vec<BTreeMap<u64, Vec<BufferTable>>>,
+    /// Per level: runs whose buffer is complete (`Buffer::complete`).
+    complete: Vec<BTreeSet<u64>>,
     /// File id -> (metadata, number of runs and buffer tables listing it).
     refs: HashMap<u64, (Arc<FileMeta>, usize)>,
     queue: Arc<ObsoleteFiles>,
@@ -32,6 +34,7 @@ impl Builder {
         Builder {
             levels: vec![BTreeMap::new(); max_levels],
             buffers: vec![BTreeMap::new(); max_levels],
+            complete: vec![BTreeSet::new(); max_levels],
             refs: HashMap::new(),
             queue,
         }
@@ -56,12 +59,19 @@ impl Builder {
                 slot.insert(buf.run, buf.tables.clone());
             }
         }
+        for (slot, level) in b.complete.iter_mut().zip(&base.levels) {
+            slot.extend(level.buffers.iter().filter(|buf| buf.complete).map(|buf| buf.run));
+        }
         b
     }
 
     /// Applies `edit` (deletions first) and returns the files no run lists any more.
     pub(crate) fn apply(&mut self, edit: &VersionEdit) -> Result<Vec<Arc<FileMeta>>> {
         let max = self.levels.len();
+        let existed: BTreeSet<(usize, u64)> = (edit.new_files.iter())
+            .filter(|(l, run, _)| self.levels.get(*l).is_some_and(|level| level.contains_key(run)))
+            .map(|(l, run, _)| (*l, *run))
+            .collect();
         let mut touched = BTreeSet::new();
         let mut unlisted = Vec::new();
         for &(l, run_id, id) in &edit.deleted_files {
@@ -90,17 +100,23 @@ impl Builder {
             level.entry(*run_id).or_default().push(meta);
             touched.insert((*l, *run_id));
         }
-        for (l, run_id) in touched {
+        for &(l, run_id) in &touched {
             if let Some(run) = self.levels.get_mut(l).and_then(|level| level.get_mut(&run_id)) {
                 // Appends to a sorted run: the stable sort handles that in near-linear time.
                 run.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
                 check_run(run).map_err(|e| Error::invalid(format!("level {l} run {run_id}: {e}")))?;
             }
         }
+        // Before the buffer ops: a dropped table or a snapshot's `Complete`
+        // overrides what the edit's moves imply.
+        self.derive_complete(edit, &touched, &existed);
         for op in &edit.buffer_ops {
             self.apply_buffer_op(op, &mut unlisted)?;
         }
         // A buffer goes with its run.
+        for (runs, complete) in self.levels.iter().zip(self.complete.iter_mut()) {
+            complete.retain(|r| runs.contains_key(r));
+        }
         for (runs, bufs) in self.levels.iter().zip(self.buffers.iter_mut()) {
             let orphans: Vec<u64> = bufs.keys().filter(|r| !runs.contains_key(r)).copied().collect();
             for r in orphans {
@@ -124,11 +140,77 @@ impl Builder {
         Ok(gone)
     }
 
+    /// Which runs that received files in `edit` keep (or start with) a
+    /// complete buffer: the run was complete or is new, and either the edit
+    /// moved data in from other runs only (not from a memtable: it deletes
+    /// some file) and appended every such file to this run's buffer, or it
+    /// marked every arriving file's range removed in the buffer (a frozen
+    /// buffer: range reads there fall back to the run). Anything else — a
+    /// flush, a merge or move that skips the buffer unmarked — leaves data in
+    /// the run the buffer lacks, for the run's whole life; so does losing
+    /// files while receiving none. Removals keep the flag; a dropped table
+    /// clears it, in [`Self::apply_buffer_op`].
+    fn derive_complete(
+        &mut self,
+        edit: &VersionEdit,
+        touched: &BTreeSet<(usize, u64)>,
+        existed: &BTreeSet<(usize, u64)>,
+    ) {
+        // A run that loses files without receiving any (drained, moved or
+        // dropped, or a merge whose output vanished, say a tombstone meeting
+        // what it deletes at the last level) keeps stale copies in its buffer
+        // that nothing below may shadow any more: its buffer no longer
+        // mirrors it.
+        for &(l, run, _) in &edit.deleted_files {
+            if !touched.contains(&(l, run)) {
+                if let Some(c) = self.complete.get_mut(l) {
+                    c.remove(&run);
+                }
+            }
+        }
+        for &(l, run) in touched {
+            let Some(complete) = self.complete.get_mut(l) else { continue };
+            let was = complete.contains(&run) || !existed.contains(&(l, run));
+            let appended = |id: u64| {
+                edit.buffer_ops.iter().any(|op| {
+                    matches!(op, BufferOp::Append { level, run: r, file, .. }
+                        if *level == l && *r == run && file.id == id)
+                })
+            };
+            let fed = !edit.deleted_files.is_empty()
+                && (edit.deleted_files.iter())
+                    .all(|&(dl, drun, id)| (dl == l && drun == run) || appended(id));
+            let marked = |f: &super::file_meta::NewFile| {
+                let (lo, hi) = (user_key(&f.smallest), user_key(&f.largest));
+                edit.buffer_ops.iter().any(|op| {
+                    matches!(op, BufferOp::Remove { level, run: r, lo: a, hi: b, .. }
+                        if *level == l && *r == run && a.as_slice() <= lo && b.as_slice() >= hi)
+                })
+            };
+            let all_marked = (edit.new_files.iter())
+                .filter(|(nl, nrun, _)| *nl == l && *nrun == run)
+                .all(|(_, _, f)| marked(f));
+            if was && (fed || all_marked) {
+                complete.insert(run);
+            } else {
+                complete.remove(&run);
+            }
+        }
+    }
+
     fn apply_buffer_op(&mut self, op: &BufferOp, unlisted: &mut Vec<u64>) -> Result<()> {
         let (level, run, table) = match op {
             BufferOp::Append { level, run, table, .. }
             | BufferOp::Remove { level, run, table, .. }
             | BufferOp::DropTable { level, run, table } => (*level, *run, *table),
+            BufferOp::Complete { level, run } => {
+                if self.levels.get(*level).is_some_and(|l| l.contains_key(run)) {
+                    if let Some(c) = self.complete.get_mut(*level) {
+                        c.insert(*run);
+                    }
+                }
+                return Ok(());
+            }
         };
         if !self.levels.get(level).is_some_and(|l| l.contains_key(&run)) {
             // Removing from the buffer of a run that just went away (e.g. the
@@ -149,6 +231,9 @@ impl Builder {
         let mut released = Vec::new();
         match op {
             BufferOp::DropTable { .. } => {
+                if let Some(c) = self.complete.get_mut(level) {
+                    c.remove(&run);
+                }
                 let pos = tables.iter().position(|t| t.id == table).ok_or_else(|| {
                     Error::invalid(format!("buffer of level {level} run {run} has no table {table}"))
                 })?;
@@ -172,6 +257,7 @@ impl Builder {
                     _ => return Err(Error::invalid("buffer op could not be applied")),
                 }
             }
+            BufferOp::Complete { .. } => {}
         }
         for f in released {
             if let Some((_, n)) = self.refs.get_mut(&f.id) {
@@ -228,12 +314,13 @@ impl Builder {
             .levels
             .into_iter()
             .zip(self.buffers)
+            .zip(self.complete)
             .take(num_levels)
-            .map(|(runs, buffers)| Level {
+            .map(|((runs, buffers), complete)| Level {
                 runs: runs.into_iter().rev().map(|(id, files)| Run { id, files }).collect(),
                 buffers: (buffers.into_iter())
                     .filter(|(_, tables)| !tables.is_empty())
-                    .map(|(run, tables)| Buffer { run, tables })
+                    .map(|(run, tables)| Buffer { run, tables, complete: complete.contains(&run) })
                     .collect(),
             })
             .collect();
@@ -330,5 +417,123 @@ mod tests {
         let mut b = Builder::new(4, q);
         b.apply(&adds(vec![(3, 1, nf(1, "a", "b"))])).unwrap();
         assert!(matches!(b.build(3), Err(Error::InvalidArgument(_))));
+    }
+
+    fn complete(v: &Version, level: usize, run: u64) -> Option<bool> {
+        v.levels[level].buffers.iter().find(|b| b.run == run).map(|b| b.complete)
+    }
+
+    #[test]
+    fn buffer_completeness_follows_what_entered_the_run() {
+        let q = Arc::new(ObsoleteFiles::new());
+        let append = |level, run, table, f: NewFile| BufferOp::Append { level, run, table, file: f };
+        // L0 runs 1 and 2 (a flush: no buffer anywhere) merge into a new L1
+        // run 10 with both files appended: complete.
+        let mut b = Builder::new(3, q.clone());
+        b.apply(&adds(vec![(0, 1, nf(1, "a", "c")), (0, 2, nf(2, "d", "f"))])).unwrap();
+        let merge = VersionEdit {
+            deleted_files: vec![(0, 1, 1), (0, 2, 2)],
+            new_files: vec![(1, 10, nf(3, "a", "f"))],
+            buffer_ops: vec![append(1, 10, 1, nf(1, "a", "c")), append(1, 10, 2, nf(2, "d", "f"))],
+            ..Default::default()
+        };
+        b.apply(&merge).unwrap();
+        let v = b.build(3).unwrap();
+        assert_eq!(complete(&v, 1, 10), Some(true));
+        let base = v;
+        let after = |e: VersionEdit| {
+            let mut b = Builder::from_version(&base, q.clone());
+            b.apply(&e).unwrap();
+            b.build(3).unwrap()
+        };
+        // A merge of the run's own file with a new L0 file that is not
+        // appended: the run now holds data its buffer lacks.
+        let mut b = Builder::from_version(&base, q.clone());
+        b.apply(&adds(vec![(0, 4, nf(4, "b", "b"))])).unwrap();
+        let with_l0 = b.build(3).unwrap();
+        let step = |ops: Vec<BufferOp>| {
+            let mut b = Builder::from_version(&with_l0, q.clone());
+            b.apply(&VersionEdit {
+                deleted_files: vec![(0, 4, 4), (1, 10, 3)],
+                new_files: vec![(1, 10, nf(5, "a", "f"))],
+                buffer_ops: ops,
+                ..Default::default()
+            })
+            .unwrap();
+            b.build(3).unwrap()
+        };
+        assert_eq!(complete(&step(vec![]), 1, 10), Some(false), "unappended input");
+        assert_eq!(
+            complete(&step(vec![append(1, 10, 4, nf(4, "b", "b"))]), 1, 10),
+            Some(true),
+            "appended input"
+        );
+        let mark = |lo: &str, hi: &str| BufferOp::Remove {
+            level: 1,
+            run: 10,
+            table: 2,
+            lo: lo.as_bytes().to_vec(),
+            hi: hi.as_bytes().to_vec(),
+        };
+        assert_eq!(complete(&step(vec![mark("a", "f")]), 1, 10), Some(true), "arrival marked (frozen)");
+        assert_eq!(complete(&step(vec![mark("a", "c")]), 1, 10), Some(false), "arrival partly marked");
+        // Removing a buffer file keeps the flag; dropping a table clears it.
+        let removed = after(VersionEdit { buffer_ops: vec![mark("a", "c")], ..Default::default() });
+        assert_eq!(complete(&removed, 1, 10), Some(true));
+        let dropped = after(VersionEdit {
+            buffer_ops: vec![BufferOp::DropTable { level: 1, run: 10, table: 1 }],
+            ..Default::default()
+        });
+        assert_eq!(complete(&dropped, 1, 10), Some(false));
+        // Two files in run 10, fed from L0 file 4: still complete.
+        let two = {
+            let mut b = Builder::from_version(&with_l0, q.clone());
+            b.apply(&VersionEdit {
+                deleted_files: vec![(0, 4, 4), (1, 10, 3)],
+                new_files: vec![(1, 10, nf(5, "a", "c")), (1, 10, nf(8, "d", "f"))],
+                buffer_ops: vec![append(1, 10, 4, nf(4, "b", "b"))],
+                ..Default::default()
+            })
+            .unwrap();
+            b.build(3).unwrap()
+        };
+        assert_eq!(complete(&two, 1, 10), Some(true));
+        let then = |e: VersionEdit| {
+            let mut b = Builder::from_version(&two, q.clone());
+            b.apply(&e).unwrap();
+            b.build(3).unwrap()
+        };
+        // A drained file leaves a stale copy in the buffer: incomplete.
+        let drained = then(VersionEdit {
+            deleted_files: vec![(1, 10, 8)],
+            new_files: vec![(2, 20, nf(8, "d", "f"))],
+            ..Default::default()
+        });
+        assert_eq!(complete(&drained, 1, 10), Some(false));
+        // Regression (a tombstone and what it deleted vanished in a merge with
+        // no output, and the buffer still showed the deleted value to range
+        // reads): losing files while receiving none clears the flag.
+        let vanished = then(VersionEdit { deleted_files: vec![(1, 10, 8)], ..Default::default() });
+        assert_eq!(complete(&vanished, 1, 10), Some(false));
+        // Data from outside the tree (no file deleted) makes it incomplete.
+        let ingested = after(adds(vec![(1, 10, nf(6, "x", "z"))]));
+        assert_eq!(complete(&ingested, 1, 10), Some(false));
+        // A snapshot (adds only) carries the flag with an explicit op.
+        let snap = |with: bool| {
+            let mut ops = vec![append(1, 10, 1, nf(1, "a", "c"))];
+            if with {
+                ops.push(BufferOp::Complete { level: 1, run: 10 });
+            }
+            let mut b = Builder::new(3, q.clone());
+            b.apply(&VersionEdit {
+                new_files: vec![(1, 10, nf(3, "a", "f"))],
+                buffer_ops: ops,
+                ..Default::default()
+            })
+            .unwrap();
+            b.build(3).unwrap()
+        };
+        assert_eq!(complete(&snap(true), 1, 10), Some(true));
+        assert_eq!(complete(&snap(false), 1, 10), Some(false));
     }
 }

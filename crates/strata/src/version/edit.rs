@@ -20,6 +20,7 @@ const TAG_POLICY_STATE: u64 = 7;
 const TAG_BUFFER_APPEND: u64 = 8;
 const TAG_BUFFER_REMOVE: u64 = 9;
 const TAG_BUFFER_DROP_TABLE: u64 = 10;
+const TAG_BUFFER_COMPLETE: u64 = 11;
 
 /// A change to a compaction buffer (LSbM). Applied after the edit's file
 /// deletions and additions, in order. `level`/`run` name the data run the buffer
@@ -60,6 +61,15 @@ pub enum BufferOp {
         run: u64,
         /// Buffer table id.
         table: u64,
+    },
+    /// The buffer of the run holds a copy of every entry of the run, so a
+    /// range read may use it instead of the run (LSbM Algorithm 4). Written
+    /// only in a MANIFEST snapshot: live edits derive it (see the builder).
+    Complete {
+        /// Level of the run.
+        level: usize,
+        /// The data run.
+        run: u64,
     },
 }
 
@@ -143,6 +153,11 @@ impl VersionEdit {
                         put_varint64(&mut b, v);
                     }
                 }
+                BufferOp::Complete { level, run } => {
+                    put_varint64(&mut b, TAG_BUFFER_COMPLETE);
+                    put_varint64(&mut b, *level as u64);
+                    put_varint64(&mut b, *run);
+                }
             }
         }
         b
@@ -196,6 +211,11 @@ impl VersionEdit {
                 TAG_BUFFER_DROP_TABLE => {
                     let (level, run, table) = buffer_target(&mut r)?;
                     e.buffer_ops.push(BufferOp::DropTable { level, run, table });
+                }
+                TAG_BUFFER_COMPLETE => {
+                    let level = level(&mut r)?;
+                    let run = varint(&mut r, "complete buffer run")?;
+                    e.buffer_ops.push(BufferOp::Complete { level, run });
                 }
                 other => return Err(Error::corruption(format!("version edit: unknown tag {other}"))),
             }
@@ -311,8 +331,9 @@ mod tests {
             buffer_ops: (0..rng.gen_range(0..4))
                 .map(|_| {
                     let (level, run, table) = (rng.gen_range(0..10), num(rng), num(rng));
-                    match rng.gen_range(0..3) {
+                    match rng.gen_range(0..4) {
                         0 => BufferOp::DropTable { level, run, table },
+                        3 => BufferOp::Complete { level, run },
                         1 => {
                             let (a, b) = (bytes(rng, 8), bytes(rng, 8));
                             BufferOp::Remove { level, run, table, lo: a.clone().min(b.clone()), hi: a.max(b) }

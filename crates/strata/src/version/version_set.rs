@@ -360,6 +360,7 @@ impl VersionSet {
                 BufferOp::Remove { level, run, table, .. } | BufferOp::DropTable { level, run, table } => {
                     (level, run, table, 0)
                 }
+                BufferOp::Complete { level, run } => (level, run, &0, 0),
             };
             if *run >= next || *table >= next || file >= next {
                 return Err(Error::invalid(format!(
@@ -437,6 +438,9 @@ fn snapshot(
                         }
                     });
                 }
+            }
+            if b.complete {
+                buffer_ops.push(BufferOp::Complete { level: l, run: b.run });
             }
         }
     }
