@@ -35,7 +35,9 @@ else
 fi
 for p in $profiles; do
   rm -rf "$out/db"
-  cp -a "$loaded" "$out/db"
+  mkdir -p "$out/db"
+  # The contents, so a symlinked load is copied, never written to.
+  cp -a "$loaded/." "$out/db/"
   "$bin" "${common[@]}" --db="$out/db" --use_existing_db --benchmarks="${BENCH:-readwhilewriting}" --read_dist=rangehot \
     --threads=8 --benchmark_write_rate_limit=$((2 << 20)) --duration="$secs" --warmup_seconds="$warm" \
     --stats_interval_seconds=5 --device_profile="$p" ${EXTRA:-} --out="$out/rangehot-$p${TAG:+-$TAG}" \

@@ -45,6 +45,9 @@ pub fn derive(seed: u64, cycle: u64, policy: &str, num_levels: usize) -> strata:
     } else {
         WalRecoveryMode::PointInTimeRecovery
     };
+    let cache = if rng.gen_bool(0.2) { 0 } else { 1 << 20 };
+    let row_cache = if rng.gen_bool(0.3) { 64 << 10 } else { 0 };
+    let warmup = cache > 0 && rng.gen_bool(0.3);
     let options = Options::default()
         .with_compaction_style(CompactionStyle::from_name(policy)?)
         .with_num_levels(num_levels)
@@ -60,7 +63,9 @@ pub fn derive(seed: u64, cycle: u64, policy: &str, num_levels: usize) -> strata:
         .with_block_restart_interval(rng.gen_range(1..=16))
         .with_bloom_bits_per_key(if rng.gen_bool(0.8) { 10.0 } else { 0.0 })
         .with_compression(compression)
-        .with_block_cache_capacity(if rng.gen_bool(0.2) { 0 } else { 1 << 20 })
+        .with_block_cache_capacity(cache)
+        .with_row_cache(row_cache)
+        .with_compaction_warmup(warmup)
         .with_paranoid_checks(rng.gen_bool(0.7))
         .with_wal_recovery_mode(wal_mode)
         .with_disable_auto_compactions(rng.gen_bool(0.05));
@@ -68,7 +73,7 @@ pub fn derive(seed: u64, cycle: u64, policy: &str, num_levels: usize) -> strata:
     let sync_ratio = [0.0, 0.1, 0.5, 1.0][rng.gen_range(0..4)];
     let big_value_ratio = [0.0, 0.01, 0.05][rng.gen_range(0..3)];
     let summary = format!(
-        "policy={policy} levels={num_levels} wbuf={write_buffer} l0={l0} comp={compression:?} wal={wal_mode:?} sync={sync_ratio}"
+        "policy={policy} levels={num_levels} wbuf={write_buffer} l0={l0} comp={compression:?} wal={wal_mode:?} sync={sync_ratio} row_cache={row_cache} warmup={warmup}"
     );
     Ok(CycleConfig { options, sync_ratio, big_value_ratio, summary })
 }

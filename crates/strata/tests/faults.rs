@@ -51,6 +51,9 @@ fn small_opts(style: &CompactionStyle, vfs: &FaultVfs) -> Options {
         .with_block_size(512)
         .with_block_cache_capacity(16 << 10)
         .with_max_open_files(16)
+        // Both read caches on, so faults meet their fill and invalidation paths.
+        .with_row_cache(8 << 10)
+        .with_compaction_warmup(true)
 }
 
 /// Large memtable, no background compaction: flushes happen only when asked.
@@ -539,7 +542,9 @@ fn read_faults_return_errors_never_wrong_values() {
             db.flush().expect("flush");
         }
         // No cache and no background work: every read reaches the file.
-        let opts = small_opts(&style, &vfs).with_block_cache_capacity(0).with_disable_auto_compactions(true);
+        let opts = (small_opts(&style, &vfs).with_block_cache_capacity(0).with_row_cache(0))
+            .with_compaction_warmup(false)
+            .with_disable_auto_compactions(true);
         let db = open(&db_path(), opts);
         vfs.set_config(
             FaultConfig::new(22).with_filter(PathFilter::extension("sst")).with_rate(FaultKind::Read, 0.2),

@@ -108,6 +108,9 @@ pub fn options(policy: &str, vfs: Arc<dyn strata::Vfs>) -> Options {
         .with_level0_file_num_compaction_trigger(2)
         .with_block_size(256)
         .with_block_cache_capacity(64 << 10)
+        // Both read caches on: a crash must never let them serve a lost write.
+        .with_row_cache(16 << 10)
+        .with_compaction_warmup(true)
         .with_vfs(vfs)
 }
 
