@@ -385,7 +385,7 @@ mod tests {
         assert!(device_header(&cmp).unwrap().contains("3000 IOPS"));
         assert!(device_header(&plan).is_none() || !inherited_device().is_empty());
         let rows: Vec<String> = cmp.rows().into_iter().map(|r| r.2).collect();
-        for p in ["leveled", "blsm", "lsbm", "dlsm"] {
+        for p in ["leveled", "blsm", "lsbm", "dlsm", "tiered"] {
             assert!(rows.contains(&format!("strata/{p}")), "{rows:?}");
         }
         assert!(cmp.base.use_direct_reads && cmp.base.threads == 8);

@@ -69,6 +69,12 @@ pub enum CompactionStyle {
     /// (`bits + log2(ratio)/ln 2`, 14.8 for 10 bits and ratio 10) on the tables
     /// that feed buffers.
     Dlsm,
+    /// Stepped-merge tiering (the SM-tree): each level holds up to `r` runs,
+    /// `r` = `max_bytes_for_level_multiplier` rounded (at least 2); a full
+    /// level's runs merge into one new run of the next level. Cheap writes,
+    /// slow range reads, more space (RocksDB's nearest is universal
+    /// compaction, which merges by size ratios instead of per level).
+    Tiered,
     /// A caller-supplied policy.
     Custom(Arc<dyn CompactionPolicy>),
 }
@@ -81,22 +87,24 @@ impl CompactionStyle {
             CompactionStyle::Blsm => "blsm".to_string(),
             CompactionStyle::Lsbm => "lsbm".to_string(),
             CompactionStyle::Dlsm => "dlsm".to_string(),
+            CompactionStyle::Tiered => "tiered".to_string(),
             CompactionStyle::Custom(p) => p.name().to_string(),
         }
     }
 
     /// Names of every built-in policy, for tests and tools that run each one.
     pub fn builtin_names() -> &'static [&'static str] {
-        &["leveled", "blsm", "lsbm", "dlsm"]
+        &["leveled", "blsm", "lsbm", "dlsm", "tiered"]
     }
 
-    /// Looks a built-in policy up by name (`leveled`, `blsm`, `lsbm`, `dlsm`).
+    /// Looks a built-in policy up by name (`leveled`, `blsm`, `lsbm`, `dlsm`, `tiered`).
     pub fn from_name(name: &str) -> Result<Self> {
         match name {
             "leveled" | "leveling" | "level" => Ok(CompactionStyle::Leveled),
             "blsm" => Ok(CompactionStyle::Blsm),
             "lsbm" => Ok(CompactionStyle::Lsbm),
             "dlsm" => Ok(CompactionStyle::Dlsm),
+            "tiered" | "stepped-merge" | "sm" => Ok(CompactionStyle::Tiered),
             other => Err(Error::invalid(format!(
                 "unknown compaction policy {other:?} (known: {})",
                 Self::builtin_names().join(", ")

@@ -8,6 +8,7 @@ pub mod lsbm;
 pub mod manual;
 pub mod policy;
 pub mod sim;
+pub mod tiered;
 pub(crate) mod warmup;
 
 pub use blsm::{BlsmPolicy, BlsmState};
@@ -16,3 +17,4 @@ pub use lsbm::{BufferVariant, LsbmPolicy, LsbmState};
 pub use manual::ManualRange;
 pub use policy::*;
 pub use sim::*;
+pub use tiered::TieredPolicy;

@@ -15,7 +15,7 @@ use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, RowCache, TableCache};
 use crate::compaction::executor::{Env, OutputWriter};
 use crate::compaction::{
-    BlsmPolicy, BufferVariant, CompactionPolicy, LeveledConfig, LeveledPolicy, LsbmPolicy,
+    BlsmPolicy, BufferVariant, CompactionPolicy, LeveledConfig, LeveledPolicy, LsbmPolicy, TieredPolicy,
 };
 use crate::error::{Error, Result};
 use crate::filename::{current_path, lock_path, parse_file_name, wal_path, FileKind};
@@ -44,6 +44,7 @@ fn make_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>> {
     Ok(match &opts.compaction_style {
         CompactionStyle::Leveled => Arc::new(LeveledPolicy::new(shape)?),
         CompactionStyle::Blsm => Arc::new(BlsmPolicy::new(shape)?),
+        CompactionStyle::Tiered => Arc::new(TieredPolicy::new(shape)?),
         CompactionStyle::Lsbm | CompactionStyle::Dlsm => {
             let variant = if matches!(opts.compaction_style, CompactionStyle::Lsbm) {
                 BufferVariant::Lsbm

@@ -223,6 +223,13 @@ pub fn configs() -> Vec<Config> {
         },
         Config { name: "dlsm-mem-deep", fs: Fs::Mem, options: || deep_options(CompactionStyle::Dlsm) },
         Config { name: "dlsm-real-deep", fs: Fs::Real, options: || deep_options(CompactionStyle::Dlsm) },
+        // Stepped merge: several overlapping runs per level, merged a level at a time.
+        Config {
+            name: "tiered-mem",
+            fs: Fs::Mem,
+            options: || small_options().with_compaction_style(CompactionStyle::Tiered),
+        },
+        Config { name: "tiered-real-deep", fs: Fs::Real, options: || deep_options(CompactionStyle::Tiered) },
         Config {
             name: "leveled-manual-only",
             fs: Fs::Mem,
