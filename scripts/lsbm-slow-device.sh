@@ -10,7 +10,8 @@
 #
 # Usage: scripts/lsbm-slow-device.sh OUT_DIR [SECS] [WARM] [PROFILES] [ENGINES] [POLICIES]
 #   defaults: 90 s, 30 s, "hdd cloud none", strata,rocksdb,leveldb, leveled,blsm,lsbm,dlsm
-#   EXTRA="--flag ..." adds flags to the timed runs; TAG names their output (rangehot-PROFILE-TAG).
+#   EXTRA="--flag ..." adds flags to the timed runs; TAG names their output (rangehot-PROFILE-TAG);
+#   READ_DIST=zipfian reads a zipfian distribution instead of rangehot (the output keeps its name).
 #   BENCH=seekrandomwhilewriting EXTRA="--seek_nexts=99 --max_scan_distance=100" runs bounded
 #   range queries instead of gets.
 # Build first: cargo build --release -p strata-bench --features rocksdb,leveldb
@@ -38,7 +39,7 @@ for p in $profiles; do
   mkdir -p "$out/db"
   # The contents, so a symlinked load is copied, never written to.
   cp -a "$loaded/." "$out/db/"
-  "$bin" "${common[@]}" --db="$out/db" --use_existing_db --benchmarks="${BENCH:-readwhilewriting}" --read_dist=rangehot \
+  "$bin" "${common[@]}" --db="$out/db" --use_existing_db --benchmarks="${BENCH:-readwhilewriting}" --read_dist="${READ_DIST:-rangehot}" \
     --threads=8 --benchmark_write_rate_limit=$((2 << 20)) --duration="$secs" --warmup_seconds="$warm" \
     --stats_interval_seconds=5 --device_profile="$p" ${EXTRA:-} --out="$out/rangehot-$p${TAG:+-$TAG}" \
     | tee "$out/rangehot-$p${TAG:+-$TAG}.txt"
