@@ -12,6 +12,7 @@
 //! Levels >= 1 are expected to hold one run; if a view holds more, sources come from the oldest
 //! run of level i and outputs go to the newest run of level i+1, merging overlaps from all its runs.
 
+use crate::compaction::capacity;
 use crate::compaction::manual::{self, ManualRange};
 use crate::compaction::policy::{
     key_range, CompactionPolicy, CompactionTask, FileRef, FileView, LevelView, LsmView, PickResult, RunTarget,
@@ -83,8 +84,7 @@ impl LeveledPolicy {
     }
 
     fn target_bytes_f64(&self, level: usize) -> f64 {
-        let exp = i32::try_from(level.saturating_sub(1)).unwrap_or(i32::MAX);
-        self.cfg.max_bytes_for_level_base as f64 * self.cfg.multiplier.powi(exp)
+        capacity::target_f64(self.cfg.max_bytes_for_level_base, self.cfg.multiplier, level)
     }
 
     fn score(&self, view: &LsmView, level: usize) -> f64 {
@@ -238,8 +238,7 @@ impl CompactionPolicy for LeveledPolicy {
         if level == 0 || level >= self.cfg.num_levels {
             return None;
         }
-        // Saturating float-to-int cast is the intent for absurd configurations.
-        Some(self.target_bytes_f64(level) as u64)
+        Some(capacity::target_bytes(self.cfg.max_bytes_for_level_base, self.cfg.multiplier, level))
     }
 }
 
