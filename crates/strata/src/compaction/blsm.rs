@@ -290,7 +290,7 @@ impl CompactionPolicy for BlsmPolicy {
             .collect()
     }
 
-    fn level_target_bytes(&self, level: usize) -> Option<u64> {
+    fn level_target_bytes(&self, _view: &LsmView, level: usize) -> Option<u64> {
         (level > 0).then(|| self.capacity(level))
     }
 }

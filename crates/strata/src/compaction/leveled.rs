@@ -234,7 +234,7 @@ impl CompactionPolicy for LeveledPolicy {
         (0..self.cfg.num_levels).map(|level| self.score(view, level)).collect()
     }
 
-    fn level_target_bytes(&self, level: usize) -> Option<u64> {
+    fn level_target_bytes(&self, _view: &LsmView, level: usize) -> Option<u64> {
         if level == 0 || level >= self.cfg.num_levels {
             return None;
         }
@@ -297,11 +297,11 @@ mod tests {
         v.levels[2].runs = vec![run(2, vec![fv(12, 0, 9, 5000)])];
         v.levels[3].runs = vec![run(3, vec![fv(13, 0, 9, 1 << 40)])];
         assert_eq!(p.scores(&v), vec![1.5, 1.5, 0.5, 0.0]);
-        assert_eq!(p.level_target_bytes(0), None);
-        assert_eq!(p.level_target_bytes(1), Some(1000));
-        assert_eq!(p.level_target_bytes(3), Some(100_000));
-        assert_eq!(p.level_target_bytes(4), None);
-        assert_eq!(p.bloom_bits_for_level(2, 10.0), 10.0);
+        assert_eq!(p.level_target_bytes(&v, 0), None);
+        assert_eq!(p.level_target_bytes(&v, 1), Some(1000));
+        assert_eq!(p.level_target_bytes(&v, 3), Some(100_000));
+        assert_eq!(p.level_target_bytes(&v, 4), None);
+        assert_eq!(p.bloom_bits_for_level(&v, 2, 10.0), 10.0);
         assert!(pick(&p, &LsmView::new(4)).is_none());
         // Tie between L0 and L1: the shallower level goes first.
         let res = pick(&p, &v).unwrap();
