@@ -83,7 +83,7 @@ pub struct Args {
     /// Worker threads (readers for *whilewriting, which add one writer thread).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
-    /// Block cache bytes, the same for every engine (db_bench's 8 MiB).
+    /// Block cache bytes, the same for every engine (db_bench's 8 MiB); 0 = no block cache.
     #[arg(long, default_value_t = 8 << 20)]
     pub cache_size: usize,
     /// Row cache bytes, 0 = none (db_bench's flag; RocksDB's `row_cache`). Strata and RocksDB

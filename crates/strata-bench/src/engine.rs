@@ -12,7 +12,7 @@ pub type BenchResult<T> = Result<T, String>;
 pub struct EngineConfig {
     /// Database directory.
     pub path: PathBuf,
-    /// Block cache bytes (`--cache_size`).
+    /// Block cache bytes, 0 = none (`--cache_size`).
     pub cache_size: usize,
     /// Row cache bytes, 0 = none (`--row_cache_size`); Strata and RocksDB only.
     pub row_cache_size: usize,
@@ -300,5 +300,65 @@ pub fn open_engine(kind: &str, cfg: &EngineConfig) -> BenchResult<Arc<dyn Engine
         other => Err(format!(
             "engine {other:?} is not built in (enable its cargo feature; see docs/BENCHMARKS.md)"
         )),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use strata::filename::{parse_file_name, FileKind};
+    use strata::vfs::{RandomOpenOptions, RealVfs, Vfs};
+
+    const ABSENT: usize = 200;
+
+    /// The engine config the benchmark builds from `flags`, in `dir`.
+    fn config(flags: &str, dir: &Path) -> EngineConfig {
+        let args =
+            crate::cli::parse_args(["strata-bench"].into_iter().chain(flags.split_whitespace())).unwrap();
+        crate::suite::Plan::from_args(&args).engine_config(dir, "leveled")
+    }
+
+    /// Loads, flushes and reads back keys through Strata. Returns the block
+    /// cache's (capacity, hits, misses) and, per table written, its bloom bits
+    /// and how many of `ABSENT` absent keys its filter lets through.
+    fn load(cfg: &EngineConfig) -> ((u64, u64, u64), Vec<(f64, usize)>) {
+        let e = StrataEngine::open(cfg).unwrap();
+        for i in 0..2000u32 {
+            e.put(format!("{i:016}").as_bytes(), &[7; 100]).unwrap();
+        }
+        e.flush().unwrap();
+        for i in 0..2000u32 {
+            assert!(e.get(format!("{i:016}").as_bytes()).unwrap().is_some());
+        }
+        let c = e.db().stats().cache;
+        drop(e);
+        let vfs = RealVfs::new();
+        let mut tables = Vec::new();
+        for entry in std::fs::read_dir(&cfg.path).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let Some(FileKind::Table(id)) = parse_file_name(&name) else { continue };
+            let file = vfs.open_random(&path, RandomOpenOptions::default()).unwrap();
+            let t = strata::table::Table::open(file.clone(), id, file.len(), None).unwrap();
+            let passed = (0..ABSENT).filter(|i| t.may_contain(format!("absent{i}").as_bytes())).count();
+            tables.push((t.properties().bloom_bits_per_key, passed));
+        }
+        assert!(!tables.is_empty());
+        ((c.capacity_bytes, c.hits, c.misses), tables)
+    }
+
+    #[test]
+    fn zero_cache_size_and_bloom_bits_mean_no_cache_and_no_filter() {
+        let dir = tempfile::tempdir().unwrap();
+        let off = config("--cache_size=0 --bloom_bits=0", &dir.path().join("off"));
+        assert_eq!((off.cache_size, off.bloom_bits), (0, 0.0));
+        let (cache, tables) = load(&off);
+        assert_eq!(cache, (0, 0, 0), "no block cache: no capacity, no lookups");
+        assert!(tables.iter().all(|&t| t == (0.0, ABSENT)), "no filter: {tables:?}");
+        // The defaults, for contrast: a cache in use and filters that reject.
+        let (cache, tables) = load(&config("", &dir.path().join("on")));
+        assert!(cache.0 > 0 && cache.1 > 0 && cache.2 > 0, "{cache:?}");
+        assert!(tables.iter().all(|&(bits, passed)| bits == 10.0 && passed < ABSENT / 10), "{tables:?}");
     }
 }

@@ -177,7 +177,7 @@ impl Plan {
     }
 
     /// The engine configuration of one row in `dir`.
-    fn engine_config(&self, dir: &Path, policy: &str) -> EngineConfig {
+    pub(crate) fn engine_config(&self, dir: &Path, policy: &str) -> EngineConfig {
         let a = &self.base;
         EngineConfig {
             path: dir.to_path_buf(),

@@ -69,6 +69,8 @@ impl LevelDbEngine {
             db: ptr::null_mut(),
             // SAFETY: plain constructors; each handle is destroyed in Drop.
             options: unsafe { ffi::leveldb_options_create() },
+            // Capacity 0 turns LevelDB's LRU off (no cache, as Strata's 0);
+            // a null cache would get LevelDB's 8 MiB default instead.
             cache: unsafe { ffi::leveldb_cache_create_lru(cfg.cache_size) },
             filter: if bloom_bits > 0 {
                 unsafe { ffi::leveldb_filterpolicy_create_bloom(bloom_bits) }

@@ -36,11 +36,18 @@ impl RocksDbEngine {
     /// Opens (creating if needed) a RocksDB database with the benchmark's settings.
     pub fn open(cfg: &EngineConfig) -> BenchResult<Self> {
         let codec = Codec::parse(&cfg.compression)?;
-        let cache = Cache::new_lru_cache(cfg.cache_size).map_err(|e| format!("rocksdb cache: {e}"))?;
         let mut table = BlockBasedOptions::default();
-        table.set_block_cache(&cache);
+        if cfg.cache_size == 0 {
+            // No block cache, as Strata's 0: an LRU of capacity 0 still takes
+            // every block read (pinned while in use) and counts hits and misses.
+            table.disable_cache();
+        } else {
+            let cache = Cache::new_lru_cache(cfg.cache_size).map_err(|e| format!("rocksdb cache: {e}"))?;
+            table.set_block_cache(&cache);
+        }
         table.set_block_size(sd::BLOCK_SIZE);
         table.set_block_restart_interval(sd::BLOCK_RESTART_INTERVAL);
+        // 0 = no filter policy (RocksDB's default), as Strata's 0.
         if cfg.bloom_bits > 0.0 {
             // Full (not block-based) filters, as Strata's one filter per table.
             table.set_bloom_filter(cfg.bloom_bits, false);
@@ -71,14 +78,22 @@ impl RocksDbEngine {
         opts.enable_statistics();
 
         let mapping = format!(
-            "rocksdb 7.8.3: block_cache=LRU({}) row_cache={} bloom_filter(bits_per_key={}, full) write_buffer_size={} \
+            "rocksdb 7.8.3: block_cache={} row_cache={} filter_policy={} write_buffer_size={} \
              max_write_buffer_number={} target_file_size_base={} compression={:?} use_direct_reads={} \
              block_size={} block_restart_interval={} level0_triggers={}/{}/{} max_bytes_for_level_base={} \
              level_multiplier={} num_levels={} max_open_files={} max_background_jobs=2 \
              cache_index_and_filter_blocks=false sync={} statistics=on{}",
-            cfg.cache_size,
+            if cfg.cache_size > 0 {
+                format!("LRU({})", cfg.cache_size)
+            } else {
+                "none (no_block_cache=true)".into()
+            },
             if cfg.row_cache_size > 0 { format!("LRU({})", cfg.row_cache_size) } else { "off".into() },
-            if cfg.bloom_bits > 0.0 { cfg.bloom_bits.to_string() } else { "off".into() },
+            if cfg.bloom_bits > 0.0 {
+                format!("bloom_full(bits_per_key={})", cfg.bloom_bits)
+            } else {
+                "none".into()
+            },
             cfg.write_buffer_size,
             sd::MAX_WRITE_BUFFER_NUMBER,
             cfg.max_file_size,

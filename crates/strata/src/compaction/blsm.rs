@@ -13,6 +13,7 @@
 //!
 //! Persistent state (in the MANIFEST): the run id of each level's `C'_i`.
 
+use super::capacity;
 use super::leveled::LeveledConfig;
 use super::manual::{self, ManualRange};
 use super::policy::{
@@ -94,13 +95,7 @@ impl BlsmPolicy {
 
     /// Capacity `S_i` of level `i >= 1`.
     pub(crate) fn capacity(&self, level: usize) -> u64 {
-        let exp = i32::try_from(level.saturating_sub(1)).unwrap_or(i32::MAX);
-        let bytes = self.cfg.max_bytes_for_level_base as f64 * self.cfg.multiplier.powi(exp);
-        if bytes >= u64::MAX as f64 {
-            u64::MAX
-        } else {
-            bytes as u64
-        }
+        capacity::target_bytes(self.cfg.max_bytes_for_level_base, self.cfg.multiplier, level)
     }
 
     pub(crate) fn state(view: &LsmView) -> BlsmState {
@@ -295,7 +290,7 @@ impl CompactionPolicy for BlsmPolicy {
             .collect()
     }
 
-    fn level_target_bytes(&self, level: usize) -> Option<u64> {
+    fn level_target_bytes(&self, _view: &LsmView, level: usize) -> Option<u64> {
         (level > 0).then(|| self.capacity(level))
     }
 }

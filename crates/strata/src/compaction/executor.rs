@@ -175,12 +175,14 @@ pub(crate) struct OutputWriter<'a> {
 }
 
 impl<'a> OutputWriter<'a> {
-    pub(crate) fn new(env: &'a Env<'a>, level: usize, target_size: u64) -> Self {
+    /// A writer of tables for `level` of the tree `view` (the policy may size
+    /// their filters from the tree's shape).
+    pub(crate) fn new(env: &'a Env<'a>, view: &LsmView, level: usize, target_size: u64) -> Self {
         let o = env.opts;
         let builder_opts = TableBuilderOptions {
             block_size: o.block_size,
             block_restart_interval: o.block_restart_interval,
-            bloom_bits_per_key: env.policy.bloom_bits_for_level(level, o.bloom_bits_per_key),
+            bloom_bits_per_key: env.policy.bloom_bits_for_level(view, level, o.bloom_bits_per_key),
             compression: o.compression,
         };
         OutputWriter {
@@ -366,6 +368,7 @@ fn run_id(env: &Env<'_>, target: RunTarget) -> u64 {
 pub(crate) fn execute(
     env: &Env<'_>,
     version: &Version,
+    view: &LsmView,
     pick: &PickResult,
     smallest_snapshot: SeqNum,
 ) -> Result<CompactionRecord> {
@@ -412,7 +415,7 @@ pub(crate) fn execute(
             let mut input = MergingIterator::new(input_runs(env, inputs, &metas, read_opts));
             let warmup = Warmup::for_merge(env, &metas)?;
             let mut out =
-                OutputWriter::new(env, *output_level, *target_file_size).with_warmup(warmup.clone());
+                OutputWriter::new(env, view, *output_level, *target_file_size).with_warmup(warmup.clone());
             merge_into(&mut input, &mut out, smallest_snapshot, |uk| {
                 !older.iter().any(|r| r.find_file(uk).is_some())
             })?;

@@ -12,6 +12,7 @@
 //! Levels >= 1 are expected to hold one run; if a view holds more, sources come from the oldest
 //! run of level i and outputs go to the newest run of level i+1, merging overlaps from all its runs.
 
+use crate::compaction::capacity;
 use crate::compaction::manual::{self, ManualRange};
 use crate::compaction::policy::{
     key_range, CompactionPolicy, CompactionTask, FileRef, FileView, LevelView, LsmView, PickResult, RunTarget,
@@ -83,8 +84,7 @@ impl LeveledPolicy {
     }
 
     fn target_bytes_f64(&self, level: usize) -> f64 {
-        let exp = i32::try_from(level.saturating_sub(1)).unwrap_or(i32::MAX);
-        self.cfg.max_bytes_for_level_base as f64 * self.cfg.multiplier.powi(exp)
+        capacity::target_f64(self.cfg.max_bytes_for_level_base, self.cfg.multiplier, level)
     }
 
     fn score(&self, view: &LsmView, level: usize) -> f64 {
@@ -234,12 +234,11 @@ impl CompactionPolicy for LeveledPolicy {
         (0..self.cfg.num_levels).map(|level| self.score(view, level)).collect()
     }
 
-    fn level_target_bytes(&self, level: usize) -> Option<u64> {
+    fn level_target_bytes(&self, _view: &LsmView, level: usize) -> Option<u64> {
         if level == 0 || level >= self.cfg.num_levels {
             return None;
         }
-        // Saturating float-to-int cast is the intent for absurd configurations.
-        Some(self.target_bytes_f64(level) as u64)
+        Some(capacity::target_bytes(self.cfg.max_bytes_for_level_base, self.cfg.multiplier, level))
     }
 }
 
@@ -298,11 +297,11 @@ mod tests {
         v.levels[2].runs = vec![run(2, vec![fv(12, 0, 9, 5000)])];
         v.levels[3].runs = vec![run(3, vec![fv(13, 0, 9, 1 << 40)])];
         assert_eq!(p.scores(&v), vec![1.5, 1.5, 0.5, 0.0]);
-        assert_eq!(p.level_target_bytes(0), None);
-        assert_eq!(p.level_target_bytes(1), Some(1000));
-        assert_eq!(p.level_target_bytes(3), Some(100_000));
-        assert_eq!(p.level_target_bytes(4), None);
-        assert_eq!(p.bloom_bits_for_level(2, 10.0), 10.0);
+        assert_eq!(p.level_target_bytes(&v, 0), None);
+        assert_eq!(p.level_target_bytes(&v, 1), Some(1000));
+        assert_eq!(p.level_target_bytes(&v, 3), Some(100_000));
+        assert_eq!(p.level_target_bytes(&v, 4), None);
+        assert_eq!(p.bloom_bits_for_level(&v, 2, 10.0), 10.0);
         assert!(pick(&p, &LsmView::new(4)).is_none());
         // Tie between L0 and L1: the shallower level goes first.
         let res = pick(&p, &v).unwrap();

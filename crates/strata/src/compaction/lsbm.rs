@@ -354,11 +354,11 @@ impl CompactionPolicy for LsbmPolicy {
         self.blsm.scores(view)
     }
 
-    fn level_target_bytes(&self, level: usize) -> Option<u64> {
-        self.blsm.level_target_bytes(level)
+    fn level_target_bytes(&self, view: &LsmView, level: usize) -> Option<u64> {
+        self.blsm.level_target_bytes(view, level)
     }
 
-    fn bloom_bits_for_level(&self, level: usize, default_bits: f64) -> f64 {
+    fn bloom_bits_for_level(&self, _view: &LsmView, level: usize, default_bits: f64) -> f64 {
         // dLSM: a lookup probes about `ratio` buffer tables per level, so each
         // filter's false-positive rate is divided by the ratio:
         // log2(r/f)/ln 2 = bits + log2(r)/ln 2 (14.8 for 10 bits and r = 10).
@@ -617,11 +617,12 @@ mod tests {
     #[test]
     fn dlsm_sizes_blooms_for_probing_ratio_tables() {
         let d = policy(BufferVariant::Dlsm);
-        let bits = d.bloom_bits_for_level(1, 10.0);
+        let v = LsmView::new(4);
+        let bits = d.bloom_bits_for_level(&v, 1, 10.0);
         assert!((bits - (10.0 + 10f64.log2() / std::f64::consts::LN_2)).abs() < 1e-9, "{bits}");
         assert!((14.0..15.0).contains(&bits));
-        assert_eq!(d.bloom_bits_for_level(3, 10.0), 10.0, "the last level feeds no buffer");
-        assert_eq!(d.bloom_bits_for_level(1, 0.0), 0.0);
-        assert_eq!(policy(BufferVariant::Lsbm).bloom_bits_for_level(1, 10.0), 10.0);
+        assert_eq!(d.bloom_bits_for_level(&v, 3, 10.0), 10.0, "the last level feeds no buffer");
+        assert_eq!(d.bloom_bits_for_level(&v, 1, 0.0), 0.0);
+        assert_eq!(policy(BufferVariant::Lsbm).bloom_bits_for_level(&v, 1, 10.0), 10.0);
     }
 }

@@ -2,6 +2,7 @@
 //! kept apart from *doing* (the executor, which validates and runs tasks).
 
 pub mod blsm;
+pub(crate) mod capacity;
 pub(crate) mod executor;
 pub mod leveled;
 pub mod lsbm;

@@ -364,16 +364,18 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
     fn pick(&self, view: &LsmView) -> Option<PickResult>;
     /// Per-level scores, indexed by level; score >= 1 means compaction wanted.
     fn scores(&self, view: &LsmView) -> Vec<f64>;
-    /// Target capacity of a level in bytes (None for L0), for stats.
-    fn level_target_bytes(&self, level: usize) -> Option<u64>;
+    /// Target capacity of a level in bytes (None for L0), for stats. `view` is
+    /// the current tree, so capacities may depend on how many levels are in use.
+    fn level_target_bytes(&self, view: &LsmView, level: usize) -> Option<u64>;
     /// Manual compaction (`Db::compact_range`, RocksDB's
     /// `CompactionPicker::CompactRange`): the task that moves the files of
     /// `level` overlapping `range` into `level + 1`, or `None` when none do.
     /// Pure like [`Self::pick`]; the engine validates it like every pick.
     /// [`super::manual`] has the building blocks.
     fn compact_range(&self, view: &LsmView, level: usize, range: &ManualRange<'_>) -> Option<PickResult>;
-    /// Bloom bits/key for a table written to `level` (default: the configured bits everywhere).
-    fn bloom_bits_for_level(&self, _level: usize, default_bits: f64) -> f64 {
+    /// Bloom bits/key for a table written to `level` of the tree `view`
+    /// (default: the configured bits everywhere).
+    fn bloom_bits_for_level(&self, _view: &LsmView, _level: usize, default_bits: f64) -> f64 {
         default_bits
     }
     /// The compaction-buffer trim (LSbM Algorithm 2): given a view whose buffer

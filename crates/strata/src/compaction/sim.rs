@@ -605,7 +605,7 @@ mod tests {
         fn scores(&self, _: &LsmView) -> Vec<f64> {
             vec![0.0; 3]
         }
-        fn level_target_bytes(&self, _: usize) -> Option<u64> {
+        fn level_target_bytes(&self, _: &LsmView, _: usize) -> Option<u64> {
             None
         }
     }

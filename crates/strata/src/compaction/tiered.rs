@@ -131,7 +131,7 @@ impl CompactionPolicy for TieredPolicy {
         (0..self.cfg.num_levels).map(|l| self.score(view, l)).collect()
     }
 
-    fn level_target_bytes(&self, _level: usize) -> Option<u64> {
+    fn level_target_bytes(&self, _view: &LsmView, _level: usize) -> Option<u64> {
         None
     }
 }
@@ -205,7 +205,7 @@ mod tests {
         validate_task(&v, &pick.task).unwrap();
         assert_eq!(merge_of(&pick), (vec![1, 2, 3], 2, RunTarget::New));
         assert_eq!(p.scores(&v), vec![0.0, 0.0, 1.0]);
-        assert_eq!(p.level_target_bytes(1), None);
+        assert_eq!(p.level_target_bytes(&v, 1), None);
     }
 
     #[test]

@@ -57,7 +57,8 @@ impl DbInner {
     fn flush_memtable(&self, mem: &Arc<MemTable>, wal: u64) -> Result<()> {
         let start = Instant::now();
         let env = self.env();
-        let mut out = OutputWriter::new(&env, 0, u64::MAX);
+        let view = build_view(&self.versions.current(), &self.versions, &HashSet::new());
+        let mut out = OutputWriter::new(&env, &view, 0, u64::MAX);
         let mut it = mem.iter();
         it.seek_to_first()?;
         while it.valid() {
@@ -186,7 +187,7 @@ impl DbInner {
         validate_task(view, &pick.task)?;
         validate_buffer_actions(view, pick)?;
         let smallest_snapshot = self.snapshots.oldest(&self.visible_seq);
-        let record = execute(&self.env(), &version, pick, smallest_snapshot)?;
+        let record = execute(&self.env(), &version, view, pick, smallest_snapshot)?;
         drop(version);
         self.counters.record(record);
         {

@@ -172,7 +172,7 @@ impl DbInner {
                 bytes: version.level_bytes(l),
                 runs: version.levels[l].runs.len(),
                 score: scores.get(l).copied().unwrap_or(0.0),
-                target_bytes: self.policy.level_target_bytes(l),
+                target_bytes: self.policy.level_target_bytes(&view, l),
                 buffer_tables: version.levels[l].buffers.iter().map(|b| b.tables.len()).sum(),
                 buffer_files: version.levels[l].buffers.iter().map(|b| b.num_files()).sum(),
                 buffer_bytes: version.levels[l].buffer_bytes(),

@@ -2,7 +2,7 @@
 //! than the recorded log number into L0 tables, remove files nothing names,
 //! and start a fresh WAL and the background threads.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use parking_lot::{Condvar, Mutex};
 use super::{DbInner, DbState, SuperVersion};
 use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, RowCache, TableCache};
-use crate::compaction::executor::{Env, OutputWriter};
+use crate::compaction::executor::{build_view, Env, OutputWriter};
 use crate::compaction::{
     BlsmPolicy, BufferVariant, CompactionPolicy, LeveledConfig, LeveledPolicy, LsbmPolicy, TieredPolicy,
 };
@@ -307,7 +307,8 @@ pub(super) fn replay_log(
 
 fn flush_recovered(env: &Env<'_>, mem: MemTable, edit: &mut VersionEdit) -> Result<()> {
     let mem = Arc::new(mem);
-    let mut out = OutputWriter::new(env, 0, u64::MAX);
+    let view = build_view(&env.versions.current(), env.versions, &HashSet::new());
+    let mut out = OutputWriter::new(env, &view, 0, u64::MAX);
     let mut it = mem.iter();
     it.seek_to_first()?;
     while it.valid() {
