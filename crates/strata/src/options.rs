@@ -75,11 +75,24 @@ pub enum CompactionStyle {
     /// slow range reads, more space (RocksDB's nearest is universal
     /// compaction, which merges by size ratios instead of per level).
     Tiered,
+    /// Garnering (the Autumn paper): leveling whose level ratios grow with the
+    /// data — `T` (`max_bytes_for_level_multiplier`) between the last two levels
+    /// in use, `1/c` more per level above — so fewer levels hold the same data;
+    /// the deepest level is never merged into a new one, the level count grows
+    /// instead. `c` in (0, 1]; 1 is leveling. RocksDB has no equivalent (its
+    /// `level_compaction_dynamic_level_bytes` keeps every ratio equal).
+    Garnering {
+        /// Growth constant: each ratio above the last is larger by `1/c`.
+        c: f64,
+    },
     /// A caller-supplied policy.
     Custom(Arc<dyn CompactionPolicy>),
 }
 
 impl CompactionStyle {
+    /// The `c` a policy named `garnering` gets (the paper's middle setting).
+    pub const DEFAULT_GARNERING_C: f64 = 0.8;
+
     /// The policy's name as the benchmark tool spells it.
     pub fn name(&self) -> String {
         match self {
@@ -88,16 +101,18 @@ impl CompactionStyle {
             CompactionStyle::Lsbm => "lsbm".to_string(),
             CompactionStyle::Dlsm => "dlsm".to_string(),
             CompactionStyle::Tiered => "tiered".to_string(),
+            CompactionStyle::Garnering { .. } => "garnering".to_string(),
             CompactionStyle::Custom(p) => p.name().to_string(),
         }
     }
 
     /// Names of every built-in policy, for tests and tools that run each one.
     pub fn builtin_names() -> &'static [&'static str] {
-        &["leveled", "blsm", "lsbm", "dlsm", "tiered"]
+        &["leveled", "blsm", "lsbm", "dlsm", "tiered", "garnering"]
     }
 
-    /// Looks a built-in policy up by name (`leveled`, `blsm`, `lsbm`, `dlsm`, `tiered`).
+    /// Looks a built-in policy up by name (`leveled`, `blsm`, `lsbm`, `dlsm`, `tiered`,
+    /// `garnering` with c = [`Self::DEFAULT_GARNERING_C`]).
     pub fn from_name(name: &str) -> Result<Self> {
         match name {
             "leveled" | "leveling" | "level" => Ok(CompactionStyle::Leveled),
@@ -105,6 +120,7 @@ impl CompactionStyle {
             "lsbm" => Ok(CompactionStyle::Lsbm),
             "dlsm" => Ok(CompactionStyle::Dlsm),
             "tiered" | "stepped-merge" | "sm" => Ok(CompactionStyle::Tiered),
+            "garnering" | "autumn" => Ok(CompactionStyle::Garnering { c: Self::DEFAULT_GARNERING_C }),
             other => Err(Error::invalid(format!(
                 "unknown compaction policy {other:?} (known: {})",
                 Self::builtin_names().join(", ")

@@ -137,7 +137,10 @@ fn lost_manifest_is_repaired_from_every_table() {
         }
         let report = repair(dir(), policy_options(&style, vfs.clone())).unwrap();
         assert!(!report.manifest_readable, "{report}");
-        if matches!(style, CompactionStyle::Leveled | CompactionStyle::Blsm) {
+        if matches!(
+            style,
+            CompactionStyle::Leveled | CompactionStyle::Blsm | CompactionStyle::Garnering { .. }
+        ) {
             still_works(&style, vfs, &model);
         } else {
             let db = Db::open(dir(), policy_options(&style, vfs)).unwrap();

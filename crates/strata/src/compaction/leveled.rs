@@ -200,7 +200,29 @@ impl CompactionPolicy for LeveledPolicy {
     }
 
     fn pick(&self, view: &LsmView) -> Option<PickResult> {
-        let scores = self.scores(view);
+        self.pick_by_scores(view, self.scores(view))
+    }
+
+    fn compact_range(&self, view: &LsmView, level: usize, range: &ManualRange<'_>) -> Option<PickResult> {
+        manual::leveled_pick(view, level, range, self.cfg.target_file_size)
+    }
+
+    fn scores(&self, view: &LsmView) -> Vec<f64> {
+        (0..self.cfg.num_levels).map(|level| self.score(view, level)).collect()
+    }
+
+    fn level_target_bytes(&self, _view: &LsmView, level: usize) -> Option<u64> {
+        if level == 0 || level >= self.cfg.num_levels {
+            return None;
+        }
+        Some(capacity::target_bytes(self.cfg.max_bytes_for_level_base, self.cfg.multiplier, level))
+    }
+}
+
+impl LeveledPolicy {
+    /// Leveling's pick for given per-level `scores` (index = level): the highest score >= 1 whose
+    /// inputs are free. Policies that only size levels differently (Garnering) reuse it.
+    pub(crate) fn pick_by_scores(&self, view: &LsmView, scores: Vec<f64>) -> Option<PickResult> {
         let mut order: Vec<(usize, f64)> =
             scores.into_iter().enumerate().filter(|&(_, s)| s >= 1.0).collect();
         // Highest score first; the stable sort keeps shallower levels first on ties.
@@ -224,21 +246,6 @@ impl CompactionPolicy for LeveledPolicy {
                 })
             }
         })
-    }
-
-    fn compact_range(&self, view: &LsmView, level: usize, range: &ManualRange<'_>) -> Option<PickResult> {
-        manual::leveled_pick(view, level, range, self.cfg.target_file_size)
-    }
-
-    fn scores(&self, view: &LsmView) -> Vec<f64> {
-        (0..self.cfg.num_levels).map(|level| self.score(view, level)).collect()
-    }
-
-    fn level_target_bytes(&self, _view: &LsmView, level: usize) -> Option<u64> {
-        if level == 0 || level >= self.cfg.num_levels {
-            return None;
-        }
-        Some(capacity::target_bytes(self.cfg.max_bytes_for_level_base, self.cfg.multiplier, level))
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod blsm;
 pub(crate) mod capacity;
 pub(crate) mod executor;
+pub mod garnering;
 pub mod leveled;
 pub mod lsbm;
 pub mod manual;
@@ -13,6 +14,7 @@ pub mod tiered;
 pub(crate) mod warmup;
 
 pub use blsm::{BlsmPolicy, BlsmState};
+pub use garnering::GarneringPolicy;
 pub use leveled::{LeveledConfig, LeveledPolicy};
 pub use lsbm::{BufferVariant, LsbmPolicy, LsbmState};
 pub use manual::ManualRange;

@@ -15,7 +15,8 @@ use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, RowCache, TableCache};
 use crate::compaction::executor::{build_view, Env, OutputWriter};
 use crate::compaction::{
-    BlsmPolicy, BufferVariant, CompactionPolicy, LeveledConfig, LeveledPolicy, LsbmPolicy, TieredPolicy,
+    BlsmPolicy, BufferVariant, CompactionPolicy, GarneringPolicy, LeveledConfig, LeveledPolicy, LsbmPolicy,
+    TieredPolicy,
 };
 use crate::error::{Error, Result};
 use crate::filename::{current_path, lock_path, parse_file_name, wal_path, FileKind};
@@ -45,6 +46,7 @@ fn make_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>> {
         CompactionStyle::Leveled => Arc::new(LeveledPolicy::new(shape)?),
         CompactionStyle::Blsm => Arc::new(BlsmPolicy::new(shape)?),
         CompactionStyle::Tiered => Arc::new(TieredPolicy::new(shape)?),
+        CompactionStyle::Garnering { c } => Arc::new(GarneringPolicy::new(shape, *c)?),
         CompactionStyle::Lsbm | CompactionStyle::Dlsm => {
             let variant = if matches!(opts.compaction_style, CompactionStyle::Lsbm) {
                 BufferVariant::Lsbm

@@ -230,6 +230,18 @@ pub fn configs() -> Vec<Config> {
             options: || small_options().with_compaction_style(CompactionStyle::Tiered),
         },
         Config { name: "tiered-real-deep", fs: Fs::Real, options: || deep_options(CompactionStyle::Tiered) },
+        // Garnering on a tree deep enough that the level count grows during the op log (and is
+        // read back by the op log's reopens).
+        Config {
+            name: "garnering-0.8-real-deep",
+            fs: Fs::Real,
+            options: || deep_options(CompactionStyle::Garnering { c: 0.8 }),
+        },
+        Config {
+            name: "garnering-0.4-mem-deep",
+            fs: Fs::Mem,
+            options: || deep_options(CompactionStyle::Garnering { c: 0.4 }),
+        },
         Config {
             name: "leveled-manual-only",
             fs: Fs::Mem,
