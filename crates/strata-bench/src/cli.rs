@@ -112,6 +112,15 @@ pub struct Args {
     /// Level-1 capacity in bytes (RocksDB's name; LevelDB's is fixed at 10 MiB).
     #[arg(long, default_value_t = crate::peers::strata_defaults::MAX_BYTES_FOR_LEVEL_BASE)]
     pub max_bytes_for_level_base: u64,
+    /// Size ratio between adjacent levels (db_bench's flag; RocksDB
+    /// `max_bytes_for_level_multiplier`, fjall's `level_ratio`; LevelDB's is fixed at 10).
+    /// Garnering's `T`, the ratio between its last two levels.
+    #[arg(long, default_value_t = crate::peers::strata_defaults::LEVEL_MULTIPLIER)]
+    pub max_bytes_for_level_multiplier: f64,
+    /// Strata `garnering` only: the growth constant `c` in (0, 1] (each level ratio above the last
+    /// is `1/c` larger; 1 is leveling). No peer has an equivalent.
+    #[arg(long, default_value_t = strata::CompactionStyle::DEFAULT_GARNERING_C)]
+    pub garnering_c: f64,
     /// Strata LSbM only: seconds between compaction-buffer trims (the engine's
     /// `buffer_trim_interval`; no db_bench equivalent). Short runs need a short one.
     #[arg(long, default_value_t = 30.0)]
@@ -256,6 +265,11 @@ impl Args {
         )?;
         check(self.bloom_bits >= 0.0 && self.bloom_bits <= 64.0, "--bloom_bits must be in [0, 64]")?;
         check(self.write_buffer_size >= 4096, "--write_buffer_size must be >= 4096")?;
+        check(
+            self.max_bytes_for_level_multiplier >= 1.0 && self.max_bytes_for_level_multiplier <= 1000.0,
+            "--max_bytes_for_level_multiplier must be in [1, 1000]",
+        )?;
+        check(self.garnering_c > 0.0 && self.garnering_c <= 1.0, "--garnering_c must be in (0, 1]")?;
         check(self.max_file_size >= 4096, "--max_file_size must be >= 4096")?;
         one_of("--compression_type", &self.compression_type, COMPRESSIONS)?;
         check(
@@ -400,6 +414,9 @@ mod tests {
         assert_eq!(parse("--max_scan_distance=100").unwrap().max_scan_distance, 100);
         assert!(parse("--no_writer").unwrap().no_writer);
         assert!(!parse("--compaction_warmup=0").unwrap().compaction_warmup);
+        assert_eq!((a.max_bytes_for_level_multiplier, a.garnering_c), (10.0, 0.8));
+        let g = parse("--policy=garnering --garnering_c=0.4 --max_bytes_for_level_multiplier=3").unwrap();
+        assert_eq!((g.max_bytes_for_level_multiplier, g.garnering_c), (3.0, 0.4));
     }
 
     #[test]
@@ -418,6 +435,9 @@ mod tests {
             "--hot_prob=2",
             "--baseline=leveldb --engines=strata",
             "--no_such_flag=1",
+            "--garnering_c=0",
+            "--garnering_c=1.5",
+            "--max_bytes_for_level_multiplier=0.5",
         ] {
             let e = parse(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad}");

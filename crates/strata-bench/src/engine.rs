@@ -34,6 +34,10 @@ pub struct EngineConfig {
     pub max_bytes_for_level_base: u64,
     /// Seconds between LSbM buffer trims (`--buffer_trim_interval`); Strata only.
     pub buffer_trim_interval: f64,
+    /// Ratio between adjacent levels (`--max_bytes_for_level_multiplier`).
+    pub level_multiplier: f64,
+    /// Garnering's `c` (`--garnering_c`); Strata's `garnering` policy only.
+    pub garnering_c: f64,
     /// Strata compaction policy name (`--policy`); ignored by peers.
     pub policy: String,
     /// Sync every write (`--sync`).
@@ -81,6 +85,8 @@ impl EngineConfig {
             use_direct_reads: false,
             max_bytes_for_level_base: 256 << 10,
             buffer_trim_interval: 30.0,
+            level_multiplier: crate::peers::strata_defaults::LEVEL_MULTIPLIER,
+            garnering_c: strata::CompactionStyle::DEFAULT_GARNERING_C,
             policy: "leveled".into(),
             sync: false,
             use_existing_db: false,
@@ -184,7 +190,12 @@ impl StrataEngine {
     /// Opens Strata with the benchmark's settings.
     pub fn open(cfg: &EngineConfig) -> BenchResult<Self> {
         let compression = strata::CompressionType::parse(&cfg.compression).map_err(|e| e.to_string())?;
-        let style = strata::CompactionStyle::from_name(&cfg.policy).map_err(|e| e.to_string())?;
+        let style = match strata::CompactionStyle::from_name(&cfg.policy).map_err(|e| e.to_string())? {
+            strata::CompactionStyle::Garnering { .. } => {
+                strata::CompactionStyle::Garnering { c: cfg.garnering_c }
+            }
+            other => other,
+        };
         let trim_interval = std::time::Duration::try_from_secs_f64(cfg.buffer_trim_interval)
             .map_err(|e| format!("--buffer_trim_interval={}: {e}", cfg.buffer_trim_interval))?;
         let opts = strata::Options::default()
@@ -197,13 +208,14 @@ impl StrataEngine {
             .with_compression(compression)
             .with_use_direct_reads(cfg.use_direct_reads)
             .with_max_bytes_for_level_base(cfg.max_bytes_for_level_base)
-            .with_compaction_style(style)
+            .with_max_bytes_for_level_multiplier(cfg.level_multiplier)
+            .with_compaction_style(style.clone())
             .with_buffer_trim_interval(trim_interval)
             .with_buffer_read_misses(cfg.buffer_read_misses)
             .with_error_if_exists(false);
         let mapping = format!(
             "strata: block_cache_capacity={} row_cache={} compaction_warmup={} bloom_bits_per_key={} write_buffer_size={} target_file_size_base={} \
-             compression={:?} use_direct_reads={} max_bytes_for_level_base={} compaction_style={} buffer_trim_interval={:?} buffer_read_misses={} sync={}",
+             compression={:?} use_direct_reads={} max_bytes_for_level_base={} max_bytes_for_level_multiplier={} compaction_style={}{} buffer_trim_interval={:?} buffer_read_misses={} sync={}",
             cfg.cache_size,
             cfg.row_cache_size,
             cfg.compaction_warmup,
@@ -213,7 +225,12 @@ impl StrataEngine {
             compression,
             cfg.use_direct_reads,
             cfg.max_bytes_for_level_base,
+            cfg.level_multiplier,
             cfg.policy,
+            match style {
+                strata::CompactionStyle::Garnering { c } => format!("(c={c})"),
+                _ => String::new(),
+            },
             trim_interval,
             cfg.buffer_read_misses,
             cfg.sync
@@ -360,5 +377,23 @@ mod tests {
         let (cache, tables) = load(&config("", &dir.path().join("on")));
         assert!(cache.0 > 0 && cache.1 > 0 && cache.2 > 0, "{cache:?}");
         assert!(tables.iter().all(|&(bits, passed)| bits == 10.0 && passed < ABSENT / 10), "{tables:?}");
+    }
+
+    #[test]
+    fn garnering_flags_reach_the_engine() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = crate::cli::parse_args(
+            "strata-bench --garnering_c=0.4 --max_bytes_for_level_multiplier=3".split_whitespace(),
+        )
+        .unwrap();
+        let cfg = crate::suite::Plan::from_args(&args).engine_config(dir.path(), "garnering");
+        let e = StrataEngine::open(&cfg).unwrap();
+        let m = e.option_mapping();
+        assert!(m.contains("compaction_style=garnering(c=0.4)"), "{m}");
+        assert!(m.contains("max_bytes_for_level_multiplier=3"), "{m}");
+        // Leveling ignores c and says nothing of it.
+        let cfg = crate::suite::Plan::from_args(&args).engine_config(&dir.path().join("l"), "leveled");
+        let m = StrataEngine::open(&cfg).unwrap().option_mapping();
+        assert!(m.contains("compaction_style=leveled ") && !m.contains("c=0.4"), "{m}");
     }
 }

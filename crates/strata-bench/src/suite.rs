@@ -92,11 +92,12 @@ impl Plan {
 
     /// The main job's short compaction-buffer comparison (a small version of
     /// `scripts/lsbm-experiment.sh`): 100 k 1 KiB records, a 2 MB/s uniform
-    /// update stream and 8 rangehot readers with direct I/O, under every
-    /// built-in policy plus the compiled-in peers. With `device_profile` (e.g.
-    /// `cloud`), the timed step runs under it; the load never does.
+    /// update stream and 8 rangehot readers with direct I/O, under the buffer
+    /// policies and their baselines (leveling, bLSM, stepped merge) plus the
+    /// compiled-in peers. With `device_profile` (e.g. `cloud`), the timed step
+    /// runs under it; the load never does.
     pub fn buffer_comparison(device_profile: &str) -> BenchResult<Plan> {
-        let policies = strata::CompactionStyle::builtin_names().join(",");
+        let policies = "leveled,blsm,lsbm,dlsm,tiered";
         let base = parse_args([
             "strata-bench".to_string(),
             "--num=100000".into(),
@@ -192,6 +193,8 @@ impl Plan {
             use_direct_reads: a.use_direct_reads,
             max_bytes_for_level_base: a.max_bytes_for_level_base,
             buffer_trim_interval: a.buffer_trim_interval,
+            level_multiplier: a.max_bytes_for_level_multiplier,
+            garnering_c: a.garnering_c,
             policy: policy.to_string(),
             sync: a.sync,
             use_existing_db: a.use_existing_db,

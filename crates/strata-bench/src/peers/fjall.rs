@@ -38,7 +38,8 @@ impl FjallEngine {
         let strategy = Leveled {
             l0_threshold: sd::L0_COMPACTION_TRIGGER as u8,
             target_size,
-            level_ratio: sd::LEVEL_MULTIPLIER as u8,
+            // fjall takes a whole ratio.
+            level_ratio: cfg.level_multiplier.round().clamp(1.0, 255.0) as u8,
         };
         // Room for an active and an immutable memtable, as the others (fjall
         // requires at least 1 MiB).
@@ -72,7 +73,7 @@ impl FjallEngine {
             sd::BLOCK_SIZE,
             sd::L0_COMPACTION_TRIGGER,
             target_size,
-            sd::LEVEL_MULTIPLIER,
+            cfg.level_multiplier.round().clamp(1.0, 255.0),
             sd::MAX_OPEN_FILES,
             cfg.sync,
             if cfg.use_direct_reads {

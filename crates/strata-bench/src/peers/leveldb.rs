@@ -83,7 +83,7 @@ impl LevelDbEngine {
             mapping: format!(
                 "leveldb 1.23: cache=LRU({}) filter_policy={} write_buffer_size={} max_file_size={} \
                  compression={} block_size=4096 block_restart_interval=16 max_open_files={} sync={} \
-                 verify_checksums=false (LevelDB default, as its db_bench){}{}{}; fixed in LevelDB: \
+                 verify_checksums=false (LevelDB default, as its db_bench){}{}{}{}; fixed in LevelDB: \
                  level0 triggers 4/8/12, level base 10 MiB, 7 levels, 1 background thread",
                 cfg.cache_size,
                 if bloom_bits > 0 { format!("bloom({bloom_bits})") } else { "none".into() },
@@ -99,6 +99,11 @@ impl LevelDbEngine {
                 },
                 if cfg.row_cache_size > 0 { " row_cache=UNSUPPORTED (LevelDB has none)" } else { "" },
                 if cfg.compaction_warmup { " compaction_warmup=UNSUPPORTED" } else { "" },
+                if cfg.level_multiplier != 10.0 {
+                    " max_bytes_for_level_multiplier=UNSUPPORTED (fixed at 10)"
+                } else {
+                    ""
+                },
             ),
             path: cfg.path.clone(),
         };

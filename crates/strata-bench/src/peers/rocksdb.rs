@@ -70,7 +70,7 @@ impl RocksDbEngine {
         opts.set_level_zero_slowdown_writes_trigger(sd::L0_SLOWDOWN_TRIGGER);
         opts.set_level_zero_stop_writes_trigger(sd::L0_STOP_TRIGGER);
         opts.set_max_bytes_for_level_base(cfg.max_bytes_for_level_base);
-        opts.set_max_bytes_for_level_multiplier(sd::LEVEL_MULTIPLIER);
+        opts.set_max_bytes_for_level_multiplier(cfg.level_multiplier);
         opts.set_num_levels(sd::NUM_LEVELS);
         opts.set_max_open_files(sd::MAX_OPEN_FILES);
         // One flush and one compaction thread, like Strata's background pair.
@@ -105,7 +105,7 @@ impl RocksDbEngine {
             sd::L0_SLOWDOWN_TRIGGER,
             sd::L0_STOP_TRIGGER,
             cfg.max_bytes_for_level_base,
-            sd::LEVEL_MULTIPLIER,
+            cfg.level_multiplier,
             sd::NUM_LEVELS,
             sd::MAX_OPEN_FILES,
             cfg.sync,
