@@ -47,6 +47,8 @@ pub struct LevelStats {
     pub bytes: u64,
     /// Number of runs.
     pub runs: usize,
+    /// The policy's capacity for this level in the final tree (None for L0).
+    pub target_bytes: Option<u64>,
 }
 
 /// How many tasks of each kind ran.
@@ -81,6 +83,8 @@ pub struct SimReport {
     pub write_amplification: f64,
     /// Per-level shape at the end, L0 first.
     pub levels: Vec<LevelStats>,
+    /// Deepest level holding data (0 when only L0 does).
+    pub levels_in_use: usize,
     /// Tasks by kind.
     pub tasks: TaskCounts,
 }
@@ -109,7 +113,11 @@ impl fmt::Display for SimReport {
             self.tasks.merges, self.tasks.moves, self.tasks.drops
         )?;
         for (i, l) in self.levels.iter().enumerate() {
-            writeln!(f, "L{i}: {} runs, {} files, {:.2} MiB", l.runs, l.files, mib(l.bytes))?;
+            write!(f, "L{i}: {} runs, {} files, {:.2} MiB", l.runs, l.files, mib(l.bytes))?;
+            match l.target_bytes {
+                Some(t) => writeln!(f, " (target {:.2} MiB)", mib(t))?,
+                None => writeln!(f)?,
+            }
         }
         Ok(())
     }
@@ -117,6 +125,18 @@ impl fmt::Display for SimReport {
 
 /// Runs `cfg`'s workload through `policy` on a modeled tree and reports the cost.
 pub fn simulate(policy: &dyn CompactionPolicy, cfg: &SimConfig) -> Result<SimReport> {
+    let mut reports = simulate_growing(policy, cfg, &[])?;
+    reports.pop().ok_or_else(|| Error::invalid("sim: no report"))
+}
+
+/// Like [`simulate`], with a report after each of `checkpoints` writes (the
+/// memtable is flushed and the policy settled first), then one at the end: the
+/// shape of a tree as its data grows, from one run.
+pub fn simulate_growing(
+    policy: &dyn CompactionPolicy,
+    cfg: &SimConfig,
+    checkpoints: &[u64],
+) -> Result<Vec<SimReport>> {
     if cfg.key_space == 0 || cfg.entry_size == 0 || cfg.memtable_entries == 0 {
         return Err(Error::invalid("sim: key_space, entry_size and memtable_entries must be > 0"));
     }
@@ -124,6 +144,7 @@ pub fn simulate(policy: &dyn CompactionPolicy, cfg: &SimConfig) -> Result<SimRep
     let mut rng = SplitMix64(cfg.seed);
     let mut latest: HashMap<u64, u64> = HashMap::new();
     let mut memtable: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut reports = Vec::new();
     let mut pending = 0;
     for seq in 0..cfg.num_ops {
         let key = if cfg.sequential { seq % cfg.key_space } else { rng.next() % cfg.key_space };
@@ -131,10 +152,14 @@ pub fn simulate(policy: &dyn CompactionPolicy, cfg: &SimConfig) -> Result<SimRep
         latest.insert(key, seq);
         sim.user_bytes += cfg.entry_size;
         pending += 1;
-        if pending == cfg.memtable_entries {
+        let checkpoint = checkpoints.contains(&(seq + 1));
+        if pending == cfg.memtable_entries || (checkpoint && pending > 0) {
             sim.flush(std::mem::take(&mut memtable));
             sim.compact(policy)?;
             pending = 0;
+        }
+        if checkpoint {
+            reports.push(sim.report(policy, latest.len() as u64));
         }
     }
     if !memtable.is_empty() {
@@ -142,7 +167,8 @@ pub fn simulate(policy: &dyn CompactionPolicy, cfg: &SimConfig) -> Result<SimRep
         sim.compact(policy)?;
     }
     sim.verify(&latest)?;
-    Ok(sim.report(policy.name(), latest.len() as u64))
+    reports.push(sim.report(policy, latest.len() as u64));
+    Ok(reports)
 }
 
 /// splitmix64: tiny, deterministic, good enough to spread keys.
@@ -418,8 +444,9 @@ impl Sim {
         })
     }
 
-    fn report(&self, policy: &str, distinct_keys: u64) -> SimReport {
-        let levels = self
+    fn report(&self, policy: &dyn CompactionPolicy, distinct_keys: u64) -> SimReport {
+        let view = self.view();
+        let levels: Vec<LevelStats> = self
             .levels
             .iter()
             .map(|runs| {
@@ -428,12 +455,16 @@ impl Sim {
                     files: ids.clone().count(),
                     bytes: ids.filter_map(|id| self.files.get(id)).map(|f| self.bytes(f.entries.len())).sum(),
                     runs: runs.len(),
+                    target_bytes: None,
                 }
             })
+            .enumerate()
+            .map(|(i, l)| LevelStats { target_bytes: policy.level_target_bytes(&view, i), ..l })
             .collect();
+        let levels_in_use = levels.iter().rposition(|l| l.bytes > 0).unwrap_or(0);
         let written = self.flush_bytes + self.write_bytes;
         SimReport {
-            policy: policy.to_string(),
+            policy: policy.name().to_string(),
             user_bytes: self.user_bytes,
             distinct_keys,
             flush_bytes: self.flush_bytes,
@@ -445,6 +476,7 @@ impl Sim {
                 written as f64 / self.user_bytes as f64
             },
             levels,
+            levels_in_use,
             tasks: self.tasks.clone(),
         }
     }
@@ -517,6 +549,23 @@ mod tests {
         assert!(a.distinct_keys <= 5_000);
         // A memtable of 1000 random writes over 5000 keys keeps fewer than 1000 versions.
         assert!(a.flush_bytes < a.user_bytes);
+    }
+
+    #[test]
+    fn growing_reports_at_each_checkpoint_and_ends_like_simulate() {
+        let c = cfg(60_000, u64::MAX, false);
+        let reports = simulate_growing(&leveled(), &c, &[10_000, 30_000]).unwrap();
+        let users: Vec<u64> = reports.iter().map(|r| r.user_bytes).collect();
+        assert_eq!(users, vec![10_000 * 100, 30_000 * 100, 60_000 * 100]);
+        assert!(reports[0].levels_in_use <= reports[2].levels_in_use);
+        assert!(reports[2].levels_in_use >= 2, "{}", reports[2]);
+        let last = &reports[2];
+        assert!(last.levels[last.levels_in_use].target_bytes.is_some());
+        assert_eq!(last.levels[0].target_bytes, None, "L0 has no byte target");
+        // An extra flush at a checkpoint changes the tree, so compare shapes, not bytes.
+        let plain = simulate(&leveled(), &c).unwrap();
+        assert_eq!(plain.user_bytes, last.user_bytes);
+        assert_eq!(plain.distinct_keys, last.distinct_keys);
     }
 
     /// Many small configurations: every run must keep all data readable at its newest version.
