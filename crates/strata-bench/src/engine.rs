@@ -105,6 +105,8 @@ pub struct EngineStats {
     pub write_amplification: Option<f64>,
     /// Time writers were stalled, in microseconds.
     pub stall_micros: Option<u64>,
+    /// Deepest level holding data (0 when only L0 does).
+    pub levels_in_use: Option<usize>,
 }
 
 impl EngineStats {
@@ -287,6 +289,7 @@ impl Engine for StrataEngine {
             cache_misses: Some(s.cache.misses),
             write_amplification: Some(s.write_amplification),
             stall_micros: Some(s.stall_time.as_micros() as u64),
+            levels_in_use: Some(s.levels.iter().filter(|l| l.files > 0).map(|l| l.level).max().unwrap_or(0)),
         }
     }
     fn wait_for_compactions(&self) -> BenchResult<()> {
@@ -395,5 +398,20 @@ mod tests {
         let cfg = crate::suite::Plan::from_args(&args).engine_config(&dir.path().join("l"), "leveled");
         let m = StrataEngine::open(&cfg).unwrap().option_mapping();
         assert!(m.contains("compaction_style=leveled ") && !m.contains("c=0.4"), "{m}");
+    }
+
+    #[test]
+    fn strata_reports_the_deepest_level_in_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = EngineConfig::small(dir.path());
+        let e = StrataEngine::open(&cfg).unwrap();
+        assert_eq!(e.stats().levels_in_use, Some(0), "empty tree");
+        // 64 KiB memtables, 256 KiB L1: 2 MB reaches L2.
+        for i in 0..20_000u32 {
+            e.put(&i.to_be_bytes(), &[7; 100]).unwrap();
+        }
+        e.wait_for_compactions().unwrap();
+        let deepest = e.stats().levels_in_use.unwrap();
+        assert!(deepest >= 2, "{}", e.stats_text());
     }
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::results::RunResult;
 
 /// Columns of `results.csv`, in order.
-pub const RESULTS_HEADER: [&str; 13] = [
+pub const RESULTS_HEADER: [&str; 16] = [
     "engine",
     "benchmark",
     "repetition",
@@ -24,6 +24,9 @@ pub const RESULTS_HEADER: [&str; 13] = [
     "hit_ratio",
     "db_bytes",
     "found",
+    "mean_us",
+    "stall_secs",
+    "levels_in_use",
 ];
 
 /// Columns of `samples.csv`, in order.
@@ -60,6 +63,9 @@ struct ResultRow<'a> {
     hit_ratio: Option<f64>,
     db_bytes: u64,
     found: u64,
+    mean_us: f64,
+    stall_secs: Option<f64>,
+    levels_in_use: Option<usize>,
 }
 
 // Field order must match SAMPLES_HEADER.
@@ -116,6 +122,9 @@ fn write_results_csv(path: &Path, results: &[RunResult]) -> Result<(), String> {
             hit_ratio: r.hit_ratio,
             db_bytes: r.db_bytes,
             found: r.found,
+            mean_us: r.mean_us,
+            stall_secs: r.stall_micros.map(|m| m as f64 / 1e6),
+            levels_in_use: r.levels_in_use,
         };
         w.serialize(row).map_err(|e| format!("write {}: {e}", path.display()))?;
     }
@@ -226,6 +235,9 @@ mod tests {
                     p50_us: 10.0,
                     p99_us: 50.0,
                     p999_us: 90.0,
+                    mean_us: 20.0,
+                    stall_micros: Some(1_500_000),
+                    levels_in_use: Some(3),
                     write_amplification: hit.map(|_| 3.5),
                     hit_ratio: hit,
                     db_bytes: 5_000_000,
@@ -276,6 +288,8 @@ mod tests {
         // leveldb's missing hit ratio is an empty cell, not 0.
         assert_eq!(&rows[8][0], "leveldb");
         assert_eq!(&rows[8][10], "");
+        // The new columns: mean latency, stall seconds, levels in use.
+        assert_eq!((&rows[0][13], &rows[0][14], &rows[0][15]), ("20.0", "1.5", "3"));
 
         let mut rd = csv::ReaderBuilder::new().from_path(dir.path().join("op_latencies.csv")).unwrap();
         assert_eq!(rd.headers().unwrap(), &csv::StringRecord::from(OP_LATENCIES_HEADER.to_vec()));

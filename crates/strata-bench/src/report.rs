@@ -89,10 +89,13 @@ pub fn format_table(results: &[RunResult], baseline: Option<&str>) -> String {
         "engine",
         if reps > 1 { "ops/s median [min–max]" } else { "ops/s" },
         &ratio_head,
+        "mean µs",
         "p50 µs",
         "p99 µs",
         "p99.9 µs",
         "w-amp",
+        "stall s",
+        "levels",
         "hit %",
         "size",
         "found",
@@ -121,10 +124,13 @@ pub fn format_table(results: &[RunResult], baseline: Option<&str>) -> String {
             engine.clone(),
             ops_cell,
             ratio,
+            num(med_of(rs, |r| r.mean_us)),
             num(med_of(rs, |r| r.p50_us)),
             num(med_of(rs, |r| r.p99_us)),
             num(med_of(rs, |r| r.p999_us)),
             med_opt(rs, |r| r.write_amplification).map_or("-".into(), num),
+            med_opt(rs, |r| r.stall_micros.map(|m| m as f64 / 1e6)).map_or("-".into(), |s| format!("{s:.1}")),
+            med_opt(rs, |r| r.levels_in_use.map(|l| l as f64)).map_or("-".into(), |l| format!("{l:.0}")),
             med_opt(rs, |r| r.hit_ratio).map_or("-".into(), |h| format!("{:.1}", h * 100.0)),
             mib(med_of(rs, |r| r.db_bytes as f64)),
             if found > 0.0 { format!("{found:.0}/{total:.0}") } else { "-".into() },
@@ -134,8 +140,9 @@ pub fn format_table(results: &[RunResult], baseline: Option<&str>) -> String {
 }
 
 /// Under the table: what the w-amp and hit % columns cover.
-pub const TABLE_NOTE: &str = "w-amp: write amplification cumulative since the database was opened \
-                              (includes earlier benchmarks in the list); hit %: this benchmark only";
+pub const TABLE_NOTE: &str = "w-amp, stall s: write amplification and writer stall time cumulative \
+                              since the database was opened (include earlier benchmarks in the list); \
+                              levels: deepest level holding data at the end; hit %: this benchmark only";
 
 /// YCSB's per-operation-type latencies of every YCSB row, medians over
 /// repetitions; empty when no row has them.

@@ -59,6 +59,15 @@ pub struct RunResult {
     pub p99_us: f64,
     /// 99.9th percentile latency, microseconds.
     pub p999_us: f64,
+    /// Mean latency, microseconds.
+    #[serde(default)]
+    pub mean_us: f64,
+    /// Time writers were stalled since open, microseconds, if the engine reports it.
+    #[serde(default)]
+    pub stall_micros: Option<u64>,
+    /// Deepest level holding data at the end, if the engine reports it.
+    #[serde(default)]
+    pub levels_in_use: Option<usize>,
     /// Write amplification at the end, if the engine reports it.
     pub write_amplification: Option<f64>,
     /// Block-cache hit ratio over the run, if the engine reports it.

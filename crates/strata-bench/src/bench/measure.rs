@@ -22,6 +22,15 @@ pub fn quantile_us(h: &Histogram<u64>, q: f64) -> f64 {
     }
 }
 
+/// Mean of a histogram in microseconds (NaN when empty).
+pub fn mean_us(h: &Histogram<u64>) -> f64 {
+    if h.is_empty() {
+        f64::NAN
+    } else {
+        h.mean() / 1000.0
+    }
+}
+
 /// Block-cache hit ratio between two snapshots of an engine's counters
 /// (None if the engine has no counters or there were no lookups).
 pub fn hit_ratio_between(before: &EngineStats, after: &EngineStats) -> Option<f64> {
@@ -171,6 +180,9 @@ pub fn finish(
         p50_us: quantile_us(&hist, 0.5),
         p99_us: quantile_us(&hist, 0.99),
         p999_us: quantile_us(&hist, 0.999),
+        mean_us: mean_us(&hist),
+        stall_micros: after.stall_micros,
+        levels_in_use: after.levels_in_use,
         write_amplification: after.write_amplification,
         hit_ratio: hit_ratio_between(before, &after),
         db_bytes: dir_size(engine.path()),

@@ -2,7 +2,7 @@
 //! from `--read_dist` while ONE writer does uniform random updates held to
 //! `--benchmark_write_rate_limit`, sampled every `--stats_interval_seconds`.
 
-use super::measure::{hit_ratio_between, new_hist, progress, quantile_us};
+use super::measure::{hit_ratio_between, mean_us, new_hist, progress, quantile_us};
 use super::read::ReadOp;
 use super::Outcome;
 use crate::cli::Args;
@@ -118,6 +118,9 @@ pub fn run(engine: &dyn Engine, name: &str, args: &Args, op: ReadOp, seeds: &[u6
         p50_us: quantile_us(&total, 0.5),
         p99_us: quantile_us(&total, 0.99),
         p999_us: quantile_us(&total, 0.999),
+        mean_us: mean_us(&total),
+        stall_micros: after.stall_micros,
+        levels_in_use: after.levels_in_use,
         write_amplification: after.write_amplification,
         hit_ratio: hit_ratio_between(&before, &after),
         db_bytes: dir_size(engine.path()),

@@ -267,6 +267,14 @@ impl Engine for LevelDbEngine {
             cache_misses: None,
             write_amplification: written.map(|w| if user == 0 { 0.0 } else { w as f64 / user as f64 }),
             stall_micros: None,
+            // kNumLevels is 7 in LevelDB.
+            levels_in_use: (0..7)
+                .filter(|l| {
+                    let n = self.property(&format!("leveldb.num-files-at-level{l}"));
+                    n.and_then(|n| n.trim().parse::<u64>().ok()).unwrap_or(0) > 0
+                })
+                .max()
+                .or(Some(0)),
         }
     }
     fn wait_for_compactions(&self) -> BenchResult<()> {

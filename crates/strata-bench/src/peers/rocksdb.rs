@@ -193,6 +193,13 @@ impl Engine for RocksDbEngine {
             cache_misses: t("rocksdb.block.cache.data.miss"),
             write_amplification,
             stall_micros: t("rocksdb.stall.micros"),
+            levels_in_use: (0..sd::NUM_LEVELS as usize)
+                .filter(|l| {
+                    let name = format!("rocksdb.num-files-at-level{l}");
+                    self.db.property_int_value(&name).ok().flatten().unwrap_or(0) > 0
+                })
+                .max()
+                .or(Some(0)),
         }
     }
     fn wait_for_compactions(&self) -> BenchResult<()> {
