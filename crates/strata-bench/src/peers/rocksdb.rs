@@ -71,6 +71,9 @@ impl RocksDbEngine {
         opts.set_level_zero_stop_writes_trigger(sd::L0_STOP_TRIGGER);
         opts.set_max_bytes_for_level_base(cfg.max_bytes_for_level_base);
         opts.set_max_bytes_for_level_multiplier(cfg.level_multiplier);
+        // Static level targets, as Strata's: 7.8's default, set so a newer
+        // RocksDB (default true since 8.4) compares the same shape.
+        opts.set_level_compaction_dynamic_level_bytes(false);
         opts.set_num_levels(sd::NUM_LEVELS);
         opts.set_max_open_files(sd::MAX_OPEN_FILES);
         // One flush and one compaction thread, like Strata's background pair.
@@ -81,7 +84,7 @@ impl RocksDbEngine {
             "rocksdb 7.8.3: block_cache={} row_cache={} filter_policy={} write_buffer_size={} \
              max_write_buffer_number={} target_file_size_base={} compression={:?} use_direct_reads={} \
              block_size={} block_restart_interval={} level0_triggers={}/{}/{} max_bytes_for_level_base={} \
-             level_multiplier={} num_levels={} max_open_files={} max_background_jobs=2 \
+             level_multiplier={} level_compaction_dynamic_level_bytes=false num_levels={} max_open_files={} max_background_jobs=2 \
              cache_index_and_filter_blocks=false sync={} statistics=on{}",
             if cfg.cache_size > 0 {
                 format!("LRU({})", cfg.cache_size)
