@@ -12,7 +12,7 @@ bin=${BIN:-target/release/strata-bench}
 mkdir -p "$out"
 common=(--num="$num" --reads="$reads" --key_size=16 --value_size=100 --cache_size=0 --bloom_bits=0
   --compression_type=none --use_direct_reads --max_file_size=2097152 --write_buffer_size=4194304
-  --max_bytes_for_level_base=10485760 --max_bytes_for_level_multiplier="$ratio" --duration=60
+  --max_bytes_for_level_base=10485760 --max_bytes_for_level_multiplier="$ratio"
   --benchmarks=fillrandom,waitforcompaction,readrandom,seekrandom,seekrandomnext10)
 run() { # TAG ENGINES POLICIES C
   "$bin" "${common[@]}" --engines="$2" --policy="$3" --garnering_c="$4" \

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Autumn's YCSB experiment (paper Fig. 4 / Table 3) scaled to this machine: load NUM 1 KiB
+# records, then workloads A-F in sequence on the same database, for leveled,
+# garnering c=0.8 and c=0.4 and RocksDB with the same level shape.
+# Usage: scripts/garnering-ycsb.sh OUT_DIR [NUM] [OPS]
+set -euo pipefail
+out=${1:?usage: $0 OUT_DIR [NUM] [OPS]}
+num=${2:-2000000}
+ops=${3:-100000}
+bin=${BIN:-target/release/strata-bench}
+mkdir -p "$out"
+common=(--num="$num" --reads="$ops" --use_direct_reads --cache_size=67108864
+  --write_buffer_size=67108864 --max_file_size=67108864 --max_bytes_for_level_base=268435456
+  --benchmarks=ycsba,ycsbb,ycsbc,ycsbd,ycsbe,ycsbf)
+run() { # TAG ENGINES POLICIES C
+  "$bin" "${common[@]}" --engines="$2" --policy="$3" --garnering_c="$4" \
+    --db="$out/db-$1" --out="$out/$1" 2>&1 | tee "$out/$1.txt"
+  rm -rf "$out/db-$1"
+}
+run leveled-c08 strata,rocksdb leveled,garnering 0.8
+run c04 strata garnering 0.4
