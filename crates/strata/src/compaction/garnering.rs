@@ -143,8 +143,10 @@ impl CompactionPolicy for GarneringPolicy {
         if level == 0 || level >= self.cfg().num_levels {
             return None;
         }
-        // `as` saturates: a capacity beyond u64 reads as u64::MAX.
-        Some(self.capacity(level, self.levels_in_use(view)) as u64)
+        // A level below the last in use is empty; show what it will hold once it is the last
+        // (the formula under the current `L` shrinks past it). `as` saturates beyond u64.
+        let levels = self.levels_in_use(view).max(level);
+        Some(self.capacity(level, levels) as u64)
     }
 }
 
@@ -194,6 +196,21 @@ mod tests {
                 assert_eq!(GarneringPolicy::level_target_bytes(&p, &v, i), want);
             }
         }
+    }
+
+    #[test]
+    fn levels_below_the_last_in_use_report_their_capacity_as_the_last() {
+        // T = 3, c = 0.5, B = 1000, L = 2. Under L = 2 the formula would give C_4 = 9000 * 0.25,
+        // less than C_3 = 9000; reported is each level's capacity once it is the last in use.
+        let p = GarneringPolicy::new(shape(6, 1000, 3.0), 0.5).unwrap();
+        let mut v = LsmView::new(6);
+        v.policy_state = Some(encode_state(2));
+        assert_eq!(p.level_target_bytes(&v, 2), Some(3000));
+        let t3 = p.level_target_bytes(&v, 3).unwrap();
+        let t4 = p.level_target_bytes(&v, 4).unwrap();
+        assert_eq!(t4, p.capacity(4, 4) as u64);
+        assert_eq!(t3, p.capacity(3, 3) as u64);
+        assert!(t4 > t3 && t3 > 3000, "targets grow downwards: {t3} {t4}");
     }
 
     #[test]
