@@ -200,8 +200,8 @@ mod tests {
 
     #[test]
     fn levels_below_the_last_in_use_report_their_capacity_as_the_last() {
-        // T = 3, c = 0.5, B = 1000, L = 2. Under L = 2 the formula would give C_4 = 9000 * 0.25,
-        // less than C_3 = 9000; reported is each level's capacity once it is the last in use.
+        // T = 3, c = 0.5, B = 1000, L = 2. Under L = 2 the formula would give C_4 = 3375,
+        // less than C_3 = 4500; reported is each level's capacity once it is the last in use.
         let p = GarneringPolicy::new(shape(6, 1000, 3.0), 0.5).unwrap();
         let mut v = LsmView::new(6);
         v.policy_state = Some(encode_state(2));
