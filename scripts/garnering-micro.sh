@@ -14,10 +14,6 @@ common=(--num="$num" --reads="$reads" --key_size=16 --value_size=100 --cache_siz
   --compression_type=none --use_direct_reads --max_file_size=2097152 --write_buffer_size=4194304
   --max_bytes_for_level_base=10485760 --max_bytes_for_level_multiplier="$ratio"
   --benchmarks=fillrandom,waitforcompaction,readrandom,seekrandom,seekrandomnext10)
-run() { # TAG ENGINES POLICIES C
-  "$bin" "${common[@]}" --engines="$2" --policy="$3" --garnering_c="$4" \
-    --db="$out/db-$1" --out="$out/$1" 2>&1 | tee "$out/$1.txt"
-  rm -rf "$out/db-$1"
-}
-run leveled-c08 strata,rocksdb leveled,garnering 0.8
-run c04 strata garnering 0.4
+"$bin" "${common[@]}" --engines=strata,rocksdb --policy=leveled,garnering@0.8,garnering@0.4 \
+  --repetitions="${REPS:-1}" --baseline=strata/leveled --db="$out/db" --out="$out" 2>&1 | tee "$out/output.txt"
+rm -rf "$out/db"*

@@ -12,10 +12,6 @@ mkdir -p "$out"
 common=(--num="$num" --reads="$ops" --use_direct_reads --cache_size=67108864
   --write_buffer_size=67108864 --max_file_size=67108864 --max_bytes_for_level_base=268435456
   --benchmarks=ycsba,ycsbb,ycsbc,ycsbd,ycsbe,ycsbf)
-run() { # TAG ENGINES POLICIES C
-  "$bin" "${common[@]}" --engines="$2" --policy="$3" --garnering_c="$4" \
-    --db="$out/db-$1" --out="$out/$1" 2>&1 | tee "$out/$1.txt"
-  rm -rf "$out/db-$1"
-}
-run leveled-c08 strata,rocksdb leveled,garnering 0.8
-run c04 strata garnering 0.4
+"$bin" "${common[@]}" --engines=strata,rocksdb --policy=leveled,garnering@0.8,garnering@0.4 \
+  --repetitions="${REPS:-1}" --baseline=strata/leveled --db="$out/db" --out="$out" 2>&1 | tee "$out/output.txt"
+rm -rf "$out/db"*

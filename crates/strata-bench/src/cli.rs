@@ -199,6 +199,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     pub engines: Vec<String>,
     /// Comma-separated Strata compaction policies; each is its own row `strata/<policy>`.
+    /// `garnering@C` sets Garnering's c for that row (`--policy=leveled,garnering@0.8,garnering@0.4`).
     #[arg(long, value_delimiter = ',', default_value = "leveled")]
     pub policy: Vec<String>,
     /// Repetitions, interleaved across engines (A B A B ...); the table shows medians.
@@ -307,7 +308,7 @@ impl Args {
         crate::device::lookup(&self.device_profile).map_err(|e| format!("--device_profile: {e}"))?;
         check(!self.policy.is_empty(), "--policy: no policy given")?;
         for p in &self.policy {
-            strata::CompactionStyle::from_name(p).map_err(|e| format!("--policy: {e}"))?;
+            crate::engine::strata_style(p, self.garnering_c).map_err(|e| format!("--policy: {e}"))?;
         }
         if let Some(b) = &self.baseline {
             let rows = engine_rows(&kinds, &self.policy);
@@ -417,6 +418,11 @@ mod tests {
         assert_eq!((a.max_bytes_for_level_multiplier, a.garnering_c), (10.0, 0.8));
         let g = parse("--policy=garnering --garnering_c=0.4 --max_bytes_for_level_multiplier=3").unwrap();
         assert_eq!((g.max_bytes_for_level_multiplier, g.garnering_c), (3.0, 0.4));
+        let g = parse("--policy=garnering@0.8,garnering@0.4").unwrap();
+        assert_eq!(g.policy, vec!["garnering@0.8", "garnering@0.4"]);
+        for bad in ["--policy=garnering@0", "--policy=garnering@x", "--policy=leveled@0.5"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

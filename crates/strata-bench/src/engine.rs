@@ -179,6 +179,30 @@ pub fn dir_size(dir: &Path) -> u64 {
         .sum()
 }
 
+/// The Strata compaction style a `--policy` entry names. `garnering@C` is
+/// Garnering with its own `c`, so one run can compare several values of c;
+/// plain `garnering` takes `--garnering_c`.
+pub fn strata_style(policy: &str, garnering_c: f64) -> Result<strata::CompactionStyle, String> {
+    let (name, c) = match policy.split_once('@') {
+        Some((name, c)) => {
+            let c: f64 = c.parse().map_err(|_| format!("{policy}: c must be a number"))?;
+            (name, Some(c))
+        }
+        None => (policy, None),
+    };
+    match strata::CompactionStyle::from_name(name).map_err(|e| e.to_string())? {
+        strata::CompactionStyle::Garnering { .. } => {
+            let c = c.unwrap_or(garnering_c);
+            if !(c > 0.0 && c <= 1.0) {
+                return Err(format!("{policy}: garnering's c must be in (0, 1]"));
+            }
+            Ok(strata::CompactionStyle::Garnering { c })
+        }
+        _ if c.is_some() => Err(format!("{policy}: only garnering takes @c")),
+        other => Ok(other),
+    }
+}
+
 /// Strata, with any of its compaction policies.
 pub struct StrataEngine {
     db: strata::Db,
@@ -192,12 +216,7 @@ impl StrataEngine {
     /// Opens Strata with the benchmark's settings.
     pub fn open(cfg: &EngineConfig) -> BenchResult<Self> {
         let compression = strata::CompressionType::parse(&cfg.compression).map_err(|e| e.to_string())?;
-        let style = match strata::CompactionStyle::from_name(&cfg.policy).map_err(|e| e.to_string())? {
-            strata::CompactionStyle::Garnering { .. } => {
-                strata::CompactionStyle::Garnering { c: cfg.garnering_c }
-            }
-            other => other,
-        };
+        let style = strata_style(&cfg.policy, cfg.garnering_c)?;
         let trim_interval = std::time::Duration::try_from_secs_f64(cfg.buffer_trim_interval)
             .map_err(|e| format!("--buffer_trim_interval={}: {e}", cfg.buffer_trim_interval))?;
         let opts = strata::Options::default()
@@ -228,7 +247,7 @@ impl StrataEngine {
             cfg.use_direct_reads,
             cfg.max_bytes_for_level_base,
             cfg.level_multiplier,
-            cfg.policy,
+            cfg.policy.split('@').next().unwrap_or(&cfg.policy),
             match style {
                 strata::CompactionStyle::Garnering { c } => format!("(c={c})"),
                 _ => String::new(),
@@ -398,6 +417,11 @@ mod tests {
         let cfg = crate::suite::Plan::from_args(&args).engine_config(&dir.path().join("l"), "leveled");
         let m = StrataEngine::open(&cfg).unwrap().option_mapping();
         assert!(m.contains("compaction_style=leveled ") && !m.contains("c=0.4"), "{m}");
+        // garnering@C overrides --garnering_c for its row.
+        let cfg = crate::suite::Plan::from_args(&args).engine_config(&dir.path().join("g"), "garnering@0.6");
+        let e = StrataEngine::open(&cfg).unwrap();
+        assert!(e.option_mapping().contains("compaction_style=garnering(c=0.6)"), "{}", e.option_mapping());
+        assert_eq!(e.name(), "strata/garnering@0.6");
     }
 
     #[test]
