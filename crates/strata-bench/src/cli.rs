@@ -99,6 +99,16 @@ pub struct Args {
     /// device (the engine's `buffer_read_misses`; default false: only cached blocks are used).
     #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
     pub buffer_read_misses: bool,
+    /// Strata only: seek-triggered compaction (the engine's `seek_compaction`, LevelDB's
+    /// `allowed_seeks`): a table that point reads keep reading in vain is compacted into the
+    /// next level. LevelDB always does it; RocksDB removed it in 3.2 (flagged UNSUPPORTED).
+    #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub seek_compaction: bool,
+    /// Strata only: deepest level a flushed memtable's table may go to when nothing above it
+    /// holds its keys (the engine's `max_mem_compaction_level`; leveled and garnering use it).
+    /// 0 = always L0, as RocksDB today; LevelDB fixes it at 2.
+    #[arg(long, default_value_t = 0)]
+    pub max_mem_compaction_level: usize,
     /// Bloom filter bits per key, 0 = no filter. Default 10, unlike db_bench (RocksDB's and
     /// LevelDB's default to no filter): pass --bloom_bits=10 to db_bench when replaying a run.
     #[arg(long, default_value_t = 10.0)]
@@ -415,6 +425,9 @@ mod tests {
         assert_eq!(parse("--max_scan_distance=100").unwrap().max_scan_distance, 100);
         assert!(parse("--no_writer").unwrap().no_writer);
         assert!(!parse("--compaction_warmup=0").unwrap().compaction_warmup);
+        assert_eq!((a.seek_compaction, a.max_mem_compaction_level), (false, 0));
+        let s = parse("--seek_compaction --max_mem_compaction_level=2").unwrap();
+        assert_eq!((s.seek_compaction, s.max_mem_compaction_level), (true, 2));
         assert_eq!((a.max_bytes_for_level_multiplier, a.garnering_c), (10.0, 0.8));
         let g = parse("--policy=garnering --garnering_c=0.4 --max_bytes_for_level_multiplier=3").unwrap();
         assert_eq!((g.max_bytes_for_level_multiplier, g.garnering_c), (3.0, 0.4));
@@ -438,6 +451,8 @@ mod tests {
             "--row_cache_size=-1",
             "--compaction_warmup --cache_size=0",
             "--compaction_warmup=maybe",
+            "--seek_compaction=maybe",
+            "--max_mem_compaction_level=-1",
             "--hot_prob=2",
             "--baseline=leveldb --engines=strata",
             "--no_such_flag=1",

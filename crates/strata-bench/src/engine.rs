@@ -20,6 +20,10 @@ pub struct EngineConfig {
     pub compaction_warmup: bool,
     /// LSbM reads fetch uncached buffer blocks (`--buffer_read_misses`); Strata only.
     pub buffer_read_misses: bool,
+    /// Seek-triggered compaction (`--seek_compaction`); Strata only.
+    pub seek_compaction: bool,
+    /// Deepest level for a flushed table (`--max_mem_compaction_level`); Strata only.
+    pub max_mem_compaction_level: usize,
     /// Bloom filter bits per key, 0 = none (`--bloom_bits`).
     pub bloom_bits: f64,
     /// Memtable bytes (`--write_buffer_size`).
@@ -78,6 +82,8 @@ impl EngineConfig {
             row_cache_size: 0,
             compaction_warmup: false,
             buffer_read_misses: false,
+            seek_compaction: false,
+            max_mem_compaction_level: 0,
             bloom_bits: 10.0,
             write_buffer_size: 64 << 10,
             max_file_size: 256 << 10,
@@ -233,10 +239,13 @@ impl StrataEngine {
             .with_compaction_style(style.clone())
             .with_buffer_trim_interval(trim_interval)
             .with_buffer_read_misses(cfg.buffer_read_misses)
+            .with_seek_compaction(cfg.seek_compaction)
+            .with_max_mem_compaction_level(cfg.max_mem_compaction_level)
             .with_error_if_exists(false);
         let mapping = format!(
             "strata: block_cache_capacity={} row_cache={} compaction_warmup={} bloom_bits_per_key={} write_buffer_size={} target_file_size_base={} \
-             compression={:?} use_direct_reads={} max_bytes_for_level_base={} max_bytes_for_level_multiplier={} compaction_style={}{} buffer_trim_interval={:?} buffer_read_misses={} sync={}",
+             compression={:?} use_direct_reads={} max_bytes_for_level_base={} max_bytes_for_level_multiplier={} compaction_style={}{} buffer_trim_interval={:?} buffer_read_misses={} \
+             seek_compaction={} max_mem_compaction_level={} sync={}",
             cfg.cache_size,
             cfg.row_cache_size,
             cfg.compaction_warmup,
@@ -254,6 +263,8 @@ impl StrataEngine {
             },
             trim_interval,
             cfg.buffer_read_misses,
+            cfg.seek_compaction,
+            cfg.max_mem_compaction_level,
             cfg.sync
         );
         let db = strata::Db::open(&cfg.path, opts).map_err(|e| e.to_string())?;
@@ -399,6 +410,34 @@ mod tests {
         let (cache, tables) = load(&config("", &dir.path().join("on")));
         assert!(cache.0 > 0 && cache.1 > 0 && cache.2 > 0, "{cache:?}");
         assert!(tables.iter().all(|&(bits, passed)| bits == 10.0 && passed < ABSENT / 10), "{tables:?}");
+    }
+
+    #[test]
+    fn seek_compaction_and_flush_level_flags_reach_the_engine() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |flags: &str, name: &str| {
+            let e = StrataEngine::open(&config(flags, &dir.path().join(name))).unwrap();
+            // A new key range (placed below L0 if allowed), then one over it.
+            for parity in [0, 1] {
+                for i in (parity..2000u32).step_by(2) {
+                    e.put(format!("{i:016}").as_bytes(), &[7; 100]).unwrap();
+                }
+                e.flush().unwrap();
+            }
+            // The older table's keys read the newer one in vain.
+            for i in (2..2000u32).step_by(2).cycle().take(600) {
+                assert!(e.get(format!("{i:016}").as_bytes()).unwrap().is_some());
+            }
+            e.wait_for_compactions().unwrap();
+            let s = e.db().stats();
+            (e.option_mapping(), s.flushes_below_l0, s.seek_compactions)
+        };
+        let (m, deep, seeks) = run("--seek_compaction --max_mem_compaction_level=2", "on");
+        assert!(m.contains("seek_compaction=true max_mem_compaction_level=2"), "{m}");
+        assert_eq!((deep, seeks), (2, 1), "L2 then L1, then the L1 table ran out of seeks");
+        let (m, deep, seeks) = run("", "off");
+        assert!(m.contains("seek_compaction=false max_mem_compaction_level=0"), "{m}");
+        assert_eq!((deep, seeks), (0, 0));
     }
 
     #[test]

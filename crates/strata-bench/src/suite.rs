@@ -186,6 +186,8 @@ impl Plan {
             row_cache_size: a.row_cache_size,
             compaction_warmup: a.compaction_warmup,
             buffer_read_misses: a.buffer_read_misses,
+            seek_compaction: a.seek_compaction,
+            max_mem_compaction_level: a.max_mem_compaction_level,
             bloom_bits: a.bloom_bits,
             write_buffer_size: a.write_buffer_size,
             max_file_size: a.max_file_size,

@@ -169,6 +169,8 @@ pub struct Options {
     pub(crate) buffer_trim_interval: std::time::Duration,
     pub(crate) buffer_trim_threshold: f64,
     pub(crate) buffer_read_misses: bool,
+    pub(crate) seek_compaction: bool,
+    pub(crate) max_mem_compaction_level: usize,
     pub(crate) vfs: Arc<dyn Vfs>,
 }
 
@@ -206,6 +208,8 @@ impl Default for Options {
             buffer_trim_interval: std::time::Duration::from_secs(30),
             buffer_trim_threshold: 0.8,
             buffer_read_misses: false,
+            seek_compaction: false,
+            max_mem_compaction_level: 0,
             vfs: Arc::new(RealVfs::new()),
         }
     }
@@ -317,6 +321,26 @@ impl Options {
         /// always does). Default false: a buffer file answers only from cached
         /// blocks and an uncached one sends the read to its run.
         with_buffer_read_misses, buffer_read_misses, bool);
+    setter!(/// Seek-triggered compaction (LevelDB's `allowed_seeks`, always on there;
+        /// RocksDB removed it in 3.2 with its `disable_seek_compaction`). Default false.
+        /// A point read that has to look in a second table charges one seek to the
+        /// first table it read in vain (iterators sample one read per ~1 MiB they
+        /// return); a table that used up `max(100, size / 16 KiB)` seeks is compacted
+        /// into the next level, by the policy's manual-compaction pick, when the
+        /// policy has nothing else to do. Off by default because it makes reads
+        /// cause writes: every policy's write amplification and cache behaviour
+        /// under read-heavy runs would change, and with bloom filters most wasted
+        /// probes cost no block read (RocksDB's reason to drop it).
+        with_seek_compaction, seek_compaction, bool);
+    setter!(/// Deepest level a flushed memtable's table may go to (RocksDB's former
+        /// `max_mem_compaction_level`, LevelDB's fixed `kMaxMemCompactLevel` = 2). Default
+        /// 0: always L0, as in RocksDB today. Above 0 the policy may place a flushed
+        /// table that overlaps nothing above that level lower (LevelDB's
+        /// `PickLevelForMemTableOutput`; the leveled and Garnering policies do, the
+        /// others keep L0), saving the L0 -> L1 rewrite of key ranges the tree does
+        /// not hold yet. Clamped to the last level. Off by default so that trees
+        /// benchmarked before keep their shape.
+        with_max_mem_compaction_level, max_mem_compaction_level, usize);
     setter!(/// The file system (RocksDB `Env`); default the real one.
         with_vfs, vfs, Arc<dyn Vfs>);
 

@@ -13,6 +13,7 @@ fn every_config_matches_the_model() {
     let mut buffer_hits = std::collections::BTreeMap::new();
     let mut row_cache = std::collections::BTreeMap::new();
     let mut warmed = std::collections::BTreeMap::new();
+    let mut seeks = std::collections::BTreeMap::new();
     for seed in 0..SEEDS {
         let ops = gen_ops(seed, OPS, 1500);
         for cfg in configs() {
@@ -25,7 +26,21 @@ fn every_config_matches_the_model() {
             r.0 += stats.row_cache.hits;
             r.1 += stats.row_cache.evictions;
             *warmed.entry(cfg.name).or_insert(0) += stats.warmup_blocks_inserted;
+            let s = seeks.entry(cfg.name).or_insert((0, 0));
+            s.0 += stats.seek_compactions;
+            s.1 += stats.flushes_below_l0;
         }
+    }
+    // The seek configurations compacted for reads; leveling also placed
+    // flushes below L0 (LSbM keeps them in L0).
+    for (name, (compactions, deep_flushes)) in seeks {
+        let on = name.contains("seek");
+        assert_eq!(compactions > 0, on, "{name}: {compactions} seek-triggered compactions");
+        assert_eq!(
+            deep_flushes > 0,
+            on && name.starts_with("leveled"),
+            "{name}: {deep_flushes} deep flushes"
+        );
     }
     for (name, blocks) in warmed {
         assert_eq!(blocks > 0, name.contains("warmup"), "{name}: {blocks} blocks warmed");

@@ -64,7 +64,7 @@ impl FjallEngine {
             "fjall 2.11: cache_size={} max_memtable_size={} max_write_buffer_size={} bloom_filter_bits={} \
              compression={} block_size={} leveled(l0_threshold={}, target_size={}, level_ratio={}; \
              level base = memtable x ratio, fixed by fjall) flush_workers=1 compaction_workers=1 \
-             max_open_files={} sync={}{}{}{}",
+             max_open_files={} sync={}{}{}{}{}{}",
             cfg.cache_size,
             memtable,
             write_buffer,
@@ -83,6 +83,8 @@ impl FjallEngine {
             },
             if cfg.row_cache_size > 0 { " row_cache=UNSUPPORTED (fjall has none)" } else { "" },
             if cfg.compaction_warmup { " compaction_warmup=UNSUPPORTED" } else { "" },
+            if cfg.seek_compaction { " seek_compaction=UNSUPPORTED" } else { "" },
+            if cfg.max_mem_compaction_level > 0 { " max_mem_compaction_level=UNSUPPORTED" } else { "" },
         );
         Ok(FjallEngine { keyspace, part, sync: cfg.sync, mapping, path: cfg.path.clone() })
     }

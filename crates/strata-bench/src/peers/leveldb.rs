@@ -84,7 +84,8 @@ impl LevelDbEngine {
                 "leveldb 1.23: cache=LRU({}) filter_policy={} write_buffer_size={} max_file_size={} \
                  compression={} block_size=4096 block_restart_interval=16 max_open_files={} sync={} \
                  verify_checksums=false (LevelDB default, as its db_bench){}{}{}{}; fixed in LevelDB: \
-                 level0 triggers 4/8/12, level base 10 MiB, 7 levels, 1 background thread",
+                 level0 triggers 4/8/12, level base 10 MiB, 7 levels, 1 background thread, \
+                 seek compaction on (allowed_seeks), flushes placed down to L2 (kMaxMemCompactLevel){}",
                 cfg.cache_size,
                 if bloom_bits > 0 { format!("bloom({bloom_bits})") } else { "none".into() },
                 cfg.write_buffer_size,
@@ -103,6 +104,11 @@ impl LevelDbEngine {
                     " max_bytes_for_level_multiplier=UNSUPPORTED (fixed at 10)"
                 } else {
                     ""
+                },
+                if cfg.seek_compaction && cfg.max_mem_compaction_level == 2 {
+                    ""
+                } else {
+                    " (so --seek_compaction=false or --max_mem_compaction_level other than 2 are UNSUPPORTED)"
                 },
             ),
             path: cfg.path.clone(),

@@ -85,7 +85,7 @@ impl RocksDbEngine {
              max_write_buffer_number={} target_file_size_base={} compression={:?} use_direct_reads={} \
              block_size={} block_restart_interval={} level0_triggers={}/{}/{} max_bytes_for_level_base={} \
              level_multiplier={} level_compaction_dynamic_level_bytes=false num_levels={} max_open_files={} max_background_jobs=2 \
-             cache_index_and_filter_blocks=false sync={} statistics=on{}",
+             cache_index_and_filter_blocks=false sync={} statistics=on{}{}{}",
             if cfg.cache_size > 0 {
                 format!("LRU({})", cfg.cache_size)
             } else {
@@ -114,6 +114,12 @@ impl RocksDbEngine {
             cfg.sync,
             if cfg.compaction_warmup {
                 " compaction_warmup=UNSUPPORTED (prepopulate_block_cache loads flushed blocks only)"
+            } else {
+                ""
+            },
+            if cfg.seek_compaction { " seek_compaction=UNSUPPORTED (removed in RocksDB 3.2)" } else { "" },
+            if cfg.max_mem_compaction_level > 0 {
+                " max_mem_compaction_level=UNSUPPORTED (deprecated, unused: flushes go to L0)"
             } else {
                 ""
             },

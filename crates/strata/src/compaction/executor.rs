@@ -386,6 +386,9 @@ pub(crate) fn execute(
             edit.new_files.push((*to_level, out, new_file_of(&meta)));
             buffer_ops(version, pick, Some((*to_level, out)), &mut edit)?;
             env.versions.log_and_apply(edit)?;
+            if *to_level != file.level {
+                meta.reset_allowed_seeks();
+            }
             record("move", "trivial move", *to_level, 1, 0, 0, 0, start)
         }
         CompactionTask::UpdateState { reason } => {

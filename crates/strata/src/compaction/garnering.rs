@@ -135,6 +135,20 @@ impl CompactionPolicy for GarneringPolicy {
         self.leveled.compact_range(view, level, range)
     }
 
+    /// Leveling's rule, never deeper than `L`: a flush does not open a level
+    /// (the level count grows only by the delayed last-level compaction).
+    fn flush_level(
+        &self,
+        view: &LsmView,
+        smallest: &[u8],
+        largest: &[u8],
+        bytes: u64,
+        max_level: usize,
+    ) -> usize {
+        let max_level = max_level.min(self.levels_in_use(view));
+        self.leveled.flush_level(view, smallest, largest, bytes, max_level)
+    }
+
     fn scores(&self, view: &LsmView) -> Vec<f64> {
         self.scores_for(view, self.levels_in_use(view))
     }
@@ -211,6 +225,19 @@ mod tests {
         assert_eq!(t4, p.capacity(4, 4) as u64);
         assert_eq!(t3, p.capacity(3, 3) as u64);
         assert!(t4 > t3 && t3 > 3000, "targets grow downwards: {t3} {t4}");
+    }
+
+    #[test]
+    fn flushes_never_open_a_level() {
+        let p = GarneringPolicy::new(shape(6, 1000, 3.0), 0.8).unwrap();
+        let mut v = LsmView::new(6);
+        let (lo, hi) = (5u64.to_be_bytes(), 9u64.to_be_bytes());
+        assert_eq!(p.flush_level(&v, &lo, &hi, 10, 2), 1, "L = 1: leveling would say 2");
+        v.policy_state = Some(encode_state(3));
+        assert_eq!(p.flush_level(&v, &lo, &hi, 10, 2), 2);
+        v.levels[3].runs = vec![RunView { id: 1, files: vec![fv(1, 0, 100, 10)] }];
+        assert_eq!(p.flush_level(&v, &lo, &hi, 10, 5), 2, "L3 holds the range");
+        assert_eq!(p.flush_level(&v, &lo, &hi, 10, 0), 0);
     }
 
     #[test]

@@ -207,6 +207,44 @@ impl CompactionPolicy for LeveledPolicy {
         manual::leveled_pick(view, level, range, self.cfg.target_file_size)
     }
 
+    /// LevelDB's `PickLevelForMemTableOutput`: past L0 only if nothing in L0
+    /// overlaps; one level deeper at a time while the next level holds nothing of
+    /// the range and the level below that no more than 10 target files of it
+    /// (LevelDB's grandparent limit: a deep table overlapping much more would
+    /// make its later compaction expensive).
+    fn flush_level(
+        &self,
+        view: &LsmView,
+        smallest: &[u8],
+        largest: &[u8],
+        _bytes: u64,
+        max_level: usize,
+    ) -> usize {
+        let overlapping = |level: usize| {
+            view.level(level).map_or_else(Vec::new, |l| l.overlapping(level, smallest, largest))
+        };
+        if !overlapping(0).is_empty() {
+            return 0;
+        }
+        let last = view.levels.len().min(self.cfg.num_levels).saturating_sub(1);
+        let limit = self.cfg.target_file_size.saturating_mul(10);
+        let mut level = 0;
+        while level < max_level.min(last) {
+            if !overlapping(level + 1).is_empty() {
+                break;
+            }
+            if level + 2 <= last {
+                let below: u64 =
+                    overlapping(level + 2).iter().filter_map(|r| view.file(r)).map(|f| f.size).sum();
+                if below > limit {
+                    break;
+                }
+            }
+            level += 1;
+        }
+        level
+    }
+
     fn scores(&self, view: &LsmView) -> Vec<f64> {
         (0..self.cfg.num_levels).map(|level| self.score(view, level)).collect()
     }
@@ -522,6 +560,36 @@ mod tests {
         v.levels[0].runs[2].files[0].being_compacted = false;
         v.levels[0].runs[3].files[0].smallest = 5u64.to_be_bytes().to_vec();
         assert!(pick(&p, &v).is_none());
+    }
+
+    #[test]
+    fn flushes_go_below_l0_only_past_free_levels() {
+        // target_file_size 100: the grandparent limit is 1000 bytes.
+        let p = policy(5);
+        let mut v = LsmView::new(5);
+        let level = |v: &LsmView, lo: u64, hi: u64, max: usize| {
+            let l = p.flush_level(v, &lo.to_be_bytes(), &hi.to_be_bytes(), 10, max);
+            crate::compaction::policy::validate_flush_level(v, l, &lo.to_be_bytes(), &hi.to_be_bytes())
+                .unwrap();
+            l
+        };
+        // Empty tree: as deep as allowed, never past the last level.
+        assert_eq!(level(&v, 0, 9, 2), 2);
+        assert_eq!(level(&v, 0, 9, 0), 0);
+        assert_eq!(level(&v, 0, 9, 1), 1);
+        assert_eq!(level(&v, 0, 9, 9), 4);
+        v.levels[0].runs = vec![run(100, vec![fv(1, 50, 60, 10)])];
+        v.levels[2].runs = vec![run(2, vec![fv(2, 20, 30, 10)])];
+        v.levels[3].runs = vec![run(3, vec![fv(3, 0, 5, 600), fv(4, 6, 8, 600), fv(5, 40, 45, 10)])];
+        assert_eq!(level(&v, 55, 70, 2), 0, "overlaps L0");
+        assert_eq!(level(&v, 25, 26, 2), 1, "L2 holds the range");
+        // L1 free, L2 free, but L3 holds 1200 bytes of the range: stop at L1.
+        assert_eq!(level(&v, 0, 9, 2), 1);
+        assert_eq!(level(&v, 0, 5, 2), 2, "600 bytes below are within the limit");
+        assert_eq!(level(&v, 40, 45, 2), 2);
+        assert_eq!(level(&v, 40, 45, 3), 2, "L3 holds the range");
+        // Two levels only: L1 is the last and takes it.
+        assert_eq!(policy(2).flush_level(&LsmView::new(2), &[1], &[2], 10, 2), 1);
     }
 
     #[test]

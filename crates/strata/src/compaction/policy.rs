@@ -371,8 +371,28 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
     /// `CompactionPicker::CompactRange`): the task that moves the files of
     /// `level` overlapping `range` into `level + 1`, or `None` when none do.
     /// Pure like [`Self::pick`]; the engine validates it like every pick.
-    /// [`super::manual`] has the building blocks.
+    /// [`super::manual`] has the building blocks. Seek-triggered compaction
+    /// (`Options::with_seek_compaction`) asks for it too, with the range of the
+    /// one table that used up its seeks, so each policy moves such a table down
+    /// by its own rules.
     fn compact_range(&self, view: &LsmView, level: usize, range: &ManualRange<'_>) -> Option<PickResult>;
+    /// The level a flushed memtable's table `[smallest, largest]` (user keys,
+    /// `bytes` long) goes to, at most `max_level` (at least 1 when the engine
+    /// asks: `Options::with_max_mem_compaction_level`). The table joins the level's newest run (a new
+    /// run if the level is empty); the engine checks the choice with
+    /// [`validate_flush_level`]. Pure like [`Self::pick`]. Default: L0, which
+    /// suits policies whose deeper levels are not plain sorted runs (tiers,
+    /// bLSM's two-part levels, compaction buffers).
+    fn flush_level(
+        &self,
+        _view: &LsmView,
+        _smallest: &[u8],
+        _largest: &[u8],
+        _bytes: u64,
+        _max_level: usize,
+    ) -> usize {
+        0
+    }
     /// Bloom bits/key for a table written to `level` of the tree `view`
     /// (default: the configured bits everywhere).
     fn bloom_bits_for_level(&self, _view: &LsmView, _level: usize, default_bits: f64) -> f64 {
@@ -509,6 +529,32 @@ pub fn validate_task(view: &LsmView, task: &CompactionTask) -> Result<()> {
         }
         CompactionTask::UpdateState { .. } => Ok(()),
     }
+}
+
+/// Checks a flush placement before the engine installs it: the level exists,
+/// no file of it or of any level above overlaps `[smallest, largest]` (the
+/// flushed data is newer than everything there, so nothing may sit above it
+/// and its run must stay disjoint), and a level below L0 keeps no compaction
+/// buffer (its arrivals would have to mark the buffer).
+pub fn validate_flush_level(view: &LsmView, level: usize, smallest: &[u8], largest: &[u8]) -> Result<()> {
+    if level == 0 {
+        return Ok(());
+    }
+    let target = view.level(level).ok_or_else(|| {
+        Error::invalid(format!("flush to level {level} but the tree has {} levels", view.levels.len()))
+    })?;
+    if !target.buffers.is_empty() {
+        return Err(Error::invalid(format!("flush to level {level}, which has a compaction buffer")));
+    }
+    for (l, lvl) in view.levels.iter().enumerate().take(level + 1) {
+        if let Some(f) = lvl.overlapping(l, smallest, largest).first() {
+            return Err(Error::invalid(format!(
+                "flush to level {level} overlaps file {} of level {l}",
+                f.file
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Resolves every input, rejecting missing, duplicate and busy files.
@@ -682,5 +728,46 @@ pub(crate) mod tests {
         v.levels[1].runs[0].files[1].being_compacted = true;
         rejects(&v, mv(r(1, 11, 3), 2, RunTarget::New), "being compacted");
         rejects(&v, CompactionTask::Drop { files: vec![r(1, 11, 3)] }, "being compacted");
+    }
+
+    #[test]
+    fn flush_placement_checks() {
+        let mut v = view();
+        // L0 spans 5..50, L1 holds 0..9, 10..19, 30..39, L2 0..100.
+        validate_flush_level(&v, 0, &k(0), &k(200)).unwrap();
+        let msg = validate_flush_level(&v, 1, &k(0), &k(4)).unwrap_err().to_string();
+        assert!(msg.contains("file 2 of level 1"), "{msg}");
+        validate_flush_level(&v, 1, &k(60), &k(70)).unwrap();
+        let msg = validate_flush_level(&v, 2, &k(60), &k(70)).unwrap_err().to_string();
+        assert!(msg.contains("file 5 of level 2"), "{msg}");
+        assert!(validate_flush_level(&v, 1, &k(40), &k(45)).unwrap_err().to_string().contains("level 0"));
+        assert!(validate_flush_level(&v, 3, &k(200), &k(300)).unwrap_err().to_string().contains("3 levels"));
+        v.levels[1].buffers = vec![BufferView { run: 11, tables: vec![] }];
+        let msg = validate_flush_level(&v, 1, &k(60), &k(70)).unwrap_err().to_string();
+        assert!(msg.contains("buffer"), "{msg}");
+        // The default policy rule: L0.
+        #[derive(Debug)]
+        struct Nothing;
+        impl CompactionPolicy for Nothing {
+            fn name(&self) -> &str {
+                "nothing"
+            }
+            fn num_levels(&self) -> usize {
+                3
+            }
+            fn pick(&self, _: &LsmView) -> Option<PickResult> {
+                None
+            }
+            fn scores(&self, _: &LsmView) -> Vec<f64> {
+                vec![0.0; 3]
+            }
+            fn level_target_bytes(&self, _: &LsmView, _: usize) -> Option<u64> {
+                None
+            }
+            fn compact_range(&self, _: &LsmView, _: usize, _: &ManualRange<'_>) -> Option<PickResult> {
+                None
+            }
+        }
+        assert_eq!(Nothing.flush_level(&LsmView::new(3), &k(1), &k(2), 10, 2), 0);
     }
 }

@@ -9,14 +9,16 @@ use std::time::{Duration, Instant};
 use super::DbInner;
 use crate::compaction::executor::{build_view, build_view_with, execute, OutputWriter};
 use crate::compaction::manual::{self, ManualRange};
-use crate::compaction::{validate_buffer_actions, validate_task, BufferAction, LsmView, PickResult};
+use crate::compaction::{
+    validate_buffer_actions, validate_flush_level, validate_task, BufferAction, LsmView, PickResult,
+};
 use crate::error::{Error, Result};
 use crate::filename::wal_path;
 use crate::iter::InternalIterator;
-use crate::key::parse_internal_key;
+use crate::key::{parse_internal_key, user_key};
 use crate::memtable::MemTable;
 use crate::stats::{CompactionRecord, Counters};
-use crate::version::{Version, VersionEdit};
+use crate::version::{NewFile, Version, VersionEdit};
 
 impl DbInner {
     pub(crate) fn spawn_background(self: &Arc<Self>) -> Result<()> {
@@ -76,13 +78,27 @@ impl DbInner {
         edit.log_number = Some(next_log);
         let written: u64 = outputs.iter().map(|f| f.size).sum();
         let n = outputs.len();
+        // A placement below L0 is decided and installed with no compaction
+        // running, so none can put older data above the table meanwhile; if
+        // one runs, the table goes to L0 rather than wait.
+        let placing = (self.opts.max_mem_compaction_level > 0 && !outputs.is_empty())
+            .then(|| self.compaction_lock.try_lock())
+            .flatten();
+        let (level, run) = match &placing {
+            Some(_) => self.flush_placement(&outputs)?,
+            None => (0, None),
+        };
         if !outputs.is_empty() {
-            let run = self.versions.new_file_number();
+            let run = run.unwrap_or_else(|| self.versions.new_file_number());
             for f in outputs {
-                edit.new_files.push((0, run, f));
+                edit.new_files.push((level, run, f));
             }
         }
         self.versions.log_and_apply(edit)?;
+        drop(placing);
+        if level > 0 {
+            Counters::add(&self.counters.flushes_below_l0, 1);
+        }
         {
             let mut st = self.state.lock();
             st.imms.pop_front();
@@ -92,7 +108,7 @@ impl DbInner {
         self.counters.record(CompactionRecord {
             kind: "flush",
             reason: "memtable full",
-            output_level: 0,
+            output_level: level,
             input_files: 0,
             output_files: n,
             bytes_read: 0,
@@ -104,6 +120,23 @@ impl DbInner {
         self.done_cv.notify_all();
         self.bg_cv.notify_all();
         Ok(())
+    }
+
+    /// Where a flushed table goes: the policy's level (validated), and the run
+    /// there to join (`None`: a new one). Callers hold `compaction_lock`.
+    fn flush_placement(&self, outputs: &[NewFile]) -> Result<(usize, Option<u64>)> {
+        let smallest = outputs.iter().map(|f| user_key(&f.smallest)).min().unwrap_or_default();
+        let largest = outputs.iter().map(|f| user_key(&f.largest)).max().unwrap_or_default();
+        let bytes = outputs.iter().map(|f| f.size).sum();
+        let version = self.versions.current();
+        let view = build_view(&version, &self.versions, &HashSet::new());
+        let max_level = self.opts.max_mem_compaction_level.min(view.levels.len().saturating_sub(1));
+        let level = self.policy.flush_level(&view, smallest, largest, bytes, max_level).min(max_level);
+        if level == 0 {
+            return Ok((0, None));
+        }
+        validate_flush_level(&view, level, smallest, largest)?;
+        Ok((level, version.levels.get(level).and_then(|l| l.runs.first()).map(|r| r.id)))
     }
 
     fn compaction_loop(&self) {
@@ -174,7 +207,9 @@ impl DbInner {
     fn compact_once(&self) -> Result<bool> {
         let version = self.versions.current();
         let view = build_view(&version, &self.versions, &HashSet::new());
-        let Some(pick) = self.policy.pick(&view) else { return Ok(false) };
+        let Some(pick) = self.policy.pick(&view) else {
+            return self.seek_compaction(version, &view);
+        };
         self.run_task(version, &view, &pick)?;
         Ok(true)
     }
@@ -183,7 +218,7 @@ impl DbInner {
     /// and deletes the inputs nothing else holds. Takes the version by value:
     /// while any `Arc` of it lives, its files cannot be deleted, so it is
     /// dropped before the purge (callers must not keep another copy).
-    fn run_task(&self, version: Arc<Version>, view: &LsmView, pick: &PickResult) -> Result<()> {
+    pub(super) fn run_task(&self, version: Arc<Version>, view: &LsmView, pick: &PickResult) -> Result<()> {
         validate_task(view, &pick.task)?;
         validate_buffer_actions(view, pick)?;
         let smallest_snapshot = self.snapshots.oldest(&self.visible_seq);
@@ -225,7 +260,7 @@ impl DbInner {
             if let Some(_g) = self.compaction_lock.try_lock() {
                 let version = self.versions.current();
                 let view = build_view(&version, &self.versions, &HashSet::new());
-                if self.policy.pick(&view).is_none() {
+                if self.policy.pick(&view).is_none() && !self.has_seek_candidates() {
                     return Ok(());
                 }
             }

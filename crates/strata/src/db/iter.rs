@@ -35,6 +35,9 @@ pub struct DbIterator {
     back_last: Option<Vec<u8>>,
     front_done: bool,
     back_done: bool,
+    /// Bytes to return before the next seek-accounting sample; `None` when
+    /// seeks are not counted.
+    until_sample: Option<u64>,
 }
 
 /// True if a file of the run intersects `[lo, hi]` (`None`: unbounded).
@@ -60,6 +63,7 @@ impl DbIterator {
     ) -> Self {
         let (sv, seq) = db.read_view(snapshot);
         let use_buffer = ro.use_compaction_buffer && db.policy.buffer_serves_ranges();
+        let until_sample = db.counts_seeks().then(super::seek::next_sample_gap);
         DbIterator {
             db,
             sv,
@@ -78,7 +82,20 @@ impl DbIterator {
             back_last: None,
             front_done: false,
             back_done: false,
+            until_sample,
         }
+    }
+
+    /// LevelDB's read sampling: about once per MiB returned, the current key
+    /// charges a seek if a point read of it would need more than one run.
+    fn account_read(&mut self, uk: &[u8], value_len: usize) {
+        let Some(left) = self.until_sample.as_mut() else { return };
+        let bytes = (uk.len() + value_len) as u64;
+        while *left < bytes {
+            *left += super::seek::next_sample_gap();
+            self.db.record_read_sample(&self.sv.version, uk);
+        }
+        *left -= bytes;
     }
 
     fn build(&self) -> MergingIterator {
@@ -183,6 +200,7 @@ impl DbIterator {
             }
             if let Some(Some(v)) = decided {
                 if self.above_lower(&uk) {
+                    self.account_read(&uk, v.len());
                     self.front_last = Some(uk.clone());
                     return Ok(Some((uk, v)));
                 }
@@ -227,6 +245,7 @@ impl DbIterator {
             }
             if let Some((ValueKind::Put, v)) = newest {
                 if self.below_upper(&uk) {
+                    self.account_read(&uk, v.len());
                     self.back_last = Some(uk.clone());
                     return Ok(Some((uk, v)));
                 }

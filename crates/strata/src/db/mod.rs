@@ -8,6 +8,7 @@ mod read;
 mod read_only;
 mod recovery;
 mod repair;
+mod seek;
 mod snapshot;
 mod write;
 
@@ -83,8 +84,11 @@ pub(crate) struct DbInner {
     pub visible_seq: AtomicU64,
     pub snapshots: SnapshotList,
     pub counters: Counters,
-    /// One compaction at a time, background or manual.
+    /// One compaction at a time, background or manual (flushes placed below
+    /// L0 take it too, so no compaction lands under them meanwhile).
     pub compaction_lock: Mutex<()>,
+    /// Ids of tables that used up their allowed seeks, oldest first.
+    pub seek_candidates: Mutex<Vec<u64>>,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
     pub lock_file: Mutex<Option<Box<dyn FileLock>>>,
     pub closed: AtomicBool,

@@ -46,10 +46,23 @@ impl DbInner {
         };
         let mut probes = 0;
         let mut found = None;
+        // Seek accounting (LevelDB): a read that needs a second run's file
+        // charges the first, once.
+        let mut charge = self.counts_seeks();
+        let mut first = None;
         'levels: for level in &sv.version.levels {
             for run in &level.runs {
                 let Some(f) = run.find_file(key) else { continue };
                 probes += 1;
+                if charge {
+                    match first {
+                        None => first = Some(f),
+                        Some(wasted) => {
+                            self.charge_seek(wasted);
+                            charge = false;
+                        }
+                    }
+                }
                 let table = self.tables.get(f.id, f.size)?;
                 if let Some(buffer) = level.buffer_of(run.id).filter(|_| ro.use_compaction_buffer) {
                     if self.policy.buffer_reads_cached_only() {

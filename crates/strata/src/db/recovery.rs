@@ -222,6 +222,7 @@ impl Parts<'_> {
             snapshots: Default::default(),
             counters: Counters::default(),
             compaction_lock: Mutex::new(()),
+            seek_candidates: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
             lock_file: Mutex::new(lock),
             closed: AtomicBool::new(false),

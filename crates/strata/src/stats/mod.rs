@@ -115,6 +115,13 @@ pub struct Stats {
     pub buffer_trims: u64,
     /// Buffer files the trims removed.
     pub buffer_files_trimmed: u64,
+    /// Tables that used up their allowed seeks (`Options::with_seek_compaction`).
+    pub seek_candidates: u64,
+    /// Tasks run because a table used up its allowed seeks.
+    pub seek_compactions: u64,
+    /// Memtable flushes whose table went below L0
+    /// (`Options::with_max_mem_compaction_level`).
+    pub flushes_below_l0: u64,
     /// Per-level shape.
     pub levels: Vec<LevelStats>,
     /// Block cache counters.
@@ -198,6 +205,13 @@ impl fmt::Display for Stats {
                 self.buffer_files_trimmed
             )?;
         }
+        if self.seek_candidates > 0 || self.flushes_below_l0 > 0 {
+            writeln!(
+                f,
+                "seek-triggered compactions {} ({} tables out of seeks), flushes placed below L0 {}",
+                self.seek_compactions, self.seek_candidates, self.flushes_below_l0
+            )?;
+        }
         let c = &self.cache;
         let lookups = c.hits + c.misses;
         let ratio = if lookups == 0 { 0.0 } else { c.hits as f64 / lookups as f64 };
@@ -262,6 +276,9 @@ pub(crate) struct Counters {
     pub warmup_blocks: AtomicU64,
     pub buffer_trims: AtomicU64,
     pub buffer_files_trimmed: AtomicU64,
+    pub seek_candidates: AtomicU64,
+    pub seek_compactions: AtomicU64,
+    pub flushes_below_l0: AtomicU64,
     history: Mutex<VecDeque<CompactionRecord>>,
 }
 
@@ -325,6 +342,9 @@ impl Counters {
         s.warmup_blocks_inserted = g(&self.warmup_blocks);
         s.buffer_trims = g(&self.buffer_trims);
         s.buffer_files_trimmed = g(&self.buffer_files_trimmed);
+        s.seek_candidates = g(&self.seek_candidates);
+        s.seek_compactions = g(&self.seek_compactions);
+        s.flushes_below_l0 = g(&self.flushes_below_l0);
         s.recent_compactions = self.history.lock().iter().cloned().collect();
     }
 }

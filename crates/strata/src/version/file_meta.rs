@@ -8,7 +8,7 @@
 //! live at shutdown are never queued.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -79,6 +79,15 @@ pub struct FileMeta {
     pub largest_seq: SeqNum,
     obsolete: AtomicBool,
     queue: Arc<ObsoleteFiles>,
+    /// Seeks left before a seek-triggered compaction (LevelDB's `allowed_seeks`).
+    allowed_seeks: AtomicI64,
+}
+
+/// LevelDB's budget: one seek costs about as much as compacting 16 KiB (40 KB
+/// in its reasoning, halved to be conservative), and small files get 100, so a
+/// handful of unlucky reads never rewrites them.
+fn initial_allowed_seeks(size: u64) -> i64 {
+    i64::try_from(size / (16 << 10)).unwrap_or(i64::MAX).max(100)
 }
 
 impl FileMeta {
@@ -96,6 +105,7 @@ impl FileMeta {
             largest_seq: f.largest_seq,
             obsolete: AtomicBool::new(false),
             queue,
+            allowed_seeks: AtomicI64::new(initial_allowed_seeks(f.size)),
         }
     }
 
@@ -141,6 +151,28 @@ impl FileMeta {
     #[inline]
     pub fn overlaps_user_range(&self, lo: &[u8], hi: &[u8]) -> bool {
         self.smallest_user_key() <= hi && self.largest_user_key() >= lo
+    }
+
+    /// Charges one wasted seek; true exactly once, for the charge that spends the
+    /// last allowed seek (the file then becomes a seek-compaction candidate).
+    #[inline]
+    pub(crate) fn charge_seek(&self) -> bool {
+        // A spent budget is only read: hot files see no more write traffic.
+        if self.allowed_seeks.load(Ordering::Relaxed) <= 0 {
+            return false;
+        }
+        self.allowed_seeks.fetch_sub(1, Ordering::Relaxed) == 1
+    }
+
+    /// Seeks left before the file becomes a seek-compaction candidate.
+    pub fn allowed_seeks(&self) -> i64 {
+        self.allowed_seeks.load(Ordering::Relaxed)
+    }
+
+    /// A fresh budget, for a file moved to another level (LevelDB gives a moved
+    /// file new metadata, and so a new budget).
+    pub(crate) fn reset_allowed_seeks(&self) {
+        self.allowed_seeks.store(initial_allowed_seeks(self.size), Ordering::Relaxed);
     }
 
     /// Called when the newest Version no longer lists the file: its id is queued
@@ -214,5 +246,29 @@ mod tests {
         drop(live);
         assert_eq!(q.take(), vec![2]);
         assert!(q.take().is_empty());
+    }
+
+    #[test]
+    fn seek_budget_is_spent_once() {
+        let q = Arc::new(ObsoleteFiles::new());
+        let small = FileMeta::new(nf(1, b"a", b"b"), q.clone());
+        assert_eq!(small.allowed_seeks(), 100, "small files get the floor");
+        let big = FileMeta::new(NewFile { size: 64 << 20, ..nf(2, b"a", b"b") }, q);
+        assert_eq!(big.allowed_seeks(), 4096, "one seek per 16 KiB");
+        let fired: Vec<usize> = (1..=250).filter(|_| small.charge_seek()).collect();
+        assert_eq!(fired, vec![100], "only the charge that spends the last seek nominates");
+        assert_eq!(small.allowed_seeks(), 0, "a spent budget is not charged further");
+        small.reset_allowed_seeks();
+        assert_eq!(small.allowed_seeks(), 100);
+        // Concurrent charges: exactly one thread sees the budget run out.
+        let shared = Arc::new(big);
+        let hits: usize = (0..4)
+            .map(|_| {
+                let f = shared.clone();
+                std::thread::spawn(move || (0..2000).filter(|_| f.charge_seek()).count())
+            })
+            .map(|t| t.join().unwrap())
+            .sum();
+        assert_eq!((hits, shared.allowed_seeks()), (1, 0));
     }
 }

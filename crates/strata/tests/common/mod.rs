@@ -261,6 +261,24 @@ pub fn configs() -> Vec<Config> {
             fs: Fs::Mem,
             options: || small_options().with_compaction_warmup(true).with_paranoid_file_checks(true),
         },
+        // Reads trigger compactions (every policy's manual pick, here leveling's
+        // and LSbM's with its buffer) and flushes of new key ranges skip L0.
+        Config {
+            name: "leveled-seek-flushdeep",
+            fs: Fs::Mem,
+            options: || small_options().with_seek_compaction(true).with_max_mem_compaction_level(2),
+        },
+        Config {
+            name: "lsbm-seek-deep",
+            fs: Fs::Mem,
+            options: || {
+                deep_options(CompactionStyle::Lsbm)
+                    .with_buffer_trim_interval(std::time::Duration::from_millis(5))
+                    .with_block_cache_capacity(1 << 20)
+                    .with_seek_compaction(true)
+                    .with_max_mem_compaction_level(2)
+            },
+        },
         // Rows read through the compaction buffer's files too.
         Config {
             name: "lsbm-mem-rowcache",
@@ -290,6 +308,9 @@ struct Runner {
     model: Model,
     snapshots: Vec<(Snapshot, Model)>,
     iters: Vec<OpenIter>,
+    /// Seek-triggered compactions and flushes below L0 of handles closed by
+    /// `Reopen` (counters restart at open; most deep flushes come early).
+    closed_seek_counts: (u64, u64),
 }
 
 fn range_of(model: &Model, lo: &Option<Vec<u8>>, hi: &Option<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -322,6 +343,7 @@ impl Runner {
             model: Model::new(),
             snapshots: vec![],
             iters: vec![],
+            closed_seek_counts: (0, 0),
         };
         r.open();
         r
@@ -508,6 +530,9 @@ impl Runner {
             Op::Reopen => {
                 self.snapshots.clear();
                 self.iters.clear();
+                let st = self.db().stats();
+                self.closed_seek_counts.0 += st.seek_compactions;
+                self.closed_seek_counts.1 += st.flushes_below_l0;
                 self.db.take().expect("db").close().map_err(|e| e.to_string())?;
                 self.open();
             }
@@ -554,7 +579,8 @@ fn first_diff(
 }
 
 /// Runs `ops` under `cfg`, checking every read; returns the database's final
-/// stats text on success.
+/// stats on success (seek-triggered compactions and flushes below L0 summed
+/// over the log's reopens).
 pub fn run_log(seed: u64, ops: &[Op], cfg: &Config) -> strata::Stats {
     let mut r = Runner::new(cfg.clone());
     for (i, op) in ops.iter().enumerate() {
@@ -569,7 +595,9 @@ pub fn run_log(seed: u64, ops: &[Op], cfg: &Config) -> strata::Stats {
     // exactly the tables in the tree (nothing leaked, nothing deleted early).
     r.snapshots.clear();
     r.iters.clear();
-    let stats = r.db().stats();
+    let mut stats = r.db().stats();
+    stats.seek_compactions += r.closed_seek_counts.0;
+    stats.flushes_below_l0 += r.closed_seek_counts.1;
     r.db.take().expect("db").close().expect("close");
     let on_disk: std::collections::BTreeSet<u64> = r
         .vfs

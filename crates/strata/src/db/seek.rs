@@ -1,0 +1,171 @@
+//! Seek-triggered compaction (LevelDB's `allowed_seeks`): reads charge the
+//! table they read in vain, and a table that used up its budget is compacted
+//! into the next level by the policy's manual-compaction pick once the policy
+//! has nothing else to do. The read side costs one relaxed atomic per charge on
+//! the table's own metadata; only a table running out takes a lock, once.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::DbInner;
+use crate::compaction::manual::ManualRange;
+use crate::compaction::{CompactionTask, FileView, LsmView};
+use crate::error::Result;
+use crate::stats::Counters;
+use crate::version::{FileMeta, Version};
+
+/// Candidates kept at most; older ones are dropped (their tables keep a spent
+/// budget, like a LevelDB table that lost the single `file_to_compact_` slot).
+const MAX_CANDIDATES: usize = 256;
+
+/// Mean bytes an iterator returns between two read samples (LevelDB's
+/// `kReadBytesPeriod`).
+const READ_BYTES_PERIOD: u64 = 1 << 20;
+
+impl DbInner {
+    /// True if reads charge seeks: the option is on and something will act on
+    /// a candidate (no background compaction on a read-only handle or with auto
+    /// compactions off).
+    #[inline]
+    pub(crate) fn counts_seeks(&self) -> bool {
+        self.opts.seek_compaction && !self.read_only && !self.opts.disable_auto_compactions
+    }
+
+    /// Charges one wasted seek to `file`; queues it when its budget runs out.
+    pub(crate) fn charge_seek(&self, file: &FileMeta) {
+        if file.charge_seek() {
+            {
+                let mut q = self.seek_candidates.lock();
+                if q.len() >= MAX_CANDIDATES {
+                    q.remove(0);
+                }
+                q.push(file.id);
+            }
+            Counters::add(&self.counters.seek_candidates, 1);
+            self.bg_cv.notify_all();
+        }
+    }
+
+    /// An iterator's read sample (LevelDB's `RecordReadSample`): if a point read
+    /// of `user_key` would look in two or more runs, the first is charged.
+    pub(crate) fn record_read_sample(&self, version: &Version, user_key: &[u8]) {
+        let mut runs = version.levels.iter().flat_map(|l| &l.runs).filter_map(|r| r.find_file(user_key));
+        if let (Some(first), Some(_)) = (runs.next(), runs.next()) {
+            self.charge_seek(first);
+        }
+    }
+
+    pub(crate) fn has_seek_candidates(&self) -> bool {
+        !self.seek_candidates.lock().is_empty()
+    }
+
+    /// Runs the compaction of the oldest seek candidate still in the tree that
+    /// the policy can move down; candidates that are gone or that the policy
+    /// has no task for (the last level) are dropped. Returns whether a task
+    /// ran. Callers hold `compaction_lock`, after the policy picked nothing.
+    pub(super) fn seek_compaction(&self, version: Arc<Version>, view: &LsmView) -> Result<bool> {
+        loop {
+            let Some(id) = ({
+                let mut q = self.seek_candidates.lock();
+                (!q.is_empty()).then(|| q.remove(0))
+            }) else {
+                return Ok(false);
+            };
+            let Some((level, file)) = find_in_view(view, id) else { continue };
+            let range = ManualRange { start: Some(&file.smallest), end: Some(&file.largest) };
+            let Some(mut pick) = self.policy.compact_range(view, level, &range) else { continue };
+            if let CompactionTask::Merge { reason, .. } = &mut pick.task {
+                *reason = "seek-triggered";
+            }
+            self.run_task(version, view, &pick)?;
+            Counters::add(&self.counters.seek_compactions, 1);
+            return Ok(true);
+        }
+    }
+}
+
+/// The shallowest level listing file `id` in a run, and the file.
+fn find_in_view(view: &LsmView, id: u64) -> Option<(usize, &FileView)> {
+    view.levels
+        .iter()
+        .enumerate()
+        .find_map(|(l, level)| Some((l, level.runs.iter().find_map(|r| r.file(id))?)))
+}
+
+/// Bytes until an iterator's next read sample: uniform in [0, 2 × period), so
+/// samples are a period apart on average without a fixed stride.
+pub(crate) fn next_sample_gap() -> u64 {
+    static STATE: AtomicU64 = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
+    // splitmix64 over a shared counter: cheap, and distinct per call.
+    let mut z = STATE.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) % (2 * READ_BYTES_PERIOD)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::{Db, MemVfs, Options};
+
+    fn open(seek: bool) -> Db {
+        let opts = Options::default()
+            .with_vfs(Arc::new(MemVfs::new()))
+            .with_write_buffer_size(16 << 20)
+            .with_compression(crate::CompressionType::None)
+            .with_level0_file_num_compaction_trigger(8)
+            .with_level0_slowdown_writes_trigger(16)
+            .with_level0_stop_writes_trigger(24)
+            .with_seek_compaction(seek);
+        Db::open("/db", opts).unwrap()
+    }
+
+    /// Two overlapping L0 tables of 2 MiB each, the newer one first.
+    fn two_tables(db: &Db) -> Vec<i64> {
+        for parity in [0, 1] {
+            for i in (parity..1000u32).step_by(2) {
+                db.put(format!("k{i:05}"), vec![b'v'; 4096]).unwrap();
+            }
+            db.flush().unwrap();
+        }
+        budgets(db)
+    }
+
+    fn budgets(db: &Db) -> Vec<i64> {
+        let v = db.inner.versions.current();
+        v.levels[0].runs.iter().flat_map(|r| &r.files).map(|f| f.allowed_seeks()).collect()
+    }
+
+    #[test]
+    fn iterators_sample_about_one_read_per_mib() {
+        for on in [false, true] {
+            let db = open(on);
+            let fresh = two_tables(&db);
+            assert!(fresh.iter().all(|&b| b > 120), "2 MiB tables, one seek per 16 KiB: {fresh:?}");
+            // Each full scan returns ~4 MiB: ~4 samples, each charging the newer table.
+            for _ in 0..3 {
+                assert_eq!(db.iter().count(), 1000);
+            }
+            let left = budgets(&db);
+            if on {
+                let charged = fresh[0] - left[0];
+                assert!((3..=40).contains(&charged), "{charged} samples over 12 MiB read");
+                assert_eq!(left[1], fresh[1], "the older table is never read in vain");
+            } else {
+                assert_eq!(left, fresh);
+            }
+        }
+    }
+
+    #[test]
+    fn candidates_whose_table_is_gone_are_dropped() {
+        let db = open(true);
+        two_tables(&db);
+        db.inner.seek_candidates.lock().extend([999_999, 999_998]);
+        db.wait_for_compactions().unwrap();
+        assert!(db.inner.seek_candidates.lock().is_empty());
+        let s = db.stats();
+        assert_eq!((s.seek_compactions, s.levels[0].files), (0, 2), "{s}");
+    }
+}
