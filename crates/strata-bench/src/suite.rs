@@ -187,6 +187,7 @@ impl Plan {
             compaction_warmup: a.compaction_warmup,
             buffer_read_misses: a.buffer_read_misses,
             bloom_bits: a.bloom_bits,
+            bloom_allocation: a.bloom_allocation,
             write_buffer_size: a.write_buffer_size,
             max_file_size: a.max_file_size,
             compression: a.compression_type.clone(),

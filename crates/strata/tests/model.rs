@@ -13,6 +13,7 @@ fn every_config_matches_the_model() {
     let mut buffer_hits = std::collections::BTreeMap::new();
     let mut row_cache = std::collections::BTreeMap::new();
     let mut warmed = std::collections::BTreeMap::new();
+    let mut bits = std::collections::BTreeMap::new();
     for seed in 0..SEEDS {
         let ops = gen_ops(seed, OPS, 1500);
         for cfg in configs() {
@@ -25,6 +26,18 @@ fn every_config_matches_the_model() {
             r.0 += stats.row_cache.hits;
             r.1 += stats.row_cache.evictions;
             *warmed.entry(cfg.name).or_insert(0) += stats.warmup_blocks_inserted;
+            let levels = stats.levels.iter().filter(|l| l.files > 0);
+            bits.entry(cfg.name).or_insert_with(Vec::new).extend(levels.map(|l| l.bloom_bits_per_key));
+        }
+    }
+    // Monkey really sized filters per level; plain leveling gives every level the configured bits.
+    for (name, bits) in bits {
+        let max = bits.iter().copied().fold(f64::MIN, f64::max);
+        let min = bits.iter().copied().fold(f64::MAX, f64::min);
+        if name.contains("monkey") {
+            assert!(max - min > 1.0, "{name}: bits/key per level {bits:?}");
+        } else if name.starts_with("leveled") {
+            assert!(max - min < 1e-9, "{name}: bits/key per level {bits:?}");
         }
     }
     for (name, blocks) in warmed {

@@ -104,7 +104,7 @@ impl LevelDbEngine {
                 } else {
                     ""
                 },
-            ),
+            ) + &cfg.peer_bloom_allocation_note(),
             path: cfg.path.clone(),
         };
         let o = me.options;
