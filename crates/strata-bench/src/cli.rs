@@ -49,6 +49,11 @@ fn parse_bool(s: &str) -> Result<bool, String> {
     }
 }
 
+/// Parses `uniform` or `monkey`.
+fn parse_bloom_allocation(s: &str) -> Result<strata::BloomAllocation, String> {
+    strata::BloomAllocation::parse(s).map_err(|e| e.to_string())
+}
+
 /// All flags. Defaults follow db_bench unless noted in the flag's help.
 #[derive(Parser, Debug, Clone, PartialEq)]
 #[command(
@@ -113,6 +118,11 @@ pub struct Args {
     /// LevelDB's default to no filter): pass --bloom_bits=10 to db_bench when replaying a run.
     #[arg(long, default_value_t = 10.0)]
     pub bloom_bits: f64,
+    /// Strata only: `uniform` (every table gets --bloom_bits) or `monkey` (--bloom_bits is the
+    /// average over all entries, spread so small runs get more bits and the largest fewer; the
+    /// engine's `bloom_allocation`). Peers flag `monkey` UNSUPPORTED.
+    #[arg(long, default_value = "uniform", value_parser = parse_bloom_allocation)]
+    pub bloom_allocation: strata::BloomAllocation,
     /// Memtable bytes, the same for every engine.
     #[arg(long, default_value_t = 64 << 20)]
     pub write_buffer_size: usize,
@@ -436,6 +446,11 @@ mod tests {
         for bad in ["--policy=garnering@0", "--policy=garnering@x", "--policy=leveled@0.5"] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+        assert_eq!(a.bloom_allocation, strata::BloomAllocation::Uniform);
+        assert_eq!(
+            parse("--bloom_allocation=monkey").unwrap().bloom_allocation,
+            strata::BloomAllocation::Monkey
+        );
     }
 
     #[test]
@@ -458,6 +473,7 @@ mod tests {
             "--no_such_flag=1",
             "--garnering_c=0",
             "--garnering_c=1.5",
+            "--bloom_allocation=skewed",
             "--max_bytes_for_level_multiplier=0.5",
         ] {
             let e = parse(bad).unwrap_err();

@@ -26,6 +26,8 @@ pub struct EngineConfig {
     pub max_mem_compaction_level: usize,
     /// Bloom filter bits per key, 0 = none (`--bloom_bits`).
     pub bloom_bits: f64,
+    /// How the bloom bits are spread over the tree (`--bloom_allocation`); Strata only.
+    pub bloom_allocation: strata::BloomAllocation,
     /// Memtable bytes (`--write_buffer_size`).
     pub write_buffer_size: usize,
     /// Target table file bytes (`--max_file_size`).
@@ -73,6 +75,15 @@ pub fn tally_scan<K: AsRef<[u8]>, V: AsRef<[u8]>>(
 }
 
 impl EngineConfig {
+    /// For a peer's option mapping: `--bloom_allocation` other than uniform
+    /// is Strata's alone (peers give every table the same bits per key).
+    pub fn peer_bloom_allocation_note(&self) -> String {
+        match self.bloom_allocation {
+            strata::BloomAllocation::Uniform => String::new(),
+            other => format!(" bloom_allocation=UNSUPPORTED ({}: uniform bits per key)", other.name()),
+        }
+    }
+
     /// Settings small enough that a few thousand puts flush and compact (for
     /// tests); change fields with struct update syntax.
     pub fn small(path: impl Into<PathBuf>) -> Self {
@@ -85,6 +96,7 @@ impl EngineConfig {
             seek_compaction: false,
             max_mem_compaction_level: 0,
             bloom_bits: 10.0,
+            bloom_allocation: strata::BloomAllocation::Uniform,
             write_buffer_size: 64 << 10,
             max_file_size: 256 << 10,
             compression: "none".into(),
@@ -230,6 +242,7 @@ impl StrataEngine {
             .with_row_cache(cfg.row_cache_size)
             .with_compaction_warmup(cfg.compaction_warmup)
             .with_bloom_bits_per_key(cfg.bloom_bits)
+            .with_bloom_allocation(cfg.bloom_allocation)
             .with_write_buffer_size(cfg.write_buffer_size)
             .with_target_file_size_base(cfg.max_file_size)
             .with_compression(compression)
@@ -243,13 +256,14 @@ impl StrataEngine {
             .with_max_mem_compaction_level(cfg.max_mem_compaction_level)
             .with_error_if_exists(false);
         let mapping = format!(
-            "strata: block_cache_capacity={} row_cache={} compaction_warmup={} bloom_bits_per_key={} write_buffer_size={} target_file_size_base={} \
+            "strata: block_cache_capacity={} row_cache={} compaction_warmup={} bloom_bits_per_key={} bloom_allocation={} write_buffer_size={} target_file_size_base={} \
              compression={:?} use_direct_reads={} max_bytes_for_level_base={} max_bytes_for_level_multiplier={} compaction_style={}{} buffer_trim_interval={:?} buffer_read_misses={} \
              seek_compaction={} max_mem_compaction_level={} sync={}",
             cfg.cache_size,
             cfg.row_cache_size,
             cfg.compaction_warmup,
             cfg.bloom_bits,
+            cfg.bloom_allocation.name(),
             cfg.write_buffer_size,
             cfg.max_file_size,
             compression,
@@ -438,6 +452,20 @@ mod tests {
         let (m, deep, seeks) = run("", "off");
         assert!(m.contains("seek_compaction=false max_mem_compaction_level=0"), "{m}");
         assert_eq!((deep, seeks), (0, 0));
+    }
+
+    #[test]
+    fn bloom_allocation_reaches_strata_and_peers_flag_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config("--bloom_allocation=monkey", dir.path());
+        assert_eq!(cfg.bloom_allocation, strata::BloomAllocation::Monkey);
+        let m = StrataEngine::open(&cfg).unwrap().option_mapping();
+        assert!(m.contains("bloom_bits_per_key=10 bloom_allocation=monkey "), "{m}");
+        assert!(cfg.peer_bloom_allocation_note().contains("bloom_allocation=UNSUPPORTED (monkey"));
+        let uniform = config("", &dir.path().join("u"));
+        assert_eq!(uniform.peer_bloom_allocation_note(), "");
+        let m = StrataEngine::open(&uniform).unwrap().option_mapping();
+        assert!(m.contains("bloom_allocation=uniform "), "{m}");
     }
 
     #[test]

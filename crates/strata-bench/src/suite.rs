@@ -189,6 +189,7 @@ impl Plan {
             seek_compaction: a.seek_compaction,
             max_mem_compaction_level: a.max_mem_compaction_level,
             bloom_bits: a.bloom_bits,
+            bloom_allocation: a.bloom_allocation,
             write_buffer_size: a.write_buffer_size,
             max_file_size: a.max_file_size,
             compression: a.compression_type.clone(),

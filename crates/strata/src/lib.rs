@@ -45,7 +45,9 @@ pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use compaction::CompactionPolicy;
 pub use db::{destroy, repair, Db, DbIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
-pub use options::{CompactionStyle, CompressionType, Options, ReadOptions, WalRecoveryMode, WriteOptions};
+pub use options::{
+    BloomAllocation, CompactionStyle, CompressionType, Options, ReadOptions, WalRecoveryMode, WriteOptions,
+};
 pub use stats::{CompactionRecord, LevelStats, Stats};
 pub use vfs::{MemVfs, RealVfs, Vfs};
 

@@ -9,6 +9,9 @@ use crate::db::Snapshot;
 use crate::error::{Error, Result};
 use crate::vfs::{RealVfs, Vfs};
 
+/// Most levels a database may have (`num_levels`).
+pub(crate) const MAX_LEVELS: usize = 20;
+
 /// Block compression (RocksDB `CompressionType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CompressionType {
@@ -48,6 +51,40 @@ pub enum WalRecoveryMode {
     PointInTimeRecovery,
     /// Damaged records are skipped and replay goes on (may break batch order).
     SkipAnyCorruptedRecords,
+}
+
+/// How the bloom filter memory budget (`bloom_bits_per_key` on average over
+/// all entries) is spread over the sorted runs of the tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BloomAllocation {
+    /// Every table gets `bloom_bits_per_key` (RocksDB and LevelDB do this). The default.
+    #[default]
+    Uniform,
+    /// Monkey (Dayan et al., SIGMOD 2017): each sorted run gets the bits that
+    /// minimise the sum of false-positive rates over the runs for the same
+    /// total memory, i.e. a rate proportional to its entries. Small runs (L0,
+    /// upper levels) get more bits, the largest fewer or none. Chosen when a
+    /// table is written, from the tree's current shape; works with every policy.
+    Monkey,
+}
+
+impl BloomAllocation {
+    /// Parses `uniform` or `monkey`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "uniform" => Ok(BloomAllocation::Uniform),
+            "monkey" => Ok(BloomAllocation::Monkey),
+            _ => Err(Error::invalid(format!("unknown bloom allocation {s:?} (known: uniform, monkey)"))),
+        }
+    }
+
+    /// The name [`Self::parse`] takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            BloomAllocation::Uniform => "uniform",
+            BloomAllocation::Monkey => "monkey",
+        }
+    }
 }
 
 /// Which compaction policy shapes the tree.
@@ -152,6 +189,7 @@ pub struct Options {
     pub(crate) block_size: usize,
     pub(crate) block_restart_interval: usize,
     pub(crate) bloom_bits_per_key: f64,
+    pub(crate) bloom_allocation: BloomAllocation,
     pub(crate) compression: CompressionType,
     pub(crate) block_cache_capacity: usize,
     pub(crate) row_cache_capacity: usize,
@@ -191,6 +229,7 @@ impl Default for Options {
             block_size: 4096,
             block_restart_interval: 16,
             bloom_bits_per_key: 10.0,
+            bloom_allocation: BloomAllocation::Uniform,
             compression: CompressionType::Lz4,
             block_cache_capacity: 32 << 20,
             row_cache_capacity: 0,
@@ -259,7 +298,11 @@ impl Options {
     setter!(/// Keys between restart points in a block (RocksDB `block_restart_interval`; default 16).
         with_block_restart_interval, block_restart_interval, usize);
     setter!(/// Bloom filter bits per key, 0 for none (RocksDB `NewBloomFilterPolicy(bits)`; default 10).
+        /// Under [`BloomAllocation::Monkey`] this is the average over all entries of the tree.
         with_bloom_bits_per_key, bloom_bits_per_key, f64);
+    setter!(/// How the bloom bits are spread over the sorted runs (default
+        /// [`BloomAllocation::Uniform`]; RocksDB has no equivalent).
+        with_bloom_allocation, bloom_allocation, BloomAllocation);
     setter!(/// Block compression (RocksDB `compression`; default LZ4).
         with_compression, compression, CompressionType);
     setter!(/// Block cache capacity in bytes, 0 for none (RocksDB `NewLRUCache(capacity)`; default 32 MiB).
@@ -361,7 +404,7 @@ impl Options {
         {
             return bad("need level0 compaction trigger <= slowdown trigger <= stop trigger");
         }
-        if !(2..=20).contains(&self.num_levels) {
+        if !(2..=MAX_LEVELS).contains(&self.num_levels) {
             return bad("num_levels must be between 2 and 20");
         }
         if !(self.max_bytes_for_level_multiplier >= 2.0 && self.max_bytes_for_level_multiplier <= 1000.0) {

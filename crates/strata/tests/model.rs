@@ -14,6 +14,7 @@ fn every_config_matches_the_model() {
     let mut row_cache = std::collections::BTreeMap::new();
     let mut warmed = std::collections::BTreeMap::new();
     let mut seeks = std::collections::BTreeMap::new();
+    let mut bits = std::collections::BTreeMap::new();
     for seed in 0..SEEDS {
         let ops = gen_ops(seed, OPS, 1500);
         for cfg in configs() {
@@ -29,6 +30,18 @@ fn every_config_matches_the_model() {
             let s = seeks.entry(cfg.name).or_insert((0, 0));
             s.0 += stats.seek_compactions;
             s.1 += stats.flushes_below_l0;
+            let levels = stats.levels.iter().filter(|l| l.files > 0);
+            bits.entry(cfg.name).or_insert_with(Vec::new).extend(levels.map(|l| l.bloom_bits_per_key));
+        }
+    }
+    // Monkey really sized filters per level; plain leveling gives every level the configured bits.
+    for (name, bits) in bits {
+        let max = bits.iter().copied().fold(f64::MIN, f64::max);
+        let min = bits.iter().copied().fold(f64::MAX, f64::min);
+        if name.contains("monkey") {
+            assert!(max - min > 1.0, "{name}: bits/key per level {bits:?}");
+        } else if name.starts_with("leveled") {
+            assert!(max - min < 1e-9, "{name}: bits/key per level {bits:?}");
         }
     }
     // The seek configurations compacted for reads; leveling also placed

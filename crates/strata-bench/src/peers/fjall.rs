@@ -60,7 +60,7 @@ impl FjallEngine {
             .compression(compression)
             .compaction_strategy(Strategy::Leveled(strategy));
         let part = keyspace.open_partition("bench", popts).map_err(err)?;
-        let mapping = format!(
+        let mut mapping = format!(
             "fjall 2.11: cache_size={} max_memtable_size={} max_write_buffer_size={} bloom_filter_bits={} \
              compression={} block_size={} leveled(l0_threshold={}, target_size={}, level_ratio={}; \
              level base = memtable x ratio, fixed by fjall) flush_workers=1 compaction_workers=1 \
@@ -86,6 +86,7 @@ impl FjallEngine {
             if cfg.seek_compaction { " seek_compaction=UNSUPPORTED" } else { "" },
             if cfg.max_mem_compaction_level > 0 { " max_mem_compaction_level=UNSUPPORTED" } else { "" },
         );
+        mapping.push_str(&cfg.peer_bloom_allocation_note());
         Ok(FjallEngine { keyspace, part, sync: cfg.sync, mapping, path: cfg.path.clone() })
     }
 

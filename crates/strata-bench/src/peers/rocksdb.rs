@@ -80,7 +80,7 @@ impl RocksDbEngine {
         opts.set_max_background_jobs(2);
         opts.enable_statistics();
 
-        let mapping = format!(
+        let mut mapping = format!(
             "rocksdb 7.8.3: block_cache={} row_cache={} filter_policy={} write_buffer_size={} \
              max_write_buffer_number={} target_file_size_base={} compression={:?} use_direct_reads={} \
              block_size={} block_restart_interval={} level0_triggers={}/{}/{} max_bytes_for_level_base={} \
@@ -124,6 +124,7 @@ impl RocksDbEngine {
                 ""
             },
         );
+        mapping.push_str(&cfg.peer_bloom_allocation_note());
         let db =
             DB::open(&opts, &cfg.path).map_err(|e| format!("rocksdb open {}: {e}", cfg.path.display()))?;
         let mut wo = WriteOptions::default();

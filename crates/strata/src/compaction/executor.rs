@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::monkey::{bits_for_write, WriteTarget};
 use super::policy::{
     BufferAction, BufferEntryView, BufferTableView, BufferView, CompactionTask, FileRef, FileView, LevelView,
     LsmView, PickResult, RunTarget, RunView,
@@ -20,6 +21,7 @@ use crate::iter::{InternalIterator, MergingIterator, RunIterator};
 use crate::key::{compare_internal, parse_internal_key, user_key, SeqNum, ValueKind};
 use crate::options::Options;
 use crate::stats::CompactionRecord;
+use crate::table::builder::effective_bloom_bits;
 use crate::table::{BlockReadOptions, TableBuilder, TableBuilderOptions, TableSummary};
 use crate::version::{BufferEntry, BufferOp, FileMeta, NewFile, Run, Version, VersionEdit, VersionSet};
 use crate::vfs::Vfs;
@@ -55,6 +57,7 @@ pub(crate) fn build_view_with(
         num_entries: f.num_entries,
         num_deletions: f.num_deletions,
         being_compacted: busy.contains(&f.id),
+        bloom_bits_per_key: f.bloom_bits_per_key,
     };
     let entry_view = |e: &BufferEntry| {
         let (lo, hi) = e.range();
@@ -175,14 +178,18 @@ pub(crate) struct OutputWriter<'a> {
 }
 
 impl<'a> OutputWriter<'a> {
-    /// A writer of tables for `level` of the tree `view` (the policy may size
-    /// their filters from the tree's shape).
-    pub(crate) fn new(env: &'a Env<'a>, view: &LsmView, level: usize, target_size: u64) -> Self {
+    /// A writer of tables for `target` in the tree `view`. Their filters are
+    /// sized by the options' bloom allocation from the tree's shape, then by
+    /// the policy, which sees that as its default (so a policy's own sizing,
+    /// like dLSM's, applies on top of Monkey's).
+    pub(crate) fn new(env: &'a Env<'a>, view: &LsmView, target: &WriteTarget<'_>, target_size: u64) -> Self {
         let o = env.opts;
+        let allocated = bits_for_write(o.bloom_allocation, view, target, o.bloom_bits_per_key);
+        let bits = env.policy.bloom_bits_for_level(view, target.level, allocated);
         let builder_opts = TableBuilderOptions {
             block_size: o.block_size,
             block_restart_interval: o.block_restart_interval,
-            bloom_bits_per_key: env.policy.bloom_bits_for_level(view, level, o.bloom_bits_per_key),
+            bloom_bits_per_key: effective_bloom_bits(bits),
             compression: o.compression,
         };
         OutputWriter {
@@ -247,6 +254,7 @@ impl<'a> OutputWriter<'a> {
                 num_deletions: s.num_deletions,
                 smallest_seq: lo,
                 largest_seq: hi,
+                bloom_bits_per_key: Some(self.builder_opts.bloom_bits_per_key),
             });
         }
         Ok(())
@@ -344,19 +352,6 @@ fn find_file(version: &Version, r: &FileRef) -> Result<Arc<FileMeta>> {
         })
 }
 
-fn new_file_of(f: &FileMeta) -> NewFile {
-    NewFile {
-        id: f.id,
-        size: f.size,
-        smallest: f.smallest.clone(),
-        largest: f.largest.clone(),
-        num_entries: f.num_entries,
-        num_deletions: f.num_deletions,
-        smallest_seq: f.smallest_seq,
-        largest_seq: f.largest_seq,
-    }
-}
-
 fn run_id(env: &Env<'_>, target: RunTarget) -> u64 {
     match target {
         RunTarget::Existing(id) => id,
@@ -383,7 +378,7 @@ pub(crate) fn execute(
             let meta = find_file(version, file)?;
             let out = run_id(env, *to_run);
             edit.deleted_files.push((file.level, file.run, file.file));
-            edit.new_files.push((*to_level, out, new_file_of(&meta)));
+            edit.new_files.push((*to_level, out, meta.to_new_file()));
             buffer_ops(version, pick, Some((*to_level, out)), &mut edit)?;
             env.versions.log_and_apply(edit)?;
             if *to_level != file.level {
@@ -417,8 +412,10 @@ pub(crate) fn execute(
             };
             let mut input = MergingIterator::new(input_runs(env, inputs, &metas, read_opts));
             let warmup = Warmup::for_merge(env, &metas)?;
+            let entries = metas.iter().map(|m| m.num_entries).sum();
+            let target = WriteTarget { level: *output_level, run: *output_run, inputs, entries };
             let mut out =
-                OutputWriter::new(env, view, *output_level, *target_file_size).with_warmup(warmup.clone());
+                OutputWriter::new(env, view, &target, *target_file_size).with_warmup(warmup.clone());
             merge_into(&mut input, &mut out, smallest_snapshot, |uk| {
                 !older.iter().any(|r| r.find_file(uk).is_some())
             })?;

@@ -8,6 +8,7 @@ pub mod garnering;
 pub mod leveled;
 pub mod lsbm;
 pub mod manual;
+pub mod monkey;
 pub mod policy;
 pub mod sim;
 pub mod tiered;

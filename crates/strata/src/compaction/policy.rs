@@ -27,6 +27,10 @@ pub struct FileView {
     pub num_deletions: u64,
     /// True while a running compaction uses this file as an input.
     pub being_compacted: bool,
+    /// Bloom bits per key the file was built with (0: no filter; `None`: not
+    /// recorded by an older version). A file moved down keeps the filter sized
+    /// for the level it was written to.
+    pub bloom_bits_per_key: Option<f64>,
 }
 
 impl FileView {
@@ -393,8 +397,9 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
     ) -> usize {
         0
     }
-    /// Bloom bits/key for a table written to `level` of the tree `view`
-    /// (default: the configured bits everywhere).
+    /// Bloom bits/key for a table written to `level` of the tree `view`.
+    /// `default_bits` is what the options' [`crate::BloomAllocation`] chose
+    /// (the configured bits under `Uniform`); the default keeps it.
     fn bloom_bits_for_level(&self, _view: &LsmView, _level: usize, default_bits: f64) -> f64 {
         default_bits
     }
@@ -624,6 +629,7 @@ pub(crate) mod tests {
             num_entries: 1,
             num_deletions: 0,
             being_compacted: false,
+            bloom_bits_per_key: None,
         }
     }
 

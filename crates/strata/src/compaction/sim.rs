@@ -309,6 +309,7 @@ impl Sim {
             num_entries: f.entries.len() as u64,
             num_deletions: 0,
             being_compacted: false,
+            bloom_bits_per_key: None,
         })
     }
 

@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 use super::DbInner;
 use crate::compaction::executor::{build_view, build_view_with, execute, OutputWriter};
 use crate::compaction::manual::{self, ManualRange};
+use crate::compaction::monkey::WriteTarget;
 use crate::compaction::{
     validate_buffer_actions, validate_flush_level, validate_task, BufferAction, LsmView, PickResult,
+    RunTarget,
 };
 use crate::error::{Error, Result};
 use crate::filename::wal_path;
@@ -60,7 +62,8 @@ impl DbInner {
         let start = Instant::now();
         let env = self.env();
         let view = build_view(&self.versions.current(), &self.versions, &HashSet::new());
-        let mut out = OutputWriter::new(&env, &view, 0, u64::MAX);
+        let target = WriteTarget { level: 0, run: RunTarget::New, inputs: &[], entries: mem.len() as u64 };
+        let mut out = OutputWriter::new(&env, &view, &target, u64::MAX);
         let mut it = mem.iter();
         it.seek_to_first()?;
         while it.valid() {

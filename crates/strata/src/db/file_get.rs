@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::DbInner;
 use crate::error::Result;
-use crate::key::{parse_internal_key, ValueKind};
+use crate::key::{parse_internal_key, user_key, ValueKind};
 use crate::table::{BlockReadOptions, Table};
 use crate::version::FileMeta;
 
@@ -20,19 +20,30 @@ impl DbInner {
         lookup: &[u8],
         bro: BlockReadOptions,
     ) -> Result<Option<(ValueKind, Vec<u8>)>> {
-        let Some(rows) = &self.row_cache else { return table.get(lookup, bro) };
+        // The filter first: a key the file cannot hold costs no cache lock.
+        if !table.may_contain(user_key(lookup)) {
+            return Ok(None);
+        }
+        self.table_get_unfiltered(table, file, lookup, bro)
+    }
+
+    /// [`Self::table_get`] for a table whose filter the caller already asked.
+    pub(super) fn table_get_unfiltered(
+        &self,
+        table: &Arc<Table>,
+        file: &FileMeta,
+        lookup: &[u8],
+        bro: BlockReadOptions,
+    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        let Some(rows) = &self.row_cache else { return table.get_unfiltered(lookup, bro) };
         let target = parse_internal_key(lookup)?;
         if target.seq < file.largest_seq {
-            return table.get(lookup, bro);
-        }
-        // The filter first: a key the file cannot hold costs no cache lock.
-        if !table.may_contain(target.user_key) {
-            return Ok(None);
+            return table.get_unfiltered(lookup, bro);
         }
         if let Some(hit) = rows.get(file.id, target.user_key) {
             return Ok(Some(hit));
         }
-        let found = table.get(lookup, bro)?;
+        let found = table.get_unfiltered(lookup, bro)?;
         if let (Some((kind, value)), true) = (&found, bro.fill_cache) {
             rows.insert(file.id, target.user_key, *kind, value);
         }

@@ -35,7 +35,7 @@ use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::stats::{Counters, LevelStats, Stats};
-use crate::version::{Version, VersionSet};
+use crate::version::{Level, Version, VersionSet};
 use crate::vfs::{FileLock, Vfs};
 use crate::wal::LogWriter;
 use snapshot::SnapshotList;
@@ -163,6 +163,27 @@ impl DbInner {
         }
     }
 
+    /// Entry-weighted bloom bits per key over a level's run files. Files a
+    /// MANIFEST recorded without bits (older versions) are read from their
+    /// table properties.
+    fn level_bloom_bits(&self, level: &Level) -> f64 {
+        let (mut bits, mut entries) = (0.0, 0.0);
+        for f in level.runs.iter().flat_map(|r| &r.files) {
+            let b = f
+                .bloom_bits_per_key
+                .or_else(|| self.tables.get(f.id, f.size).ok().map(|t| t.properties().bloom_bits_per_key));
+            if let Some(b) = b {
+                bits += b * f.num_entries as f64;
+                entries += f.num_entries as f64;
+            }
+        }
+        if entries == 0.0 {
+            0.0
+        } else {
+            bits / entries
+        }
+    }
+
     fn stats(&self) -> Stats {
         let mut s = Stats::default();
         self.counters.fill(&mut s);
@@ -170,16 +191,22 @@ impl DbInner {
         let view = build_view(&version, &self.versions, &Default::default());
         let scores = self.policy.scores(&view);
         s.levels = (0..version.num_levels())
-            .map(|l| LevelStats {
-                level: l,
-                files: version.level_files(l),
-                bytes: version.level_bytes(l),
-                runs: version.levels[l].runs.len(),
-                score: scores.get(l).copied().unwrap_or(0.0),
-                target_bytes: self.policy.level_target_bytes(&view, l),
-                buffer_tables: version.levels[l].buffers.iter().map(|b| b.tables.len()).sum(),
-                buffer_files: version.levels[l].buffers.iter().map(|b| b.num_files()).sum(),
-                buffer_bytes: version.levels[l].buffer_bytes(),
+            .map(|l| {
+                let mut ls = LevelStats {
+                    level: l,
+                    files: version.level_files(l),
+                    bytes: version.level_bytes(l),
+                    runs: version.levels[l].runs.len(),
+                    score: scores.get(l).copied().unwrap_or(0.0),
+                    target_bytes: self.policy.level_target_bytes(&view, l),
+                    buffer_tables: version.levels[l].buffers.iter().map(|b| b.tables.len()).sum(),
+                    buffer_files: version.levels[l].buffers.iter().map(|b| b.num_files()).sum(),
+                    buffer_bytes: version.levels[l].buffer_bytes(),
+                    bloom_bits_per_key: self.level_bloom_bits(&version.levels[l]),
+                    ..LevelStats::default()
+                };
+                self.counters.fill_level(&mut ls);
+                ls
             })
             .collect();
         s.total_table_bytes = version.live_bytes();

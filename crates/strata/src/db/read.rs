@@ -11,8 +11,8 @@ use crate::error::Result;
 use crate::key::{lookup_key, SeqNum, ValueKind};
 use crate::options::ReadOptions;
 use crate::stats::Counters;
-use crate::table::{BlockReadOptions, CachedGet};
-use crate::version::{Buffer, BufferEntry};
+use crate::table::{BlockReadOptions, CachedGet, Table};
+use crate::version::{Buffer, BufferEntry, FileMeta, Level};
 
 impl DbInner {
     /// The super version to read and the sequence to read it at. Without a
@@ -50,7 +50,7 @@ impl DbInner {
         // charges the first, once.
         let mut charge = self.counts_seeks();
         let mut first = None;
-        'levels: for level in &sv.version.levels {
+        'levels: for (l, level) in sv.version.levels.iter().enumerate() {
             for run in &level.runs {
                 let Some(f) = run.find_file(key) else { continue };
                 probes += 1;
@@ -64,32 +64,16 @@ impl DbInner {
                     }
                 }
                 let table = self.tables.get(f.id, f.size)?;
-                if let Some(buffer) = level.buffer_of(run.id).filter(|_| ro.use_compaction_buffer) {
-                    if self.policy.buffer_reads_cached_only() {
-                        // LSbM: the run answers when its block is cached (it
-                        // holds the newest data, so this is always right, and a
-                        // hot run costs no buffer probe); the buffer is asked
-                        // only to save a device read.
-                        match table.get_if_cached(&lookup)? {
-                            CachedGet::Found(kind, value) => {
-                                found = (kind == ValueKind::Put).then_some(value);
-                                break 'levels;
-                            }
-                            CachedGet::Absent => continue,
-                            CachedGet::NotCached => {}
-                        }
-                    } else if !table.may_contain(key) {
-                        // Algorithm 3: the run's own filter decides whether the
-                        // level can hold the key; the buffer holds a subset of it.
-                        continue;
-                    }
-                    if let Some(hit) = self.probe_buffer(buffer, key, &lookup, bro, &mut probes)? {
-                        Counters::add(&self.counters.buffer_hits, 1);
-                        found = (hit.0 == ValueKind::Put).then_some(hit.1);
-                        break 'levels;
-                    }
+                // The run's filter is asked once, here, and its answer counted
+                // for the level; a table without a filter always says maybe.
+                let maybe = table.filter_check(key).unwrap_or(true);
+                if !maybe {
+                    self.counters.filter_probe(l, false, false);
+                    continue;
                 }
-                if let Some((kind, value)) = self.table_get(&table, f, &lookup, bro)? {
+                let hit = self.run_get(level, run.id, &table, f, key, &lookup, bro, ro, &mut probes)?;
+                self.counters.filter_probe(l, true, hit.is_none());
+                if let Some((kind, value)) = hit {
                     found = (kind == ValueKind::Put).then_some(value);
                     break 'levels;
                 }
@@ -97,6 +81,43 @@ impl DbInner {
         }
         Counters::add(&self.counters.get_probes, probes);
         Ok(found)
+    }
+
+    /// The newest entry of `key` visible at `lookup` in one run whose filter
+    /// said it may hold the key: from the run's table, or its compaction
+    /// buffer first (LSbM Algorithm 3).
+    #[allow(clippy::too_many_arguments)]
+    fn run_get(
+        &self,
+        level: &Level,
+        run: u64,
+        table: &Arc<Table>,
+        f: &FileMeta,
+        key: &[u8],
+        lookup: &[u8],
+        bro: BlockReadOptions,
+        ro: &ReadOptions,
+        probes: &mut u64,
+    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        if let Some(buffer) = level.buffer_of(run).filter(|_| ro.use_compaction_buffer) {
+            if self.policy.buffer_reads_cached_only() {
+                // LSbM: the run answers when its block is cached (it holds the
+                // newest data, so this is always right, and a hot run costs no
+                // buffer probe); the buffer is asked only to save a device read.
+                match table.get_if_cached_unfiltered(lookup)? {
+                    CachedGet::Found(kind, value) => return Ok(Some((kind, value))),
+                    CachedGet::Absent => return Ok(None),
+                    CachedGet::NotCached => {}
+                }
+            }
+            // Otherwise (Algorithm 3) the run's own filter, asked by the caller,
+            // decided that the level can hold the key; the buffer holds a subset of it.
+            if let Some(hit) = self.probe_buffer(buffer, key, lookup, bro, probes)? {
+                Counters::add(&self.counters.buffer_hits, 1);
+                return Ok(Some(hit));
+            }
+        }
+        self.table_get_unfiltered(table, f, lookup, bro)
     }
 
     /// Probes a run's buffer tables newest first: the first present file

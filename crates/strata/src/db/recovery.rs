@@ -14,9 +14,10 @@ use super::{DbInner, DbState, SuperVersion};
 use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, RowCache, TableCache};
 use crate::compaction::executor::{build_view, Env, OutputWriter};
+use crate::compaction::monkey::WriteTarget;
 use crate::compaction::{
     BlsmPolicy, BufferVariant, CompactionPolicy, GarneringPolicy, LeveledConfig, LeveledPolicy, LsbmPolicy,
-    TieredPolicy,
+    RunTarget, TieredPolicy,
 };
 use crate::error::{Error, Result};
 use crate::filename::{current_path, lock_path, parse_file_name, wal_path, FileKind};
@@ -311,7 +312,8 @@ pub(super) fn replay_log(
 fn flush_recovered(env: &Env<'_>, mem: MemTable, edit: &mut VersionEdit) -> Result<()> {
     let mem = Arc::new(mem);
     let view = build_view(&env.versions.current(), env.versions, &HashSet::new());
-    let mut out = OutputWriter::new(env, &view, 0, u64::MAX);
+    let target = WriteTarget { level: 0, run: RunTarget::New, inputs: &[], entries: mem.len() as u64 };
+    let mut out = OutputWriter::new(env, &view, &target, u64::MAX);
     let mut it = mem.iter();
     it.seek_to_first()?;
     while it.valid() {

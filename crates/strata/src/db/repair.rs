@@ -23,6 +23,8 @@ use std::sync::Arc;
 use super::recovery::{checked_policy, table_cache};
 use crate::batch::WriteBatch;
 use crate::compaction::executor::{build_view, Env, OutputWriter};
+use crate::compaction::monkey::WriteTarget;
+use crate::compaction::RunTarget;
 use crate::error::{Error, Result};
 use crate::filename::{lock_path, parse_file_name, table_path, wal_path, FileKind};
 use crate::iter::{InternalIterator, MergingIterator};
@@ -214,7 +216,9 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     let level = opts.num_levels - 1;
     // The view of the tree being rebuilt (empty until this output is installed).
     let view = build_view(&scratch.current(), &scratch, &HashSet::new());
-    let mut out = OutputWriter::new(&env, &view, level, opts.target_file_size_base);
+    // One run holds everything: any allocation gives it the configured bits.
+    let target = WriteTarget { level, run: RunTarget::New, inputs: &[], entries: 1 };
+    let mut out = OutputWriter::new(&env, &view, &target, opts.target_file_size_base);
     let mut merged = MergingIterator::new(sources);
     merged.seek_to_first()?;
     let mut last_user_key: Option<Vec<u8>> = None;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::cache::CacheStats;
+use crate::options::MAX_LEVELS;
 
 /// How many finished compactions [`Stats::recent_compactions`] keeps.
 const HISTORY: usize = 64;
@@ -57,6 +58,30 @@ pub struct LevelStats {
     pub buffer_files: usize,
     /// Compaction buffer: bytes of the present files.
     pub buffer_bytes: u64,
+    /// Bloom bits per key in force: the average over the level's run files,
+    /// weighted by entries (files moved down keep the filter they were built
+    /// with). 0 for an empty level or one without filters.
+    pub bloom_bits_per_key: f64,
+    /// Point reads that asked the filter of a run file of this level (a file
+    /// without a filter counts, as a filter that always says maybe).
+    pub filter_probes: u64,
+    /// Of those, the filter said the key may be there.
+    pub filter_positives: u64,
+    /// Of those, the file held no entry of the key visible to the read: a
+    /// wasted table probe (the false positives, exactly so for reads without
+    /// a snapshot).
+    pub filter_false_positives: u64,
+}
+
+impl LevelStats {
+    /// Measured false-positive rate: false positives / filter probes (0 before any probe).
+    pub fn false_positive_rate(&self) -> f64 {
+        if self.filter_probes == 0 {
+            0.0
+        } else {
+            self.filter_false_positives as f64 / self.filter_probes as f64
+        }
+    }
 }
 
 /// A snapshot of the engine's counters (`Db::stats()`).
@@ -141,6 +166,11 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// False-positive filter probes over all levels: table reads that found nothing.
+    pub fn filter_false_positives(&self) -> u64 {
+        self.levels.iter().map(|l| l.filter_false_positives).sum()
+    }
+
     /// Tables probed per point lookup.
     pub fn read_amplification(&self) -> f64 {
         if self.gets == 0 {
@@ -153,13 +183,25 @@ impl Stats {
 
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "level  files  runs        bytes   score      target")?;
+        writeln!(
+            f,
+            "level  files  runs        bytes   score      target  bits/key  filter probes  false pos  fp rate"
+        )?;
         for l in &self.levels {
             let target = l.target_bytes.map(|t| t.to_string()).unwrap_or_else(|| "-".into());
             writeln!(
                 f,
-                "L{:<5} {:>5} {:>5} {:>12} {:>7.2} {:>11}",
-                l.level, l.files, l.runs, l.bytes, l.score, target
+                "L{:<5} {:>5} {:>5} {:>12} {:>7.2} {:>11} {:>9.2} {:>14} {:>10} {:>8.5}",
+                l.level,
+                l.files,
+                l.runs,
+                l.bytes,
+                l.score,
+                target,
+                l.bloom_bits_per_key,
+                l.filter_probes,
+                l.filter_false_positives,
+                l.false_positive_rate()
             )?;
         }
         writeln!(
@@ -249,6 +291,14 @@ impl fmt::Display for Stats {
     }
 }
 
+/// Filter answers of point reads at one level.
+#[derive(Debug, Default)]
+pub(crate) struct FilterCounters {
+    pub probes: AtomicU64,
+    pub positives: AtomicU64,
+    pub false_positives: AtomicU64,
+}
+
 /// The counters the engine bumps as it works.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
@@ -279,12 +329,35 @@ pub(crate) struct Counters {
     pub seek_candidates: AtomicU64,
     pub seek_compactions: AtomicU64,
     pub flushes_below_l0: AtomicU64,
+    /// Per level (`Options::num_levels` is at most [`MAX_LEVELS`]).
+    pub filters: [FilterCounters; MAX_LEVELS],
     history: Mutex<VecDeque<CompactionRecord>>,
 }
 
 impl Counters {
     pub fn add(c: &AtomicU64, v: u64) {
         c.fetch_add(v, Relaxed);
+    }
+
+    /// A point read asked the filter of a file at `level`: `maybe` is its
+    /// answer, `wasted` whether the file then held nothing for the read.
+    pub fn filter_probe(&self, level: usize, maybe: bool, wasted: bool) {
+        if let Some(c) = self.filters.get(level) {
+            Self::add(&c.probes, 1);
+            if maybe {
+                Self::add(&c.positives, 1);
+                Self::add(&c.false_positives, u64::from(wasted));
+            }
+        }
+    }
+
+    /// Fills the filter counters of `level`.
+    pub fn fill_level(&self, l: &mut LevelStats) {
+        if let Some(c) = self.filters.get(l.level) {
+            l.filter_probes = c.probes.load(Relaxed);
+            l.filter_positives = c.positives.load(Relaxed);
+            l.filter_false_positives = c.false_positives.load(Relaxed);
+        }
     }
 
     pub fn record(&self, r: CompactionRecord) {

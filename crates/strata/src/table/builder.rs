@@ -18,6 +18,16 @@ pub(crate) const MAX_ENTRY_LEN: usize = 512 << 20;
 /// Largest target block size honoured (larger requests are clamped).
 const MAX_TARGET_BLOCK_SIZE: usize = 256 << 20;
 
+/// The bits per key a table built with `bloom_bits_per_key` really gets: 0
+/// (no filter) unless it is a positive finite number.
+pub fn effective_bloom_bits(bloom_bits_per_key: f64) -> f64 {
+    if bloom_bits_per_key > 0.0 && bloom_bits_per_key.is_finite() {
+        bloom_bits_per_key
+    } else {
+        0.0
+    }
+}
+
 /// How a table is laid out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableBuilderOptions {
@@ -87,11 +97,7 @@ impl TableBuilder {
     /// Starts a table at the current end of `file` (normally a new, empty file).
     pub fn new(file: Box<dyn WritableFile>, mut opts: TableBuilderOptions) -> Self {
         opts.block_size = opts.block_size.min(MAX_TARGET_BLOCK_SIZE);
-        let bits = if opts.bloom_bits_per_key > 0.0 && opts.bloom_bits_per_key.is_finite() {
-            opts.bloom_bits_per_key
-        } else {
-            0.0
-        };
+        let bits = effective_bloom_bits(opts.bloom_bits_per_key);
         let offset = file.len();
         let data_block = BlockBuilder::new(opts.block_restart_interval);
         let compression = opts.compression;

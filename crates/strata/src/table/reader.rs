@@ -134,10 +134,26 @@ impl Table {
     /// [`crate::key::lookup_key`]) whose user key equals `lookup`'s; a delete
     /// comes back as `(ValueKind::Delete, empty)`.
     pub fn get(&self, lookup: &[u8], opts: BlockReadOptions) -> Result<Option<(ValueKind, Vec<u8>)>> {
-        let target_user = user_key(lookup);
-        if !self.may_contain(target_user) {
+        if !self.may_contain(user_key(lookup)) {
             return Ok(None);
         }
+        self.get_unfiltered(lookup, opts)
+    }
+
+    /// The filter's answer for `user_key`: `None` when the table has no
+    /// filter, else false only if the table certainly holds no entry of it.
+    /// The read path asks once per table and counts the answers.
+    pub fn filter_check(&self, user_key: &[u8]) -> Option<bool> {
+        self.filter.as_ref().map(|f| f.may_contain(user_key))
+    }
+
+    /// [`Self::get`] without asking the filter (the caller did).
+    pub fn get_unfiltered(
+        &self,
+        lookup: &[u8],
+        opts: BlockReadOptions,
+    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        let target_user = user_key(lookup);
         let mut buf = KEY_BUF.with(Cell::take);
         let result = self.get_with(lookup, target_user, opts, &mut buf);
         if buf.capacity() <= MAX_RETAINED_KEY_BUF {
@@ -165,10 +181,15 @@ impl Table {
     /// answer is [`CachedGet::NotCached`]. The compaction buffer's read rule:
     /// a buffer file serves only data whose blocks are hot.
     pub fn get_if_cached(&self, lookup: &[u8]) -> Result<CachedGet> {
-        let target_user = user_key(lookup);
-        if !self.may_contain(target_user) {
+        if !self.may_contain(user_key(lookup)) {
             return Ok(CachedGet::Absent);
         }
+        self.get_if_cached_unfiltered(lookup)
+    }
+
+    /// [`Self::get_if_cached`] without asking the filter (the caller did).
+    pub fn get_if_cached_unfiltered(&self, lookup: &[u8]) -> Result<CachedGet> {
+        let target_user = user_key(lookup);
         let Some(cache) = &self.cache else { return Ok(CachedGet::NotCached) };
         let mut buf = KEY_BUF.with(Cell::take);
         let result = (|| {

@@ -4,9 +4,11 @@
 //! payload (varints and varint-length-prefixed byte strings). See
 //! `docs/.parts/manifest.md` for the tag table.
 
+use std::collections::BTreeMap;
+
 use crate::error::{Error, Result};
 use crate::key::{SeqNum, MAX_SEQ};
-use crate::util::coding::{put_length_prefixed, put_varint64, Reader};
+use crate::util::coding::{put_fixed64, put_length_prefixed, put_varint64, Reader};
 
 use super::file_meta::NewFile;
 
@@ -21,6 +23,9 @@ const TAG_BUFFER_APPEND: u64 = 8;
 const TAG_BUFFER_REMOVE: u64 = 9;
 const TAG_BUFFER_DROP_TABLE: u64 = 10;
 const TAG_BUFFER_COMPLETE: u64 = 11;
+/// A listed file's bloom bits per key. A tag of its own, not a new field of
+/// tag 6, so that records written before it existed still parse.
+const TAG_FILE_BLOOM_BITS: u64 = 12;
 
 /// A change to a compaction buffer (LSbM). Applied after the edit's file
 /// deletions and additions, in order. `level`/`run` name the data run the buffer
@@ -160,7 +165,28 @@ impl VersionEdit {
                 }
             }
         }
+        // One per file, after every listing of it.
+        let mut bits = BTreeMap::new();
+        for f in self.listed_files() {
+            if let Some(v) = f.bloom_bits_per_key {
+                bits.entry(f.id).or_insert(v);
+            }
+        }
+        for (id, v) in bits {
+            put_varint64(&mut b, TAG_FILE_BLOOM_BITS);
+            put_varint64(&mut b, id);
+            put_fixed64(&mut b, v.to_bits());
+        }
         b
+    }
+
+    /// Every file the edit lists: new files, then buffer appends.
+    fn listed_files(&self) -> impl Iterator<Item = &NewFile> {
+        let appended = self.buffer_ops.iter().filter_map(|op| match op {
+            BufferOp::Append { file, .. } => Some(file),
+            _ => None,
+        });
+        self.new_files.iter().map(|(_, _, f)| f).chain(appended)
     }
 
     /// Parses an encoded edit. Unknown tags, repeated scalar fields and
@@ -168,6 +194,7 @@ impl VersionEdit {
     pub fn decode(data: &[u8]) -> Result<Self> {
         let mut r = Reader::new(data);
         let mut e = VersionEdit::default();
+        let mut bloom_bits = BTreeMap::new();
         while !r.is_empty() {
             let tag = r.varint64().ok_or_else(|| bad("tag"))?;
             match tag {
@@ -217,7 +244,33 @@ impl VersionEdit {
                     let run = varint(&mut r, "complete buffer run")?;
                     e.buffer_ops.push(BufferOp::Complete { level, run });
                 }
+                TAG_FILE_BLOOM_BITS => {
+                    let id = varint(&mut r, "bloom bits file")?;
+                    let v = f64::from_bits(r.fixed64().ok_or_else(|| bad("bloom bits"))?);
+                    if !(v.is_finite() && v >= 0.0) {
+                        return Err(bad("bloom bits"));
+                    }
+                    if bloom_bits.insert(id, v).is_some() {
+                        return Err(Error::corruption(format!(
+                            "version edit: bloom bits of file {id} given twice"
+                        )));
+                    }
+                }
                 other => return Err(Error::corruption(format!("version edit: unknown tag {other}"))),
+            }
+        }
+        for (id, v) in bloom_bits {
+            let appended = e.buffer_ops.iter_mut().filter_map(|op| match op {
+                BufferOp::Append { file, .. } => Some(file),
+                _ => None,
+            });
+            let mut listed = false;
+            for f in e.new_files.iter_mut().map(|(_, _, f)| f).chain(appended).filter(|f| f.id == id) {
+                f.bloom_bits_per_key = Some(v);
+                listed = true;
+            }
+            if !listed {
+                return Err(Error::corruption(format!("version edit: bloom bits of unlisted file {id}")));
             }
         }
         Ok(e)
@@ -269,6 +322,7 @@ fn new_file(r: &mut Reader<'_>) -> Result<NewFile> {
         num_deletions: varint(r, "deletion count")?,
         smallest_seq: seq(r, "smallest seq")?,
         largest_seq: seq(r, "largest seq")?,
+        bloom_bits_per_key: None,
     })
 }
 
@@ -320,6 +374,7 @@ mod tests {
                         num_deletions: num(rng),
                         smallest_seq: num(rng) & MAX_SEQ,
                         largest_seq: num(rng) & MAX_SEQ,
+                        bloom_bits_per_key: None,
                     };
                     (rng.gen_range(0..10), num(rng), f)
                 })
@@ -348,11 +403,31 @@ mod tests {
         }
     }
 
+    /// Bits follow the file id, so every listing of one file agrees (as in
+    /// the engine, where they come from one `FileMeta`).
+    fn bits_of(id: u64) -> Option<f64> {
+        (!id.is_multiple_of(3)).then(|| (id % 97) as f64 / 4.0)
+    }
+
+    /// [`random_edit`] with bloom bits on most files.
+    pub(crate) fn random_edit_with_bits(rng: &mut SmallRng) -> VersionEdit {
+        let mut e = random_edit(rng);
+        for (_, _, f) in &mut e.new_files {
+            f.bloom_bits_per_key = bits_of(f.id);
+        }
+        for op in &mut e.buffer_ops {
+            if let BufferOp::Append { file, .. } = op {
+                file.bloom_bits_per_key = bits_of(file.id);
+            }
+        }
+        e
+    }
+
     #[test]
     fn random_edits_round_trip() {
         let mut rng = SmallRng::seed_from_u64(7);
         for _ in 0..500 {
-            let e = random_edit(&mut rng);
+            let e = random_edit_with_bits(&mut rng);
             assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
         }
         assert_eq!(VersionEdit::decode(&[]).unwrap(), VersionEdit::default());
@@ -362,7 +437,7 @@ mod tests {
     fn truncation_and_garbage_never_panic() {
         let mut rng = SmallRng::seed_from_u64(11);
         for _ in 0..200 {
-            let e = random_edit(&mut rng);
+            let e = random_edit_with_bits(&mut rng);
             let enc = e.encode();
             for cut in 0..enc.len() {
                 // A cut at a field boundary is a valid (shorter) edit; anything
@@ -390,5 +465,41 @@ mod tests {
         assert!(VersionEdit::decode(&[7, 0xff, 0xff, 0xff, 0xff, 0x0f]).unwrap_err().is_corruption());
         let e = VersionEdit { log_number: Some(5), ..Default::default() };
         assert_eq!(VersionEdit::decode(&[1, 5]).unwrap(), e);
+    }
+
+    #[test]
+    fn bloom_bits_tag_is_optional_and_checked() {
+        let f = NewFile { id: 9, smallest: vec![1; 9], largest: vec![2; 9], ..NewFile::default() };
+        let old = VersionEdit { new_files: vec![(1, 4, f.clone())], ..Default::default() };
+        // A record without tag 12 (as older versions wrote) reads as unknown bits.
+        let enc = old.encode();
+        assert_eq!(VersionEdit::decode(&enc).unwrap().new_files[0].2.bloom_bits_per_key, None);
+        let with = |bits: f64| {
+            let mut e = old.clone();
+            e.new_files[0].2.bloom_bits_per_key = Some(bits);
+            e
+        };
+        let enc = with(4.25).encode();
+        let tail = {
+            let mut t = vec![TAG_FILE_BLOOM_BITS as u8, 9];
+            t.extend_from_slice(&4.25f64.to_bits().to_le_bytes());
+            t
+        };
+        assert!(enc.ends_with(&tail), "tag 12 comes last: {enc:?}");
+        assert_eq!(VersionEdit::decode(&enc).unwrap(), with(4.25));
+        // Twice, for an unlisted file, or not a finite non-negative number: Corruption.
+        let mut twice = enc.clone();
+        twice.extend_from_slice(&tail);
+        assert!(VersionEdit::decode(&twice).unwrap_err().is_corruption());
+        let mut unlisted = enc.clone();
+        unlisted.extend_from_slice(&[TAG_FILE_BLOOM_BITS as u8, 8]);
+        unlisted.extend_from_slice(&1.0f64.to_bits().to_le_bytes());
+        assert!(VersionEdit::decode(&unlisted).unwrap_err().is_corruption());
+        for v in [-1.0f64, f64::NAN, f64::INFINITY] {
+            let mut bad = old.encode();
+            bad.extend_from_slice(&[TAG_FILE_BLOOM_BITS as u8, 9]);
+            bad.extend_from_slice(&v.to_bits().to_le_bytes());
+            assert!(VersionEdit::decode(&bad).unwrap_err().is_corruption(), "{v}");
+        }
     }
 }

@@ -39,7 +39,7 @@ impl ObsoleteFiles {
 }
 
 /// Plain metadata of a table file, as recorded in a [`super::VersionEdit`].
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct NewFile {
     /// File number (`NNNNNN.sst`).
     pub id: u64,
@@ -57,6 +57,9 @@ pub struct NewFile {
     pub smallest_seq: SeqNum,
     /// Largest sequence number in the file.
     pub largest_seq: SeqNum,
+    /// Bloom filter bits per key the table was built with (0: no filter);
+    /// `None` for files recorded before the MANIFEST carried it.
+    pub bloom_bits_per_key: Option<f64>,
 }
 
 /// A live table file. Shared by every run and Version that lists it.
@@ -77,6 +80,9 @@ pub struct FileMeta {
     pub smallest_seq: SeqNum,
     /// Largest sequence number in the file.
     pub largest_seq: SeqNum,
+    /// Bloom filter bits per key (0: no filter; `None`: not recorded, see the
+    /// table's properties). A file moved down keeps the filter it was built with.
+    pub bloom_bits_per_key: Option<f64>,
     obsolete: AtomicBool,
     queue: Arc<ObsoleteFiles>,
     /// Seeks left before a seek-triggered compaction (LevelDB's `allowed_seeks`).
@@ -103,6 +109,7 @@ impl FileMeta {
             num_deletions: f.num_deletions,
             smallest_seq: f.smallest_seq,
             largest_seq: f.largest_seq,
+            bloom_bits_per_key: f.bloom_bits_per_key,
             obsolete: AtomicBool::new(false),
             queue,
             allowed_seeks: AtomicI64::new(initial_allowed_seeks(f.size)),
@@ -120,6 +127,7 @@ impl FileMeta {
             num_deletions: self.num_deletions,
             smallest_seq: self.smallest_seq,
             largest_seq: self.largest_seq,
+            bloom_bits_per_key: self.bloom_bits_per_key,
         }
     }
 
@@ -133,6 +141,7 @@ impl FileMeta {
             && self.num_deletions == f.num_deletions
             && self.smallest_seq == f.smallest_seq
             && self.largest_seq == f.largest_seq
+            && same_bits(self.bloom_bits_per_key, f.bloom_bits_per_key)
     }
 
     /// User key of the smallest entry.
@@ -182,6 +191,15 @@ impl FileMeta {
     }
 }
 
+/// Bits recorded for one file must agree, except that a listing written before
+/// the MANIFEST carried them (`None`) matches any: the file is the same.
+fn same_bits(a: Option<f64>, b: Option<f64>) -> bool {
+    match (a, b) {
+        (Some(x), Some(y)) => x.to_bits() == y.to_bits(),
+        _ => true,
+    }
+}
+
 impl Drop for FileMeta {
     fn drop(&mut self) {
         if self.obsolete.load(Ordering::Acquire) {
@@ -198,6 +216,7 @@ impl fmt::Debug for FileMeta {
             .field("smallest", &self.smallest)
             .field("largest", &self.largest)
             .field("seq", &(self.smallest_seq..=self.largest_seq))
+            .field("bloom_bits_per_key", &self.bloom_bits_per_key)
             .field("obsolete", &self.obsolete.load(Ordering::Relaxed))
             .finish()
     }
@@ -231,6 +250,14 @@ mod tests {
         assert!(!f.overlaps_user_range(b"g", b"z"));
         assert!(f.same_as(&f.to_new_file()));
         assert!(!f.same_as(&nf(1, b"c", b"g")));
+        // Recorded filter bits must agree; an unrecorded listing matches any.
+        let mut g = NewFile { bloom_bits_per_key: Some(3.5), ..nf(2, b"c", b"f") };
+        let h = FileMeta::new(g.clone(), Arc::new(ObsoleteFiles::new()));
+        assert!(h.same_as(&g));
+        g.bloom_bits_per_key = Some(4.0);
+        assert!(!h.same_as(&g));
+        g.bloom_bits_per_key = None;
+        assert!(h.same_as(&g));
     }
 
     #[test]

@@ -501,6 +501,8 @@ mod tests {
             num_deletions: 1,
             smallest_seq: id,
             largest_seq: id + 1,
+            // Some files as older MANIFESTs recorded them, without bloom bits.
+            bloom_bits_per_key: (!id.is_multiple_of(4)).then_some(id as f64 / 8.0),
         }
     }
 

@@ -195,6 +195,15 @@ pub fn configs() -> Vec<Config> {
                     .with_bloom_bits_per_key(3.5)
             },
         },
+        // Monkey: per-run filter sizes chosen as tables are written, read back
+        // from the MANIFEST by the op log's reopens.
+        Config {
+            name: "leveled-monkey-real-deep",
+            fs: Fs::Real,
+            options: || {
+                deep_options(CompactionStyle::Leveled).with_bloom_allocation(strata::BloomAllocation::Monkey)
+            },
+        },
         Config {
             name: "blsm-mem",
             fs: Fs::Mem,

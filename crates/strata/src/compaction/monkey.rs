@@ -1,0 +1,290 @@
+//! Monkey (Dayan, Athanassoulis, Idreos, SIGMOD 2017): bloom filter bits per
+//! sorted run that minimise the expected number of false-positive table probes
+//! of a lookup for a missing key, for a fixed total filter memory.
+//!
+//! A missing-key lookup probes one file per sorted run, so its expected wasted
+//! probes are `Σ p_i` (`p_i` the false-positive rate of run `i`). A bloom
+//! filter with `b` bits per key has `p = e^(-b (ln 2)^2)`, so a run of `N_i`
+//! entries costs `N_i (-ln p_i) / (ln 2)^2` bits. Minimising `Σ p_i` under
+//! `Σ N_i (-ln p_i) / (ln 2)^2 = M` (Lagrange) gives `p_i = λ N_i`: a run's
+//! rate is proportional to its size. Runs whose `p_i` would reach 1 get no
+//! filter and the budget is re-solved over the others. Nothing here depends on
+//! the ratio between levels, so leveling, tiering and Garnering's growing
+//! ratios are all the same computation over whatever runs the view shows.
+
+use std::collections::HashSet;
+use std::f64::consts::LN_2;
+
+use super::policy::{FileRef, LsmView, RunTarget};
+use crate::options::BloomAllocation;
+
+/// Most bits per key a run is given (the `bloom_bits_per_key` limit). Only a
+/// run tiny beside the tree reaches it; the budget it would have had is unused.
+pub const MAX_BITS_PER_KEY: f64 = 64.0;
+
+/// Bits per key for runs of `entries[i]` entries under Monkey, for a budget of
+/// `bits_per_key` on average over all entries. Runs with no entries, and runs
+/// too large to be worth a filter at this budget, get 0.
+pub fn allocate(entries: &[u64], bits_per_key: f64) -> Vec<f64> {
+    let mut bits = vec![0.0; entries.len()];
+    let total: f64 = entries.iter().map(|&n| n as f64).sum();
+    if !(bits_per_key > 0.0 && bits_per_key.is_finite()) || total == 0.0 {
+        return bits;
+    }
+    let ln2sq = LN_2 * LN_2;
+    // The budget in "nats": Σ N_i (-ln p_i) over the runs with a filter.
+    let budget = bits_per_key * total * ln2sq;
+    // Largest first: with p_i ∝ N_i, the largest run is the first to reach p = 1.
+    let mut active: Vec<usize> = (0..entries.len()).filter(|&i| entries[i] > 0).collect();
+    active.sort_by_key(|&i| std::cmp::Reverse(entries[i]));
+    let mut start = 0;
+    while let Some(&largest) = active.get(start) {
+        let rest = active.get(start..).unwrap_or_default();
+        let n: f64 = rest.iter().map(|&i| entries[i] as f64).sum();
+        let n_ln_n: f64 = rest.iter().map(|&i| entries[i] as f64 * (entries[i] as f64).ln()).sum();
+        // Σ N_i (-ln(λ N_i)) = budget  =>  ln λ = -(budget + Σ N_i ln N_i) / Σ N_i.
+        let ln_lambda = -(budget + n_ln_n) / n;
+        if (entries[largest] as f64).ln() + ln_lambda >= 0.0 {
+            start += 1;
+            continue;
+        }
+        for &i in rest {
+            let ln_p = (entries[i] as f64).ln() + ln_lambda;
+            if let Some(b) = bits.get_mut(i) {
+                *b = (-ln_p / ln2sq).min(MAX_BITS_PER_KEY);
+            }
+        }
+        break;
+    }
+    bits
+}
+
+/// Where a flush or compaction writes its tables, for sizing their filters.
+#[derive(Clone, Copy, Debug)]
+pub struct WriteTarget<'a> {
+    /// Level receiving the tables.
+    pub level: usize,
+    /// Run receiving the tables.
+    pub run: RunTarget,
+    /// Files the write consumes (a merge's inputs; none for a flush).
+    pub inputs: &'a [FileRef],
+    /// Entries the write brings (an upper bound: a merge drops shadowed versions).
+    pub entries: u64,
+}
+
+/// Entries of every sorted run of `view` once the write is installed: the
+/// inputs gone, the target run holding the new entries. Returns the counts and
+/// the index of the target run among them. Buffers are left out: their files
+/// are copies of data a run already holds.
+pub fn run_entries_after(view: &LsmView, target: &WriteTarget<'_>) -> (Vec<u64>, usize) {
+    let gone: HashSet<&FileRef> = target.inputs.iter().collect();
+    let mut runs = Vec::new();
+    let mut at = None;
+    for (l, level) in view.levels.iter().enumerate() {
+        for run in &level.runs {
+            let mut n: u64 = (run.files.iter())
+                .filter(|f| !gone.contains(&FileRef { level: l, run: run.id, file: f.id }))
+                .map(|f| f.num_entries)
+                .sum();
+            if l == target.level && target.run == RunTarget::Existing(run.id) {
+                n = n.saturating_add(target.entries);
+                at = Some(runs.len());
+            }
+            runs.push(n);
+        }
+    }
+    let at = at.unwrap_or_else(|| {
+        runs.push(target.entries);
+        runs.len() - 1
+    });
+    // A write of nothing still gets a filter sized as if for one entry.
+    if let Some(n) = runs.get_mut(at) {
+        *n = (*n).max(1);
+    }
+    (runs, at)
+}
+
+/// The bits per key for tables written to `target` under `allocation`, with
+/// `bits_per_key` the configured (average) budget. The policy's
+/// [`super::CompactionPolicy::bloom_bits_for_level`] may still adjust it.
+pub fn bits_for_write(
+    allocation: BloomAllocation,
+    view: &LsmView,
+    target: &WriteTarget<'_>,
+    bits_per_key: f64,
+) -> f64 {
+    match allocation {
+        BloomAllocation::Uniform => bits_per_key,
+        BloomAllocation::Monkey => {
+            let (runs, at) = run_entries_after(view, target);
+            allocate(&runs, bits_per_key).get(at).copied().unwrap_or(bits_per_key)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::policy::tests::fv;
+    use crate::compaction::policy::{FileView, RunView};
+
+    const LN2SQ: f64 = LN_2 * LN_2;
+
+    fn fpr(bits: f64) -> f64 {
+        (-bits * LN2SQ).exp()
+    }
+
+    /// The allocation spends exactly the budget, and every run with a filter
+    /// has a false-positive rate proportional to its entries (the optimum).
+    fn check_optimal(entries: &[u64], avg: f64, bits: &[f64]) {
+        let total: f64 = entries.iter().map(|&n| n as f64).sum();
+        let spent: f64 = entries.iter().zip(bits).map(|(&n, &b)| n as f64 * b).sum();
+        assert!((spent - avg * total).abs() < 1e-6 * avg * total, "spent {spent}, budget {}", avg * total);
+        let ratios: Vec<f64> =
+            entries.iter().zip(bits).filter(|(_, &b)| b > 0.0).map(|(&n, &b)| fpr(b) / n as f64).collect();
+        for r in &ratios {
+            assert!((r / ratios[0] - 1.0).abs() < 1e-9, "p_i / N_i differs: {ratios:?}");
+        }
+        // A run left without a filter is one whose optimal rate would be >= 1.
+        let lambda = ratios[0];
+        for (&n, &b) in entries.iter().zip(bits) {
+            if b == 0.0 && n > 0 {
+                assert!(lambda * n as f64 >= 1.0 - 1e-9, "run of {n} entries lost its filter needlessly");
+            }
+        }
+    }
+
+    #[test]
+    fn worked_example_ratio_10_five_levels_10_bits() {
+        // T = 10, L = 5: N = 1, 10, 100, 1000, 10000 (11111 entries), 10 bits/key
+        // on average, so M = 111110 bits. With p_i = λ N_i:
+        //   ln λ = -(M (ln 2)^2 + Σ N_i ln N_i) / Σ N_i
+        //        = -(111110 * 0.480453 + 43210 * ln 10) / 11111
+        //        = -(53383.1 + 99494.7) / 11111 = -13.7591
+        //   bits_i = -(ln N_i + ln λ) / (ln 2)^2 = (13.7591 - ln N_i) / 0.480453
+        //   N = 10000: (13.7591 - 9.2103) / 0.480453 =  9.468
+        //   N =  1000: (13.7591 - 6.9078) / 0.480453 = 14.260
+        //   N =   100: 19.053, N = 10: 23.845, N = 1: 28.638
+        // (each level up: ln 10 / (ln 2)^2 = 4.79 bits more). Check: 94677 + 14260
+        // + 1905 + 238 + 29 = 111110. Σ p_i = 0.0118, against 5 * 0.0082 =
+        // 0.041 for 10 bits everywhere.
+        let entries = [1, 10, 100, 1000, 10000];
+        let bits = allocate(&entries, 10.0);
+        let want = [28.638, 23.845, 19.053, 14.260, 9.468];
+        for (b, w) in bits.iter().zip(want) {
+            assert!((b - w).abs() < 0.005, "{bits:?} != {want:?}");
+        }
+        check_optimal(&entries, 10.0, &bits);
+        let monkey: f64 = bits.iter().map(|&b| fpr(b)).sum();
+        let uniform = 5.0 * fpr(10.0);
+        assert!((monkey - 0.0118).abs() < 0.0001 && (uniform - 0.041).abs() < 0.0005, "{monkey} {uniform}");
+    }
+
+    #[test]
+    fn tiny_budget_leaves_the_largest_runs_without_filter() {
+        // 0.5 bits/key: solved over all five runs, ln λ = -9.1948 and the
+        // 10000-entry run would get ln p = 9.2103 - 9.1948 > 0, p > 1: no filter.
+        // Re-solved over 1..1000 (1111 entries): ln λ = -(2669.2 + 3210 ln 10)
+        // / 1111 = -9.0553, so N = 1000 gets (9.0553 - 6.9078) / 0.480453 = 4.47,
+        // N = 100: 9.26, N = 10: 14.05, N = 1: 18.85. Since p ∝ N, a thin
+        // budget drops the deepest (largest) levels first, never the small ones.
+        let entries = [1, 10, 100, 1000, 10000];
+        let bits = allocate(&entries, 0.5);
+        assert_eq!(bits[4], 0.0);
+        for (b, w) in bits.iter().zip([18.85, 14.05, 9.26, 4.47]) {
+            assert!((b - w).abs() < 0.01, "{bits:?}");
+        }
+        check_optimal(&entries, 0.5, &bits);
+        // Thinner still: the two largest go.
+        let bits = allocate(&entries, 0.01);
+        assert_eq!((bits[3], bits[4]), (0.0, 0.0), "{bits:?}");
+        assert!(bits[2] > 0.0);
+        check_optimal(&entries, 0.01, &bits);
+    }
+
+    #[test]
+    fn non_geometric_sizes_and_equal_runs() {
+        // Garnering-like ratios that grow toward the top, with an empty level.
+        let entries = [7, 0, 40, 900, 2500, 60000];
+        let bits = allocate(&entries, 6.0);
+        assert_eq!(bits[1], 0.0);
+        let filled: Vec<f64> = bits.iter().enumerate().filter(|&(i, _)| i != 1).map(|(_, &b)| b).collect();
+        assert!(filled.windows(2).all(|w| w[0] > w[1]), "{bits:?}");
+        check_optimal(&entries, 6.0, &bits);
+        // Equal runs (a tiered level): the average everywhere.
+        for b in allocate(&[500, 500, 500], 8.0) {
+            assert!((b - 8.0).abs() < 1e-9);
+        }
+        // One run: all of the budget.
+        assert!((allocate(&[123], 10.0)[0] - 10.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn zero_budget_or_empty_tree_gives_no_filters() {
+        assert_eq!(allocate(&[1, 10, 100], 0.0), vec![0.0; 3]);
+        assert_eq!(allocate(&[1, 10, 100], f64::NAN), vec![0.0; 3]);
+        assert_eq!(allocate(&[0, 0], 10.0), vec![0.0; 2]);
+        assert!(allocate(&[], 10.0).is_empty());
+    }
+
+    #[test]
+    fn tiny_runs_are_capped() {
+        let bits = allocate(&[1, u64::MAX / 4], 40.0);
+        assert_eq!(bits[0], MAX_BITS_PER_KEY);
+    }
+
+    fn files(entries: &[(u64, u64)]) -> Vec<FileView> {
+        entries
+            .iter()
+            .map(|&(id, n)| FileView { num_entries: n, ..fv(id, id * 10, id * 10 + 5, n) })
+            .collect()
+    }
+
+    /// L0: two runs of 10; L1: one run of 100 (files 3, 4); L2: 1000.
+    fn view() -> LsmView {
+        let mut v = LsmView::new(3);
+        v.levels[0].runs =
+            vec![RunView { id: 20, files: files(&[(1, 10)]) }, RunView { id: 21, files: files(&[(2, 10)]) }];
+        v.levels[1].runs = vec![RunView { id: 22, files: files(&[(3, 60), (4, 40)]) }];
+        v.levels[2].runs = vec![RunView { id: 23, files: files(&[(5, 1000)]) }];
+        v
+    }
+
+    #[test]
+    fn runs_after_a_write() {
+        let v = view();
+        let flush = WriteTarget { level: 0, run: RunTarget::New, inputs: &[], entries: 10 };
+        assert_eq!(run_entries_after(&v, &flush), (vec![10, 10, 100, 1000, 10], 4));
+        // L0 -> L1 merging both L0 runs and file 3.
+        let inputs = [
+            FileRef { level: 0, run: 20, file: 1 },
+            FileRef { level: 0, run: 21, file: 2 },
+            FileRef { level: 1, run: 22, file: 3 },
+        ];
+        let merge = WriteTarget { level: 1, run: RunTarget::Existing(22), inputs: &inputs, entries: 80 };
+        assert_eq!(run_entries_after(&v, &merge), (vec![0, 0, 120, 1000], 2));
+        let empty = WriteTarget { level: 0, run: RunTarget::New, inputs: &[], entries: 0 };
+        assert_eq!(run_entries_after(&LsmView::new(3), &empty), (vec![1], 0));
+    }
+
+    #[test]
+    fn uniform_is_the_budget_everywhere_and_monkey_follows_the_shape() {
+        let v = view();
+        let targets = [
+            WriteTarget { level: 0, run: RunTarget::New, inputs: &[], entries: 10 },
+            WriteTarget { level: 1, run: RunTarget::Existing(22), inputs: &[], entries: 5 },
+            WriteTarget { level: 2, run: RunTarget::Existing(23), inputs: &[], entries: 5 },
+        ];
+        for t in &targets {
+            assert_eq!(bits_for_write(BloomAllocation::Uniform, &v, t, 7.5), 7.5);
+            assert_eq!(bits_for_write(BloomAllocation::Uniform, &v, t, 0.0), 0.0);
+            assert_eq!(bits_for_write(BloomAllocation::Monkey, &v, t, 0.0), 0.0);
+        }
+        let m: Vec<f64> =
+            targets.iter().map(|t| bits_for_write(BloomAllocation::Monkey, &v, t, 10.0)).collect();
+        assert!(m[0] > 10.0 && m[0] > m[1] && m[1] > m[2] && m[2] < 10.0, "{m:?}");
+        // An empty tree: the first flush's run is all there is.
+        let first = bits_for_write(BloomAllocation::Monkey, &LsmView::new(3), &targets[0], 10.0);
+        assert!((first - 10.0).abs() < 1e-9);
+    }
+}

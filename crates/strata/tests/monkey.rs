@@ -1,0 +1,153 @@
+//! Monkey bloom allocation against uniform filters at the same average bits per
+//! key, on the same multi-level tree: lookups of missing keys must waste fewer
+//! table probes (counted by the per-level filter statistics on the real read
+//! path), and the deepest level must hold the fewest bits. Both fail if the
+//! option is ignored.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use strata::version::{read_current, read_manifest, VersionEdit};
+use strata::wal::LogWriter;
+use strata::{BloomAllocation, CompactionStyle, CompressionType, Db, MemVfs, Options, Stats, Vfs};
+
+const KEYS: u64 = 60_000;
+const MISSES: u64 = 40_000;
+const BITS: f64 = 10.0;
+
+/// Small memtables and levels, so 60 000 keys make a tree of four or five levels.
+fn options(style: CompactionStyle, alloc: BloomAllocation, vfs: Arc<MemVfs>) -> Options {
+    Options::default()
+        .with_vfs(vfs)
+        .with_compaction_style(style)
+        .with_bloom_allocation(alloc)
+        .with_bloom_bits_per_key(BITS)
+        .with_compression(CompressionType::None)
+        .with_write_buffer_size(16 << 10)
+        .with_target_file_size_base(8 << 10)
+        .with_max_bytes_for_level_base(16 << 10)
+        .with_max_bytes_for_level_multiplier(4.0)
+}
+
+/// Even numbers are stored, odd ones never: a missing key falls inside the
+/// key range of a file at every level, so each run's filter is asked.
+fn key(i: u64) -> String {
+    format!("key{i:09}")
+}
+
+/// The tree after loading every stored key in a scattered order (so levels
+/// fill by merges, not trivial moves) and letting compactions finish.
+fn load(style: CompactionStyle, alloc: BloomAllocation) -> (Db, Arc<MemVfs>) {
+    let vfs = Arc::new(MemVfs::new());
+    let db = Db::open("/db", options(style, alloc, vfs.clone())).unwrap();
+    for i in 0..KEYS {
+        // 7919 is prime and does not divide KEYS: a permutation.
+        let k = (i * 7919) % KEYS;
+        db.put(key(2 * k), format!("value-{k:034}")).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    (db, vfs)
+}
+
+/// False-positive table probes per missing-key lookup.
+fn wasted_probes(db: &Db) -> (f64, Stats) {
+    let before = db.stats().filter_false_positives();
+    for i in 0..MISSES {
+        let k = (i * 104_729) % KEYS;
+        assert_eq!(db.get(key(2 * k + 1)).unwrap(), None);
+    }
+    let s = db.stats();
+    ((s.filter_false_positives() - before) as f64 / MISSES as f64, s)
+}
+
+/// Bits per key of the levels holding files, L0 first.
+fn level_bits(s: &Stats) -> Vec<(usize, f64)> {
+    s.levels.iter().filter(|l| l.files > 0).map(|l| (l.level, l.bloom_bits_per_key)).collect()
+}
+
+/// Rewrites the MANIFEST without its bloom-bits fields, as a version before
+/// them wrote it.
+fn strip_bloom_bits(vfs: &MemVfs, dir: &Path) {
+    let number = read_current(vfs, dir).unwrap();
+    let path = dir.join(format!("MANIFEST-{number:06}"));
+    let mut edits = Vec::new();
+    read_manifest(vfs, &path, |e| {
+        edits.push(e);
+        Ok(())
+    })
+    .unwrap();
+    let mut w = LogWriter::new(vfs.create(&path).unwrap());
+    for mut e in edits {
+        for (_, _, f) in &mut e.new_files {
+            f.bloom_bits_per_key = None;
+        }
+        let record = e.encode();
+        assert_eq!(VersionEdit::decode(&record).unwrap(), e);
+        w.add_record(&record).unwrap();
+    }
+    w.sync().unwrap();
+}
+
+/// Loads the tree under both allocations and measures missing-key lookups.
+fn compare(style: CompactionStyle) -> [(f64, Stats, Db, Arc<MemVfs>); 2] {
+    [BloomAllocation::Uniform, BloomAllocation::Monkey].map(|alloc| {
+        let (db, vfs) = load(style.clone(), alloc);
+        let (rate, stats) = wasted_probes(&db);
+        eprintln!("{style:?} {alloc:?}: {rate:.4} wasted probes per missing key\n{stats}");
+        for l in stats.levels.iter().filter(|l| l.files > 0 && l.level > 0) {
+            assert!(l.filter_probes > 0, "L{} was never probed", l.level);
+            assert!(l.filter_false_positives <= l.filter_positives && l.filter_positives <= l.filter_probes);
+        }
+        (rate, stats, db, vfs)
+    })
+}
+
+/// Stepped merge is Monkey's own setting: every run spans the key range, so
+/// every missing-key lookup asks every run's filter, and the sum of the
+/// false-positive rates is the expected number of wasted probes.
+#[test]
+fn monkey_wastes_fewer_probes_than_uniform_at_the_same_memory() {
+    let [(u_rate, u_stats, ..), (m_rate, m_stats, ..)] = compare(CompactionStyle::Tiered);
+    for (l, b) in level_bits(&u_stats) {
+        assert!((b - BITS).abs() < 1e-9, "uniform L{l} has {b} bits/key");
+    }
+    let m_bits = level_bits(&m_stats);
+    assert!(m_bits.len() >= 3, "want several levels: {m_bits:?}");
+    // Runs grow with depth, so bits fall with it: the deepest level (the
+    // largest run) below the average, the levels above it more.
+    assert!(m_bits.windows(2).all(|w| w[0].1 > w[1].1), "{m_bits:?}");
+    assert!(m_bits[m_bits.len() - 1].1 < BITS && m_bits[0].1 > BITS + 2.0, "{m_bits:?}");
+    assert!(m_rate < 0.75 * u_rate, "monkey {m_rate} vs uniform {u_rate} wasted probes per lookup");
+}
+
+/// Under leveling the bits follow the level sizes the same way, are recorded
+/// per file in the MANIFEST, and come back on reopen, also from a MANIFEST
+/// written before it carried them (from the tables' properties).
+#[test]
+fn leveled_monkey_bits_follow_level_sizes_and_survive_reopen() {
+    let [(u_rate, ..), (m_rate, m_stats, monkey, vfs)] = compare(CompactionStyle::Leveled);
+    // Leveled upper levels cover only part of the key range (round-robin
+    // compaction drains them range by range), so lookups ask their filters
+    // less often than the sizes assume: the gain is smaller than under tiering.
+    eprintln!("leveled: monkey {m_rate:.4} vs uniform {u_rate:.4} wasted probes per missing key");
+    let m_bits = level_bits(&m_stats);
+    assert!(m_bits.len() >= 3, "want several levels: {m_bits:?}");
+    let (top, deepest) = (m_bits[0], m_bits[m_bits.len() - 1]);
+    assert!(top.1 > BITS + 2.0 && deepest.1 < BITS, "{m_bits:?}");
+
+    monkey.close().unwrap();
+    let opts = options(CompactionStyle::Leveled, BloomAllocation::Monkey, vfs.clone())
+        .with_disable_auto_compactions(true);
+    let db = Db::open("/db", opts.clone()).unwrap();
+    assert_eq!(level_bits(&db.stats()), m_bits);
+    db.close().unwrap();
+    strip_bloom_bits(&vfs, Path::new("/db"));
+    let db = Db::open("/db", opts).unwrap();
+    let reread = level_bits(&db.stats());
+    assert_eq!(reread.len(), m_bits.len());
+    for (a, b) in reread.iter().zip(&m_bits) {
+        assert!(a.0 == b.0 && (a.1 - b.1).abs() < 1e-9, "{reread:?} != {m_bits:?}");
+    }
+    assert_eq!(db.get(key(2)).unwrap(), Some(format!("value-{:034}", 1).into_bytes()));
+}
