@@ -17,6 +17,7 @@ pub const BENCHMARKS: &[&str] = &[
     "waitforcompaction",
     "overwrite",
     "readrandom",
+    "readmissing",
     "readseq",
     "seekrandom",
     "seekrandomnext10",
@@ -67,8 +68,8 @@ fn parse_bloom_allocation(s: &str) -> Result<strata::BloomAllocation, String> {
 )]
 pub struct Args {
     /// Comma-separated benchmarks, run in order on the same database: fillseq, fillrandom,
-    /// overwrite, readrandom, readseq, seekrandom, seekrandomnext10, seekrandomnext100,
-    /// readwhilewriting, seekrandomwhilewriting, ycsba..ycsbf. seekrandomnextN is seekrandom
+    /// overwrite, readrandom, readmissing (gets of absent keys inside the key range), readseq,
+    /// seekrandom, seekrandomnext10, seekrandomnext100, readwhilewriting, seekrandomwhilewriting, ycsba..ycsbf. seekrandomnextN is seekrandom
     /// with --seek_nexts=N (a seek, then N nexts: up to N + 1 entries read).
     #[arg(long, value_delimiter = ',', default_value = "fillrandom,readrandom,seekrandom")]
     pub benchmarks: Vec<String>,

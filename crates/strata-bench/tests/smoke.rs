@@ -72,6 +72,13 @@ fn readrandom_after_fillrandom_finds_only_written_keys() {
 }
 
 #[test]
+fn readmissing_finds_nothing_after_fillseq() {
+    let results = run("--benchmarks=fillseq,readmissing --threads=1 --reads=500");
+    let r = get(&results, "readmissing");
+    assert_eq!((r.ops, r.found), (500, 0), "{r:?}");
+}
+
+#[test]
 fn existing_db_is_reused_and_read_on_empty_db_warns() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().display().to_string();

@@ -90,6 +90,7 @@ pub fn is_timed(name: &str) -> bool {
 fn read_op(name: &str, seek_nexts: usize) -> read::ReadOp {
     match name {
         "readrandom" | "readwhilewriting" => read::ReadOp::Get,
+        "readmissing" => read::ReadOp::GetMissing,
         "seekrandomnext10" => read::ReadOp::Seek { nexts: 10 },
         "seekrandomnext100" => read::ReadOp::Seek { nexts: 100 },
         _ => read::ReadOp::Seek { nexts: seek_nexts },
@@ -117,7 +118,7 @@ pub fn run_benchmark(
             state.has_data = true;
             o
         }
-        "readrandom" | "seekrandom" | "seekrandomnext10" | "seekrandomnext100" => {
+        "readrandom" | "readmissing" | "seekrandom" | "seekrandomnext10" | "seekrandomnext100" => {
             state.warn_if_empty(name);
             let op = read_op(name, args.seek_nexts);
             let seeds = state.seeds(args.seed, threads);

@@ -16,6 +16,10 @@ use std::time::Instant;
 pub enum ReadOp {
     /// A point get; found when the key exists.
     Get,
+    /// db_bench's `readmissing`: a get of a key that sorts between written keys
+    /// (an index's key plus `.`), so it is inside the tables' ranges and only
+    /// bloom filters keep it from reading a data block; never found.
+    GetMissing,
     /// db_bench's Seek followed by up to `nexts` Next calls (so up to `nexts + 1`
     /// entries read); found when the seek lands on an entry.
     Seek {
@@ -28,7 +32,7 @@ impl ReadOp {
     /// Entries a seek reads at most (the seek's own entry plus the nexts).
     pub fn entries(self) -> usize {
         match self {
-            ReadOp::Get => 1,
+            ReadOp::Get | ReadOp::GetMissing => 1,
             ReadOp::Seek { nexts } => nexts.saturating_add(1),
         }
     }
@@ -74,9 +78,12 @@ pub fn random_reads(
         for i in 0..reads {
             let index = rng.gen_range(0..args.num);
             format_key_into(index, args.key_size, &mut key);
+            if op == ReadOp::GetMissing {
+                key.push(b'.');
+            }
             let t0 = Instant::now();
             let (found, bytes) = match op {
-                ReadOp::Get => match engine.get(&key)? {
+                ReadOp::Get | ReadOp::GetMissing => match engine.get(&key)? {
                     Some(v) => (true, key.len() + v.len()),
                     None => (false, 0),
                 },

@@ -152,9 +152,12 @@ fn reader(
     while done < limit && !shared.stop.load(Ordering::Relaxed) {
         let index = chooser.next_index(&mut rng);
         format_key_into(index, args.key_size, &mut key);
+        if op == ReadOp::GetMissing {
+            key.push(b'.');
+        }
         let t0 = Instant::now();
         let hit = match op {
-            ReadOp::Get => engine.get(&key)?.is_some(),
+            ReadOp::Get | ReadOp::GetMissing => engine.get(&key)?.is_some(),
             ReadOp::Seek { .. } => {
                 super::read::seek(engine, args, index, &key, &mut end, op.entries())?.0 > 0
             }
