@@ -1,4 +1,4 @@
-//! bLSM's two-part levels with the gear scheduler (TECHNIQUES.md §1.1; the
+//! bLSM's two-part levels with the gear scheduler (the bLSM paper; the
 //! structure LSbM builds on, and one of the LSbM paper's baselines).
 //!
 //! Every level `i >= 1` has up to two data runs: `C_i` receives merges from

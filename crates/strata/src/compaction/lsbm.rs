@@ -1,4 +1,4 @@
-//! LSbM (TECHNIQUES.md §1.2–1.3) and dLSM (§1.5): bLSM's two-part levels plus
+//! LSbM (the LSbM paper's compaction buffer) and dLSM: bLSM's two-part levels plus
 //! the compaction buffer.
 //!
 //! bLSM decides every merge; this policy adds the buffer actions:

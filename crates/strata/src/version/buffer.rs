@@ -1,4 +1,4 @@
-//! The LSbM compaction buffer of a data run (TECHNIQUES.md §1.2–1.4): a list of
+//! The LSbM compaction buffer of a data run (the LSbM paper, docs/ARCHITECTURE.md): a list of
 //! sorted tables, newest first, each made of files that already exist (the
 //! files drained into the run), so their cached blocks stay valid while the
 //! run itself is rewritten by compactions.

@@ -2,7 +2,7 @@
 //!
 //! An encoded edit is a sequence of fields, each a varint tag followed by its
 //! payload (varints and varint-length-prefixed byte strings). See
-//! `docs/.parts/manifest.md` for the tag table.
+//! docs/FORMAT.md for the tag table.
 
 use std::collections::BTreeMap;
 
