@@ -35,8 +35,16 @@ fn key(i: u64) -> String {
     format!("key{i:09}")
 }
 
+/// Keys per memtable: flushed by hand before `write_buffer_size` (about 117
+/// entries of 140 charged bytes here) fills, so no
+/// flush happens in the background.
+const PER_FLUSH: u64 = 100;
+
 /// The tree after loading every stored key in a scattered order (so levels
-/// fill by merges, not trivial moves) and letting compactions finish.
+/// fill by merges, not trivial moves). Compactions are drained after every
+/// flush, so the tree's shape does not depend on thread timing: both
+/// allocations get the same runs (a timing-dependent shape once gave Monkey
+/// five levels of runs against uniform's two, and the test failed).
 fn load(style: CompactionStyle, alloc: BloomAllocation) -> (Db, Arc<MemVfs>) {
     let vfs = Arc::new(MemVfs::new());
     let db = Db::open("/db", options(style, alloc, vfs.clone())).unwrap();
@@ -44,6 +52,10 @@ fn load(style: CompactionStyle, alloc: BloomAllocation) -> (Db, Arc<MemVfs>) {
         // 7919 is prime and does not divide KEYS: a permutation.
         let k = (i * 7919) % KEYS;
         db.put(key(2 * k), format!("value-{k:034}")).unwrap();
+        if (i + 1) % PER_FLUSH == 0 {
+            db.flush().unwrap();
+            db.wait_for_compactions().unwrap();
+        }
     }
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
@@ -89,6 +101,25 @@ fn strip_bloom_bits(vfs: &MemVfs, dir: &Path) {
     w.sync().unwrap();
 }
 
+/// Filter bits of the live tables (`Σ entries × bits`) and their entries,
+/// replayed from the MANIFEST.
+fn filter_memory(vfs: &MemVfs) -> (f64, u64) {
+    let dir = Path::new("/db");
+    let path = dir.join(format!("MANIFEST-{:06}", read_current(vfs, dir).unwrap()));
+    let mut live = std::collections::HashMap::new();
+    read_manifest(vfs, &path, |e| {
+        for (_, _, id) in &e.deleted_files {
+            live.remove(id);
+        }
+        for (_, _, f) in &e.new_files {
+            live.insert(f.id, (f.num_entries, f.bloom_bits_per_key.expect("bits recorded")));
+        }
+        Ok(())
+    })
+    .unwrap();
+    (live.values().map(|&(n, b)| n as f64 * b).sum(), live.values().map(|&(n, _)| n).sum())
+}
+
 /// Loads the tree under both allocations and measures missing-key lookups.
 fn compare(style: CompactionStyle) -> [(f64, Stats, Db, Arc<MemVfs>); 2] {
     [BloomAllocation::Uniform, BloomAllocation::Monkey].map(|alloc| {
@@ -108,7 +139,7 @@ fn compare(style: CompactionStyle) -> [(f64, Stats, Db, Arc<MemVfs>); 2] {
 /// false-positive rates is the expected number of wasted probes.
 #[test]
 fn monkey_wastes_fewer_probes_than_uniform_at_the_same_memory() {
-    let [(u_rate, u_stats, ..), (m_rate, m_stats, ..)] = compare(CompactionStyle::Tiered);
+    let [(u_rate, u_stats, _, u_vfs), (m_rate, m_stats, _, m_vfs)] = compare(CompactionStyle::Tiered);
     for (l, b) in level_bits(&u_stats) {
         assert!((b - BITS).abs() < 1e-9, "uniform L{l} has {b} bits/key");
     }
@@ -119,6 +150,14 @@ fn monkey_wastes_fewer_probes_than_uniform_at_the_same_memory() {
     assert!(m_bits.windows(2).all(|w| w[0].1 > w[1].1), "{m_bits:?}");
     assert!(m_bits[m_bits.len() - 1].1 < BITS && m_bits[0].1 > BITS + 2.0, "{m_bits:?}");
     assert!(m_rate < 0.75 * u_rate, "monkey {m_rate} vs uniform {u_rate} wasted probes per lookup");
+    // At the same memory: no more filter bits than uniform's (the regression
+    // was a tree whose large runs were sized while the levels above them were
+    // empty, so it spent more than the budget).
+    let ((u_bits, u_n), (m_bits, m_n)) = (filter_memory(&u_vfs), filter_memory(&m_vfs));
+    assert_eq!(u_n, m_n);
+    assert!((u_bits / u_n as f64 - BITS).abs() < 1e-9, "uniform {u_bits} bits for {u_n} entries");
+    assert!(m_bits <= u_bits * (1.0 + 1e-9), "monkey {m_bits} filter bits vs uniform {u_bits}");
+    eprintln!("filter bits per entry: monkey {:.3}, uniform {:.3}", m_bits / m_n as f64, u_bits / u_n as f64);
 }
 
 /// Under leveling the bits follow the level sizes the same way, are recorded

@@ -104,22 +104,118 @@ pub fn run_entries_after(view: &LsmView, target: &WriteTarget<'_>) -> (Vec<u64>,
     (runs, at)
 }
 
+/// Filter bits already spent by the files that stay in the tree once the write
+/// is installed (the write's inputs are gone, its own tables not yet counted):
+/// `Σ entries × bits` with each file's recorded bits, `default_bits` for a file
+/// from a version that did not record them. Buffers are left out as above.
+pub fn bits_in_force(view: &LsmView, target: &WriteTarget<'_>, default_bits: f64) -> f64 {
+    let gone: HashSet<&FileRef> = target.inputs.iter().collect();
+    let mut spent = 0.0;
+    for (l, level) in view.levels.iter().enumerate() {
+        for run in &level.runs {
+            for f in &run.files {
+                if !gone.contains(&FileRef { level: l, run: run.id, file: f.id }) {
+                    spent += f.num_entries as f64 * f.bloom_bits_per_key.unwrap_or(default_bits);
+                }
+            }
+        }
+    }
+    spent
+}
+
+/// The shape of a full tree, for [`project_full`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FullShape {
+    /// Size ratio between a run and a run of the level above it.
+    pub ratio: f64,
+    /// Runs a full level holds: 1 under leveling, `r - 1` under tiering
+    /// (the `r`-th run triggers the merge down).
+    pub runs_per_level: usize,
+}
+
+/// The runs of the tree as Monkey's model sees it, the tree full: every level
+/// down to the deepest with data holds `runs_per_level` runs, each `1/ratio`
+/// the size of a run of the level below (or its actual size if larger). So a
+/// large run written while the levels above it happen to be empty (a tiered
+/// cascade just merged them all down) is sized for the full tree it will live
+/// in, not for the moment it was written. A level's single run (leveling) is
+/// counted at its full size, so a table joining it gets that level's bits;
+/// missing runs are appended after the real ones, whose indices stay valid.
+pub fn project_full(runs: &[u64], levels: &[usize], shape: FullShape) -> Vec<u64> {
+    let mut out = runs.to_vec();
+    let FullShape { ratio, runs_per_level: k } = shape;
+    if !(ratio > 1.0 && ratio.is_finite()) || k == 0 {
+        return out;
+    }
+    let Some(deepest) = runs.iter().zip(levels).filter(|(&n, _)| n > 0).map(|(_, &l)| l).max() else {
+        return out;
+    };
+    let mut size = 0.0f64;
+    for level in (0..=deepest).rev() {
+        let here: Vec<usize> = (0..runs.len()).filter(|&i| levels[i] == level && runs[i] > 0).collect();
+        let largest = here.iter().map(|&i| runs[i]).max().unwrap_or(0) as f64;
+        size = if level == deepest { largest } else { (size / ratio).max(largest) };
+        match (k, here.as_slice()) {
+            (1, &[only]) => out[only] = out[only].max(size as u64),
+            _ => {
+                for _ in here.len()..k {
+                    out.push(size as u64);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The bits per key for tables written to `target` under `allocation`, with
-/// `bits_per_key` the configured (average) budget. The policy's
+/// `bits_per_key` the configured (average) budget and `shape` the policy's
+/// full tree. The policy's
 /// [`super::CompactionPolicy::bloom_bits_for_level`] may still adjust it.
+///
+/// Under Monkey the write gets its share of the optimum over the projected
+/// full tree ([`project_full`]), but never more than the budget left once the
+/// filters already in force are paid for ([`bits_in_force`]): the whole tree's
+/// filters stay within `bits_per_key` on average, whatever order the runs were
+/// written in. Without that cap, runs sized while the tree was small keep their
+/// bits and the tree ends up with more filter memory than `Uniform` would use.
 pub fn bits_for_write(
     allocation: BloomAllocation,
     view: &LsmView,
     target: &WriteTarget<'_>,
     bits_per_key: f64,
+    shape: FullShape,
 ) -> f64 {
     match allocation {
         BloomAllocation::Uniform => bits_per_key,
         BloomAllocation::Monkey => {
+            if !(bits_per_key > 0.0 && bits_per_key.is_finite()) {
+                return 0.0;
+            }
             let (runs, at) = run_entries_after(view, target);
-            allocate(&runs, bits_per_key).get(at).copied().unwrap_or(bits_per_key)
+            let levels = run_levels_after(view, target);
+            let ideal = allocate(&project_full(&runs, &levels, shape), bits_per_key)
+                .get(at)
+                .copied()
+                .unwrap_or(bits_per_key);
+            let total: f64 = runs.iter().map(|&n| n as f64).sum();
+            let left = bits_per_key * total - bits_in_force(view, target, bits_per_key);
+            let cap = left / target.entries.max(1) as f64;
+            ideal.min(cap).max(0.0)
         }
     }
+}
+
+/// The level of each run [`run_entries_after`] returns, in the same order.
+fn run_levels_after(view: &LsmView, target: &WriteTarget<'_>) -> Vec<usize> {
+    let mut levels: Vec<usize> =
+        (view.levels.iter().enumerate()).flat_map(|(l, level)| level.runs.iter().map(move |_| l)).collect();
+    let existing = view
+        .level(target.level)
+        .is_some_and(|l| l.runs.iter().any(|r| target.run == RunTarget::Existing(r.id)));
+    if !existing {
+        levels.push(target.level);
+    }
+    levels
 }
 
 #[cfg(test)]
@@ -129,6 +225,7 @@ mod tests {
     use crate::compaction::policy::{FileView, RunView};
 
     const LN2SQ: f64 = LN_2 * LN_2;
+    const SHAPE: FullShape = FullShape { ratio: 10.0, runs_per_level: 1 };
 
     fn fpr(bits: f64) -> f64 {
         (-bits * LN2SQ).exp()
@@ -267,24 +364,123 @@ mod tests {
         assert_eq!(run_entries_after(&LsmView::new(3), &empty), (vec![1], 0));
     }
 
+    /// `view()` with filters below the budget on average (9500 bits for 1120
+    /// entries), the deep run thinnest, as Monkey leaves a tree whose upper
+    /// levels are not full.
+    fn view_with_monkey_bits() -> LsmView {
+        let mut v = view();
+        for (l, level) in v.levels.iter_mut().enumerate() {
+            for f in level.runs.iter_mut().flat_map(|r| r.files.iter_mut()) {
+                f.bloom_bits_per_key = Some([15.0, 12.0, 8.0][l]);
+            }
+        }
+        v
+    }
+
     #[test]
     fn uniform_is_the_budget_everywhere_and_monkey_follows_the_shape() {
-        let v = view();
+        let v = view_with_monkey_bits();
         let targets = [
             WriteTarget { level: 0, run: RunTarget::New, inputs: &[], entries: 10 },
             WriteTarget { level: 1, run: RunTarget::Existing(22), inputs: &[], entries: 5 },
             WriteTarget { level: 2, run: RunTarget::Existing(23), inputs: &[], entries: 5 },
         ];
         for t in &targets {
-            assert_eq!(bits_for_write(BloomAllocation::Uniform, &v, t, 7.5), 7.5);
-            assert_eq!(bits_for_write(BloomAllocation::Uniform, &v, t, 0.0), 0.0);
-            assert_eq!(bits_for_write(BloomAllocation::Monkey, &v, t, 0.0), 0.0);
+            assert_eq!(bits_for_write(BloomAllocation::Uniform, &v, t, 7.5, SHAPE), 7.5);
+            assert_eq!(bits_for_write(BloomAllocation::Uniform, &v, t, 0.0, SHAPE), 0.0);
+            assert_eq!(bits_for_write(BloomAllocation::Monkey, &v, t, 0.0, SHAPE), 0.0);
         }
         let m: Vec<f64> =
-            targets.iter().map(|t| bits_for_write(BloomAllocation::Monkey, &v, t, 10.0)).collect();
+            targets.iter().map(|t| bits_for_write(BloomAllocation::Monkey, &v, t, 10.0, SHAPE)).collect();
         assert!(m[0] > 10.0 && m[0] > m[1] && m[1] > m[2] && m[2] < 10.0, "{m:?}");
         // An empty tree: the first flush's run is all there is.
-        let first = bits_for_write(BloomAllocation::Monkey, &LsmView::new(3), &targets[0], 10.0);
+        let first = bits_for_write(BloomAllocation::Monkey, &LsmView::new(3), &targets[0], 10.0, SHAPE);
         assert!((first - 10.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn projection_fills_the_levels_above_the_deepest() {
+        let leveled = FullShape { ratio: 10.0, runs_per_level: 1 };
+        // One run of 1000 at L3, ratio 10: L2, L1 and L0 are missing 100, 10, 1.
+        assert_eq!(project_full(&[1000], &[3], leveled), vec![1000, 100, 10, 1]);
+        // A level's run counts at its full size; one already larger keeps its
+        // size and sets the bar for the levels above it.
+        assert_eq!(project_full(&[5, 400, 1000], &[0, 2, 3], leveled), vec![5, 400, 1000, 40]);
+        assert_eq!(project_full(&[1, 30, 1000], &[1, 2, 3], leveled), vec![10, 100, 1000, 1]);
+        // Tiering, r = 4: full levels hold three runs, the deepest too.
+        let tiered = FullShape { ratio: 4.0, runs_per_level: 3 };
+        assert_eq!(project_full(&[64, 640], &[1, 2], tiered), vec![64, 640, 640, 640, 160, 160, 40, 40, 40]);
+        // No ratio, or nothing below: unchanged.
+        assert_eq!(
+            project_full(&[5, 1000], &[0, 3], FullShape { ratio: 1.0, runs_per_level: 1 }),
+            vec![5, 1000]
+        );
+        assert_eq!(project_full(&[7], &[0], leveled), vec![7]);
+        assert!(project_full(&[], &[], leveled).is_empty());
+    }
+
+    fn spent(v: &LsmView) -> f64 {
+        let t = WriteTarget { level: 0, run: RunTarget::New, inputs: &[], entries: 0 };
+        bits_in_force(v, &t, f64::NAN)
+    }
+
+    /// The regression: a tiered cascade writes each large run while every level
+    /// above it is empty, so sizing it for that moment gave it the whole
+    /// average, and the small runs written later got more on top: the tree
+    /// used more filter memory than uniform filters (the test comparing them
+    /// failed once the tree's shape stopped depending on thread timing).
+    #[test]
+    fn monkey_stays_within_the_budget_when_runs_arrive_bottom_up() {
+        const AVG: f64 = 10.0;
+        let mut v = LsmView::new(4);
+        let mut next = 1;
+        let mut add = |v: &mut LsmView, level: usize, entries: u64| {
+            let t = WriteTarget { level, run: RunTarget::New, inputs: &[], entries };
+            let b = bits_for_write(
+                BloomAllocation::Monkey,
+                v,
+                &t,
+                AVG,
+                FullShape { ratio: 4.0, runs_per_level: 3 },
+            );
+            let mut f = fv(next, 0, 1000, entries);
+            (f.num_entries, f.bloom_bits_per_key) = (entries, Some(b));
+            v.levels[level].runs.push(RunView { id: 100 + next, files: vec![f] });
+            next += 1;
+            b
+        };
+        // Three runs land on L3 while nothing is above them, then the levels
+        // above fill from the top.
+        let deep: Vec<f64> = (0..3).map(|_| add(&mut v, 3, 6400)).collect();
+        assert!(deep.iter().all(|&b| b < AVG), "{deep:?}");
+        let upper: Vec<f64> = [(2, 1600), (2, 1600), (1, 400), (1, 400), (0, 100)]
+            .iter()
+            .map(|&(l, n)| add(&mut v, l, n))
+            .collect();
+        assert!(upper.iter().all(|&b| b > AVG), "{upper:?}");
+        let entries: u64 = 3 * 6400 + 2 * 1600 + 2 * 400 + 100;
+        assert!(spent(&v) <= AVG * entries as f64 + 1e-6, "{} > {}", spent(&v), AVG * entries as f64);
+    }
+
+    /// Filters already in force at the full average (a tree built under
+    /// `Uniform`, then reopened with Monkey) leave no budget to give a new run
+    /// more than the average: the cap holds even against the optimum.
+    #[test]
+    fn filters_in_force_cap_what_a_new_run_gets() {
+        let mut v = view();
+        for f in v.levels.iter_mut().flat_map(|l| l.runs.iter_mut()).flat_map(|r| r.files.iter_mut()) {
+            f.bloom_bits_per_key = Some(10.0);
+        }
+        let flush = WriteTarget { level: 0, run: RunTarget::New, inputs: &[], entries: 10 };
+        let b = bits_for_write(BloomAllocation::Monkey, &v, &flush, 10.0, SHAPE);
+        assert!((b - 10.0).abs() < 1e-9, "{b}");
+        // Files recorded with no bits (`None`) count at the average too.
+        let b = bits_for_write(BloomAllocation::Monkey, &view(), &flush, 10.0, SHAPE);
+        assert!((b - 10.0).abs() < 1e-9, "{b}");
+        // A merge frees its inputs' bits for its output.
+        let inputs = [FileRef { level: 1, run: 22, file: 3 }];
+        let merge = WriteTarget { level: 2, run: RunTarget::Existing(23), inputs: &inputs, entries: 60 };
+        let b = bits_for_write(BloomAllocation::Monkey, &v, &merge, 10.0, SHAPE);
+        assert!(b > 0.0 && b <= 10.0 + 1e-9, "{b}");
     }
 }

@@ -397,6 +397,11 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
     ) -> usize {
         0
     }
+    /// Sorted runs a full level below L0 holds at rest: 1 for leveling (the
+    /// default), `r - 1` for tiering. Monkey sizes filters for the full tree.
+    fn runs_per_full_level(&self) -> usize {
+        1
+    }
     /// Bloom bits/key for a table written to `level` of the tree `view`.
     /// `default_bits` is what the options' [`crate::BloomAllocation`] chose
     /// (the configured bits under `Uniform`); the default keeps it.

@@ -131,6 +131,10 @@ impl CompactionPolicy for TieredPolicy {
         (0..self.cfg.num_levels).map(|l| self.score(view, l)).collect()
     }
 
+    fn runs_per_full_level(&self) -> usize {
+        self.runs_per_level - 1
+    }
+
     fn level_target_bytes(&self, _view: &LsmView, _level: usize) -> Option<u64> {
         None
     }
