@@ -2,16 +2,17 @@
 # Monkey against uniform bloom bits (the Monkey paper's Fig. 5b, as Autumn reruns it): one tree
 # loaded per (bits, allocation), then gets of missing keys and of existing keys, each in its own
 # invocation so the statistics dump after it (false positives per level) covers that read alone.
-# Usage: scripts/monkey-fp.sh OUT_DIR [NUM] [READS]
+# Usage: [BASE=bytes] scripts/monkey-fp.sh OUT_DIR [NUM] [READS]
 set -euo pipefail
 out=${1:?usage: $0 OUT_DIR [NUM] [READS]}
 num=${2:-3000000}
 reads=${3:-200000}
+base=${BASE:-10485760}   # max_bytes_for_level_base; a smaller one fills the last level
 bin=${BIN:-target/release/strata-bench}
 mkdir -p "$out"
 shape=(--num="$num" --reads="$reads" --key_size=16 --value_size=100 --cache_size=8388608
   --compression_type=none --max_file_size=2097152 --write_buffer_size=4194304
-  --max_bytes_for_level_base=10485760 --engines=strata --policy=leveled)
+  --max_bytes_for_level_base="$base" --engines=strata --policy=leveled)
 for bits in 2 10; do
   for alloc in uniform monkey; do
     tag=$alloc-$bits

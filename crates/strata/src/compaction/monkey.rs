@@ -15,8 +15,8 @@
 use std::collections::HashSet;
 use std::f64::consts::LN_2;
 
-use super::policy::{FileRef, LsmView, RunTarget};
-use crate::options::BloomAllocation;
+use super::policy::{CompactionPolicy, CompactionTask, FileRef, LsmView, PickResult, RunTarget};
+use crate::options::{BloomAllocation, Options};
 
 /// Most bits per key a run is given (the `bloom_bits_per_key` limit). Only a
 /// run tiny beside the tree reaches it; the budget it would have had is unused.
@@ -203,6 +203,63 @@ pub fn bits_for_write(
             ideal.min(cap).max(0.0)
         }
     }
+}
+
+/// The bits per key a table written to `target` gets: the options' allocation
+/// over the policy's full tree, then the policy's own adjustment
+/// ([`super::CompactionPolicy::bloom_bits_for_level`], e.g. dLSM's).
+pub fn table_bits(
+    opts: &Options,
+    policy: &dyn CompactionPolicy,
+    view: &LsmView,
+    target: &WriteTarget<'_>,
+) -> f64 {
+    let shape = FullShape {
+        ratio: opts.max_bytes_for_level_multiplier,
+        runs_per_level: policy.runs_per_full_level(),
+    };
+    let allocated = bits_for_write(opts.bloom_allocation, view, target, opts.bloom_bits_per_key, shape);
+    policy.bloom_bits_for_level(view, target.level, allocated)
+}
+
+/// How many bits per key thinner than its new level's share a moved file's
+/// filter may be before the move rewrites it (one bit: a 1.6x false-positive rate).
+pub const REFILTER_BITS: f64 = 1.0;
+
+/// Under Monkey, a trivial move of a file whose filter is more than
+/// [`REFILTER_BITS`] thinner than its destination's share becomes a merge of
+/// that one file into the same run, which writes it again with the right
+/// filter. A table keeps its filter for life, and without this a level born
+/// by moves (the first files of a new deepest level, or L1 under a sequential
+/// load) keeps filters sized for the level above, where the file was one of
+/// the largest runs; the bits it should have had go unspent. Moves with buffer
+/// actions, of files whose bits were not recorded, or under `Uniform` stay
+/// moves. The result is a pick like any other: the caller validates it.
+pub fn refilter_move(
+    opts: &Options,
+    policy: &dyn CompactionPolicy,
+    view: &LsmView,
+    pick: &PickResult,
+) -> Option<PickResult> {
+    let CompactionTask::Move { file, to_level, to_run } = &pick.task else { return None };
+    if opts.bloom_allocation != BloomAllocation::Monkey || !pick.buffer.is_empty() {
+        return None;
+    }
+    let f = view.file(file)?;
+    let has = f.bloom_bits_per_key?;
+    let inputs = std::slice::from_ref(file);
+    let target = WriteTarget { level: *to_level, run: *to_run, inputs, entries: f.num_entries };
+    if has >= table_bits(opts, policy, view, &target) - REFILTER_BITS {
+        return None;
+    }
+    let task = CompactionTask::Merge {
+        inputs: vec![file.clone()],
+        output_level: *to_level,
+        output_run: *to_run,
+        target_file_size: u64::MAX,
+        reason: "refilter",
+    };
+    Some(PickResult { task, ..pick.clone() })
 }
 
 /// The level of each run [`run_entries_after`] returns, in the same order.
@@ -482,5 +539,69 @@ mod tests {
         let merge = WriteTarget { level: 2, run: RunTarget::Existing(23), inputs: &inputs, entries: 60 };
         let b = bits_for_write(BloomAllocation::Monkey, &v, &merge, 10.0, SHAPE);
         assert!(b > 0.0 && b <= 10.0 + 1e-9, "{b}");
+    }
+
+    /// The regression: under Monkey a level born by trivial moves kept filters
+    /// sized for the level above, so its share of the budget went unspent and
+    /// Monkey wasted more probes than uniform filters on a growing tree. A
+    /// move of a file far thinner than its destination's share is now a
+    /// one-file merge into the same run; other moves stay moves.
+    #[test]
+    fn a_move_of_a_file_with_too_thin_a_filter_rewrites_it() {
+        use crate::compaction::{LeveledConfig, LeveledPolicy};
+        let policy = LeveledPolicy::new(LeveledConfig {
+            num_levels: 4,
+            l0_trigger: 4,
+            max_bytes_for_level_base: 1 << 20,
+            multiplier: 10.0,
+            target_file_size: 200 << 10,
+        })
+        .unwrap();
+        let view_with = |bits: f64| {
+            let mut v = LsmView::new(4);
+            let mut moved = fv(1, 0, 5, 1000);
+            (moved.num_entries, moved.bloom_bits_per_key) = (1000, Some(bits));
+            let mut deep = fv(2, 0, 100, 10_000);
+            (deep.num_entries, deep.bloom_bits_per_key) = (10_000, Some(9.0));
+            v.levels[1].runs = vec![RunView { id: 30, files: vec![moved] }];
+            v.levels[3].runs = vec![RunView { id: 31, files: vec![deep] }];
+            v
+        };
+        let file = FileRef { level: 1, run: 30, file: 1 };
+        let task = CompactionTask::Move { file: file.clone(), to_level: 2, to_run: RunTarget::New };
+        let pick = PickResult { compact_pointer: Some((1, b"k".to_vec())), ..PickResult::task(task, 1.5) };
+        let monkey = Options::default().with_bloom_allocation(BloomAllocation::Monkey);
+        let thin = view_with(2.0);
+        let share = table_bits(
+            &monkey,
+            &policy,
+            &thin,
+            &WriteTarget {
+                level: 2,
+                run: RunTarget::New,
+                inputs: std::slice::from_ref(&file),
+                entries: 1000,
+            },
+        );
+        assert!(share > 2.0 + REFILTER_BITS && share < 20.0, "{share}");
+        let merge = refilter_move(&monkey, &policy, &thin, &pick).expect("rewritten");
+        assert_eq!(
+            merge.task,
+            CompactionTask::Merge {
+                inputs: vec![file],
+                output_level: 2,
+                output_run: RunTarget::New,
+                target_file_size: u64::MAX,
+                reason: "refilter",
+            }
+        );
+        assert_eq!((merge.compact_pointer, merge.score), (pick.compact_pointer.clone(), pick.score));
+        // Close enough to its share, thicker, unrecorded, or under Uniform: a move.
+        assert!(refilter_move(&monkey, &policy, &view_with(share - 0.5), &pick).is_none());
+        assert!(refilter_move(&monkey, &policy, &view_with(share + 5.0), &pick).is_none());
+        let mut unrecorded = thin.clone();
+        unrecorded.levels[1].runs[0].files[0].bloom_bits_per_key = None;
+        assert!(refilter_move(&monkey, &policy, &unrecorded, &pick).is_none());
+        assert!(refilter_move(&Options::default(), &policy, &thin, &pick).is_none());
     }
 }

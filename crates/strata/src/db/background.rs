@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::DbInner;
 use crate::compaction::executor::{build_view, build_view_with, execute, OutputWriter};
 use crate::compaction::manual::{self, ManualRange};
-use crate::compaction::monkey::WriteTarget;
+use crate::compaction::monkey::{self, WriteTarget};
 use crate::compaction::{
     validate_buffer_actions, validate_flush_level, validate_task, BufferAction, LsmView, PickResult,
     RunTarget,
@@ -222,6 +222,8 @@ impl DbInner {
     /// while any `Arc` of it lives, its files cannot be deleted, so it is
     /// dropped before the purge (callers must not keep another copy).
     pub(super) fn run_task(&self, version: Arc<Version>, view: &LsmView, pick: &PickResult) -> Result<()> {
+        let refiltered = monkey::refilter_move(&self.opts, self.policy.as_ref(), view, pick);
+        let pick = refiltered.as_ref().unwrap_or(pick);
         validate_task(view, &pick.task)?;
         validate_buffer_actions(view, pick)?;
         let smallest_snapshot = self.snapshots.oldest(&self.visible_seq);
