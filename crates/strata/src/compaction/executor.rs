@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::monkey::{bits_for_write, FullShape, WriteTarget};
+use super::monkey::{table_bits, WriteTarget};
 use super::policy::{
     BufferAction, BufferEntryView, BufferTableView, BufferView, CompactionTask, FileRef, FileView, LevelView,
     LsmView, PickResult, RunTarget, RunView,
@@ -184,12 +184,7 @@ impl<'a> OutputWriter<'a> {
     /// like dLSM's, applies on top of Monkey's).
     pub(crate) fn new(env: &'a Env<'a>, view: &LsmView, target: &WriteTarget<'_>, target_size: u64) -> Self {
         let o = env.opts;
-        let shape = FullShape {
-            ratio: o.max_bytes_for_level_multiplier,
-            runs_per_level: env.policy.runs_per_full_level(),
-        };
-        let allocated = bits_for_write(o.bloom_allocation, view, target, o.bloom_bits_per_key, shape);
-        let bits = env.policy.bloom_bits_for_level(view, target.level, allocated);
+        let bits = table_bits(o, env.policy, view, target);
         let builder_opts = TableBuilderOptions {
             block_size: o.block_size,
             block_restart_interval: o.block_restart_interval,
