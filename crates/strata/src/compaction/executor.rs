@@ -7,11 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::apply::{find_file, resolve_run, task_edit};
 use super::monkey::{table_bits, WriteTarget};
-use super::policy::{
-    BufferAction, BufferEntryView, BufferTableView, BufferView, CompactionTask, FileRef, FileView, LevelView,
-    LsmView, PickResult, RunTarget, RunView,
-};
+use super::policy::{CompactionTask, FileRef, LsmView, PickResult};
 use super::warmup::Warmup;
 use super::CompactionPolicy;
 use crate::cache::TableCache;
@@ -23,7 +21,7 @@ use crate::options::Options;
 use crate::stats::CompactionRecord;
 use crate::table::builder::effective_bloom_bits;
 use crate::table::{BlockReadOptions, TableBuilder, TableBuilderOptions, TableSummary};
-use crate::version::{BufferEntry, BufferOp, FileMeta, NewFile, Run, Version, VersionEdit, VersionSet};
+use crate::version::{FileMeta, NewFile, Run, Version, VersionSet};
 use crate::vfs::Vfs;
 
 /// What a task needs from the engine.
@@ -34,134 +32,6 @@ pub(crate) struct Env<'a> {
     pub tables: &'a Arc<TableCache>,
     pub opts: &'a Options,
     pub policy: &'a dyn CompactionPolicy,
-}
-
-/// Builds the policy's view of `version` (with the policy metadata of `versions`).
-pub(crate) fn build_view(version: &Version, versions: &VersionSet, busy: &HashSet<u64>) -> LsmView {
-    build_view_with(version, versions, busy, &|_| None)
-}
-
-/// [`build_view`], with `cached(file)` giving each buffer file's cached
-/// fraction (the trim's input).
-pub(crate) fn build_view_with(
-    version: &Version,
-    versions: &VersionSet,
-    busy: &HashSet<u64>,
-    cached: &dyn Fn(&FileMeta) -> Option<f64>,
-) -> LsmView {
-    let file_view = |f: &FileMeta| FileView {
-        id: f.id,
-        size: f.size,
-        smallest: f.smallest_user_key().to_vec(),
-        largest: f.largest_user_key().to_vec(),
-        num_entries: f.num_entries,
-        num_deletions: f.num_deletions,
-        being_compacted: busy.contains(&f.id),
-        bloom_bits_per_key: f.bloom_bits_per_key,
-    };
-    let entry_view = |e: &BufferEntry| {
-        let (lo, hi) = e.range();
-        BufferEntryView {
-            file: e.file().map(|f| f.id),
-            size: e.file().map_or(0, |f| f.size),
-            smallest: lo.to_vec(),
-            largest: hi.to_vec(),
-            cached_fraction: e.file().and_then(|f| cached(f)),
-        }
-    };
-    let levels = version
-        .levels
-        .iter()
-        .map(|level| LevelView {
-            runs: (level.runs.iter())
-                .map(|run| RunView { id: run.id, files: run.files.iter().map(|f| file_view(f)).collect() })
-                .collect(),
-            buffers: (level.buffers.iter())
-                .map(|b| BufferView {
-                    run: b.run,
-                    tables: (b.tables.iter())
-                        .map(|t| BufferTableView {
-                            id: t.id,
-                            entries: t.entries.iter().map(entry_view).collect(),
-                        })
-                        .collect(),
-                })
-                .collect(),
-        })
-        .collect();
-    LsmView { levels, compact_pointers: versions.compact_pointers(), policy_state: versions.policy_state() }
-}
-
-/// Turns a pick's buffer actions into edit ops, once the task's output run
-/// (`out`: level, run id) is known and its new files are in `edit`. Data that
-/// arrives in a run with a buffer without being appended to it leaves removed
-/// marks in the buffer's newest table, so reads never take an older buffered
-/// version for the newest (the invariant in `version/buffer.rs`).
-fn buffer_ops(
-    version: &Version,
-    pick: &PickResult,
-    out: Option<(usize, u64)>,
-    edit: &mut VersionEdit,
-) -> Result<()> {
-    let arrivals: Vec<(Vec<u8>, Vec<u8>)> = edit
-        .new_files
-        .iter()
-        .filter(|(l, r, _)| Some((*l, *r)) == out)
-        .map(|(_, _, f)| (user_key(&f.smallest).to_vec(), user_key(&f.largest).to_vec()))
-        .collect();
-    // The output run's buffer before this edit, and its newest table.
-    let out_buffer = out.and_then(|(l, r)| version.levels.get(l)?.buffer_of(r));
-    let head = out_buffer.and_then(|b| b.tables.first());
-    let mut appends = Vec::new();
-    let mut skipped = false;
-    for a in &pick.buffer {
-        match a {
-            BufferAction::Append { file, table, .. } => {
-                let Some((level, run)) = out.filter(|_| !arrivals.is_empty()) else { continue };
-                // Only the newest table may grow: a file appended under a newer
-                // table would be shadowed by that table's older copies.
-                let known = out_buffer.and_then(|b| b.table(*table));
-                if known.is_some() && head.map(|h| h.id) != Some(*table) {
-                    skipped = true;
-                    continue;
-                }
-                let meta = find_file(version, file)?;
-                // A mark left in the table by an earlier non-appending merge may
-                // cover part of this file's range: entries stay disjoint, so the
-                // arrival is marked instead.
-                let (lo, hi) = (meta.smallest_user_key(), meta.largest_user_key());
-                if known.is_some_and(|t| t.entries.iter().any(|e| e.range().0 <= hi && e.range().1 >= lo)) {
-                    skipped = true;
-                    continue;
-                }
-                appends.push(BufferOp::Append { level, run, table: *table, file: meta.to_new_file() });
-            }
-            BufferAction::RemoveFile { level, run, table, file } => {
-                let f = (version.levels.get(*level))
-                    .and_then(|l| l.buffer_of(*run))
-                    .and_then(|b| b.table(*table))
-                    .and_then(|t| t.present().find(|f| f.id == *file))
-                    .ok_or_else(|| {
-                        Error::invalid(format!("buffer table {table} does not hold file {file}"))
-                    })?;
-                let (lo, hi) = (f.smallest_user_key().to_vec(), f.largest_user_key().to_vec());
-                edit.buffer_ops.push(BufferOp::Remove { level: *level, run: *run, table: *table, lo, hi });
-            }
-            BufferAction::DropTable { level, run, table } => {
-                edit.buffer_ops.push(BufferOp::DropTable { level: *level, run: *run, table: *table });
-            }
-        }
-    }
-    let appended = !skipped && !appends.is_empty();
-    if appended {
-        edit.buffer_ops.extend(appends);
-    }
-    if let (Some((level, run)), Some(head), false) = (out, head, appended) {
-        for (lo, hi) in arrivals {
-            edit.buffer_ops.push(BufferOp::Remove { level, run, table: head.id, lo, hi });
-        }
-    }
-    Ok(())
 }
 
 /// Writes a sorted stream into tables cut at a target size, never splitting one
@@ -339,25 +209,6 @@ impl Drop for OutputWriter<'_> {
     }
 }
 
-fn find_file(version: &Version, r: &FileRef) -> Result<Arc<FileMeta>> {
-    version
-        .levels
-        .get(r.level)
-        .and_then(|l| l.runs.iter().find(|run| run.id == r.run))
-        .and_then(|run| run.files.iter().find(|f| f.id == r.file))
-        .cloned()
-        .ok_or_else(|| {
-            Error::invalid(format!("task names missing file {} in L{} run {}", r.file, r.level, r.run))
-        })
-}
-
-fn run_id(env: &Env<'_>, target: RunTarget) -> u64 {
-    match target {
-        RunTarget::Existing(id) => id,
-        RunTarget::New => env.versions.new_file_number(),
-    }
-}
-
 /// Runs a task picked from `version` and installs its result.
 pub(crate) fn execute(
     env: &Env<'_>,
@@ -367,41 +218,28 @@ pub(crate) fn execute(
     smallest_snapshot: SeqNum,
 ) -> Result<CompactionRecord> {
     let start = Instant::now();
-    let mut edit = VersionEdit::default();
-    if let Some(p) = &pick.compact_pointer {
-        edit.compact_pointers.push(p.clone());
-    }
-    edit.policy_state = pick.policy_state.clone();
+    let fresh = || env.versions.new_file_number();
     let record = match &pick.task {
         CompactionTask::Move { file, to_level, to_run } => {
             let meta = find_file(version, file)?;
-            let out = run_id(env, *to_run);
-            edit.deleted_files.push((file.level, file.run, file.file));
-            edit.new_files.push((*to_level, out, meta.to_new_file()));
-            buffer_ops(version, pick, Some((*to_level, out)), &mut edit)?;
-            env.versions.log_and_apply(edit)?;
+            let out = resolve_run(*to_run, fresh);
+            env.versions.log_and_apply(task_edit(version, pick, Some(out), Vec::new())?)?;
             if *to_level != file.level {
                 meta.reset_allowed_seeks();
             }
             record("move", "trivial move", *to_level, 1, 0, 0, 0, start)
         }
         CompactionTask::UpdateState { reason } => {
-            buffer_ops(version, pick, None, &mut edit)?;
-            env.versions.log_and_apply(edit)?;
+            env.versions.log_and_apply(task_edit(version, pick, None, Vec::new())?)?;
             record("state", reason, 0, 0, 0, 0, 0, start)
         }
         CompactionTask::Drop { files } => {
-            for f in files {
-                find_file(version, f)?;
-                edit.deleted_files.push((f.level, f.run, f.file));
-            }
-            buffer_ops(version, pick, None, &mut edit)?;
-            env.versions.log_and_apply(edit)?;
+            env.versions.log_and_apply(task_edit(version, pick, None, Vec::new())?)?;
             record("drop", "obsolete files", 0, files.len(), 0, 0, 0, start)
         }
         CompactionTask::Merge { inputs, output_level, output_run, target_file_size, reason } => {
             let metas = inputs.iter().map(|r| find_file(version, r)).collect::<Result<Vec<_>>>()?;
-            let out_run = run_id(env, *output_run);
+            let out_run = resolve_run(*output_run, fresh);
             let input_ids: HashSet<u64> = metas.iter().map(|m| m.id).collect();
             let older = older_runs(version, *output_level, out_run, &input_ids);
             let read_opts = BlockReadOptions {
@@ -419,16 +257,9 @@ pub(crate) fn execute(
                 !older.iter().any(|r| r.find_file(uk).is_some())
             })?;
             let outputs = out.finish()?;
-            for r in inputs {
-                edit.deleted_files.push((r.level, r.run, r.file));
-            }
             let written: u64 = outputs.iter().map(|o| o.size).sum();
             let n_out = outputs.len();
-            for o in outputs {
-                edit.new_files.push((*output_level, out_run, o));
-            }
-            buffer_ops(version, pick, Some((*output_level, out_run)), &mut edit)?;
-            env.versions.log_and_apply(edit)?;
+            env.versions.log_and_apply(task_edit(version, pick, Some(out_run), outputs)?)?;
             let read: u64 = metas.iter().map(|m| m.size).sum();
             let mut r = record("merge", reason, *output_level, metas.len(), n_out, read, written, start);
             r.warmup_blocks_inserted = warmup.map_or(0, |w| w.inserted());

@@ -1,6 +1,7 @@
 //! Compaction: *choosing* (a pure [`CompactionPolicy`] over an [`LsmView`]) is
 //! kept apart from *doing* (the executor, which validates and runs tasks).
 
+pub(crate) mod apply;
 pub mod blsm;
 pub(crate) mod capacity;
 pub(crate) mod executor;
@@ -12,6 +13,7 @@ pub mod monkey;
 pub mod policy;
 pub mod sim;
 pub mod tiered;
+pub(crate) mod view;
 pub(crate) mod warmup;
 
 pub use blsm::{BlsmPolicy, BlsmState};

@@ -435,8 +435,10 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
 
 /// Checks a pick's buffer actions against the view and its task: appended files
 /// are inputs of the task and go to the task's output; removed files and dropped
-/// tables exist.
+/// tables exist; and appends keep the buffer from serving stale data (see
+/// [`check_append_order`]).
 pub fn validate_buffer_actions(view: &LsmView, pick: &PickResult) -> Result<()> {
+    check_append_order(view, pick)?;
     let (sources, out_level, out_run): (Vec<&FileRef>, Option<usize>, Option<RunTarget>) = match &pick.task {
         CompactionTask::Merge { inputs, output_level, output_run, .. } => {
             (inputs.iter().collect(), Some(*output_level), Some(*output_run))
@@ -473,6 +475,71 @@ pub fn validate_buffer_actions(view: &LsmView, pick: &PickResult) -> Result<()> 
             }
             BufferAction::DropTable { level, run, table: t } => {
                 table(*level, *run, *t)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A read asks a run's buffer before the run, so what a pick appends must hold
+/// the newest version of every key it brings: if it appends anything, it
+/// appends every task input from the levels above the output level and
+/// nothing from the output level itself, and a table created later in the list
+/// (it becomes the newer table) never holds older runs than one created
+/// earlier. (An append that left a newer input out would let the buffer
+/// answer with an older version, and the engine marks arrivals only when
+/// nothing is appended.)
+fn check_append_order(view: &LsmView, pick: &PickResult) -> Result<()> {
+    let appends: Vec<(&FileRef, u64)> = (pick.buffer.iter())
+        .filter_map(|a| match a {
+            BufferAction::Append { file, table, .. } => Some((file, *table)),
+            _ => None,
+        })
+        .collect();
+    let (inputs, out_level, out_run): (Vec<&FileRef>, usize, RunTarget) = match &pick.task {
+        CompactionTask::Merge { inputs, output_level, output_run, .. } => {
+            (inputs.iter().collect(), *output_level, *output_run)
+        }
+        CompactionTask::Move { file, to_level, to_run } => (vec![file], *to_level, *to_run),
+        _ => return Ok(()),
+    };
+    if appends.is_empty() {
+        return Ok(());
+    }
+    if let Some((f, _)) = appends.iter().find(|(f, _)| f.level >= out_level) {
+        return Err(Error::invalid(format!(
+            "buffer append of file {} from the output level or below: older than what arrives",
+            f.file
+        )));
+    }
+    if let Some(f) = inputs.iter().find(|r| r.level < out_level && !appends.iter().any(|(a, _)| a == *r)) {
+        return Err(Error::invalid(format!(
+            "buffer append leaves out input {} from above: the buffer would serve older data",
+            f.file
+        )));
+    }
+    // Newest first: a shallower level, then an earlier run in the level's list.
+    let recency = |r: &FileRef| {
+        let pos = view.level(r.level).and_then(|l| l.runs.iter().position(|run| run.id == r.run));
+        (r.level, pos.unwrap_or(usize::MAX))
+    };
+    // Tables the output run's buffer has already: appends there do not make a newer table.
+    let mut seen: Vec<u64> = match out_run {
+        RunTarget::Existing(id) => (view.level(out_level).and_then(|l| l.buffer_of(id)))
+            .map(|b| b.tables.iter().map(|t| t.id).collect())
+            .unwrap_or_default(),
+        RunTarget::New => Vec::new(),
+    };
+    for pair in appends.windows(2) {
+        if let [(a, ta), (b, tb)] = pair {
+            let created = !seen.contains(tb);
+            seen.push(*ta);
+            if ta != tb && created && recency(b) > recency(a) {
+                return Err(Error::invalid(format!(
+                    "buffer append of file {} into table {tb} after newer file {} into table {ta}: \
+                     the later table is read first",
+                    b.file, a.file
+                )));
             }
         }
     }

@@ -3,20 +3,29 @@
 //!
 //! A file is modeled by its sorted `(key, seq)` entries (u64 keys as 8-byte big-endian user keys,
 //! fixed entry size). Every `memtable_entries` writes become one L0 run; after each flush the policy
-//! runs until it returns None. Tasks are executed on metadata: a Merge keeps the newest version of
-//! each key (shadowed versions are dropped) and cuts outputs at the target size; Move and Drop
-//! relink. Every task passes [`validate_task`] first, and at the end every written key is read back
-//! top-down (levels in order, runs newest first) and must return its newest version, so a policy
-//! that loses data or buries newer data below older data fails with [`Error::Corruption`].
+//! trims its buffers (if it has any) and runs until it returns None. Each pick is validated as the
+//! engine validates it (task and buffer actions); a merge keeps the newest version of each key and
+//! cuts outputs at the target size. The tree itself is the engine's: the edit comes from the same
+//! function the executor uses (`compaction/apply.rs`, buffer ops included) and the next `Version`
+//! from the same builder. At the end every written key is read back top-down (levels in order, runs
+//! newest first, a run's compaction buffer before the run) and must return its newest version, so a
+//! policy that loses data, buries newer data below older data or buffers a stale copy fails with
+//! [`Error::Corruption`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
+use std::sync::Arc;
 
-use crate::compaction::policy::{
-    validate_task, CompactionPolicy, CompactionTask, FileRef, FileView, LevelView, LsmView, RunTarget,
-    RunView,
+use super::apply::{resolve_run, task_edit};
+use super::policy::{
+    validate_buffer_actions, validate_task, CompactionPolicy, CompactionTask, FileRef, LsmView, PickResult,
 };
+use super::view::view_of;
 use crate::error::{Error, Result};
+use crate::key::{make_internal_key, ValueKind};
+use crate::version::{
+    Buffer, BufferEntry, Builder, FileMeta, NewFile, ObsoleteFiles, PolicyMeta, Version, VersionEdit,
+};
 
 /// Upper bound on tasks after one flush, so a policy that never settles fails instead of hanging.
 const MAX_TASKS_PER_FLUSH: u64 = 100_000;
@@ -49,6 +58,10 @@ pub struct LevelStats {
     pub runs: usize,
     /// The policy's capacity for this level in the final tree (None for L0).
     pub target_bytes: Option<u64>,
+    /// Files the level's compaction buffers still list (LSbM/dLSM).
+    pub buffer_files: usize,
+    /// Bytes of those files (copies of data the runs hold; not in `bytes`).
+    pub buffer_bytes: u64,
 }
 
 /// How many tasks of each kind ran.
@@ -114,10 +127,13 @@ impl fmt::Display for SimReport {
         )?;
         for (i, l) in self.levels.iter().enumerate() {
             write!(f, "L{i}: {} runs, {} files, {:.2} MiB", l.runs, l.files, mib(l.bytes))?;
-            match l.target_bytes {
-                Some(t) => writeln!(f, " (target {:.2} MiB)", mib(t))?,
-                None => writeln!(f)?,
+            if let Some(t) = l.target_bytes {
+                write!(f, " (target {:.2} MiB)", mib(t))?;
             }
+            if l.buffer_files > 0 {
+                write!(f, ", buffer {} files, {:.2} MiB", l.buffer_files, mib(l.buffer_bytes))?;
+            }
+            writeln!(f)?;
         }
         Ok(())
     }
@@ -140,7 +156,7 @@ pub fn simulate_growing(
     if cfg.key_space == 0 || cfg.entry_size == 0 || cfg.memtable_entries == 0 {
         return Err(Error::invalid("sim: key_space, entry_size and memtable_entries must be > 0"));
     }
-    let mut sim = Sim::new(policy.num_levels(), cfg.entry_size);
+    let mut sim = Sim::new(policy.num_levels(), cfg.entry_size)?;
     let mut rng = SplitMix64(cfg.seed);
     let mut latest: HashMap<u64, u64> = HashMap::new();
     let mut memtable: BTreeMap<u64, u64> = BTreeMap::new();
@@ -154,7 +170,7 @@ pub fn simulate_growing(
         pending += 1;
         let checkpoint = checkpoints.contains(&(seq + 1));
         if pending == cfg.memtable_entries || (checkpoint && pending > 0) {
-            sim.flush(std::mem::take(&mut memtable));
+            sim.flush(std::mem::take(&mut memtable))?;
             sim.compact(policy)?;
             pending = 0;
         }
@@ -163,7 +179,7 @@ pub fn simulate_growing(
         }
     }
     if !memtable.is_empty() {
-        sim.flush(memtable);
+        sim.flush(memtable)?;
         sim.compact(policy)?;
     }
     sim.verify(&latest)?;
@@ -184,33 +200,16 @@ impl SplitMix64 {
     }
 }
 
-/// A modeled table: `(key, seq)` sorted by key, one version per key, never empty.
-struct SimFile {
-    entries: Vec<(u64, u64)>,
-}
-
-impl SimFile {
-    fn smallest(&self) -> u64 {
-        self.entries.first().map_or(0, |e| e.0)
-    }
-    fn largest(&self) -> u64 {
-        self.entries.last().map_or(0, |e| e.0)
-    }
-}
-
-/// A modeled run: file ids in key order.
-struct SimRun {
-    id: u64,
-    files: Vec<u64>,
-}
-
-/// The modeled tree plus the counters of the report.
+/// The modeled tree: a real [`Version`], changed only by the edits
+/// [`task_edit`] makes from each task (the engine's own function) and built by
+/// the engine's `Builder`, plus the `(key, seq)` entries of every file a run or
+/// a buffer lists (sorted by key, one version per key).
 struct Sim {
-    files: HashMap<u64, SimFile>,
-    /// Per level, runs newest first.
-    levels: Vec<Vec<SimRun>>,
-    pointers: Vec<Option<Vec<u8>>>,
-    state: Option<Vec<u8>>,
+    version: Version,
+    meta: PolicyMeta,
+    queue: Arc<ObsoleteFiles>,
+    entries: HashMap<u64, Vec<(u64, u64)>>,
+    num_levels: usize,
     entry_size: u64,
     next_id: u64,
     user_bytes: u64,
@@ -221,12 +220,14 @@ struct Sim {
 }
 
 impl Sim {
-    fn new(num_levels: usize, entry_size: u64) -> Self {
-        Sim {
-            files: HashMap::new(),
-            levels: (0..num_levels).map(|_| Vec::new()).collect(),
-            pointers: vec![None; num_levels],
-            state: None,
+    fn new(num_levels: usize, entry_size: u64) -> Result<Self> {
+        let queue = Arc::new(ObsoleteFiles::new());
+        Ok(Sim {
+            version: Builder::new(num_levels, queue.clone()).build(num_levels)?,
+            meta: PolicyMeta::new(num_levels),
+            queue,
+            entries: HashMap::new(),
+            num_levels,
             entry_size,
             next_id: 1,
             user_bytes: 0,
@@ -234,7 +235,7 @@ impl Sim {
             read_bytes: 0,
             write_bytes: 0,
             tasks: TaskCounts::default(),
-        }
+        })
     }
 
     fn alloc_id(&mut self) -> u64 {
@@ -246,34 +247,67 @@ impl Sim {
         entries as u64 * self.entry_size
     }
 
-    fn flush(&mut self, memtable: BTreeMap<u64, u64>) {
-        let entries: Vec<(u64, u64)> = memtable.into_iter().collect();
-        self.flush_bytes += self.bytes(entries.len());
-        let file = self.alloc_id();
-        self.files.insert(file, SimFile { entries });
-        let run = self.alloc_id();
-        if let Some(l0) = self.levels.first_mut() {
-            l0.insert(0, SimRun { id: run, files: vec![file] });
-        }
+    /// Records `entries` (sorted, non-empty) as a new file and returns its metadata.
+    fn new_file(&mut self, entries: Vec<(u64, u64)>) -> NewFile {
+        let id = self.alloc_id();
+        let ikey = |e: Option<&(u64, u64)>| {
+            let (k, seq) = e.copied().unwrap_or_default();
+            make_internal_key(&k.to_be_bytes(), seq, ValueKind::Put)
+        };
+        let nf = NewFile {
+            id,
+            size: self.bytes(entries.len()),
+            smallest: ikey(entries.first()),
+            largest: ikey(entries.last()),
+            num_entries: entries.len() as u64,
+            num_deletions: 0,
+            smallest_seq: entries.iter().map(|e| e.1).min().unwrap_or(0),
+            largest_seq: entries.iter().map(|e| e.1).max().unwrap_or(0),
+            bloom_bits_per_key: None,
+        };
+        self.entries.insert(id, entries);
+        nf
     }
 
-    /// Runs the policy until it has nothing to do.
+    /// Builds the next version from `edit` (the engine's builder, plus the
+    /// invariants a debug build checks) and forgets files nothing lists.
+    fn install(&mut self, edit: &VersionEdit) -> Result<()> {
+        let mut b = Builder::from_version(&self.version, self.queue.clone());
+        let gone = b.apply(edit)?;
+        let next = b.build(self.num_levels)?;
+        next.check_invariants()?;
+        self.meta.apply(edit)?;
+        self.version = next;
+        for f in gone {
+            self.entries.remove(&f.id);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, memtable: BTreeMap<u64, u64>) -> Result<()> {
+        if memtable.is_empty() {
+            return Ok(());
+        }
+        let entries: Vec<(u64, u64)> = memtable.into_iter().collect();
+        self.flush_bytes += self.bytes(entries.len());
+        let file = self.new_file(entries);
+        let run = self.alloc_id();
+        self.install(&VersionEdit { new_files: vec![(0, run, file)], ..Default::default() })
+    }
+
+    /// One trim (LSbM Algorithm 2) if the policy wants it, then the policy
+    /// runs until it has nothing to do.
     fn compact(&mut self, policy: &dyn CompactionPolicy) -> Result<()> {
+        if policy.wants_trim() {
+            let view = self.view(&|f| Some(modeled_cached_fraction(f.id)));
+            if let Some(pick) = policy.trim(&view) {
+                self.run(&view, &pick)?;
+            }
+        }
         for _ in 0..MAX_TASKS_PER_FLUSH {
-            let view = self.view();
+            let view = self.view(&|_| None);
             let Some(pick) = policy.pick(&view) else { return Ok(()) };
-            validate_task(&view, &pick.task)?;
-            self.execute(&pick.task)?;
-            if let Some((level, key)) = pick.compact_pointer {
-                let slot = self
-                    .pointers
-                    .get_mut(level)
-                    .ok_or_else(|| Error::invalid(format!("compact pointer for missing level {level}")))?;
-                *slot = Some(key);
-            }
-            if let Some(state) = pick.policy_state {
-                self.state = Some(state);
-            }
+            self.run(&view, &pick)?;
         }
         Err(Error::invalid(format!(
             "policy {} did not settle after {MAX_TASKS_PER_FLUSH} tasks",
@@ -281,148 +315,62 @@ impl Sim {
         )))
     }
 
-    fn view(&self) -> LsmView {
-        let levels = self
-            .levels
-            .iter()
-            .map(|runs| LevelView {
-                buffers: Vec::new(),
-                runs: runs
-                    .iter()
-                    .map(|r| RunView {
-                        id: r.id,
-                        files: r.files.iter().filter_map(|id| self.file_view(*id)).collect(),
-                    })
-                    .collect(),
-            })
-            .collect();
-        LsmView { levels, compact_pointers: self.pointers.clone(), policy_state: self.state.clone() }
+    fn view(&self, cached: &dyn Fn(&FileMeta) -> Option<f64>) -> LsmView {
+        let (pointers, state) = (self.meta.compact_pointers.clone(), self.meta.policy_state.clone());
+        view_of(&self.version, pointers, state, &HashSet::new(), cached)
     }
 
-    fn file_view(&self, id: u64) -> Option<FileView> {
-        let f = self.files.get(&id)?;
-        Some(FileView {
-            id,
-            size: self.bytes(f.entries.len()),
-            smallest: f.smallest().to_be_bytes().to_vec(),
-            largest: f.largest().to_be_bytes().to_vec(),
-            num_entries: f.entries.len() as u64,
-            num_deletions: 0,
-            being_compacted: false,
-            bloom_bits_per_key: None,
-        })
-    }
-
-    /// Applies a validated task to the model.
-    fn execute(&mut self, task: &CompactionTask) -> Result<()> {
-        match task {
-            CompactionTask::Merge { inputs, output_level, output_run, target_file_size, .. } => {
+    /// Validates a pick as the engine does, runs it on the modeled entries
+    /// and installs the edit the engine would write.
+    fn run(&mut self, view: &LsmView, pick: &PickResult) -> Result<()> {
+        validate_task(view, &pick.task)?;
+        validate_buffer_actions(view, pick)?;
+        let (out_run, outputs) = match &pick.task {
+            CompactionTask::Merge { inputs, output_run, target_file_size, .. } => {
                 self.tasks.merges += 1;
-                let mut entries = Vec::new();
-                for r in inputs {
-                    let f = self.files.get(&r.file).ok_or_else(|| missing(r))?;
-                    entries.extend_from_slice(&f.entries);
-                }
-                self.read_bytes += self.bytes(entries.len());
-                // Newest version first within a key, then keep only it.
-                entries.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-                entries.dedup_by_key(|e| e.0);
-                self.write_bytes += self.bytes(entries.len());
-                for r in inputs {
-                    self.unlink(r)?;
-                }
-                let per_file =
-                    usize::try_from((target_file_size / self.entry_size).max(1)).unwrap_or(usize::MAX);
-                let mut outputs = Vec::new();
-                for chunk in entries.chunks(per_file) {
-                    let id = self.alloc_id();
-                    self.files.insert(id, SimFile { entries: chunk.to_vec() });
-                    outputs.push(id);
-                }
-                self.link(*output_level, *output_run, outputs)?;
-                self.gc(inputs.iter().map(|r| r.file));
+                let outputs = self.merge(inputs, *target_file_size)?;
+                (Some(resolve_run(*output_run, || self.alloc_id())), outputs)
             }
-            CompactionTask::Move { file, to_level, to_run } => {
+            CompactionTask::Move { to_run, .. } => {
                 self.tasks.moves += 1;
-                self.unlink(file)?;
-                self.link(*to_level, *to_run, vec![file.file])?;
+                (Some(resolve_run(*to_run, || self.alloc_id())), Vec::new())
             }
-            CompactionTask::UpdateState { .. } => self.tasks.state_updates += 1,
-            CompactionTask::Drop { files } => {
+            CompactionTask::Drop { .. } => {
                 self.tasks.drops += 1;
-                for r in files {
-                    self.unlink(r)?;
-                }
-                self.gc(files.iter().map(|r| r.file));
+                (None, Vec::new())
             }
-        }
-        for runs in &mut self.levels {
-            runs.retain(|r| !r.files.is_empty());
-        }
-        Ok(())
-    }
-
-    /// Removes a file from its run (empty runs are pruned after the task).
-    fn unlink(&mut self, r: &FileRef) -> Result<()> {
-        let run = self
-            .levels
-            .get_mut(r.level)
-            .and_then(|runs| runs.iter_mut().find(|run| run.id == r.run))
-            .ok_or_else(|| missing(r))?;
-        let before = run.files.len();
-        run.files.retain(|&id| id != r.file);
-        if run.files.len() == before {
-            return Err(missing(r));
-        }
-        Ok(())
-    }
-
-    /// Adds files to a run (a new run becomes the newest of the level) and re-sorts it by key.
-    fn link(&mut self, level: usize, target: RunTarget, ids: Vec<u64>) -> Result<()> {
-        let no_level = || Error::invalid(format!("no level {level}"));
-        if target == RunTarget::New {
-            let id = self.alloc_id();
-            self.levels.get_mut(level).ok_or_else(no_level)?.insert(0, SimRun { id, files: Vec::new() });
-        }
-        let runs = self.levels.get_mut(level).ok_or_else(no_level)?;
-        let run = match target {
-            RunTarget::Existing(id) => runs.iter_mut().find(|r| r.id == id),
-            RunTarget::New => runs.first_mut(),
-        }
-        .ok_or_else(|| Error::invalid(format!("no run {target:?} in level {level}")))?;
-        run.files.extend(ids);
-        let files = &self.files;
-        run.files.sort_by_key(|id| files.get(id).map_or(0, SimFile::smallest));
-        Ok(())
-    }
-
-    /// Forgets files no run references any more.
-    fn gc(&mut self, candidates: impl Iterator<Item = u64>) {
-        for id in candidates {
-            let referenced = self.levels.iter().flatten().any(|r| r.files.contains(&id));
-            if !referenced {
-                self.files.remove(&id);
+            CompactionTask::UpdateState { .. } => {
+                self.tasks.state_updates += 1;
+                (None, Vec::new())
             }
-        }
+        };
+        let edit = task_edit(&self.version, pick, out_run, outputs)?;
+        self.install(&edit)
     }
 
-    /// Checks every run is sorted and disjoint, then reads every written key back top-down.
+    /// A merge on the model: keeps the newest version of each key, cut at the target size.
+    fn merge(&mut self, inputs: &[FileRef], target_file_size: u64) -> Result<Vec<NewFile>> {
+        let mut merged = Vec::new();
+        for r in inputs {
+            let f = self.entries.get(&r.file).ok_or_else(|| missing(r))?;
+            merged.extend_from_slice(f);
+        }
+        self.read_bytes += self.bytes(merged.len());
+        // Newest version first within a key, then keep only it.
+        merged.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        merged.dedup_by_key(|e| e.0);
+        self.write_bytes += self.bytes(merged.len());
+        let per_file = usize::try_from((target_file_size / self.entry_size).max(1)).unwrap_or(usize::MAX);
+        Ok(merged.chunks(per_file).map(|c| self.new_file(c.to_vec())).collect())
+    }
+
+    /// Reads every written key back top-down and requires its newest version.
+    /// A run's compaction buffer is read first wherever the run's own file
+    /// covers the key (as a read does when that file's filter says "maybe"),
+    /// every buffer file as if its blocks were cached: a buffer that serves an
+    /// older version than its run holds fails here.
     fn verify(&self, latest: &HashMap<u64, u64>) -> Result<()> {
-        for (level, runs) in self.levels.iter().enumerate() {
-            for run in runs {
-                let mut prev: Option<u64> = None;
-                for id in &run.files {
-                    let f = self.files.get(id).ok_or_else(|| Error::corruption(format!("file {id} lost")))?;
-                    if prev.is_some_and(|p| p >= f.smallest()) {
-                        return Err(Error::corruption(format!(
-                            "level {level} run {} not sorted/disjoint",
-                            run.id
-                        )));
-                    }
-                    prev = Some(f.largest());
-                }
-            }
-        }
+        self.version.check_invariants()?;
         for (&key, &seq) in latest {
             match self.get(key) {
                 Some(found) if found == seq => {}
@@ -437,30 +385,55 @@ impl Sim {
 
     /// The sequence number a top-down read of `key` returns.
     fn get(&self, key: u64) -> Option<u64> {
-        self.levels.iter().flatten().find_map(|run| {
-            let idx = run.files.partition_point(|id| self.files.get(id).is_some_and(|f| f.largest() < key));
-            let f = self.files.get(run.files.get(idx)?)?;
-            let pos = f.entries.binary_search_by_key(&key, |e| e.0).ok()?;
-            f.entries.get(pos).map(|e| e.1)
-        })
+        let uk = key.to_be_bytes();
+        for level in &self.version.levels {
+            for run in &level.runs {
+                let Some(f) = run.find_file(&uk) else { continue };
+                if let Some(seq) = level.buffer_of(run.id).and_then(|b| self.buffer_get(b, &uk, key)) {
+                    return Some(seq);
+                }
+                if let Some(seq) = self.file_get(f.id, key) {
+                    return Some(seq);
+                }
+            }
+        }
+        None
+    }
+
+    /// A buffer probe as `db/read.rs` does it: tables newest first; the first
+    /// present file holding the key answers, a removed entry ends the probe.
+    fn buffer_get(&self, buffer: &Buffer, uk: &[u8], key: u64) -> Option<u64> {
+        for t in &buffer.tables {
+            match t.entry_for(uk) {
+                None => {}
+                Some(BufferEntry::Removed { .. }) => return None,
+                Some(BufferEntry::Present(f)) => {
+                    if let Some(seq) = self.file_get(f.id, key) {
+                        return Some(seq);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    fn file_get(&self, id: u64, key: u64) -> Option<u64> {
+        let entries = self.entries.get(&id)?;
+        let pos = entries.binary_search_by_key(&key, |e| e.0).ok()?;
+        entries.get(pos).map(|e| e.1)
     }
 
     fn report(&self, policy: &dyn CompactionPolicy, distinct_keys: u64) -> SimReport {
-        let view = self.view();
-        let levels: Vec<LevelStats> = self
-            .levels
-            .iter()
-            .map(|runs| {
-                let ids = runs.iter().flat_map(|r| r.files.iter());
-                LevelStats {
-                    files: ids.clone().count(),
-                    bytes: ids.filter_map(|id| self.files.get(id)).map(|f| self.bytes(f.entries.len())).sum(),
-                    runs: runs.len(),
-                    target_bytes: None,
-                }
+        let view = self.view(&|_| None);
+        let levels: Vec<LevelStats> = (self.version.levels.iter().enumerate())
+            .map(|(i, level)| LevelStats {
+                files: level.runs.iter().map(|r| r.files.len()).sum(),
+                bytes: level.size_bytes(),
+                runs: level.runs.len(),
+                target_bytes: policy.level_target_bytes(&view, i),
+                buffer_files: level.buffers.iter().map(Buffer::num_files).sum(),
+                buffer_bytes: level.buffer_bytes(),
             })
-            .enumerate()
-            .map(|(i, l)| LevelStats { target_bytes: policy.level_target_bytes(&view, i), ..l })
             .collect();
         let levels_in_use = levels.iter().rposition(|l| l.bytes > 0).unwrap_or(0);
         let written = self.flush_bytes + self.write_bytes;
@@ -483,6 +456,14 @@ impl Sim {
     }
 }
 
+/// The simulator has no block cache. For the LSbM trim it gives each buffer
+/// file a fixed pseudo-random cached fraction (from its id), so the trim's
+/// removals run through the same edits as in the engine.
+fn modeled_cached_fraction(file: u64) -> f64 {
+    let mut rng = SplitMix64(file);
+    (rng.next() % 1000) as f64 / 1000.0
+}
+
 fn missing(r: &FileRef) -> Error {
     Error::invalid(format!("file {} not in level {} run {}", r.file, r.level, r.run))
 }
@@ -491,7 +472,7 @@ fn missing(r: &FileRef) -> Error {
 mod tests {
     use super::*;
     use crate::compaction::leveled::{LeveledConfig, LeveledPolicy};
-    use crate::compaction::policy::PickResult;
+    use crate::compaction::policy::{PickResult, RunTarget};
 
     fn leveled() -> LeveledPolicy {
         LeveledPolicy::new(LeveledConfig {
@@ -679,5 +660,149 @@ mod tests {
             matches!(simulate(&Buggy::BadLevel, &c), Err(Error::InvalidArgument(m)) if m.contains("out of range"))
         );
         assert!(matches!(simulate(&Buggy::Spin, &c), Err(Error::InvalidArgument(m)) if m.contains("settle")));
+    }
+
+    fn super_file_blsm() -> crate::compaction::BlsmPolicy {
+        crate::compaction::BlsmPolicy::new(LeveledConfig {
+            num_levels: 4,
+            l0_trigger: 4,
+            max_bytes_for_level_base: 1 << 20,
+            multiplier: 10.0,
+            target_file_size: 200 << 10,
+        })
+        .unwrap()
+        .with_super_files(4)
+    }
+
+    fn buffered(variant: crate::compaction::BufferVariant) -> crate::compaction::LsbmPolicy {
+        crate::compaction::LsbmPolicy::new(super_file_blsm(), variant, 0.8)
+    }
+
+    /// LSbM and dLSM were never simulated: the simulator dropped buffer
+    /// actions. Now their buffers are built by the engine's edits, and every
+    /// read at the end goes through them first.
+    #[test]
+    fn lsbm_and_dlsm_run_with_their_buffers_in_the_simulator() {
+        use crate::compaction::BufferVariant;
+        let c = cfg(300_000, 100_000, false);
+        let checkpoints = [60_000, 120_000, 180_000, 240_000];
+        let held = |reports: &[SimReport]| -> Vec<usize> {
+            reports.iter().map(|r| r.levels.iter().map(|l| l.buffer_files).sum()).collect()
+        };
+        let dlsm = simulate_growing(&buffered(BufferVariant::Dlsm), &c, &checkpoints).unwrap();
+        let lsbm = simulate_growing(&buffered(BufferVariant::Lsbm), &c, &checkpoints).unwrap();
+        let (d, l) = (held(&dlsm), held(&lsbm));
+        println!("{}\n{}\nbuffer files dlsm {d:?} lsbm {l:?}", dlsm[4], lsbm[4]);
+        assert!(d.iter().any(|&n| n > 0), "dLSM buffered nothing: {d:?}");
+        // The trim (every buffer file with a modeled cached fraction under 0.8)
+        // runs through the same edits: LSbM holds fewer buffer files.
+        assert!(l.iter().sum::<usize>() < d.iter().sum::<usize>(), "lsbm {l:?} dlsm {d:?}");
+        // The buffer is metadata only: the merges are bLSM's.
+        assert_eq!(dlsm[4].compaction_write_bytes, lsbm[4].compaction_write_bytes);
+        let blsm = simulate(&super_file_blsm(), &c).unwrap();
+        assert_eq!(blsm.compaction_write_bytes, dlsm[4].compaction_write_bytes);
+        assert!(dlsm[4].to_string().contains("buffer"), "{}", dlsm[4]);
+    }
+
+    /// The read check sees through buffers: a buffer copy older than what its
+    /// run holds (the stale read an unmarked arrival would cause) fails.
+    #[test]
+    fn a_stale_buffer_copy_fails_the_read_check() {
+        let mut sim = Sim::new(3, 10).unwrap();
+        let mut latest = HashMap::new();
+        // An old file, then a newer version of the same keys in L1 run 100.
+        let old = sim.new_file(vec![(1, 1), (2, 2)]);
+        let new = sim.new_file(vec![(1, 3), (2, 4)]);
+        latest.extend([(1, 3), (2, 4)]);
+        let run = 100;
+        let edit = |ops| VersionEdit {
+            new_files: vec![(1, run, new.clone())],
+            buffer_ops: ops,
+            ..Default::default()
+        };
+        let append = crate::version::BufferOp::Append { level: 1, run, table: 7, file: old.clone() };
+        let mut good = Sim::new(3, 10).unwrap();
+        good.entries = sim.entries.clone();
+        good.install(&edit(Vec::new())).unwrap();
+        good.verify(&latest).unwrap();
+        sim.install(&edit(vec![append])).unwrap();
+        assert!(
+            matches!(sim.verify(&latest), Err(Error::Corruption(m)) if m.contains("newest is")),
+            "a stale buffer copy went unnoticed"
+        );
+    }
+
+    /// Leveling plus buffer appends that would let a buffer serve stale data.
+    #[derive(Debug)]
+    enum BadAppend {
+        /// Appends only the oldest L0 input of an L0 merge.
+        Partial,
+        /// Appends the inputs from L1 (the output level: older than what arrives).
+        FromOutputLevel,
+        /// Appends each L0 run as its own table, newest first (the oldest ends up read first).
+        NewestFirst,
+    }
+
+    impl CompactionPolicy for BadAppend {
+        fn name(&self) -> &str {
+            "bad-append"
+        }
+        fn num_levels(&self) -> usize {
+            4
+        }
+        fn compact_range(
+            &self,
+            view: &LsmView,
+            level: usize,
+            range: &crate::compaction::ManualRange<'_>,
+        ) -> Option<PickResult> {
+            leveled().compact_range(view, level, range)
+        }
+        fn pick(&self, view: &LsmView) -> Option<PickResult> {
+            let mut pick = leveled().pick(view)?;
+            let CompactionTask::Merge { inputs, output_level: 1, output_run, .. } = &pick.task else {
+                return Some(pick);
+            };
+            let l0: Vec<&FileRef> = inputs.iter().filter(|r| r.level == 0).collect();
+            if l0.len() < 2 {
+                return Some(pick);
+            }
+            let append = |f: &FileRef| crate::compaction::BufferAction::Append {
+                file: f.clone(),
+                level: 1,
+                run: *output_run,
+                table: f.run,
+            };
+            pick.buffer = match self {
+                BadAppend::Partial => l0.last().map(|f| append(f)).into_iter().collect(),
+                BadAppend::FromOutputLevel => inputs.iter().filter(|r| r.level == 1).map(append).collect(),
+                BadAppend::NewestFirst => l0.iter().map(|f| append(f)).collect(),
+            };
+            Some(pick)
+        }
+        fn scores(&self, view: &LsmView) -> Vec<f64> {
+            leveled().scores(view)
+        }
+        fn level_target_bytes(&self, view: &LsmView, level: usize) -> Option<u64> {
+            leveled().level_target_bytes(view, level)
+        }
+    }
+
+    /// Regression for the appends `buffer_ops` trusted: each of these would
+    /// have left an older version in a buffer that reads ask first. They are
+    /// refused when the pick is validated, before any I/O.
+    #[test]
+    fn appends_that_would_serve_stale_data_are_refused() {
+        let c = cfg(50_000, 5_000, false);
+        for (bad, why) in [
+            (BadAppend::Partial, "leaves out"),
+            (BadAppend::FromOutputLevel, "output level"),
+            (BadAppend::NewestFirst, "read first"),
+        ] {
+            match simulate(&bad, &c) {
+                Err(Error::InvalidArgument(m)) if m.contains(why) => {}
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
     }
 }

@@ -29,7 +29,8 @@ pub use snapshot::Snapshot;
 
 use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, RowCache, TableCache};
-use crate::compaction::executor::{build_view, Env};
+use crate::compaction::executor::Env;
+use crate::compaction::view::build_view;
 use crate::compaction::CompactionPolicy;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;

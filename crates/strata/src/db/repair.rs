@@ -22,8 +22,9 @@ use std::sync::Arc;
 
 use super::recovery::{checked_policy, table_cache};
 use crate::batch::WriteBatch;
-use crate::compaction::executor::{build_view, Env, OutputWriter};
+use crate::compaction::executor::{Env, OutputWriter};
 use crate::compaction::monkey::WriteTarget;
+use crate::compaction::view::build_view;
 use crate::compaction::RunTarget;
 use crate::error::{Error, Result};
 use crate::filename::{lock_path, parse_file_name, table_path, wal_path, FileKind};

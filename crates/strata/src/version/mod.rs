@@ -7,14 +7,17 @@ mod builder;
 mod edit;
 mod file_meta;
 mod manifest;
+mod policy_meta;
 #[allow(clippy::module_inception)]
 mod version;
 mod version_set;
 
 pub use buffer::{Buffer, BufferEntry, BufferTable};
+pub(crate) use builder::Builder;
 pub use edit::{BufferOp, VersionEdit};
 pub use file_meta::{FileMeta, NewFile, ObsoleteFiles};
 pub(crate) use manifest::ManifestWriter;
 pub use manifest::{read_current, read_manifest, set_current};
+pub(crate) use policy_meta::PolicyMeta;
 pub use version::{Level, Run, Version};
 pub use version_set::VersionSet;

@@ -19,6 +19,7 @@ use super::builder::Builder;
 use super::edit::{BufferOp, VersionEdit};
 use super::file_meta::ObsoleteFiles;
 use super::manifest::{read_current, read_manifest, set_current, ManifestWriter};
+use super::policy_meta::PolicyMeta;
 use super::version::Version;
 
 /// Highest level count a MANIFEST may describe (bounds memory on garbage input).
@@ -26,13 +27,6 @@ const MAX_LEVELS: usize = 64;
 
 /// MANIFEST size above which `log_and_apply` starts a fresh one.
 const DEFAULT_MAX_MANIFEST_SIZE: u64 = 64 << 20;
-
-/// State persisted alongside the files, read by compaction policies.
-#[derive(Clone, Debug)]
-struct PolicyMeta {
-    compact_pointers: Vec<Option<Vec<u8>>>,
-    policy_state: Option<Vec<u8>>,
-}
 
 /// The MANIFEST being appended to, guarded by the apply mutex.
 struct Writer {
@@ -78,7 +72,7 @@ impl VersionSet {
             next_file_number: 1,
             last_sequence: 0,
             log_number: 0,
-            meta: PolicyMeta { compact_pointers: vec![None; num_levels], policy_state: None },
+            meta: PolicyMeta::new(num_levels),
             obsolete: Arc::new(ObsoleteFiles::new()),
         };
         Self::install(vfs, dir, num_levels, restored)
@@ -143,7 +137,7 @@ impl VersionSet {
             next_file_number,
             last_sequence: 0,
             log_number: 0,
-            meta: PolicyMeta { compact_pointers: vec![None; num_levels], policy_state: None },
+            meta: PolicyMeta::new(num_levels),
             obsolete: Arc::new(ObsoleteFiles::new()),
         };
         Self::assemble(vfs, dir, num_levels, r, 0, None)
@@ -165,7 +159,7 @@ impl VersionSet {
         let mut builder = Builder::new(MAX_LEVELS, obsolete.clone());
         let mut next_file_number = None;
         let (mut last_sequence, mut log_number) = (0, 0);
-        let mut meta = PolicyMeta { compact_pointers: vec![None; MAX_LEVELS], policy_state: None };
+        let mut meta = PolicyMeta::new(MAX_LEVELS);
         let mut index = 0u64;
         let records = read_manifest(&**vfs, &path, |edit| {
             let at =
@@ -389,23 +383,6 @@ impl VersionSet {
         set_current(&*self.vfs, &self.dir, number)?;
         self.manifest_number.store(manifest.number(), Ordering::SeqCst);
         w.manifest = Some(manifest);
-        Ok(())
-    }
-}
-
-impl PolicyMeta {
-    /// Takes the edit's cursors and blob; an empty blob clears the stored one.
-    fn apply(&mut self, edit: &VersionEdit) -> Result<()> {
-        for (l, key) in &edit.compact_pointers {
-            let slot = self
-                .compact_pointers
-                .get_mut(*l)
-                .ok_or_else(|| Error::invalid(format!("compact pointer for level {l} out of range")))?;
-            *slot = Some(key.clone());
-        }
-        if let Some(state) = &edit.policy_state {
-            self.policy_state = Some(state.clone()).filter(|s| !s.is_empty());
-        }
         Ok(())
     }
 }
