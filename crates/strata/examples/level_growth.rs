@@ -2,11 +2,12 @@
 //! `garnering` (c = 0.8 and 0.4) as a tree of unique keys grows to 100 GiB,
 //! on the metadata simulator (`compaction::simulate_growing`; no I/O).
 //!
-//! Run: `cargo run --release -p strata --example level_growth [-- MAX_GIB [RATIO]]`
+//! Run: `cargo run --release -p strata --example level_growth [-- MAX_GIB [RATIO [L1_MIB [FILE_MIB]]]]`
 //!
-//! The shape is RocksDB's defaults (64 MiB memtables and files, 256 MiB L1,
+//! The shape defaults to RocksDB's (64 MiB memtables and files, 256 MiB L1,
 //! 7 levels); one modeled entry stands for 1 MiB of data so that 100 GiB is
-//! ~100 k entries.
+//! ~100 k entries. Checkpoints are at 1, 2, 5, 10, ... GiB, plus 0.25 and 0.5
+//! GiB for small shapes.
 
 use strata::compaction::{
     simulate_growing, CompactionPolicy, GarneringPolicy, LeveledConfig, LeveledPolicy, SimConfig,
@@ -18,22 +19,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let max_gib: u64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(100);
     let ratio: f64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(10.0);
+    let l1_mib: u64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(256);
+    let file_mib: u64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(64);
     let entry = MIB;
     let shape = LeveledConfig {
         num_levels: 7,
         l0_trigger: 4,
-        max_bytes_for_level_base: 256 * MIB,
+        max_bytes_for_level_base: l1_mib * MIB,
         multiplier: ratio,
-        target_file_size: 64 * MIB,
+        target_file_size: file_mib * MIB,
     };
-    let gib = |g: u64| g * 1024 * MIB / entry;
+    let mib = |m: u64| m * MIB / entry;
     let checkpoints: Vec<u64> =
-        [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000].into_iter().filter(|g| *g < max_gib).map(gib).collect();
+        [256, 512, 1024, 2048, 5 << 10, 10 << 10, 20 << 10, 50 << 10, 100 << 10, 200 << 10]
+            .into_iter()
+            .filter(|m| *m < max_gib * 1024)
+            .map(mib)
+            .collect();
     let cfg = SimConfig {
-        num_ops: gib(max_gib),
+        num_ops: mib(max_gib * 1024),
         key_space: u64::MAX,
         entry_size: entry,
-        memtable_entries: 64,
+        memtable_entries: file_mib,
         seed: 7,
         sequential: false,
     };
@@ -42,7 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("garnering c=0.8".into(), Box::new(GarneringPolicy::new(shape.clone(), 0.8)?)),
         ("garnering c=0.4".into(), Box::new(GarneringPolicy::new(shape.clone(), 0.4)?)),
     ];
-    println!("ratio {ratio}, L1 256 MiB, 64 MiB files and memtables, uniform unique keys");
+    println!("ratio {ratio}, L1 {l1_mib} MiB, {file_mib} MiB files and memtables, uniform unique keys");
     println!(
         "{:<16} {:>8} {:>7} {:>7}  capacities L1.. (GiB), * = level holds data",
         "policy", "data GiB", "levels", "w-amp"

@@ -1,27 +1,27 @@
-//! Runs flushes and compaction tasks: merges inputs, drops what no snapshot can
-//! see, writes output tables, and records the result in the MANIFEST.
+//! Runs compaction tasks: reads a merge's inputs (one cursor per run), merges
+//! them by the rules in `merge.rs` into the output writer (`output.rs`), and
+//! installs the edit `apply.rs` makes from the result.
 
-use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::apply::{find_file, resolve_run, task_edit};
-use super::monkey::{table_bits, WriteTarget};
+use super::merge::{merge_into, older_runs};
+use super::monkey::WriteTarget;
+use super::output::OutputWriter;
 use super::policy::{CompactionTask, FileRef, LsmView, PickResult};
 use super::warmup::Warmup;
 use super::CompactionPolicy;
 use crate::cache::TableCache;
-use crate::error::{Error, Result};
-use crate::filename::table_path;
+use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator, RunIterator};
-use crate::key::{compare_internal, parse_internal_key, user_key, SeqNum, ValueKind};
+use crate::key::{compare_internal, SeqNum};
 use crate::options::Options;
 use crate::stats::CompactionRecord;
-use crate::table::builder::effective_bloom_bits;
-use crate::table::{BlockReadOptions, TableBuilder, TableBuilderOptions, TableSummary};
-use crate::version::{FileMeta, NewFile, Run, Version, VersionSet};
+use crate::table::BlockReadOptions;
+use crate::version::{FileMeta, Version, VersionSet};
 use crate::vfs::Vfs;
 
 /// What a task needs from the engine.
@@ -32,181 +32,6 @@ pub(crate) struct Env<'a> {
     pub tables: &'a Arc<TableCache>,
     pub opts: &'a Options,
     pub policy: &'a dyn CompactionPolicy,
-}
-
-/// Writes a sorted stream into tables cut at a target size, never splitting one
-/// user key across two files (so runs stay disjoint in user keys).
-pub(crate) struct OutputWriter<'a> {
-    env: &'a Env<'a>,
-    builder_opts: TableBuilderOptions,
-    target_size: u64,
-    current: Option<(u64, TableBuilder, SeqNum, SeqNum)>,
-    last_user_key: Vec<u8>,
-    outputs: Vec<NewFile>,
-    created: Vec<u64>,
-    warmup: Option<Arc<Warmup>>,
-}
-
-impl<'a> OutputWriter<'a> {
-    /// A writer of tables for `target` in the tree `view`. Their filters are
-    /// sized by the options' bloom allocation from the tree's shape, then by
-    /// the policy, which sees that as its default (so a policy's own sizing,
-    /// like dLSM's, applies on top of Monkey's).
-    pub(crate) fn new(env: &'a Env<'a>, view: &LsmView, target: &WriteTarget<'_>, target_size: u64) -> Self {
-        let o = env.opts;
-        let bits = table_bits(o, env.policy, view, target);
-        let builder_opts = TableBuilderOptions {
-            block_size: o.block_size,
-            block_restart_interval: o.block_restart_interval,
-            bloom_bits_per_key: effective_bloom_bits(bits),
-            compression: o.compression,
-        };
-        OutputWriter {
-            env,
-            builder_opts,
-            target_size,
-            current: None,
-            last_user_key: Vec::new(),
-            outputs: Vec::new(),
-            created: Vec::new(),
-            warmup: None,
-        }
-    }
-
-    /// Warms the block cache with the new blocks `warmup` asks for.
-    pub(crate) fn with_warmup(mut self, warmup: Option<Arc<Warmup>>) -> Self {
-        self.warmup = warmup;
-        self
-    }
-
-    pub(crate) fn add(&mut self, ikey: &[u8], value: &[u8], seq: SeqNum) -> Result<()> {
-        let uk = user_key(ikey);
-        let cut = match &self.current {
-            Some((_, b, _, _)) => {
-                b.estimated_file_size() >= self.target_size && uk != self.last_user_key.as_slice()
-            }
-            None => false,
-        };
-        if cut {
-            self.finish_current()?;
-        }
-        if self.current.is_none() {
-            let id = self.env.versions.new_file_number();
-            self.created.push(id);
-            let file = self.env.vfs.create(&table_path(self.env.dir, id))?;
-            let mut builder = TableBuilder::new(file, self.builder_opts.clone());
-            if let Some(w) = &self.warmup {
-                builder.set_observer(w.observer(id));
-            }
-            self.current = Some((id, builder, seq, seq));
-        }
-        if let Some((_, b, lo, hi)) = &mut self.current {
-            b.add(ikey, value)?;
-            *lo = (*lo).min(seq);
-            *hi = (*hi).max(seq);
-        }
-        self.last_user_key.clear();
-        self.last_user_key.extend_from_slice(uk);
-        Ok(())
-    }
-
-    fn finish_current(&mut self) -> Result<()> {
-        if let Some((id, b, lo, hi)) = self.current.take() {
-            let s = b.finish()?;
-            self.verify(id, &s)?;
-            self.outputs.push(NewFile {
-                id,
-                size: s.file_size,
-                smallest: s.smallest,
-                largest: s.largest,
-                num_entries: s.num_entries,
-                num_deletions: s.num_deletions,
-                smallest_seq: lo,
-                largest_seq: hi,
-                bloom_bits_per_key: Some(self.builder_opts.bloom_bits_per_key),
-            });
-        }
-        Ok(())
-    }
-
-    /// Reads a finished table back before anything names it (LevelDB's "verify
-    /// that the table is usable"): its size on disk must be what was written,
-    /// and its footer, index, filter and properties must pass their checksums;
-    /// with `paranoid_file_checks`, every block and entry too. A file system that
-    /// acknowledged bytes it never stored fails the flush or compaction here,
-    /// instead of installing a table that would fail every later open.
-    fn verify(&self, id: u64, s: &TableSummary) -> Result<()> {
-        let r = self.read_back(id, s);
-        if r.is_err() {
-            self.env.tables.evict(id);
-        }
-        r.map_err(|e| {
-            Error::corruption(format!("new table {id:06}.sst failed verification after writing: {e}"))
-        })
-    }
-
-    fn read_back(&self, id: u64, s: &TableSummary) -> Result<()> {
-        let on_disk = self.env.vfs.file_size(&table_path(self.env.dir, id))?;
-        if on_disk != s.file_size {
-            return Err(Error::corruption(format!("{on_disk} bytes on disk, {} written", s.file_size)));
-        }
-        let table = self.env.tables.get(id, s.file_size)?;
-        if table.properties().num_entries != s.num_entries {
-            return Err(Error::corruption("entry count in properties differs from what was written"));
-        }
-        if !self.env.opts.paranoid_file_checks {
-            return Ok(());
-        }
-        // Past the block cache: warmed blocks are in it, and the check is of the file.
-        let table = Arc::new(self.env.tables.open_uncached(id, s.file_size)?);
-        let opts = BlockReadOptions { verify_checksums: true, fill_cache: false, readahead: 1 << 20 };
-        let mut it = table.iter(opts);
-        it.seek_to_first()?;
-        let (mut n, mut first, mut last) = (0u64, None, Vec::new());
-        while it.valid() {
-            n += 1;
-            if first.is_none() {
-                first = Some(it.key().to_vec());
-            }
-            last.clear();
-            last.extend_from_slice(it.key());
-            it.next()?;
-        }
-        if n != s.num_entries || first.as_deref() != Some(&s.smallest[..]) || last != s.largest {
-            return Err(Error::corruption(format!(
-                "read back {n} entries, {} written, or the key bounds differ",
-                s.num_entries
-            )));
-        }
-        Ok(())
-    }
-
-    /// Finishes the last table and syncs the directory, so that the files are
-    /// durable before a MANIFEST edit names them.
-    pub(crate) fn finish(mut self) -> Result<Vec<NewFile>> {
-        let r = self.finish_current().and_then(|_| self.env.vfs.sync_dir(self.env.dir));
-        match r {
-            Ok(()) => {
-                self.created.clear();
-                Ok(std::mem::take(&mut self.outputs))
-            }
-            Err(e) => Err(e),
-        }
-    }
-}
-
-impl Drop for OutputWriter<'_> {
-    /// An abandoned writer (error path) removes the files it created.
-    fn drop(&mut self) {
-        self.current = None;
-        for id in self.created.drain(..) {
-            self.env.tables.evict(id);
-            if let Some(w) = &self.warmup {
-                w.cache().invalidate_file(id);
-            }
-            let _ = self.env.vfs.remove_file(&table_path(self.env.dir, id));
-        }
-    }
 }
 
 /// Runs a task picked from `version` and installs its result.
@@ -293,9 +118,6 @@ fn record(
     }
 }
 
-/// Runs that hold data older than the output of a merge into
-/// (`level`, `out_run`): every run of deeper levels, and runs of the output level
-/// with files that are not inputs (other than the output run itself).
 /// Most bytes one compaction's readahead windows hold together, so a merge of
 /// many L0 runs stays inside the memory budget (each run gets a share).
 const READAHEAD_BUDGET: usize = 16 << 20;
@@ -320,53 +142,4 @@ fn input_runs(
             Box::new(RunIterator::new(files, Arc::clone(env.tables), opts)) as Box<dyn InternalIterator>
         })
         .collect()
-}
-
-fn older_runs<'v>(version: &'v Version, level: usize, out_run: u64, inputs: &HashSet<u64>) -> Vec<&'v Run> {
-    let mut v = Vec::new();
-    for (l, lvl) in version.levels.iter().enumerate().skip(level) {
-        for run in &lvl.runs {
-            if l == level && (run.id == out_run || run.files.iter().all(|f| inputs.contains(&f.id))) {
-                continue;
-            }
-            v.push(run);
-        }
-    }
-    v
-}
-
-/// The merge loop shared by compactions: keeps the newest version of each user
-/// key plus every version a live snapshot can still see, and drops a tombstone
-/// once no snapshot needs it and `is_base(user_key)` says no older data exists.
-pub(crate) fn merge_into(
-    input: &mut dyn InternalIterator,
-    out: &mut OutputWriter<'_>,
-    smallest_snapshot: SeqNum,
-    is_base: impl Fn(&[u8]) -> bool,
-) -> Result<()> {
-    input.seek_to_first()?;
-    let mut current_user: Vec<u8> = Vec::new();
-    let mut have_current = false;
-    let mut last_seq_for_key = SeqNum::MAX;
-    while input.valid() {
-        let k = parse_internal_key(input.key())?;
-        if !have_current || k.user_key.cmp(current_user.as_slice()) != Ordering::Equal {
-            current_user.clear();
-            current_user.extend_from_slice(k.user_key);
-            have_current = true;
-            last_seq_for_key = SeqNum::MAX;
-        }
-        let drop = if last_seq_for_key <= smallest_snapshot {
-            // A newer version of this key is visible to every snapshot.
-            true
-        } else {
-            k.kind == ValueKind::Delete && k.seq <= smallest_snapshot && is_base(k.user_key)
-        };
-        last_seq_for_key = k.seq;
-        if !drop {
-            out.add(input.key(), input.value(), k.seq)?;
-        }
-        input.next()?;
-    }
-    Ok(())
 }

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::DbInner;
-use crate::compaction::executor::{execute, OutputWriter};
+use crate::compaction::executor::execute;
 use crate::compaction::manual::{self, ManualRange};
 use crate::compaction::monkey::{self, WriteTarget};
+use crate::compaction::output::OutputWriter;
 use crate::compaction::view::{build_view, build_view_with};
 use crate::compaction::{
     validate_buffer_actions, validate_flush_level, validate_task, BufferAction, LsmView, PickResult,

@@ -13,8 +13,9 @@ use parking_lot::{Condvar, Mutex};
 use super::{DbInner, DbState, SuperVersion};
 use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, RowCache, TableCache};
-use crate::compaction::executor::{Env, OutputWriter};
+use crate::compaction::executor::Env;
 use crate::compaction::monkey::WriteTarget;
+use crate::compaction::output::OutputWriter;
 use crate::compaction::view::build_view;
 use crate::compaction::{
     BlsmPolicy, BufferVariant, CompactionPolicy, GarneringPolicy, LeveledConfig, LeveledPolicy, LsbmPolicy,

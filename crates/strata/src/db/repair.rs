@@ -22,8 +22,9 @@ use std::sync::Arc;
 
 use super::recovery::{checked_policy, table_cache};
 use crate::batch::WriteBatch;
-use crate::compaction::executor::{Env, OutputWriter};
+use crate::compaction::executor::Env;
 use crate::compaction::monkey::WriteTarget;
+use crate::compaction::output::OutputWriter;
 use crate::compaction::view::build_view;
 use crate::compaction::RunTarget;
 use crate::error::{Error, Result};
