@@ -186,6 +186,18 @@ impl Block {
     fn decode_entry(&self, offset: usize) -> Result<Entry> {
         let bad = || Error::corruption("block: malformed entry");
         let region = self.data.get(offset..self.restarts_offset).ok_or_else(bad)?;
+        // Fast path (LevelDB's too): all three lengths below 128 take a byte each.
+        if let [shared, non_shared, value_len, ..] = *region {
+            if (shared | non_shared | value_len) < 0x80 {
+                let key_start = offset + 3;
+                let key_end = key_start + non_shared as usize;
+                let value_end = key_end + value_len as usize;
+                if value_end > self.restarts_offset {
+                    return Err(bad());
+                }
+                return Ok(Entry { shared: shared as usize, key_start, key_end, value_end });
+            }
+        }
         let (shared, a) = decode_varint32(region).ok_or_else(bad)?;
         let (non_shared, b) = decode_varint32(region.get(a..).ok_or_else(bad)?).ok_or_else(bad)?;
         let (value_len, c) = decode_varint32(region.get(a + b..).ok_or_else(bad)?).ok_or_else(bad)?;
@@ -509,6 +521,12 @@ mod tests {
         let mut bad = good.clone();
         bad.swap(n - 12, n - 8);
         assert!(Block::new(bad).unwrap_err().is_corruption());
+        // A one-byte value length that runs into the restart array (the
+        // one-byte header fast path checks it like the varint path).
+        let mut d = good.clone();
+        d[2] = 0x7f;
+        let block = Block::new(d).unwrap();
+        assert!(block.seek_ge(b"a", &mut Vec::new()).unwrap_err().is_corruption());
         // Every single-byte change of a valid block: never a panic.
         for i in 0..n {
             for x in [0u8, 0x7f, 0x80, 0xff] {
