@@ -13,7 +13,7 @@ use strata::cache::BlockCache;
 use strata::iter::InternalIterator;
 use strata::key::{compare_internal, lookup_key, make_internal_key, parse_internal_key, ValueKind, MAX_SEQ};
 use strata::table::{BlockReadOptions, Table, TableBuilder, TableBuilderOptions};
-use strata::CompressionType;
+use strata::{CompactionPipeline, CompressionType};
 
 use super::input::Input;
 use super::mem::MemFile;
@@ -82,6 +82,11 @@ fn gen_table(input: &mut Input) -> (Entries, TableBuilderOptions) {
         block_restart_interval: 1 + input.below(16),
         bloom_bits_per_key: f64::from(input.u8() % 64) / 4.0,
         compression,
+        pipeline: match input.u8() % 4 {
+            0 | 1 => CompactionPipeline::Sequential,
+            2 => CompactionPipeline::Pipelined,
+            _ => CompactionPipeline::Parallel { compute_threads: 2 },
+        },
     };
     let n = input.below(64);
     let mut entries = Vec::with_capacity(n);

@@ -4,7 +4,7 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata::{CompactionStyle, CompressionType, Options, WalRecoveryMode};
+use strata::{CompactionPipeline, CompactionStyle, CompressionType, Options, WalRecoveryMode};
 
 /// What one cycle runs with.
 #[derive(Debug, Clone)]
@@ -48,6 +48,11 @@ pub fn derive(seed: u64, cycle: u64, policy: &str, num_levels: usize) -> strata:
     let cache = if rng.gen_bool(0.2) { 0 } else { 1 << 20 };
     let row_cache = if rng.gen_bool(0.3) { 64 << 10 } else { 0 };
     let warmup = cache > 0 && rng.gen_bool(0.3);
+    let pipeline = match rng.gen_range(0..3) {
+        0 => CompactionPipeline::Sequential,
+        1 => CompactionPipeline::Pipelined,
+        _ => CompactionPipeline::Parallel { compute_threads: rng.gen_range(2..=3) },
+    };
     let options = Options::default()
         .with_compaction_style(CompactionStyle::from_name(policy)?)
         .with_num_levels(num_levels)
@@ -68,12 +73,14 @@ pub fn derive(seed: u64, cycle: u64, policy: &str, num_levels: usize) -> strata:
         .with_compaction_warmup(warmup)
         .with_paranoid_checks(rng.gen_bool(0.7))
         .with_wal_recovery_mode(wal_mode)
-        .with_disable_auto_compactions(rng.gen_bool(0.05));
+        .with_disable_auto_compactions(rng.gen_bool(0.05))
+        .with_compaction_pipeline(pipeline);
     options.validate()?;
     let sync_ratio = [0.0, 0.1, 0.5, 1.0][rng.gen_range(0..4)];
     let big_value_ratio = [0.0, 0.01, 0.05][rng.gen_range(0..3)];
     let summary = format!(
-        "policy={policy} levels={num_levels} wbuf={write_buffer} l0={l0} comp={compression:?} wal={wal_mode:?} sync={sync_ratio} row_cache={row_cache} warmup={warmup}"
+        "policy={policy} levels={num_levels} wbuf={write_buffer} l0={l0} comp={compression:?} wal={wal_mode:?} sync={sync_ratio} row_cache={row_cache} warmup={warmup} pipeline={}",
+        pipeline.name()
     );
     Ok(CycleConfig { options, sync_ratio, big_value_ratio, summary })
 }

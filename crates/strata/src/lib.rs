@@ -46,9 +46,10 @@ pub use compaction::CompactionPolicy;
 pub use db::{destroy, repair, Db, DbIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use options::{
-    BloomAllocation, CompactionStyle, CompressionType, Options, ReadOptions, WalRecoveryMode, WriteOptions,
+    BloomAllocation, CompactionPipeline, CompactionStyle, CompressionType, Options, ReadOptions,
+    WalRecoveryMode, WriteOptions,
 };
-pub use stats::{CompactionRecord, LevelStats, Stats};
+pub use stats::{CompactionRecord, LevelStats, StageTimes, Stats};
 pub use vfs::{MemVfs, RealVfs, Vfs};
 
 /// Largest `key.len() + value.len()` one put may carry (512 MiB minus the

@@ -87,6 +87,61 @@ impl BloomAllocation {
     }
 }
 
+/// How a flush or compaction runs the work of writing its output tables
+/// (the pipelined-compaction paper's procedures). Every mode writes the same
+/// entries; only which threads do the work differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CompactionPipeline {
+    /// One thread reads, merges, compresses, checksums and writes in turn
+    /// (the paper's SCP). The default, and the reference the others are
+    /// tested against.
+    #[default]
+    Sequential,
+    /// The compaction thread reads and merges; a second thread compresses
+    /// and checksums finished data blocks, a third appends them to the file
+    /// (the paper's PCP), with bounded queues between them.
+    Pipelined,
+    /// As `Pipelined`, with `compute_threads` threads compressing and
+    /// checksumming blocks out of order and the writer putting them back in
+    /// order (C-PPCP for the compress stage; RocksDB's
+    /// `CompressionOptions::parallel_threads` does the same).
+    Parallel {
+        /// Threads compressing and checksumming blocks (1–64).
+        compute_threads: usize,
+    },
+}
+
+impl CompactionPipeline {
+    /// Parses `scp`/`sequential`, `pcp`/`pipelined`, or `c-ppcp`/`parallel`
+    /// with `threads` compute threads.
+    pub fn parse(s: &str, threads: usize) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "scp" | "sequential" => Ok(CompactionPipeline::Sequential),
+            "pcp" | "pipelined" => Ok(CompactionPipeline::Pipelined),
+            "c-ppcp" | "cppcp" | "parallel" => Ok(CompactionPipeline::Parallel { compute_threads: threads }),
+            _ => Err(Error::invalid(format!("unknown compaction pipeline {s:?} (known: scp, pcp, c-ppcp)"))),
+        }
+    }
+
+    /// The paper's name for the mode.
+    pub fn name(self) -> String {
+        match self {
+            CompactionPipeline::Sequential => "scp".into(),
+            CompactionPipeline::Pipelined => "pcp".into(),
+            CompactionPipeline::Parallel { compute_threads } => format!("c-ppcp({compute_threads})"),
+        }
+    }
+
+    /// Threads compressing blocks apart from the builder's own, 0 for `Sequential`.
+    pub(crate) fn compute_threads(self) -> usize {
+        match self {
+            CompactionPipeline::Sequential => 0,
+            CompactionPipeline::Pipelined => 1,
+            CompactionPipeline::Parallel { compute_threads } => compute_threads,
+        }
+    }
+}
+
 /// Which compaction policy shapes the tree.
 #[derive(Clone, Default)]
 pub enum CompactionStyle {
@@ -196,6 +251,7 @@ pub struct Options {
     pub(crate) max_open_files: usize,
     pub(crate) use_direct_reads: bool,
     pub(crate) compaction_readahead_size: usize,
+    pub(crate) compaction_pipeline: CompactionPipeline,
     pub(crate) compaction_warmup: bool,
     pub(crate) paranoid_checks: bool,
     pub(crate) paranoid_file_checks: bool,
@@ -236,6 +292,7 @@ impl Default for Options {
             max_open_files: 1000,
             use_direct_reads: false,
             compaction_readahead_size: 2 << 20,
+            compaction_pipeline: CompactionPipeline::Sequential,
             compaction_warmup: false,
             paranoid_checks: true,
             paranoid_file_checks: false,
@@ -322,6 +379,11 @@ impl Options {
         /// run are read one table at a time, so a compaction holds one window per input run; with
         /// more than 8 input runs the windows shrink to share 16 MiB.
         with_compaction_readahead_size, compaction_readahead_size, usize);
+    setter!(/// Which threads write a flush's or compaction's output tables (default
+        /// [`CompactionPipeline::Sequential`]): the compaction thread alone, or with a
+        /// thread (or several) compressing and checksumming blocks and another writing
+        /// them. RocksDB's nearest is `CompressionOptions::parallel_threads`.
+        with_compaction_pipeline, compaction_pipeline, CompactionPipeline);
     setter!(/// Incremental warm-up (the LSbM paper's baseline; default false): a compaction puts
         /// into the block cache each new data block whose key range overlaps a cached block of
         /// its inputs, from memory as it writes it, so reads of hot keys keep hitting the cache
@@ -436,6 +498,11 @@ impl Options {
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");
+        }
+        if let CompactionPipeline::Parallel { compute_threads } = self.compaction_pipeline {
+            if !(1..=64).contains(&compute_threads) {
+                return bad("compaction_pipeline compute_threads must be between 1 and 64");
+            }
         }
         if let CompressionType::Zstd(l) = self.compression {
             if !(1..=22).contains(&l) {

@@ -11,7 +11,7 @@ use std::time::Instant;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::vfs::{CrashFault, CrashMode, CrashOpKind, CrashVfs};
-use strata::{CompactionStyle, Db, Vfs};
+use strata::{CompactionPipeline, CompactionStyle, Db, Vfs};
 
 use crash_sim_support::driver::{key, options, run_case, Case, Step, DIR};
 use crash_sim_support::history::{value_of, History, Kv};
@@ -68,8 +68,14 @@ fn random_case(policy: &str, seed: u64) -> Case {
     let close_after_fault = rng.gen_bool(0.5);
     let mode = random_mode(&mut rng);
     let recovery_crash = rng.gen_bool(0.4).then(|| (rng.gen(), random_mode(&mut rng)));
+    let pipeline = match rng.gen_range(0..4) {
+        0 | 1 => CompactionPipeline::Sequential,
+        2 => CompactionPipeline::Pipelined,
+        _ => CompactionPipeline::Parallel { compute_threads: 2 },
+    };
     Case {
         policy: policy.to_string(),
+        pipeline,
         steps,
         crash_after,
         mode,

@@ -17,7 +17,7 @@ use std::time::Instant;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::vfs::{FaultConfig, FaultKind, FaultOp, FaultVfs, PathFilter};
-use strata::{CompactionStyle, Db, Error, MemVfs, Options, WriteBatch, WriteOptions};
+use strata::{CompactionPipeline, CompactionStyle, Db, Error, MemVfs, Options, WriteBatch, WriteOptions};
 
 type Kv = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -347,14 +347,29 @@ fn check_hit(skip: u64, hits: usize) -> usize {
 }
 
 /// Returns how many runs (one per policy) the fault actually hit.
+/// The output pipeline a background-fault run uses: every mode in turn, so a
+/// table append fails inside the write thread as well as on the task's own.
+fn pipeline_for(i: usize) -> CompactionPipeline {
+    [
+        CompactionPipeline::Sequential,
+        CompactionPipeline::Pipelined,
+        CompactionPipeline::Parallel { compute_threads: 2 },
+    ][i % 3]
+}
+
 fn background_fault(filter: PathFilter, op: FaultOp, skip: u64, compaction: bool) -> usize {
     let mut hit = 0;
-    for (name, style) in policies() {
+    for (i, (name, style)) in policies().into_iter().enumerate() {
+        let pipeline = pipeline_for(i + skip as usize);
         let ctx = format!(
-            "{name}: {op} (skip {skip}) on {filter:?} during {}",
+            "{name} {}: {op} (skip {skip}) on {filter:?} during {}",
+            pipeline.name(),
             if compaction { "compaction" } else { "flush" }
         );
         let vfs = fault_fs(FaultConfig::new(9).with_filter(filter.clone()).with_torn_writes(true));
+        let manual_opts = |style: &CompactionStyle, vfs: &FaultVfs| {
+            manual_opts(style, vfs).with_compaction_pipeline(pipeline)
+        };
         let db = open(&db_path(), manual_opts(&style, &vfs));
         let mut h = History::default();
         acked_workload(&db, &mut h, "a", false);

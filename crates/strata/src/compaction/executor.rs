@@ -19,7 +19,7 @@ use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator, RunIterator};
 use crate::key::{compare_internal, SeqNum};
 use crate::options::Options;
-use crate::stats::CompactionRecord;
+use crate::stats::{CompactionRecord, StageTimes};
 use crate::table::BlockReadOptions;
 use crate::version::{FileMeta, Version, VersionSet};
 use crate::vfs::Vfs;
@@ -81,6 +81,7 @@ pub(crate) fn execute(
             merge_into(&mut input, &mut out, smallest_snapshot, |uk| {
                 !older.iter().any(|r| r.find_file(uk).is_some())
             })?;
+            let stages = out.progress();
             let outputs = out.finish()?;
             let written: u64 = outputs.iter().map(|o| o.size).sum();
             let n_out = outputs.len();
@@ -88,6 +89,7 @@ pub(crate) fn execute(
             let read: u64 = metas.iter().map(|m| m.size).sum();
             let mut r = record("merge", reason, *output_level, metas.len(), n_out, read, written, start);
             r.warmup_blocks_inserted = warmup.map_or(0, |w| w.inserted());
+            r.stages = stages.times();
             r
         }
     };
@@ -115,6 +117,7 @@ fn record(
         bytes_written,
         warmup_blocks_inserted: 0,
         duration: start.elapsed(),
+        stages: StageTimes::default(),
     }
 }
 

@@ -12,6 +12,7 @@ use crate::filename::table_path;
 use crate::iter::InternalIterator;
 use crate::key::{user_key, SeqNum};
 use crate::table::builder::effective_bloom_bits;
+use crate::table::pipeline::Progress;
 use crate::table::{BlockReadOptions, TableBuilder, TableBuilderOptions, TableSummary};
 use crate::version::NewFile;
 
@@ -53,6 +54,7 @@ pub(crate) struct OutputWriter<'a> {
     outputs: Vec<NewFile>,
     created: Vec<u64>,
     warmup: Option<Arc<Warmup>>,
+    progress: Arc<Progress>,
 }
 
 impl<'a> OutputWriter<'a> {
@@ -68,6 +70,7 @@ impl<'a> OutputWriter<'a> {
             block_restart_interval: o.block_restart_interval,
             bloom_bits_per_key: effective_bloom_bits(bits),
             compression: o.compression,
+            pipeline: o.compaction_pipeline,
         };
         OutputWriter {
             env,
@@ -77,7 +80,13 @@ impl<'a> OutputWriter<'a> {
             outputs: Vec::new(),
             created: Vec::new(),
             warmup: None,
+            progress: Arc::default(),
         }
+    }
+
+    /// Stage times of every table this writer writes (final once `finish` returns).
+    pub(crate) fn progress(&self) -> Arc<Progress> {
+        Arc::clone(&self.progress)
     }
 
     /// Warms the block cache with the new blocks `warmup` asks for.
@@ -97,6 +106,7 @@ impl<'a> OutputWriter<'a> {
             self.created.push(id);
             let file = self.env.vfs.create(&table_path(self.env.dir, id))?;
             let mut builder = TableBuilder::new(file, self.builder_opts.clone());
+            builder.set_progress(Arc::clone(&self.progress));
             if let Some(w) = &self.warmup {
                 builder.set_observer(w.observer(id));
             }

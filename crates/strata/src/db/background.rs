@@ -73,7 +73,9 @@ impl DbInner {
             out.add(it.key(), it.value(), seq)?;
             it.next()?;
         }
+        let progress = out.progress();
         let outputs = out.finish()?;
+        let stages = progress.times();
         let mut edit = VersionEdit::default();
         // WALs older than the next unflushed memtable's are no longer needed.
         let next_log = {
@@ -120,6 +122,7 @@ impl DbInner {
             bytes_written: written,
             warmup_blocks_inserted: 0,
             duration: start.elapsed(),
+            stages,
         });
         self.purge_obsolete_files();
         self.done_cv.notify_all();

@@ -396,7 +396,8 @@ impl Db {
     }
 
     /// Text for humans (RocksDB `GetProperty`): `strata.stats`, `strata.levels`,
-    /// `strata.num-files-at-level<N>`, `strata.compactions`, `strata.policy`.
+    /// `strata.num-files-at-level<N>`, `strata.compactions`, `strata.policy`,
+    /// `strata.compaction-pipeline`.
     pub fn property(&self, name: &str) -> Option<String> {
         let s = self.inner.stats();
         match name {
@@ -406,6 +407,7 @@ impl Db {
                 Some(text.lines().take(s.levels.len() + 1).collect::<Vec<_>>().join("\n"))
             }
             "strata.policy" => Some(self.inner.policy.name().to_string()),
+            "strata.compaction-pipeline" => Some(pipeline_report(&s, self.inner.opts.compaction_pipeline)),
             "strata.compactions" => Some(
                 s.recent_compactions
                     .iter()
@@ -452,4 +454,25 @@ impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.inner.shutdown();
     }
+}
+
+/// `strata.compaction-pipeline`: the mode, and where all merges' time went.
+fn pipeline_report(s: &Stats, mode: crate::options::CompactionPipeline) -> String {
+    let secs = s.compaction_time.as_secs_f64();
+    let mb = |b: u64| b as f64 / 1e6;
+    let bw = if secs > 0.0 { mb(s.compaction_bytes_read) / secs } else { 0.0 };
+    let st = s.compaction_stages;
+    format!(
+        "mode {}\ncompactions {}\ninput {:.1} MB, output {:.1} MB, wall {:.3} s, bandwidth {:.1} MB/s\n\
+         compute (compress+checksum) {:.3} s, write {:.3} s, merge waiting on output {:.3} s",
+        mode.name(),
+        s.compactions,
+        mb(s.compaction_bytes_read),
+        mb(s.compaction_bytes_written),
+        secs,
+        bw,
+        st.compute.as_secs_f64(),
+        st.write.as_secs_f64(),
+        st.merge_waiting.as_secs_f64(),
+    )
 }

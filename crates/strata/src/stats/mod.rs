@@ -14,6 +14,29 @@ use crate::options::MAX_LEVELS;
 /// How many finished compactions [`Stats::recent_compactions`] keeps.
 const HISTORY: usize = 64;
 
+/// Where the output side of a flush or compaction spent its time, summed
+/// over its output tables (`Options::with_compaction_pipeline`). The rest of
+/// the wall time is reading, checking and merging the inputs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StageTimes {
+    /// Compressing and checksumming data blocks (on the compaction thread
+    /// when sequential, summed over the compute threads otherwise).
+    pub compute: Duration,
+    /// Appending data blocks to the files.
+    pub write: Duration,
+    /// The merging thread waiting for the compute and write stages to take
+    /// a block (their queues were full); 0 when sequential.
+    pub merge_waiting: Duration,
+}
+
+impl std::ops::AddAssign for StageTimes {
+    fn add_assign(&mut self, o: Self) {
+        self.compute += o.compute;
+        self.write += o.write;
+        self.merge_waiting += o.merge_waiting;
+    }
+}
+
 /// What one flush or compaction task did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompactionRecord {
@@ -35,6 +58,8 @@ pub struct CompactionRecord {
     pub warmup_blocks_inserted: u64,
     /// Wall time of the task.
     pub duration: Duration,
+    /// Busy and waiting time of the output stages.
+    pub stages: StageTimes,
 }
 
 /// Per-level shape of the tree.
@@ -147,6 +172,10 @@ pub struct Stats {
     /// Memtable flushes whose table went below L0
     /// (`Options::with_max_mem_compaction_level`).
     pub flushes_below_l0: u64,
+    /// Wall time of all compactions (merges), summed.
+    pub compaction_time: Duration,
+    /// Output stage times of all compactions (merges), summed.
+    pub compaction_stages: StageTimes,
     /// Per-level shape.
     pub levels: Vec<LevelStats>,
     /// Block cache counters.
@@ -307,6 +336,10 @@ pub(crate) struct Counters {
     pub flush_bytes: AtomicU64,
     pub compaction_read: AtomicU64,
     pub compaction_written: AtomicU64,
+    pub compaction_ns: AtomicU64,
+    pub compaction_compute_ns: AtomicU64,
+    pub compaction_write_ns: AtomicU64,
+    pub compaction_wait_ns: AtomicU64,
     pub write_groups: AtomicU64,
     pub writes: AtomicU64,
     pub wal_syncs: AtomicU64,
@@ -370,6 +403,11 @@ impl Counters {
                 Self::add(&self.compactions, 1);
                 Self::add(&self.compaction_read, r.bytes_read);
                 Self::add(&self.compaction_written, r.bytes_written);
+                let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+                Self::add(&self.compaction_ns, ns(r.duration));
+                Self::add(&self.compaction_compute_ns, ns(r.stages.compute));
+                Self::add(&self.compaction_write_ns, ns(r.stages.write));
+                Self::add(&self.compaction_wait_ns, ns(r.stages.merge_waiting));
             }
             "move" => Self::add(&self.moves, r.input_files as u64),
             "drop" => Self::add(&self.drops, r.input_files as u64),
@@ -391,6 +429,12 @@ impl Counters {
         s.flush_bytes_written = g(&self.flush_bytes);
         s.compaction_bytes_read = g(&self.compaction_read);
         s.compaction_bytes_written = g(&self.compaction_written);
+        s.compaction_time = Duration::from_nanos(g(&self.compaction_ns));
+        s.compaction_stages = StageTimes {
+            compute: Duration::from_nanos(g(&self.compaction_compute_ns)),
+            write: Duration::from_nanos(g(&self.compaction_write_ns)),
+            merge_waiting: Duration::from_nanos(g(&self.compaction_wait_ns)),
+        };
         s.write_amplification = if s.user_bytes_written == 0 {
             0.0
         } else {

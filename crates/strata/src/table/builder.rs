@@ -2,13 +2,15 @@
 //! then the footer.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key, user_key, ValueKind};
-use crate::options::CompressionType;
+use crate::options::{CompactionPipeline, CompressionType};
 use crate::table::block::BlockBuilder;
 use crate::table::filter::FilterBuilder;
-use crate::table::format::{block_trailer, compress_block, BlockHandle, Footer, TableProperties};
+use crate::table::format::{BlockHandle, Footer, TableProperties};
+use crate::table::pipeline::{BlockPipeline, DataWriter, Progress};
 use crate::vfs::WritableFile;
 
 /// Largest key + value a table accepts in one entry, so that any block stays
@@ -39,6 +41,8 @@ pub struct TableBuilderOptions {
     pub bloom_bits_per_key: f64,
     /// Compression of data and index blocks.
     pub compression: CompressionType,
+    /// Which threads compress, checksum and write the data blocks.
+    pub pipeline: CompactionPipeline,
 }
 
 impl Default for TableBuilderOptions {
@@ -48,6 +52,7 @@ impl Default for TableBuilderOptions {
             block_restart_interval: 16,
             bloom_bits_per_key: 10.0,
             compression: CompressionType::None,
+            pipeline: CompactionPipeline::Sequential,
         }
     }
 }
@@ -78,18 +83,24 @@ pub(crate) trait DataBlockObserver: Send + Sync {
     fn data_block(&mut self, handle: BlockHandle, first: &[u8], last: &[u8], raw: &[u8]);
 }
 
+/// Where finished data blocks go: written on this thread, or handed to the
+/// seal and write threads (started at the first data block, so an observer
+/// set before it travels with the file).
+enum BlockOut {
+    Inline(DataWriter),
+    Pipelined(BlockPipeline),
+    /// The pipeline failed and was joined; the table cannot be finished.
+    Failed,
+}
+
 /// Streams sorted entries into a table file.
 pub struct TableBuilder {
-    file: Box<dyn WritableFile>,
     opts: TableBuilderOptions,
-    offset: u64,
+    out: BlockOut,
     data_block: BlockBuilder,
-    index_block: BlockBuilder,
     filter: Option<FilterBuilder>,
     props: TableProperties,
-    handle_buf: Vec<u8>,
-    observer: Option<Box<dyn DataBlockObserver>>,
-    /// First key of the data block being filled, kept only for the observer.
+    /// First key of the data block being filled (the warm-up observer's).
     first_key: Vec<u8>,
 }
 
@@ -98,15 +109,12 @@ impl TableBuilder {
     pub fn new(file: Box<dyn WritableFile>, mut opts: TableBuilderOptions) -> Self {
         opts.block_size = opts.block_size.min(MAX_TARGET_BLOCK_SIZE);
         let bits = effective_bloom_bits(opts.bloom_bits_per_key);
-        let offset = file.len();
         let data_block = BlockBuilder::new(opts.block_restart_interval);
         let compression = opts.compression;
         TableBuilder {
-            file,
+            out: BlockOut::Inline(DataWriter::new(file)),
             opts,
-            offset,
             data_block,
-            index_block: BlockBuilder::new(1),
             filter: (bits > 0.0).then(|| FilterBuilder::new(bits)),
             props: TableProperties {
                 num_entries: 0,
@@ -119,15 +127,15 @@ impl TableBuilder {
                 smallest: Vec::new(),
                 largest: Vec::new(),
             },
-            handle_buf: Vec::with_capacity(20),
-            observer: None,
             first_key: Vec::new(),
         }
     }
 
     /// Shows every data block written from now on to `observer`.
     pub(crate) fn set_observer(&mut self, observer: Box<dyn DataBlockObserver>) {
-        self.observer = Some(observer);
+        if let BlockOut::Inline(w) = &mut self.out {
+            w.observer = Some(observer);
+        }
     }
 
     /// Appends an entry; internal keys must be strictly increasing.
@@ -155,7 +163,7 @@ impl TableBuilder {
         self.props.num_deletions += u64::from(parsed.kind == ValueKind::Delete);
         self.props.raw_key_bytes += ikey.len() as u64;
         self.props.raw_value_bytes += value.len() as u64;
-        if self.observer.is_some() && self.data_block.is_empty() {
+        if self.data_block.is_empty() {
             self.first_key.clear();
             self.first_key.extend_from_slice(ikey);
         }
@@ -171,26 +179,57 @@ impl TableBuilder {
         self.props.num_entries
     }
 
-    /// Bytes written so far plus the size of the block being filled.
+    /// Bytes written so far plus the size of the block being filled (with a
+    /// pipeline, blocks still in flight count at the compression ratio so far).
     pub fn estimated_file_size(&self) -> u64 {
         let pending = if self.data_block.is_empty() { 0 } else { self.data_block.estimated_size() };
-        self.offset + pending as u64
+        let out = match &self.out {
+            BlockOut::Inline(w) => w.offset,
+            BlockOut::Pipelined(p) => p.estimated_size(0),
+            BlockOut::Failed => 0,
+        };
+        out + pending as u64
     }
 
-    /// Writes the pending data block and its index entry.
+    /// Adds this table's stage times to `progress` (set before the first block).
+    pub(crate) fn set_progress(&mut self, progress: Arc<Progress>) {
+        if let BlockOut::Inline(w) = &mut self.out {
+            w.progress = progress;
+        }
+    }
+
+    /// Writes the pending data block and its index entry, or hands it to the pipeline.
     fn flush_data_block(&mut self) -> Result<()> {
         if self.data_block.is_empty() {
             return Ok(());
         }
-        let raw = self.data_block.finish();
-        let handle = write_block(&mut *self.file, &mut self.offset, raw, self.opts.compression)?;
-        if let Some(o) = &mut self.observer {
-            // The block's last key is the last key added.
-            o.data_block(handle, &self.first_key, &self.props.largest, raw);
+        let threads = self.opts.pipeline.compute_threads();
+        if threads > 0 && matches!(self.out, BlockOut::Inline(_)) {
+            let BlockOut::Inline(w) = std::mem::replace(&mut self.out, BlockOut::Failed) else {
+                return Err(Error::invalid("table builder state"));
+            };
+            self.out = BlockOut::Pipelined(BlockPipeline::start(w, self.opts.compression, threads)?);
         }
-        self.handle_buf.clear();
-        handle.encode_to(&mut self.handle_buf);
-        self.index_block.add(self.data_block.last_key(), &self.handle_buf);
+        match &mut self.out {
+            BlockOut::Inline(w) => {
+                let raw = self.data_block.finish();
+                let handle = w.write_data_block(raw, self.opts.compression)?;
+                // The block's last key is the last key added.
+                w.data_block_written(handle, &self.first_key, &self.props.largest, raw);
+            }
+            BlockOut::Pipelined(p) => {
+                let raw = self.data_block.finish().to_vec();
+                let first = std::mem::take(&mut self.first_key);
+                if let Err(e) = p.submit(raw, first, self.props.largest.clone()) {
+                    // Report the stage's own error, not the hand-over's.
+                    let BlockOut::Pipelined(p) = std::mem::replace(&mut self.out, BlockOut::Failed) else {
+                        return Err(e);
+                    };
+                    return Err(p.finish().err().unwrap_or(e));
+                }
+            }
+            BlockOut::Failed => return Err(Error::invalid("table builder used after a failed write")),
+        }
         self.data_block.reset();
         self.props.num_data_blocks += 1;
         Ok(())
@@ -200,20 +239,27 @@ impl TableBuilder {
     /// the footer, then syncs the file.
     pub fn finish(mut self) -> Result<TableSummary> {
         self.flush_data_block()?;
+        let mut w = match std::mem::replace(&mut self.out, BlockOut::Failed) {
+            BlockOut::Inline(w) => w,
+            BlockOut::Pipelined(p) => p.finish()?,
+            BlockOut::Failed => return Err(Error::invalid("table builder used after a failed write")),
+        };
+        if w.num_data_blocks != self.props.num_data_blocks {
+            return Err(Error::Io(std::io::Error::other("table pipeline lost a data block")));
+        }
         let filter = match &self.filter {
-            Some(f) => write_block(&mut *self.file, &mut self.offset, &f.finish(), CompressionType::None)?,
+            Some(f) => w.write_block(&f.finish(), CompressionType::None)?,
             None => BlockHandle::default(),
         };
-        let properties =
-            write_block(&mut *self.file, &mut self.offset, &self.props.encode(), CompressionType::None)?;
-        let index =
-            write_block(&mut *self.file, &mut self.offset, self.index_block.finish(), self.opts.compression)?;
-        self.file.append(&Footer { filter, properties, index }.encode())?;
-        self.offset += crate::table::format::FOOTER_LEN as u64;
-        self.file.sync()?;
+        let properties = w.write_block(&self.props.encode(), CompressionType::None)?;
+        let index_raw = w.index_block.finish().to_vec();
+        let index = w.write_block(&index_raw, self.opts.compression)?;
+        w.file.append(&Footer { filter, properties, index }.encode())?;
+        w.offset += crate::table::format::FOOTER_LEN as u64;
+        w.file.sync()?;
         let p = self.props;
         Ok(TableSummary {
-            file_size: self.offset,
+            file_size: w.offset,
             num_entries: p.num_entries,
             num_deletions: p.num_deletions,
             num_data_blocks: p.num_data_blocks,
@@ -221,20 +267,4 @@ impl TableBuilder {
             largest: p.largest,
         })
     }
-}
-
-/// Compresses (if worthwhile) and appends one block with its trailer.
-fn write_block(
-    file: &mut dyn WritableFile,
-    offset: &mut u64,
-    raw: &[u8],
-    compression: CompressionType,
-) -> Result<BlockHandle> {
-    let (compressed, ty) = compress_block(raw, compression)?;
-    let stored = compressed.as_deref().unwrap_or(raw);
-    file.append(stored)?;
-    file.append(&block_trailer(stored, ty))?;
-    let handle = BlockHandle { offset: *offset, size: stored.len() as u64 };
-    *offset += (stored.len() + crate::table::format::BLOCK_TRAILER_LEN) as u64;
-    Ok(handle)
 }

@@ -7,6 +7,7 @@ pub mod builder;
 pub mod filter;
 pub mod format;
 pub mod iter;
+pub(crate) mod pipeline;
 pub mod reader;
 
 pub use block::{Block, BlockIter};
@@ -158,6 +159,7 @@ mod tests {
                 block_restart_interval: 4,
                 bloom_bits_per_key: 10.0,
                 compression,
+                ..Default::default()
             };
             let (bytes, summary) = build(&entries, &opts);
             assert_eq!(summary.smallest, entries[0].0);
@@ -436,6 +438,7 @@ mod tests {
                 block_restart_interval: 2,
                 bloom_bits_per_key: 8.0,
                 compression,
+                ..Default::default()
             };
             let (good, _) = build(&entries, &opts);
             for bit in (0..good.len()).map(|byte| byte * 8 + byte % 8) {

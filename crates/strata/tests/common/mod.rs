@@ -12,8 +12,8 @@ use std::sync::Arc;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::{
-    CompactionStyle, CompressionType, Db, DbIterator, MemVfs, Options, ReadOptions, RealVfs, Snapshot, Vfs,
-    WriteBatch, WriteOptions,
+    CompactionPipeline, CompactionStyle, CompressionType, Db, DbIterator, MemVfs, Options, ReadOptions,
+    RealVfs, Snapshot, Vfs, WriteBatch, WriteOptions,
 };
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -174,12 +174,19 @@ fn deep_options(style: CompactionStyle) -> Options {
 pub fn configs() -> Vec<Config> {
     vec![
         Config { name: "leveled-mem", fs: Fs::Mem, options: small_options },
-        Config { name: "leveled-real", fs: Fs::Real, options: small_options },
+        // Output tables written by the pipelined modes (compute and write
+        // stages on their own threads); every mode writes the same entries.
         Config {
-            name: "leveled-zstd-nobloom-nocache",
+            name: "leveled-real-pcp",
+            fs: Fs::Real,
+            options: || small_options().with_compaction_pipeline(CompactionPipeline::Pipelined),
+        },
+        Config {
+            name: "leveled-zstd-nobloom-nocache-ppcp3",
             fs: Fs::Mem,
             options: || {
                 small_options()
+                    .with_compaction_pipeline(CompactionPipeline::Parallel { compute_threads: 3 })
                     .with_compression(CompressionType::Zstd(3))
                     .with_bloom_bits_per_key(0.0)
                     .with_block_cache_capacity(0)
@@ -213,19 +220,21 @@ pub fn configs() -> Vec<Config> {
         // An LSbM buffer serves only cached blocks: its configurations get a
         // cache that holds their data, so buffer hits are less rare.
         Config {
-            name: "lsbm-mem-deep",
+            name: "lsbm-mem-deep-ppcp2",
             fs: Fs::Mem,
             options: || {
                 deep_options(CompactionStyle::Lsbm)
+                    .with_compaction_pipeline(CompactionPipeline::Parallel { compute_threads: 2 })
                     .with_buffer_trim_interval(std::time::Duration::from_millis(5))
                     .with_block_cache_capacity(1 << 20)
             },
         },
         Config {
-            name: "lsbm-real-keep",
+            name: "lsbm-real-keep-pcp",
             fs: Fs::Real,
             options: || {
                 deep_options(CompactionStyle::Lsbm)
+                    .with_compaction_pipeline(CompactionPipeline::Pipelined)
                     .with_buffer_trim_threshold(0.0)
                     .with_block_cache_capacity(1 << 20)
             },
@@ -266,9 +275,14 @@ pub fn configs() -> Vec<Config> {
         // Compactions warm the block cache with new blocks; the paranoid
         // read-back of each new table must still read the file.
         Config {
-            name: "leveled-warmup-paranoid",
+            name: "leveled-warmup-paranoid-ppcp2",
             fs: Fs::Mem,
-            options: || small_options().with_compaction_warmup(true).with_paranoid_file_checks(true),
+            options: || {
+                small_options()
+                    .with_compaction_warmup(true)
+                    .with_paranoid_file_checks(true)
+                    .with_compaction_pipeline(CompactionPipeline::Parallel { compute_threads: 2 })
+            },
         },
         // Reads trigger compactions (every policy's manual pick, here leveling's
         // and LSbM's with its buffer) and flushes of new key ranges skip L0.

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use strata::vfs::{CrashFault, CrashMode, CrashOpKind, CrashVfs};
-use strata::{CompactionStyle, Db, Options, WriteBatch, WriteOptions};
+use strata::{CompactionPipeline, CompactionStyle, Db, Options, WriteBatch, WriteOptions};
 
 use super::history::{value_of, History, Kv, Write};
 
@@ -37,6 +37,8 @@ pub enum Step {
 pub struct Case {
     /// Compaction policy name.
     pub policy: String,
+    /// Which threads write output tables (a crash may fall inside any stage).
+    pub pipeline: CompactionPipeline,
     pub steps: Vec<Step>,
     /// Power goes out after this many mutating VFS operations; `None` = after the workload.
     pub crash_after: Option<u64>,
@@ -63,6 +65,7 @@ impl Case {
     pub fn new(policy: &str, steps: Vec<Step>, keys: usize) -> Case {
         Case {
             policy: policy.to_string(),
+            pipeline: CompactionPipeline::Sequential,
             steps,
             crash_after: None,
             mode: CrashMode::ProcessKill,
@@ -73,6 +76,11 @@ impl Case {
             keys,
             extra_reopens: false,
         }
+    }
+
+    /// [`options`] for this case's policy and pipeline.
+    pub fn options(&self, vfs: Arc<dyn strata::Vfs>) -> Options {
+        options(&self.policy, vfs).with_compaction_pipeline(self.pipeline)
     }
 }
 
@@ -207,7 +215,7 @@ pub fn read_all(db: &Db, keys: usize) -> Result<Kv, String> {
 }
 
 fn open_read(vfs: Arc<dyn strata::Vfs>, c: &Case, what: &str) -> Result<Kv, String> {
-    let db = Db::open(DIR, options(&c.policy, vfs)).map_err(|e| format!("{what}: open failed: {e}"))?;
+    let db = Db::open(DIR, c.options(vfs)).map_err(|e| format!("{what}: open failed: {e}"))?;
     let kv = read_all(&db, c.keys).map_err(|e| format!("{what}: {e}"))?;
     db.close().map_err(|e| format!("{what}: close failed: {e}"))?;
     Ok(kv)
@@ -220,7 +228,7 @@ pub fn run_case(c: &Case) -> Result<Outcome, String> {
     vfs.set_fault(c.fault);
     vfs.set_io_fault(c.io_fault);
     let mut h = History::default();
-    let db = run_workload(&c.steps, &options(&c.policy, Arc::new(vfs.clone())), &vfs, &mut h)?;
+    let db = run_workload(&c.steps, &c.options(Arc::new(vfs.clone())), &vfs, &mut h)?;
     let crashed_in_workload = vfs.crashed();
     let hit = vfs.io_fault_hit();
     let db = match db {
@@ -252,8 +260,7 @@ pub fn run_case(c: &Case) -> Result<Outcome, String> {
 
     // Recovery 1 on a counting VFS, to learn how many operations recovery takes.
     let rec = CrashVfs::from_mem(vfs.image(c.mode));
-    let db = Db::open(DIR, options(&c.policy, Arc::new(rec.clone())))
-        .map_err(|e| format!("recovery failed: {e}"))?;
+    let db = Db::open(DIR, c.options(Arc::new(rec.clone()))).map_err(|e| format!("recovery failed: {e}"))?;
     out.recovery_ops = rec.ops_done();
     let got = read_all(&db, c.keys).map_err(|e| format!("after recovery: {e}"))?;
     db.close().map_err(|e| format!("close after recovery failed: {e}"))?;
@@ -273,8 +280,7 @@ pub fn run_case(c: &Case) -> Result<Outcome, String> {
     // The recovered database accepts writes that win over recovered ones
     // (sequence numbers continue past everything on disk).
     {
-        let db = Db::open(DIR, options(&c.policy, Arc::new(rec.clone())))
-            .map_err(|e| format!("third open: {e}"))?;
+        let db = Db::open(DIR, c.options(Arc::new(rec.clone()))).map_err(|e| format!("third open: {e}"))?;
         let mut expect = got.clone();
         let v = value_of(usize::MAX / 2, &key(0), 50);
         db.put_opt(key(0), &v, &WriteOptions::default().with_sync(true))
@@ -296,7 +302,7 @@ fn crash_recovery(c: &Case, vfs: &CrashVfs, got: &Kv, out: Outcome) -> Result<Ou
     if let Some((n, mode2)) = c.recovery_crash {
         let rv = CrashVfs::from_mem(vfs.image(c.mode));
         rv.set_crash_after(Some(n % (out.recovery_ops + 1)));
-        let db = Db::open(DIR, options(&c.policy, Arc::new(rv.clone())));
+        let db = Db::open(DIR, c.options(Arc::new(rv.clone())));
         rv.crash_now();
         drop(db);
         let what = "recovery after a crash during recovery";

@@ -1,0 +1,467 @@
+//! Data blocks of a table sealed (compressed and checksummed) and written off
+//! the builder's thread: the compute and write stages of a pipelined
+//! compaction.
+//!
+//! ```text
+//!  builder thread          K seal threads             write thread
+//!  (merge, build block) --> compress + checksum  -->  reorder by sequence,
+//!        ^   jobs queue     (out of order)   sealed   append, index entry
+//!        |                                    queue         |
+//!        +------------------- credits ----------------------+
+//! ```
+//!
+//! The builder takes a credit before it hands a block over and the writer
+//! returns it once the block is in the file, so at most `window` blocks are in
+//! flight: the memory bound is `window` raw blocks plus their sealed copies.
+//! A failure in any stage ends every stage: the writer drops its queue, the
+//! sealers' sends fail, the builder's next hand-over or `finish` fails and
+//! joins every thread before it reports the first error.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, Receiver, Sender};
+
+use crate::error::{Error, Result};
+use crate::options::CompressionType;
+use crate::stats::StageTimes;
+use crate::table::block::BlockBuilder;
+use crate::table::builder::DataBlockObserver;
+use crate::table::format::{block_trailer, compress_block, BlockHandle, BLOCK_TRAILER_LEN};
+use crate::vfs::WritableFile;
+
+/// A block ready to append: the stored payload followed by its trailer.
+pub(crate) struct SealedBlock {
+    bytes: Vec<u8>,
+    stored_len: u64,
+}
+
+/// Compresses `raw` (when that saves space) and appends the trailer.
+pub(crate) fn seal_block(raw: &[u8], compression: CompressionType) -> Result<SealedBlock> {
+    let (compressed, ty) = compress_block(raw, compression)?;
+    let stored = compressed.as_deref().unwrap_or(raw);
+    let mut bytes = Vec::with_capacity(stored.len() + BLOCK_TRAILER_LEN);
+    bytes.extend_from_slice(stored);
+    bytes.extend_from_slice(&block_trailer(stored, ty));
+    Ok(SealedBlock { bytes, stored_len: stored.len() as u64 })
+}
+
+/// The file side of a table: appends data blocks in key order and builds the
+/// index over them. Lives on the builder's thread (sequential) or the write
+/// thread (pipelined).
+pub(crate) struct DataWriter {
+    pub(crate) file: Box<dyn WritableFile>,
+    pub(crate) offset: u64,
+    pub(crate) index_block: BlockBuilder,
+    pub(crate) observer: Option<Box<dyn DataBlockObserver>>,
+    pub(crate) num_data_blocks: u64,
+    /// Where the stage times go (shared by a compaction's output tables).
+    pub(crate) progress: Arc<Progress>,
+    handle_buf: Vec<u8>,
+}
+
+impl DataWriter {
+    pub(crate) fn new(file: Box<dyn WritableFile>) -> Self {
+        let offset = file.len();
+        DataWriter {
+            file,
+            offset,
+            index_block: BlockBuilder::new(1),
+            observer: None,
+            num_data_blocks: 0,
+            progress: Arc::default(),
+            handle_buf: Vec::with_capacity(20),
+        }
+    }
+
+    /// Appends any block (data, filter, properties, index) without copying it.
+    pub(crate) fn write_block(&mut self, raw: &[u8], compression: CompressionType) -> Result<BlockHandle> {
+        let (compressed, ty) = compress_block(raw, compression)?;
+        let stored = compressed.as_deref().unwrap_or(raw);
+        self.file.append(stored)?;
+        self.file.append(&block_trailer(stored, ty))?;
+        let handle = BlockHandle { offset: self.offset, size: stored.len() as u64 };
+        self.offset += (stored.len() + BLOCK_TRAILER_LEN) as u64;
+        Ok(handle)
+    }
+
+    /// [`Self::write_block`] for a data block on the builder's own thread,
+    /// timing the compute and write parts for the statistics.
+    pub(crate) fn write_data_block(
+        &mut self,
+        raw: &[u8],
+        compression: CompressionType,
+    ) -> Result<BlockHandle> {
+        let t = Instant::now();
+        let (compressed, ty) = compress_block(raw, compression)?;
+        let stored = compressed.as_deref().unwrap_or(raw);
+        let trailer = block_trailer(stored, ty);
+        let t2 = Instant::now();
+        self.file.append(stored)?;
+        self.file.append(&trailer)?;
+        self.progress.write_ns.fetch_add(nanos_since(t2), Ordering::Relaxed);
+        self.progress.compute_ns.fetch_add(nanos_between(t, t2), Ordering::Relaxed);
+        let handle = BlockHandle { offset: self.offset, size: stored.len() as u64 };
+        self.offset += (stored.len() + BLOCK_TRAILER_LEN) as u64;
+        Ok(handle)
+    }
+
+    /// Appends a data block sealed elsewhere.
+    fn write_sealed(&mut self, block: &SealedBlock) -> Result<BlockHandle> {
+        self.file.append(&block.bytes)?;
+        let handle = BlockHandle { offset: self.offset, size: block.stored_len };
+        self.offset += block.bytes.len() as u64;
+        Ok(handle)
+    }
+
+    /// Records a written data block: its index entry and the observer's call.
+    pub(crate) fn data_block_written(&mut self, handle: BlockHandle, first: &[u8], last: &[u8], raw: &[u8]) {
+        if let Some(o) = &mut self.observer {
+            o.data_block(handle, first, last, raw);
+        }
+        self.handle_buf.clear();
+        handle.encode_to(&mut self.handle_buf);
+        self.index_block.add(last, &self.handle_buf);
+        self.num_data_blocks += 1;
+    }
+}
+
+/// One data block handed to the pipeline.
+struct Job {
+    seq: u64,
+    raw: Vec<u8>,
+    first: Vec<u8>,
+    last: Vec<u8>,
+}
+
+struct Sealed {
+    job: Job,
+    block: Result<SealedBlock>,
+}
+
+/// Bytes one pipeline's write stage has written, for the builder's
+/// file-size estimate.
+#[derive(Default, Debug)]
+struct Written {
+    bytes: AtomicU64,
+    raw: AtomicU64,
+}
+
+/// Busy and waiting time per stage, shared by the tables of one flush or
+/// compaction and read by its statistics.
+#[derive(Default, Debug)]
+pub(crate) struct Progress {
+    /// Time the seal threads spent compressing and checksumming.
+    pub(crate) compute_ns: AtomicU64,
+    /// Time the write thread spent appending.
+    pub(crate) write_ns: AtomicU64,
+    /// Time the builder waited for a free slot (the stages behind it were full).
+    pub(crate) producer_wait_ns: AtomicU64,
+}
+
+impl Progress {
+    pub(crate) fn times(&self) -> StageTimes {
+        let d = |a: &AtomicU64| Duration::from_nanos(a.load(Ordering::Relaxed));
+        StageTimes {
+            compute: d(&self.compute_ns),
+            write: d(&self.write_ns),
+            merge_waiting: d(&self.producer_wait_ns),
+        }
+    }
+}
+
+/// The running stages of one table's pipeline.
+pub(crate) struct BlockPipeline {
+    jobs: Option<Sender<Job>>,
+    credits: Receiver<()>,
+    sealers: Vec<JoinHandle<()>>,
+    writer: Option<JoinHandle<Result<DataWriter>>>,
+    next_seq: u64,
+    raw_sent: u64,
+    progress: Arc<Progress>,
+    written: Arc<Written>,
+}
+
+/// Blocks in flight per pipeline: enough to keep every thread busy.
+fn window(threads: usize) -> usize {
+    8 + 4 * threads
+}
+
+fn spawn<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send + 'static) -> Result<JoinHandle<T>> {
+    std::thread::Builder::new().name(name.into()).spawn(f).map_err(Error::Io)
+}
+
+fn nanos_since(t: Instant) -> u64 {
+    u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn nanos_between(a: Instant, b: Instant) -> u64 {
+    u64::try_from(b.duration_since(a).as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl BlockPipeline {
+    /// Starts `threads` seal threads and the write thread, which takes `writer`.
+    pub(crate) fn start(writer: DataWriter, compression: CompressionType, threads: usize) -> Result<Self> {
+        let threads = threads.max(1);
+        let w = window(threads);
+        let (jobs_tx, jobs_rx) = bounded::<Job>(w);
+        let (sealed_tx, sealed_rx) = bounded::<Sealed>(w);
+        let (credit_tx, credits) = bounded::<()>(w);
+        for _ in 0..w {
+            let _ = credit_tx.send(());
+        }
+        let progress = Arc::clone(&writer.progress);
+        let written = Arc::new(Written::default());
+        let mut pipeline = BlockPipeline {
+            jobs: Some(jobs_tx),
+            credits,
+            sealers: Vec::with_capacity(threads),
+            writer: None,
+            next_seq: 0,
+            raw_sent: 0,
+            progress: progress.clone(),
+            written: written.clone(),
+        };
+        for _ in 0..threads {
+            let (rx, tx, p) = (jobs_rx.clone(), sealed_tx.clone(), progress.clone());
+            pipeline.sealers.push(spawn("strata-seal", move || seal_loop(&rx, &tx, compression, &p))?);
+        }
+        drop((jobs_rx, sealed_tx));
+        pipeline.writer =
+            Some(spawn("strata-write", move || write_loop(writer, &sealed_rx, &credit_tx, &written))?);
+        Ok(pipeline)
+    }
+
+    /// Hands a finished data block to the seal threads; waits for a slot when
+    /// `window` blocks are in flight. Fails if any stage has failed.
+    pub(crate) fn submit(&mut self, raw: Vec<u8>, first: Vec<u8>, last: Vec<u8>) -> Result<()> {
+        let t = Instant::now();
+        let got = self.credits.recv();
+        self.progress.producer_wait_ns.fetch_add(nanos_since(t), Ordering::Relaxed);
+        if got.is_err() {
+            return Err(Error::Io(std::io::Error::other("table write stage stopped")));
+        }
+        self.raw_sent += raw.len() as u64;
+        let job = Job { seq: self.next_seq, raw, first, last };
+        self.next_seq += 1;
+        let sent = self.jobs.as_ref().is_some_and(|j| j.send(job).is_ok());
+        if sent {
+            Ok(())
+        } else {
+            Err(Error::Io(std::io::Error::other("table seal stage stopped")))
+        }
+    }
+
+    /// Written bytes plus the blocks in flight at the compression ratio seen so far.
+    pub(crate) fn estimated_size(&self, base: u64) -> u64 {
+        let written = self.written.bytes.load(Ordering::Relaxed);
+        let raw_written = self.written.raw.load(Ordering::Relaxed);
+        let in_flight = self.raw_sent.saturating_sub(raw_written);
+        let ratio = if raw_written == 0 { 1.0 } else { written as f64 / raw_written as f64 };
+        base + written + (in_flight as f64 * ratio) as u64
+    }
+
+    /// Waits for every block to be written and every thread to end; returns
+    /// the file side, or the first error of any stage.
+    pub(crate) fn finish(mut self) -> Result<DataWriter> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<DataWriter> {
+        self.jobs = None;
+        let mut panicked = false;
+        for h in self.sealers.drain(..) {
+            panicked |= h.join().is_err();
+        }
+        let written = match self.writer.take().map(JoinHandle::join) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) | None => Err(Error::Io(std::io::Error::other("table write thread panicked"))),
+        };
+        if panicked && written.is_ok() {
+            return Err(Error::Io(std::io::Error::other("table seal thread panicked")));
+        }
+        written
+    }
+}
+
+impl Drop for BlockPipeline {
+    /// An abandoned table (an error elsewhere) still joins its threads, so no
+    /// thread writes to a file its owner is about to remove.
+    fn drop(&mut self) {
+        if self.writer.is_some() {
+            let _ = self.shutdown();
+        }
+    }
+}
+
+fn seal_loop(jobs: &Receiver<Job>, sealed: &Sender<Sealed>, compression: CompressionType, p: &Progress) {
+    for job in jobs.iter() {
+        let t = Instant::now();
+        let block = seal_block(&job.raw, compression);
+        p.compute_ns.fetch_add(nanos_since(t), Ordering::Relaxed);
+        let failed = block.is_err();
+        if sealed.send(Sealed { job, block }).is_err() || failed {
+            return;
+        }
+    }
+}
+
+fn write_loop(
+    mut w: DataWriter,
+    sealed: &Receiver<Sealed>,
+    credits: &Sender<()>,
+    written: &Written,
+) -> Result<DataWriter> {
+    // Sealed blocks arrive out of order from several threads; they are
+    // written strictly by sequence.
+    let mut pending: BTreeMap<u64, Sealed> = BTreeMap::new();
+    let mut next = 0u64;
+    for s in sealed.iter() {
+        pending.insert(s.job.seq, s);
+        while let Some(s) = pending.remove(&next) {
+            let block = s.block?;
+            let t = Instant::now();
+            let handle = w.write_sealed(&block)?;
+            w.progress.write_ns.fetch_add(nanos_since(t), Ordering::Relaxed);
+            w.data_block_written(handle, &s.job.first, &s.job.last, &s.job.raw);
+            written.bytes.fetch_add(block.bytes.len() as u64, Ordering::Relaxed);
+            written.raw.fetch_add(s.job.raw.len() as u64, Ordering::Relaxed);
+            next += 1;
+            let _ = credits.send(());
+        }
+    }
+    if !pending.is_empty() {
+        return Err(Error::Io(std::io::Error::other(
+            "a table seal thread stopped before its block was written",
+        )));
+    }
+    Ok(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+    use crate::key::{make_internal_key, ValueKind};
+    use crate::options::CompactionPipeline;
+    use crate::table::test_util::MemFile;
+    use crate::table::{TableBuilder, TableBuilderOptions};
+
+    const MODES: [CompactionPipeline; 4] = [
+        CompactionPipeline::Sequential,
+        CompactionPipeline::Pipelined,
+        CompactionPipeline::Parallel { compute_threads: 2 },
+        CompactionPipeline::Parallel { compute_threads: 3 },
+    ];
+
+    fn entries(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        (0..n)
+            .map(|i| {
+                let k = make_internal_key(format!("key{i:07}").as_bytes(), i as u64 + 1, ValueKind::Put);
+                // Compressible, but not uniformly, so block sizes differ.
+                (k, format!("{i:x}").repeat(1 + i % 17).into_bytes())
+            })
+            .collect()
+    }
+
+    fn build(
+        mode: CompactionPipeline,
+        compression: CompressionType,
+        file: Box<dyn WritableFile>,
+    ) -> Result<u64> {
+        let opts = TableBuilderOptions { block_size: 512, compression, pipeline: mode, ..Default::default() };
+        let mut b = TableBuilder::new(file, opts);
+        for (k, v) in entries(5_000) {
+            b.add(&k, &v)?;
+        }
+        Ok(b.finish()?.file_size)
+    }
+
+    #[test]
+    fn every_mode_writes_the_same_bytes() {
+        for compression in [CompressionType::None, CompressionType::Lz4, CompressionType::Zstd(3)] {
+            let mut first: Option<Vec<u8>> = None;
+            for mode in MODES {
+                let file = MemFile::default();
+                let size = build(mode, compression, Box::new(file.clone())).unwrap();
+                let bytes = file.bytes();
+                assert_eq!(size, bytes.len() as u64);
+                match &first {
+                    None => first = Some(bytes),
+                    Some(f) => assert!(f == &bytes, "{mode:?} {compression:?} wrote other bytes"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_size_estimate_follows_the_compressed_size() {
+        for mode in MODES {
+            let opts = TableBuilderOptions {
+                block_size: 512,
+                compression: CompressionType::Lz4,
+                pipeline: mode,
+                ..Default::default()
+            };
+            let mut b = TableBuilder::new(Box::new(MemFile::default()), opts);
+            for (k, v) in entries(5_000) {
+                b.add(&k, &v).unwrap();
+            }
+            let estimate = b.estimated_file_size();
+            let size = b.finish().unwrap().file_size;
+            // Data blocks are nearly all of the file; blocks in flight are
+            // estimated at the ratio so far.
+            assert!(
+                estimate as f64 > size as f64 * 0.7 && estimate <= size,
+                "{mode:?}: {estimate} vs {size}"
+            );
+        }
+    }
+
+    /// A file whose `fail_at`-th append (and every later one) fails.
+    struct FailingFile {
+        inner: MemFile,
+        appends: Arc<AtomicUsize>,
+        fail_at: usize,
+    }
+
+    impl WritableFile for FailingFile {
+        fn append(&mut self, data: &[u8]) -> Result<()> {
+            if self.appends.fetch_add(1, Ordering::SeqCst) >= self.fail_at {
+                return Err(Error::Io(std::io::Error::other("injected write failure")));
+            }
+            self.inner.append(data)
+        }
+        fn flush(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn sync(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn len(&self) -> u64 {
+            WritableFile::len(&self.inner)
+        }
+    }
+
+    #[test]
+    fn a_write_failure_in_the_write_stage_fails_the_table_and_joins_every_thread() {
+        for mode in MODES {
+            for fail_at in [0, 1, 7, 100, 10_000] {
+                let appends = Arc::new(AtomicUsize::new(0));
+                let file = FailingFile { inner: MemFile::default(), appends: appends.clone(), fail_at };
+                let r = build(mode, CompressionType::Lz4, Box::new(file));
+                let n = appends.load(Ordering::SeqCst);
+                if n > fail_at {
+                    let e = r.unwrap_err();
+                    assert!(e.to_string().contains("injected write failure"), "{mode:?} at {fail_at}: {e}");
+                } else {
+                    assert!(r.is_ok(), "{mode:?}: the table took {n} appends, fewer than {fail_at}");
+                }
+            }
+        }
+    }
+}
