@@ -115,6 +115,19 @@ pub struct Args {
     /// 0 = always L0, as RocksDB today; LevelDB fixes it at 2.
     #[arg(long, default_value_t = 0)]
     pub max_mem_compaction_level: usize,
+    /// Strata only: which threads write flush and compaction output (the engine's
+    /// `compaction_pipeline`): `scp` (sequential, the default), `pcp` (compress and write on
+    /// their own threads) or `c-ppcp` (--compaction_threads compress threads). RocksDB's nearest
+    /// is --subcompactions; peers flag pcp/c-ppcp UNSUPPORTED.
+    #[arg(long, default_value = "scp")]
+    pub compaction_pipeline: String,
+    /// Compress threads of `--compaction_pipeline=c-ppcp`.
+    #[arg(long, default_value_t = 2)]
+    pub compaction_threads: usize,
+    /// RocksDB only: `max_subcompactions` (db_bench's `--subcompactions`); Strata and LevelDB
+    /// flag values above 1 UNSUPPORTED.
+    #[arg(long, default_value_t = 1)]
+    pub subcompactions: u32,
     /// Bloom filter bits per key, 0 = no filter. Default 10, unlike db_bench (RocksDB's and
     /// LevelDB's default to no filter): pass --bloom_bits=10 to db_bench when replaying a run.
     #[arg(long, default_value_t = 10.0)]
@@ -341,7 +354,16 @@ impl Args {
         if self.use_existing_db {
             check(self.db.is_some(), "--use_existing_db needs --db")?;
         }
+        check((1..=64).contains(&self.compaction_threads), "--compaction_threads must be in 1..=64")?;
+        self.pipeline()?;
+        check(self.subcompactions >= 1, "--subcompactions must be >= 1")?;
         Ok(())
+    }
+
+    /// Strata's output pipeline from `--compaction_pipeline` and `--compaction_threads`.
+    pub fn pipeline(&self) -> Result<strata::CompactionPipeline, String> {
+        strata::CompactionPipeline::parse(&self.compaction_pipeline, self.compaction_threads)
+            .map_err(|e| format!("--compaction_pipeline: {e}"))
     }
 }
 

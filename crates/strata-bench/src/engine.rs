@@ -24,6 +24,10 @@ pub struct EngineConfig {
     pub seek_compaction: bool,
     /// Deepest level for a flushed table (`--max_mem_compaction_level`); Strata only.
     pub max_mem_compaction_level: usize,
+    /// Output pipeline (`--compaction_pipeline`, `--compaction_threads`); Strata only.
+    pub compaction_pipeline: strata::CompactionPipeline,
+    /// `max_subcompactions` (`--subcompactions`); RocksDB only.
+    pub subcompactions: u32,
     /// Bloom filter bits per key, 0 = none (`--bloom_bits`).
     pub bloom_bits: f64,
     /// How the bloom bits are spread over the tree (`--bloom_allocation`); Strata only.
@@ -78,9 +82,23 @@ impl EngineConfig {
     /// For a peer's option mapping: `--bloom_allocation` other than uniform
     /// is Strata's alone (peers give every table the same bits per key).
     pub fn peer_bloom_allocation_note(&self) -> String {
-        match self.bloom_allocation {
+        let bloom = match self.bloom_allocation {
             strata::BloomAllocation::Uniform => String::new(),
             other => format!(" bloom_allocation=UNSUPPORTED ({}: uniform bits per key)", other.name()),
+        };
+        let pipeline = match self.compaction_pipeline {
+            strata::CompactionPipeline::Sequential => String::new(),
+            other => format!(" compaction_pipeline={}=UNSUPPORTED", other.name()),
+        };
+        bloom + &pipeline
+    }
+
+    /// `--subcompactions` for a peer without them (LevelDB, fjall).
+    pub fn peer_subcompactions_note(&self) -> &'static str {
+        if self.subcompactions > 1 {
+            " subcompactions=UNSUPPORTED"
+        } else {
+            ""
         }
     }
 
@@ -95,6 +113,8 @@ impl EngineConfig {
             buffer_read_misses: false,
             seek_compaction: false,
             max_mem_compaction_level: 0,
+            compaction_pipeline: strata::CompactionPipeline::Sequential,
+            subcompactions: 1,
             bloom_bits: 10.0,
             bloom_allocation: strata::BloomAllocation::Uniform,
             write_buffer_size: 64 << 10,
@@ -254,11 +274,12 @@ impl StrataEngine {
             .with_buffer_read_misses(cfg.buffer_read_misses)
             .with_seek_compaction(cfg.seek_compaction)
             .with_max_mem_compaction_level(cfg.max_mem_compaction_level)
+            .with_compaction_pipeline(cfg.compaction_pipeline)
             .with_error_if_exists(false);
         let mapping = format!(
             "strata: block_cache_capacity={} row_cache={} compaction_warmup={} bloom_bits_per_key={} bloom_allocation={} write_buffer_size={} target_file_size_base={} \
              compression={:?} use_direct_reads={} max_bytes_for_level_base={} max_bytes_for_level_multiplier={} compaction_style={}{} buffer_trim_interval={:?} buffer_read_misses={} \
-             seek_compaction={} max_mem_compaction_level={} sync={}",
+             seek_compaction={} max_mem_compaction_level={} compaction_pipeline={} sync={}{}",
             cfg.cache_size,
             cfg.row_cache_size,
             cfg.compaction_warmup,
@@ -279,7 +300,9 @@ impl StrataEngine {
             cfg.buffer_read_misses,
             cfg.seek_compaction,
             cfg.max_mem_compaction_level,
-            cfg.sync
+            cfg.compaction_pipeline.name(),
+            cfg.sync,
+            if cfg.subcompactions > 1 { " subcompactions=UNSUPPORTED (see compaction_pipeline)" } else { "" },
         );
         let db = strata::Db::open(&cfg.path, opts).map_err(|e| e.to_string())?;
         Ok(StrataEngine {

@@ -188,6 +188,8 @@ impl Plan {
             buffer_read_misses: a.buffer_read_misses,
             seek_compaction: a.seek_compaction,
             max_mem_compaction_level: a.max_mem_compaction_level,
+            compaction_pipeline: a.pipeline().unwrap_or_default(),
+            subcompactions: a.subcompactions,
             bloom_bits: a.bloom_bits,
             bloom_allocation: a.bloom_allocation,
             write_buffer_size: a.write_buffer_size,

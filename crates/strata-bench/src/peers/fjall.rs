@@ -87,6 +87,7 @@ impl FjallEngine {
             if cfg.max_mem_compaction_level > 0 { " max_mem_compaction_level=UNSUPPORTED" } else { "" },
         );
         mapping.push_str(&cfg.peer_bloom_allocation_note());
+        mapping.push_str(cfg.peer_subcompactions_note());
         Ok(FjallEngine { keyspace, part, sync: cfg.sync, mapping, path: cfg.path.clone() })
     }
 

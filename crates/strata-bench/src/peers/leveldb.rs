@@ -110,7 +110,8 @@ impl LevelDbEngine {
                 } else {
                     " (so --seek_compaction=false or --max_mem_compaction_level other than 2 are UNSUPPORTED)"
                 },
-            ) + &cfg.peer_bloom_allocation_note(),
+            ) + &cfg.peer_bloom_allocation_note()
+                + cfg.peer_subcompactions_note(),
             path: cfg.path.clone(),
         };
         let o = me.options;

@@ -78,6 +78,7 @@ impl RocksDbEngine {
         opts.set_max_open_files(sd::MAX_OPEN_FILES);
         // One flush and one compaction thread, like Strata's background pair.
         opts.set_max_background_jobs(2);
+        opts.set_max_subcompactions(cfg.subcompactions.max(1));
         opts.enable_statistics();
 
         let mut mapping = format!(
@@ -85,7 +86,7 @@ impl RocksDbEngine {
              max_write_buffer_number={} target_file_size_base={} compression={:?} use_direct_reads={} \
              block_size={} block_restart_interval={} level0_triggers={}/{}/{} max_bytes_for_level_base={} \
              level_multiplier={} level_compaction_dynamic_level_bytes=false num_levels={} max_open_files={} max_background_jobs=2 \
-             cache_index_and_filter_blocks=false sync={} statistics=on{}{}{}",
+             max_subcompactions={} cache_index_and_filter_blocks=false sync={} statistics=on{}{}{}",
             if cfg.cache_size > 0 {
                 format!("LRU({})", cfg.cache_size)
             } else {
@@ -111,6 +112,7 @@ impl RocksDbEngine {
             cfg.level_multiplier,
             sd::NUM_LEVELS,
             sd::MAX_OPEN_FILES,
+            cfg.subcompactions.max(1),
             cfg.sync,
             if cfg.compaction_warmup {
                 " compaction_warmup=UNSUPPORTED (prepopulate_block_cache loads flushed blocks only)"

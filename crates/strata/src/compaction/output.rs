@@ -97,7 +97,11 @@ impl<'a> OutputWriter<'a> {
 
     pub(crate) fn add(&mut self, ikey: &[u8], value: &[u8], seq: SeqNum) -> Result<()> {
         let uk = user_key(ikey);
-        let open = self.current.as_ref().map(|(_, b, _, _)| b.estimated_file_size());
+        let target = self.splitter.target_size;
+        let open = match &mut self.current {
+            Some((_, b, _, _)) => Some(b.size_for_cut(target)?),
+            None => None,
+        };
         if self.splitter.should_cut(open, uk) {
             self.finish_current()?;
         }

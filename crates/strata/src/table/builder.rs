@@ -191,6 +191,30 @@ impl TableBuilder {
         out + pending as u64
     }
 
+    /// The file size to cut on once it may have reached `target`: the estimate
+    /// while it is below, and with a pipeline the exact size above it (blocks
+    /// in flight are written first), so files are not cut short on a
+    /// compression ratio that was guessed.
+    pub(crate) fn size_for_cut(&mut self, target: u64) -> Result<u64> {
+        let estimate = self.estimated_file_size();
+        if estimate < target {
+            return Ok(estimate);
+        }
+        let pending = if self.data_block.is_empty() { 0 } else { self.data_block.estimated_size() as u64 };
+        match &mut self.out {
+            BlockOut::Pipelined(p) => match p.settle() {
+                Ok(written) => Ok(written + pending),
+                Err(e) => {
+                    let BlockOut::Pipelined(p) = std::mem::replace(&mut self.out, BlockOut::Failed) else {
+                        return Err(e);
+                    };
+                    Err(p.finish().err().unwrap_or(e))
+                }
+            },
+            _ => Ok(estimate),
+        }
+    }
+
     /// Adds this table's stage times to `progress` (set before the first block).
     pub(crate) fn set_progress(&mut self, progress: Arc<Progress>) {
         if let BlockOut::Inline(w) = &mut self.out {

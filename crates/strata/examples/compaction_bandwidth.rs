@@ -1,0 +1,130 @@
+//! Compaction bandwidth per pipeline mode (the pipelined-compaction paper's
+//! main measurement): one database of overlapping L0 tables is built once,
+//! then copied and compacted into one level by `compact_range` under each
+//! mode, alternating modes over the repetitions.
+//!
+//! ```sh
+//! cargo run --release -p strata --example compaction_bandwidth -- DIR [MB [COMPRESSION [direct [REPS]]]]
+//! ```
+//!
+//! Entries are 16-byte random keys with 100-byte values that compress to about
+//! half (db_bench's `compression_ratio` 0.5). Bandwidth is input bytes / wall time.
+
+use std::path::Path;
+use std::time::Instant;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use strata::{CompactionPipeline, CompressionType, Db, Options, WriteBatch};
+
+fn base_options(compression: CompressionType, direct: bool) -> Options {
+    Options::default()
+        .with_compression(compression)
+        .with_disable_auto_compactions(true)
+        .with_write_buffer_size(64 << 20)
+        .with_target_file_size_base(64 << 20)
+        .with_use_direct_reads(direct)
+        .with_level0_slowdown_writes_trigger(1000)
+        .with_level0_stop_writes_trigger(1000)
+}
+
+fn build(dir: &Path, mb: u64, compression: CompressionType) -> strata::Result<()> {
+    let db = Db::open(dir, base_options(compression, false))?;
+    let mut rng = SmallRng::seed_from_u64(7);
+    let entries = mb * 1_000_000 / 116;
+    // Four overlapping L0 tables (or more, if a memtable fills first).
+    let per_table = entries / 4 + 1;
+    let mut batch = WriteBatch::new();
+    for i in 0..entries {
+        let key: [u8; 16] = rng.gen();
+        let mut value = vec![0u8; 100];
+        rng.fill(&mut value[..50]);
+        batch.put(key, &value);
+        if batch.len() == 1000 {
+            db.write(std::mem::take(&mut batch))?;
+        }
+        if (i + 1) % per_table == 0 {
+            db.write(std::mem::take(&mut batch))?;
+            db.flush()?;
+        }
+    }
+    db.write(batch)?;
+    db.flush()?;
+    db.close()
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    if to.exists() {
+        std::fs::remove_dir_all(to)?;
+    }
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        std::fs::copy(e.path(), to.join(e.file_name()))?;
+    }
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let dir =
+        Path::new(args.first().ok_or("usage: compaction_bandwidth DIR [MB [COMPRESSION [direct [REPS]]]]")?);
+    let mb: u64 = args.get(1).map_or(Ok(256), |s| s.parse())?;
+    let compression = CompressionType::parse(args.get(2).map_or("zstd", String::as_str))?;
+    let direct = args.get(3).is_some_and(|s| s == "direct");
+    let reps: usize = args.get(4).map_or(Ok(2), |s| s.parse())?;
+    let base = dir.join("base");
+    if base.exists() {
+        std::fs::remove_dir_all(&base)?;
+    }
+    build(&base, mb, compression)?;
+    let modes = [
+        CompactionPipeline::Sequential,
+        CompactionPipeline::Pipelined,
+        CompactionPipeline::Parallel { compute_threads: 2 },
+    ];
+    println!(
+        "compression {compression:?}, {} reads, {mb} MB of entries in L0",
+        if direct { "direct" } else { "page-cache" }
+    );
+    println!(
+        "{:<10} {:>4} {:>9} {:>9} {:>8} {:>8} {:>10} {:>10} {:>10} {:>10}",
+        "mode", "rep", "in MB", "out MB", "wall s", "MB/s", "compute s", "write s", "merge s", "wait s"
+    );
+    for rep in 0..reps {
+        for mode in modes {
+            let run = dir.join("run");
+            copy_dir(&base, &run)?;
+            let db = Db::open(&run, base_options(compression, direct).with_compaction_pipeline(mode))?;
+            let t = Instant::now();
+            db.compact_range(None, None)?;
+            let wall = t.elapsed().as_secs_f64();
+            let s = db.stats();
+            let st = s.compaction_stages;
+            // The compaction thread's own work: everything but waiting on the
+            // output stages, and (sequential) but the compute and write it did itself.
+            let merge = match mode {
+                CompactionPipeline::Sequential => {
+                    s.compaction_time.as_secs_f64() - st.compute.as_secs_f64() - st.write.as_secs_f64()
+                }
+                _ => s.compaction_time.as_secs_f64() - st.merge_waiting.as_secs_f64(),
+            };
+            println!(
+                "{:<10} {:>4} {:>9.1} {:>9.1} {:>8.2} {:>8.1} {:>10.2} {:>10.2} {:>10.2} {:>10.2}",
+                mode.name(),
+                rep,
+                s.compaction_bytes_read as f64 / 1e6,
+                s.compaction_bytes_written as f64 / 1e6,
+                wall,
+                s.compaction_bytes_read as f64 / 1e6 / wall,
+                st.compute.as_secs_f64(),
+                st.write.as_secs_f64(),
+                merge,
+                st.merge_waiting.as_secs_f64(),
+            );
+            db.close()?;
+        }
+    }
+    std::fs::remove_dir_all(dir.join("run"))?;
+    Ok(())
+}

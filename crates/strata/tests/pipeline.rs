@@ -1,0 +1,154 @@
+//! The compaction output pipeline: every mode turns the same inputs into the
+//! same tables, snapshots' old versions included, and reports its stage times.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use strata::{CompactionPipeline, CompressionType, Db, MemVfs, Options, Vfs, WriteBatch};
+
+const MODES: [CompactionPipeline; 4] = [
+    CompactionPipeline::Sequential,
+    CompactionPipeline::Pipelined,
+    CompactionPipeline::Parallel { compute_threads: 2 },
+    CompactionPipeline::Parallel { compute_threads: 3 },
+];
+
+type Kv = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn options(mode: CompactionPipeline, vfs: Arc<dyn Vfs>) -> Options {
+    Options::default()
+        .with_vfs(vfs)
+        .with_compaction_pipeline(mode)
+        .with_compression(CompressionType::Zstd(3))
+        .with_disable_auto_compactions(true)
+        .with_write_buffer_size(1 << 20)
+        .with_target_file_size_base(64 << 10)
+        .with_block_size(512)
+}
+
+fn collect(it: strata::DbIterator) -> Kv {
+    it.map(|r| r.map(|kv| (kv.0.to_vec(), kv.1.to_vec())).expect("iterate")).collect()
+}
+
+/// Loads a fixed workload with a snapshot held over part of it, compacts
+/// everything, and returns the table files' bytes by name and what the
+/// latest state and the snapshot read.
+fn run(mode: CompactionPipeline) -> (Vec<(String, Vec<u8>)>, Kv, Kv, String) {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let dir = Path::new("/db");
+    let db = Db::open(dir, options(mode, vfs.clone())).expect("open");
+    let mut snap = None;
+    for round in 0..6u32 {
+        let mut b = WriteBatch::new();
+        for i in 0..3000u32 {
+            let k = format!("key{:06}", (i * 7919 + round * 13) % 5000);
+            b.put(k.as_bytes(), format!("{round}-{i}-{}", "v".repeat((i % 40) as usize)).as_bytes());
+            // One user key with many versions, spread over every table.
+            b.put(b"key002500", format!("hot-{round}-{i}").as_bytes());
+            if i % 11 == 0 {
+                b.delete(format!("key{:06}", (i * 31) % 5000).as_bytes());
+            }
+        }
+        db.write(b).expect("write");
+        db.flush().expect("flush");
+        if round == 2 {
+            // Keeps the versions of rounds 0-2 alive through the compaction.
+            snap = Some(db.snapshot());
+        }
+    }
+    db.compact_range(None, None).expect("compact");
+    let latest = collect(db.iter());
+    let old = collect(snap.as_ref().expect("snapshot").iter());
+    let report = db.property("strata.compaction-pipeline").expect("property");
+    drop(snap);
+    db.close().expect("close");
+    let mut tables: Vec<(String, Vec<u8>)> = vfs
+        .list_dir(dir)
+        .expect("list")
+        .into_iter()
+        .filter(|n| n.ends_with(".sst"))
+        .map(|n| {
+            let bytes = vfs.read_file(&dir.join(&n)).expect("read");
+            (n, bytes)
+        })
+        .collect();
+    tables.sort();
+    (tables, latest, old, report)
+}
+
+#[test]
+fn every_mode_compacts_the_same_inputs_into_the_same_entries() {
+    let (tables, latest, old, report) = run(CompactionPipeline::Sequential);
+    assert!(tables.len() > 3, "{} tables", tables.len());
+    assert!(
+        old.iter().any(|(k, v)| k == b"key002500" && v.starts_with(b"hot-2-")),
+        "snapshot lost its version"
+    );
+    assert!(latest.iter().any(|(k, v)| k == b"key002500" && v.starts_with(b"hot-5-")));
+    assert!(report.contains("mode scp"), "{report}");
+    for mode in &MODES[1..] {
+        let (t, l, o, r) = run(*mode);
+        assert_eq!(l, latest, "{mode:?}: latest state differs");
+        assert_eq!(o, old, "{mode:?}: snapshot state differs");
+        // Cut points may differ a little: a pipelined builder learns the
+        // compression ratio as blocks are written, and settles the exact size
+        // only once its estimate reaches the target.
+        assert!(
+            t.len().abs_diff(tables.len()) <= 1,
+            "{mode:?}: {} tables, {} sequential",
+            t.len(),
+            tables.len()
+        );
+        let size = |t: &[(String, Vec<u8>)]| t.iter().map(|(_, b)| b.len()).sum::<usize>() as f64;
+        assert!((size(&t) / size(&tables) - 1.0).abs() < 0.01, "{mode:?}: {} vs {}", size(&t), size(&tables));
+        // Never cut short: every table but the last of the merge reaches the target.
+        let short = t.iter().filter(|(_, b)| b.len() < 64 << 10).count();
+        assert!(short <= 1, "{mode:?}: {short} tables below the target size");
+        assert!(r.contains(&format!("mode {}", mode.name())), "{r}");
+    }
+}
+
+#[test]
+fn stage_times_are_reported_for_merges() {
+    for mode in MODES {
+        let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+        let db = Db::open("/db", options(mode, vfs)).expect("open");
+        for round in 0..3u32 {
+            for i in 0..4000u32 {
+                db.put(format!("k{i:05}"), format!("{round}{}", "x".repeat(60))).expect("put");
+            }
+            db.flush().expect("flush");
+        }
+        db.compact_range(None, None).expect("compact");
+        let s = db.stats();
+        assert!(s.compactions > 0);
+        assert!(
+            s.compaction_stages.compute > std::time::Duration::ZERO,
+            "{mode:?}: {:?}",
+            s.compaction_stages
+        );
+        assert!(s.compaction_stages.write > std::time::Duration::ZERO, "{mode:?}: {:?}", s.compaction_stages);
+        assert!(s.compaction_time >= s.compaction_stages.merge_waiting, "{mode:?}");
+        if mode == CompactionPipeline::Sequential {
+            assert_eq!(s.compaction_stages.merge_waiting, std::time::Duration::ZERO);
+            // On the task's own thread, compute and write are part of its wall time.
+            assert!(s.compaction_time >= s.compaction_stages.compute + s.compaction_stages.write);
+        }
+        let merges = s.recent_compactions.iter().filter(|r| r.kind == "merge");
+        assert!(merges.clone().count() > 0);
+        assert!(merges.clone().all(|r| r.stages.compute > std::time::Duration::ZERO));
+    }
+}
+
+#[test]
+fn invalid_compute_thread_counts_are_refused() {
+    for k in [0, 65] {
+        let o = Options::default()
+            .with_vfs(Arc::new(MemVfs::new()))
+            .with_compaction_pipeline(CompactionPipeline::Parallel { compute_threads: k });
+        let Err(e) = Db::open("/db", o) else { panic!("compute_threads {k} accepted") };
+        assert!(e.to_string().contains("compute_threads"), "{e}");
+    }
+    assert!(CompactionPipeline::parse("c-ppcp", 3).is_ok_and(|p| p.name() == "c-ppcp(3)"));
+    assert!(CompactionPipeline::parse("zip", 2).is_err());
+}
