@@ -117,11 +117,12 @@ pub struct Args {
     pub max_mem_compaction_level: usize,
     /// Strata only: which threads write flush and compaction output (the engine's
     /// `compaction_pipeline`): `scp` (sequential, the default), `pcp` (compress and write on
-    /// their own threads) or `c-ppcp` (--compaction_threads compress threads). RocksDB's nearest
-    /// is --subcompactions; peers flag pcp/c-ppcp UNSUPPORTED.
+    /// their own threads), `c-ppcp` (--compaction_threads compress threads) or `auto` (chosen per
+    /// task from recent stage times, at most --compaction_threads). RocksDB's nearest is
+    /// --subcompactions; peers flag anything but scp UNSUPPORTED.
     #[arg(long, default_value = "scp")]
     pub compaction_pipeline: String,
-    /// Compress threads of `--compaction_pipeline=c-ppcp`.
+    /// Compress threads of `--compaction_pipeline=c-ppcp` (the most `auto` may use).
     #[arg(long, default_value_t = 2)]
     pub compaction_threads: usize,
     /// RocksDB only: `max_subcompactions` (db_bench's `--subcompactions`); Strata and LevelDB

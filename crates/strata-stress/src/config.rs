@@ -48,10 +48,11 @@ pub fn derive(seed: u64, cycle: u64, policy: &str, num_levels: usize) -> strata:
     let cache = if rng.gen_bool(0.2) { 0 } else { 1 << 20 };
     let row_cache = if rng.gen_bool(0.3) { 64 << 10 } else { 0 };
     let warmup = cache > 0 && rng.gen_bool(0.3);
-    let pipeline = match rng.gen_range(0..3) {
+    let pipeline = match rng.gen_range(0..4) {
         0 => CompactionPipeline::Sequential,
         1 => CompactionPipeline::Pipelined,
-        _ => CompactionPipeline::Parallel { compute_threads: rng.gen_range(2..=3) },
+        2 => CompactionPipeline::Parallel { compute_threads: rng.gen_range(2..=3) },
+        _ => CompactionPipeline::Auto { max_compute_threads: 2 },
     };
     let options = Options::default()
         .with_compaction_style(CompactionStyle::from_name(policy)?)

@@ -82,6 +82,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         CompactionPipeline::Sequential,
         CompactionPipeline::Pipelined,
         CompactionPipeline::Parallel { compute_threads: 2 },
+        CompactionPipeline::Auto { max_compute_threads: 2 },
     ];
     println!(
         "compression {compression:?}, {} reads, {mb} MB of entries in L0",

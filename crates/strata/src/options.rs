@@ -109,16 +109,27 @@ pub enum CompactionPipeline {
         /// Threads compressing and checksumming blocks (1–64).
         compute_threads: usize,
     },
+    /// Chooses one of the above for each flush or compaction from the stage
+    /// times of the recent ones (no engine does this; see ARCHITECTURE.md):
+    /// `Sequential` when compressing and writing are a small share of the
+    /// work, `Parallel` with enough compute threads (at most
+    /// `max_compute_threads`) when compressing takes longer than merging,
+    /// `Pipelined` otherwise.
+    Auto {
+        /// Most compute threads a task may use (1–64).
+        max_compute_threads: usize,
+    },
 }
 
 impl CompactionPipeline {
-    /// Parses `scp`/`sequential`, `pcp`/`pipelined`, or `c-ppcp`/`parallel`
-    /// with `threads` compute threads.
+    /// Parses `scp`/`sequential`, `pcp`/`pipelined`, `c-ppcp`/`parallel` with
+    /// `threads` compute threads, or `auto` with at most `threads`.
     pub fn parse(s: &str, threads: usize) -> Result<Self> {
         match s.to_ascii_lowercase().as_str() {
             "scp" | "sequential" => Ok(CompactionPipeline::Sequential),
             "pcp" | "pipelined" => Ok(CompactionPipeline::Pipelined),
             "c-ppcp" | "cppcp" | "parallel" => Ok(CompactionPipeline::Parallel { compute_threads: threads }),
+            "auto" => Ok(CompactionPipeline::Auto { max_compute_threads: threads }),
             _ => Err(Error::invalid(format!("unknown compaction pipeline {s:?} (known: scp, pcp, c-ppcp)"))),
         }
     }
@@ -129,13 +140,16 @@ impl CompactionPipeline {
             CompactionPipeline::Sequential => "scp".into(),
             CompactionPipeline::Pipelined => "pcp".into(),
             CompactionPipeline::Parallel { compute_threads } => format!("c-ppcp({compute_threads})"),
+            CompactionPipeline::Auto { max_compute_threads } => format!("auto({max_compute_threads})"),
         }
     }
 
-    /// Threads compressing blocks apart from the builder's own, 0 for `Sequential`.
+    /// Threads compressing blocks apart from the builder's own, 0 for
+    /// `Sequential` (and for an `Auto` nobody resolved, which the engine never
+    /// hands a table builder).
     pub(crate) fn compute_threads(self) -> usize {
         match self {
-            CompactionPipeline::Sequential => 0,
+            CompactionPipeline::Sequential | CompactionPipeline::Auto { .. } => 0,
             CompactionPipeline::Pipelined => 1,
             CompactionPipeline::Parallel { compute_threads } => compute_threads,
         }
@@ -499,8 +513,10 @@ impl Options {
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");
         }
-        if let CompactionPipeline::Parallel { compute_threads } = self.compaction_pipeline {
-            if !(1..=64).contains(&compute_threads) {
+        if let CompactionPipeline::Parallel { compute_threads: k }
+        | CompactionPipeline::Auto { max_compute_threads: k } = self.compaction_pipeline
+        {
+            if !(1..=64).contains(&k) {
                 return bad("compaction_pipeline compute_threads must be between 1 and 64");
             }
         }

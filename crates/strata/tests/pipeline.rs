@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use strata::{CompactionPipeline, CompressionType, Db, MemVfs, Options, Vfs, WriteBatch};
 
-const MODES: [CompactionPipeline; 4] = [
+const MODES: [CompactionPipeline; 5] = [
     CompactionPipeline::Sequential,
     CompactionPipeline::Pipelined,
     CompactionPipeline::Parallel { compute_threads: 2 },
     CompactionPipeline::Parallel { compute_threads: 3 },
+    CompactionPipeline::Auto { max_compute_threads: 2 },
 ];
 
 type Kv = Vec<(Vec<u8>, Vec<u8>)>;
@@ -137,6 +138,16 @@ fn stage_times_are_reported_for_merges() {
         let merges = s.recent_compactions.iter().filter(|r| r.kind == "merge");
         assert!(merges.clone().count() > 0);
         assert!(merges.clone().all(|r| r.stages.compute > std::time::Duration::ZERO));
+        // Each task records the mode it ran with; `Auto` is resolved to one of the others.
+        for r in &s.recent_compactions {
+            match mode {
+                CompactionPipeline::Auto { .. } => {
+                    assert!(!matches!(r.pipeline, CompactionPipeline::Auto { .. }), "{r:?}")
+                }
+                m if r.kind == "merge" || r.kind == "flush" => assert_eq!(r.pipeline, m),
+                _ => {}
+            }
+        }
     }
 }
 

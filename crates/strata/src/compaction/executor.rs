@@ -18,7 +18,7 @@ use crate::cache::TableCache;
 use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator, RunIterator};
 use crate::key::{compare_internal, SeqNum};
-use crate::options::Options;
+use crate::options::{CompactionPipeline, Options};
 use crate::stats::{CompactionRecord, StageTimes};
 use crate::table::BlockReadOptions;
 use crate::version::{FileMeta, Version, VersionSet};
@@ -32,6 +32,8 @@ pub(crate) struct Env<'a> {
     pub tables: &'a Arc<TableCache>,
     pub opts: &'a Options,
     pub policy: &'a dyn CompactionPolicy,
+    /// How output tables are written (`Auto` already resolved for this task).
+    pub pipeline: CompactionPipeline,
 }
 
 /// Runs a task picked from `version` and installs its result.
@@ -88,6 +90,7 @@ pub(crate) fn execute(
             env.versions.log_and_apply(task_edit(version, pick, Some(out_run), outputs)?)?;
             let read: u64 = metas.iter().map(|m| m.size).sum();
             let mut r = record("merge", reason, *output_level, metas.len(), n_out, read, written, start);
+            r.pipeline = env.pipeline;
             r.warmup_blocks_inserted = warmup.map_or(0, |w| w.inserted());
             r.stages = stages.times();
             r
@@ -118,6 +121,7 @@ fn record(
         warmup_blocks_inserted: 0,
         duration: start.elapsed(),
         stages: StageTimes::default(),
+        pipeline: CompactionPipeline::Sequential,
     }
 }
 

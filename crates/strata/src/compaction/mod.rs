@@ -2,6 +2,7 @@
 //! kept apart from *doing* (the executor, which validates and runs tasks).
 
 pub(crate) mod apply;
+pub(crate) mod auto;
 pub mod blsm;
 pub(crate) mod capacity;
 pub(crate) mod executor;

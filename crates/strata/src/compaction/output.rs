@@ -70,7 +70,7 @@ impl<'a> OutputWriter<'a> {
             block_restart_interval: o.block_restart_interval,
             bloom_bits_per_key: effective_bloom_bits(bits),
             compression: o.compression,
-            pipeline: o.compaction_pipeline,
+            pipeline: env.pipeline,
         };
         OutputWriter {
             env,

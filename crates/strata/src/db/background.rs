@@ -76,6 +76,7 @@ impl DbInner {
         let progress = out.progress();
         let outputs = out.finish()?;
         let stages = progress.times();
+        let pipeline = env.pipeline;
         let mut edit = VersionEdit::default();
         // WALs older than the next unflushed memtable's are no longer needed.
         let next_log = {
@@ -123,6 +124,7 @@ impl DbInner {
             warmup_blocks_inserted: 0,
             duration: start.elapsed(),
             stages,
+            pipeline,
         });
         self.purge_obsolete_files();
         self.done_cv.notify_all();

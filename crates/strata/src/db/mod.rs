@@ -108,6 +108,7 @@ impl DbInner {
             tables: &self.tables,
             opts: &self.opts,
             policy: self.policy.as_ref(),
+            pipeline: crate::compaction::auto::resolve(self.opts.compaction_pipeline, &self.counters),
         }
     }
 

@@ -249,7 +249,8 @@ fn replay_wals(
     entries: &[String],
     new_log: u64,
 ) -> Result<()> {
-    let env = Env { dir, vfs: vfs.as_ref(), versions, tables, opts, policy };
+    let pipeline = crate::compaction::auto::resolve_without_history(opts.compaction_pipeline);
+    let env = Env { dir, vfs: vfs.as_ref(), versions, tables, opts, policy, pipeline };
     let mut edit = VersionEdit { log_number: Some(new_log), ..Default::default() };
     let mut max_seq = versions.last_sequence();
     let mut mem = MemTable::new();

@@ -214,6 +214,7 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
         tables: &cache,
         opts: &opts,
         policy: policy.as_ref(),
+        pipeline: crate::compaction::auto::resolve_without_history(opts.compaction_pipeline),
     };
     let level = opts.num_levels - 1;
     // The view of the tree being rebuilt (empty until this output is installed).

@@ -60,6 +60,8 @@ pub struct CompactionRecord {
     pub duration: Duration,
     /// Busy and waiting time of the output stages.
     pub stages: StageTimes,
+    /// The output pipeline the task ran with (`Auto` resolved).
+    pub pipeline: crate::options::CompactionPipeline,
 }
 
 /// Per-level shape of the tree.
@@ -419,6 +421,20 @@ impl Counters {
             h.pop_front();
         }
         h.push_back(r);
+    }
+
+    /// The newest `n` finished flushes and merges that ran at least `min`, oldest first.
+    pub(crate) fn recent_output_tasks(&self, n: usize, min: Duration) -> Vec<CompactionRecord> {
+        let h = self.history.lock();
+        let mut out: Vec<CompactionRecord> = h
+            .iter()
+            .rev()
+            .filter(|r| matches!(r.kind, "merge" | "flush") && r.duration >= min)
+            .take(n)
+            .cloned()
+            .collect();
+        out.reverse();
+        out
     }
 
     /// Fills the counter part of a [`Stats`].

@@ -256,9 +256,12 @@ pub fn configs() -> Vec<Config> {
             options: || deep_options(CompactionStyle::Garnering { c: 0.8 }),
         },
         Config {
-            name: "garnering-0.4-mem-deep",
+            name: "garnering-0.4-mem-deep-auto",
             fs: Fs::Mem,
-            options: || deep_options(CompactionStyle::Garnering { c: 0.4 }),
+            options: || {
+                deep_options(CompactionStyle::Garnering { c: 0.4 })
+                    .with_compaction_pipeline(CompactionPipeline::Auto { max_compute_threads: 2 })
+            },
         },
         Config {
             name: "leveled-manual-only",
