@@ -20,11 +20,12 @@ use super::mem::MemFile;
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
-const VERIFY: BlockReadOptions = BlockReadOptions { verify_checksums: true, fill_cache: true, readahead: 0 };
+const VERIFY: BlockReadOptions =
+    BlockReadOptions { verify_checksums: true, fill_cache: true, readahead: 0, prefetch: false };
 /// Unverified reads through a readahead window smaller than most inputs, so
 /// garbage handles also exercise the window's bounds.
 const RAW: BlockReadOptions =
-    BlockReadOptions { verify_checksums: false, fill_cache: false, readahead: 4096 };
+    BlockReadOptions { verify_checksums: false, fill_cache: false, readahead: 4096, prefetch: false };
 
 /// The fuzz body.
 pub fn run(data: &[u8]) {

@@ -73,6 +73,9 @@ pub(crate) fn execute(
                 verify_checksums: true,
                 fill_cache: false,
                 readahead: env.opts.compaction_readahead_size,
+                // The read stage of a pipelined compaction: the next window of
+                // each input is read on its own thread while this one is merged.
+                prefetch: env.pipeline != CompactionPipeline::Sequential,
             };
             let mut input = MergingIterator::new(input_runs(env, inputs, &metas, read_opts));
             let warmup = Warmup::for_merge(env, &metas)?;
@@ -142,7 +145,9 @@ fn input_runs(
     for (r, m) in inputs.iter().zip(metas) {
         runs.entry((r.level, r.run)).or_default().push(Arc::clone(m));
     }
-    opts.readahead = opts.readahead.min(READAHEAD_BUDGET / runs.len().max(1));
+    // A prefetching run holds two windows (the one merged, the one being read).
+    let windows = runs.len().max(1) * if opts.prefetch { 2 } else { 1 };
+    opts.readahead = opts.readahead.min(READAHEAD_BUDGET / windows);
     runs.into_values()
         .map(|mut files| {
             files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));

@@ -174,7 +174,12 @@ impl<'a> OutputWriter<'a> {
         }
         // Past the block cache: warmed blocks are in it, and the check is of the file.
         let table = Arc::new(self.env.tables.open_uncached(id, s.file_size)?);
-        let opts = BlockReadOptions { verify_checksums: true, fill_cache: false, readahead: 1 << 20 };
+        let opts = BlockReadOptions {
+            verify_checksums: true,
+            fill_cache: false,
+            readahead: 1 << 20,
+            prefetch: false,
+        };
         let mut it = table.iter(opts);
         it.seek_to_first()?;
         let (mut n, mut first, mut last) = (0u64, None, Vec::new());

@@ -74,6 +74,7 @@ impl DbIterator {
                 verify_checksums: ro.verify_checksums,
                 fill_cache: ro.fill_cache,
                 readahead: ro.readahead_size,
+                prefetch: false,
             },
             use_buffer,
             front: None,

@@ -43,6 +43,7 @@ impl DbInner {
             verify_checksums: ro.verify_checksums,
             fill_cache: ro.fill_cache,
             readahead: 0,
+            prefetch: false,
         };
         let mut probes = 0;
         let mut found = None;

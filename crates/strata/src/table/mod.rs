@@ -218,10 +218,13 @@ mod tests {
         let lz4 = TableBuilderOptions { compression: CompressionType::Lz4, ..opts.clone() };
         let tables = [open(bytes.clone(), None).unwrap(), open(build(&entries, &lz4).0, None).unwrap()];
         // Windows smaller than a block, a few blocks, and the whole table.
-        for (table, readahead) in tables.iter().flat_map(|t| [1, 700, 4096, 1 << 20].map(|r| (t, r))) {
-            let ro = BlockReadOptions { readahead, ..Default::default() };
+        // With prefetch, the next window is read on a read thread and blocks
+        // straddling two windows are joined from both.
+        let cases = tables.iter().flat_map(|t| [1, 700, 4096, 1 << 20].map(|r| (t, r)));
+        for ((table, readahead), prefetch) in cases.flat_map(|c| [(c, false), (c, true)]) {
+            let ro = BlockReadOptions { readahead, prefetch, ..Default::default() };
             let mut it = table.iter(ro);
-            assert_eq!(scan_forward(&mut it), entries, "readahead {readahead}");
+            assert_eq!(scan_forward(&mut it), entries, "readahead {readahead} prefetch {prefetch}");
             // Backward moves bypass the window; a later forward move refills it.
             it.seek_to_last().unwrap();
             for (k, _) in entries.iter().rev().take(300) {
@@ -237,12 +240,14 @@ mod tests {
         let mut bad = bytes;
         bad[600] ^= 0x40;
         let table = open(bad, None).unwrap();
-        let mut it = table.iter(BlockReadOptions { readahead: 1 << 20, ..Default::default() });
-        let mut result = it.seek_to_first();
-        while result.is_ok() && it.valid() {
-            result = it.next();
+        for (readahead, prefetch) in [(1 << 20, false), (700, true)] {
+            let mut it = table.iter(BlockReadOptions { readahead, prefetch, ..Default::default() });
+            let mut result = it.seek_to_first();
+            while result.is_ok() && it.valid() {
+                result = it.next();
+            }
+            assert!(result.is_err_and(|e| e.is_corruption()), "prefetch {prefetch}");
         }
-        assert!(result.is_err_and(|e| e.is_corruption()));
     }
 
     #[test]
@@ -374,7 +379,8 @@ mod tests {
         let (bytes, _) = build(&entries, &opts);
         let cache = Arc::new(BlockCache::new(1 << 20));
         let table = open(bytes, Some(cache.clone())).unwrap();
-        let no_fill = BlockReadOptions { verify_checksums: false, fill_cache: false, readahead: 0 };
+        let no_fill =
+            BlockReadOptions { verify_checksums: false, fill_cache: false, readahead: 0, prefetch: false };
         assert_eq!(scan_forward(&mut table.iter(no_fill)), entries);
         assert_eq!(cache.resident_blocks(1), 0);
         assert_eq!(scan_forward(&mut table.iter(BlockReadOptions::default())), entries);
@@ -480,7 +486,12 @@ mod tests {
                     }
                 }
                 // Without checksum verification: anything but a panic.
-                let raw = BlockReadOptions { verify_checksums: false, fill_cache: false, readahead: 0 };
+                let raw = BlockReadOptions {
+                    verify_checksums: false,
+                    fill_cache: false,
+                    readahead: 0,
+                    prefetch: false,
+                };
                 let mut it = table.iter(raw);
                 let mut steps = 0;
                 let mut res = it.seek_to_last();

@@ -1,6 +1,7 @@
 //! An open table: footer, index, filter and properties held in memory; data
 //! blocks read on demand through the block cache.
 
+use crossbeam_channel::{bounded, Receiver};
 use std::cell::Cell;
 use std::fmt;
 use std::sync::Arc;
@@ -28,22 +29,68 @@ pub struct BlockReadOptions {
     /// cache (0: one block per read). Compactions use it: with `O_DIRECT` every
     /// block read is otherwise a device round trip.
     pub readahead: usize,
+    /// With `readahead`: while a window is consumed, the next one is read on
+    /// its own thread (the read stage of a pipelined compaction).
+    pub prefetch: bool,
 }
 
 impl Default for BlockReadOptions {
     fn default() -> Self {
-        BlockReadOptions { verify_checksums: true, fill_cache: true, readahead: 0 }
+        BlockReadOptions { verify_checksums: true, fill_cache: true, readahead: 0, prefetch: false }
     }
 }
 
-/// A table iterator's readahead window: file bytes from `offset`.
+/// A table iterator's readahead window: file bytes from `offset`, and with
+/// `prefetch` the window after it, being read on a read thread.
 #[derive(Debug, Default)]
 pub(crate) struct Readahead {
     offset: u64,
     data: Vec<u8>,
+    next: Option<Prefetch>,
+}
+
+/// The bytes from `offset` on, read by another thread.
+#[derive(Debug)]
+struct Prefetch {
+    offset: u64,
+    bytes: Receiver<Result<Vec<u8>>>,
 }
 
 impl Readahead {
+    /// Starts reading `len` bytes at `offset` on a read thread. If no thread
+    /// can be started the window is simply read when it is needed.
+    fn prefetch(&mut self, file: &Arc<dyn RandomAccessFile>, offset: u64, len: usize) {
+        let (tx, rx) = bounded(1);
+        let file = Arc::clone(file);
+        let started = std::thread::Builder::new().name("strata-read".into()).spawn(move || {
+            // The receiver may be gone (the iterator dropped); nothing to do then.
+            let _ = tx.send(file.read_at(offset, len));
+        });
+        self.next = started.is_ok().then_some(Prefetch { offset, bytes: rx });
+    }
+
+    /// Takes the prefetched window if the block at `[offset, offset + len)`
+    /// starts in the current window or the prefetched one and ends in the
+    /// prefetched one; the part of the current window from `offset` on is
+    /// kept in front of it.
+    fn take_prefetched(&mut self, offset: u64, len: usize) -> Result<bool> {
+        let Some(p) = self.next.take() else { return Ok(false) };
+        let end = self.offset + self.data.len() as u64;
+        let starts_here = offset >= self.offset && offset <= end && end == p.offset;
+        if !(starts_here || offset == p.offset) {
+            return Ok(false);
+        }
+        let bytes = p.bytes.recv().map_err(|_| Error::Io(std::io::Error::other("read thread stopped")))??;
+        let mut data = match usize::try_from(offset.saturating_sub(self.offset)) {
+            Ok(from) if starts_here && from < self.data.len() => self.data.split_off(from),
+            _ => Vec::new(),
+        };
+        data.extend_from_slice(&bytes);
+        self.offset = offset.min(p.offset);
+        self.data = data;
+        Ok(self.slice(offset, len).is_some())
+    }
+
     /// The stored block `[offset, offset + len)` if the window holds all of it.
     fn slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
         let start = usize::try_from(offset.checked_sub(self.offset)?).ok()?;
@@ -269,9 +316,16 @@ impl Table {
                 // check_within bounds the size, so this cannot overflow.
                 let len = handle.size as usize + BLOCK_TRAILER_LEN;
                 if w.slice(handle.offset, len).is_none() {
-                    let want = (opts.readahead as u64).max(len as u64).min(self.data_end - handle.offset);
-                    w.data = self.file.read_at(handle.offset, want as usize)?;
-                    w.offset = handle.offset;
+                    if !(opts.prefetch && w.take_prefetched(handle.offset, len)?) {
+                        let want = (opts.readahead as u64).max(len as u64).min(self.data_end - handle.offset);
+                        w.data = self.file.read_at(handle.offset, want as usize)?;
+                        w.offset = handle.offset;
+                    }
+                    let next = w.offset + w.data.len() as u64;
+                    if opts.prefetch && next < self.data_end {
+                        let len = (opts.readahead as u64).min(self.data_end - next) as usize;
+                        w.prefetch(&self.file, next, len);
+                    }
                 }
                 let stored =
                     w.slice(handle.offset, len).ok_or_else(|| Error::corruption("short block read"))?;
