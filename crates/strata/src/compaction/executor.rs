@@ -128,6 +128,9 @@ fn record(
     }
 }
 
+/// Smallest readahead window read ahead on a read thread.
+const MIN_PREFETCH_WINDOW: usize = 256 << 10;
+
 /// Most bytes one compaction's readahead windows hold together, so a merge of
 /// many L0 runs stays inside the memory budget (each run gets a share).
 const READAHEAD_BUDGET: usize = 16 << 20;
@@ -148,6 +151,8 @@ fn input_runs(
     // A prefetching run holds two windows (the one merged, the one being read).
     let windows = runs.len().max(1) * if opts.prefetch { 2 } else { 1 };
     opts.readahead = opts.readahead.min(READAHEAD_BUDGET / windows);
+    // Not for windows so small that a thread per read costs more than it hides.
+    opts.prefetch &= opts.readahead >= MIN_PREFETCH_WINDOW;
     runs.into_values()
         .map(|mut files| {
             files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
