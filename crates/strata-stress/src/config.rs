@@ -54,6 +54,7 @@ pub fn derive(seed: u64, cycle: u64, policy: &str, num_levels: usize) -> strata:
         2 => CompactionPipeline::Parallel { compute_threads: rng.gen_range(2..=3) },
         _ => CompactionPipeline::Auto { max_compute_threads: 2 },
     };
+    let merges = rng.gen_range(1..=3usize);
     let options = Options::default()
         .with_compaction_style(CompactionStyle::from_name(policy)?)
         .with_num_levels(num_levels)
@@ -75,13 +76,15 @@ pub fn derive(seed: u64, cycle: u64, policy: &str, num_levels: usize) -> strata:
         .with_paranoid_checks(rng.gen_bool(0.7))
         .with_wal_recovery_mode(wal_mode)
         .with_disable_auto_compactions(rng.gen_bool(0.05))
-        .with_compaction_pipeline(pipeline);
+        .with_compaction_pipeline(pipeline)
+        .with_max_background_compactions(merges);
     options.validate()?;
     let sync_ratio = [0.0, 0.1, 0.5, 1.0][rng.gen_range(0..4)];
     let big_value_ratio = [0.0, 0.01, 0.05][rng.gen_range(0..3)];
     let summary = format!(
-        "policy={policy} levels={num_levels} wbuf={write_buffer} l0={l0} comp={compression:?} wal={wal_mode:?} sync={sync_ratio} row_cache={row_cache} warmup={warmup} pipeline={}",
-        pipeline.name()
+        "policy={policy} levels={num_levels} wbuf={write_buffer} l0={l0} comp={compression:?} wal={wal_mode:?} sync={sync_ratio} row_cache={row_cache} warmup={warmup} pipeline={} merges={}",
+        pipeline.name(),
+        merges
     );
     Ok(CycleConfig { options, sync_ratio, big_value_ratio, summary })
 }

@@ -266,6 +266,7 @@ pub struct Options {
     pub(crate) use_direct_reads: bool,
     pub(crate) compaction_readahead_size: usize,
     pub(crate) compaction_pipeline: CompactionPipeline,
+    pub(crate) max_background_compactions: usize,
     pub(crate) compaction_warmup: bool,
     pub(crate) paranoid_checks: bool,
     pub(crate) paranoid_file_checks: bool,
@@ -307,6 +308,7 @@ impl Default for Options {
             use_direct_reads: false,
             compaction_readahead_size: 2 << 20,
             compaction_pipeline: CompactionPipeline::Sequential,
+            max_background_compactions: 1,
             compaction_warmup: false,
             paranoid_checks: true,
             paranoid_file_checks: false,
@@ -398,6 +400,13 @@ impl Options {
         /// thread (or several) compressing and checksumming blocks and another writing
         /// them. RocksDB's nearest is `CompressionOptions::parallel_threads`.
         with_compaction_pipeline, compaction_pipeline, CompactionPipeline);
+    setter!(/// Merges that may run at once, each on its own thread (RocksDB
+        /// `max_background_compactions`; default 1). Above 1, a merge runs outside the
+        /// lock that picks and installs tasks, and the policy sees its inputs as busy
+        /// (`FileView::being_compacted`) and picks around them. Only policies whose
+        /// picks honour that (`CompactionPolicy::allows_concurrent_compactions`:
+        /// leveled, Garnering) use more than one; the others keep one at a time.
+        with_max_background_compactions, max_background_compactions, usize);
     setter!(/// Incremental warm-up (the LSbM paper's baseline; default false): a compaction puts
         /// into the block cache each new data block whose key range overlaps a cached block of
         /// its inputs, from memory as it writes it, so reads of hot keys keep hitting the cache
@@ -519,6 +528,9 @@ impl Options {
             if !(1..=64).contains(&k) {
                 return bad("compaction_pipeline compute_threads must be between 1 and 64");
             }
+        }
+        if !(1..=16).contains(&self.max_background_compactions) {
+            return bad("max_background_compactions must be between 1 and 16");
         }
         if let CompressionType::Zstd(l) = self.compression {
             if !(1..=22).contains(&l) {

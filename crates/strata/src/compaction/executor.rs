@@ -21,7 +21,7 @@ use crate::key::{compare_internal, SeqNum};
 use crate::options::{CompactionPipeline, Options};
 use crate::stats::{CompactionRecord, StageTimes};
 use crate::table::BlockReadOptions;
-use crate::version::{FileMeta, Version, VersionSet};
+use crate::version::{FileMeta, Version, VersionEdit, VersionSet};
 use crate::vfs::Vfs;
 
 /// What a task needs from the engine.
@@ -36,13 +36,16 @@ pub(crate) struct Env<'a> {
     pub pipeline: CompactionPipeline,
 }
 
-/// Runs a task picked from `version` and installs its result.
+/// Runs a task picked from `version` and installs its result through
+/// `install` (the MANIFEST write; a caller running merges concurrently takes
+/// its lock there).
 pub(crate) fn execute(
     env: &Env<'_>,
     version: &Version,
     view: &LsmView,
     pick: &PickResult,
     smallest_snapshot: SeqNum,
+    install: &dyn Fn(VersionEdit) -> Result<()>,
 ) -> Result<CompactionRecord> {
     let start = Instant::now();
     let fresh = || env.versions.new_file_number();
@@ -50,18 +53,18 @@ pub(crate) fn execute(
         CompactionTask::Move { file, to_level, to_run } => {
             let meta = find_file(version, file)?;
             let out = resolve_run(*to_run, fresh);
-            env.versions.log_and_apply(task_edit(version, pick, Some(out), Vec::new())?)?;
+            install(task_edit(version, pick, Some(out), Vec::new())?)?;
             if *to_level != file.level {
                 meta.reset_allowed_seeks();
             }
             record("move", "trivial move", *to_level, 1, 0, 0, 0, start)
         }
         CompactionTask::UpdateState { reason } => {
-            env.versions.log_and_apply(task_edit(version, pick, None, Vec::new())?)?;
+            install(task_edit(version, pick, None, Vec::new())?)?;
             record("state", reason, 0, 0, 0, 0, 0, start)
         }
         CompactionTask::Drop { files } => {
-            env.versions.log_and_apply(task_edit(version, pick, None, Vec::new())?)?;
+            install(task_edit(version, pick, None, Vec::new())?)?;
             record("drop", "obsolete files", 0, files.len(), 0, 0, 0, start)
         }
         CompactionTask::Merge { inputs, output_level, output_run, target_file_size, reason } => {
@@ -90,7 +93,7 @@ pub(crate) fn execute(
             let outputs = out.finish()?;
             let written: u64 = outputs.iter().map(|o| o.size).sum();
             let n_out = outputs.len();
-            env.versions.log_and_apply(task_edit(version, pick, Some(out_run), outputs)?)?;
+            install(task_edit(version, pick, Some(out_run), outputs)?)?;
             let read: u64 = metas.iter().map(|m| m.size).sum();
             let mut r = record("merge", reason, *output_level, metas.len(), n_out, read, written, start);
             r.pipeline = env.pipeline;

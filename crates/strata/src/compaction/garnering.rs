@@ -98,6 +98,11 @@ impl CompactionPolicy for GarneringPolicy {
         "garnering"
     }
 
+    /// Picks skip busy files and any merge that would need one.
+    fn allows_concurrent_compactions(&self) -> bool {
+        true
+    }
+
     fn num_levels(&self) -> usize {
         self.cfg().num_levels
     }

@@ -195,6 +195,11 @@ impl CompactionPolicy for LeveledPolicy {
         "leveled"
     }
 
+    /// Picks skip busy files and any merge that would need one.
+    fn allows_concurrent_compactions(&self) -> bool {
+        true
+    }
+
     fn num_levels(&self) -> usize {
         self.cfg.num_levels
     }

@@ -431,6 +431,13 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
     fn wants_trim(&self) -> bool {
         false
     }
+    /// True if several merges may run at once under this policy: its picks
+    /// skip busy files (and whatever a busy file would force into a pick), and
+    /// its state stays right when tasks finish out of pick order. The engine
+    /// still never runs two tasks into one new run.
+    fn allows_concurrent_compactions(&self) -> bool {
+        false
+    }
 }
 
 /// Checks a pick's buffer actions against the view and its task: appended files

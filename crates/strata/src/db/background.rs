@@ -13,8 +13,8 @@ use crate::compaction::monkey::{self, WriteTarget};
 use crate::compaction::output::OutputWriter;
 use crate::compaction::view::{build_view, build_view_with};
 use crate::compaction::{
-    validate_buffer_actions, validate_flush_level, validate_task, BufferAction, LsmView, PickResult,
-    RunTarget,
+    validate_buffer_actions, validate_flush_level, validate_task, BufferAction, CompactionTask, LsmView,
+    PickResult, RunTarget,
 };
 use crate::error::{Error, Result};
 use crate::filename::wal_path;
@@ -29,11 +29,26 @@ impl DbInner {
         let mut threads = self.threads.lock();
         let db = self.clone();
         threads.push(std::thread::Builder::new().name("strata-flush".into()).spawn(move || db.flush_loop())?);
-        let db = self.clone();
-        threads.push(
-            std::thread::Builder::new().name("strata-compact".into()).spawn(move || db.compaction_loop())?,
-        );
+        for i in 0..self.compaction_threads() {
+            let db = self.clone();
+            let name = format!("strata-compact-{i}");
+            threads.push(std::thread::Builder::new().name(name).spawn(move || db.compaction_loop())?);
+        }
         Ok(())
+    }
+
+    /// Merges that may run at once: the option, if the policy allows more than one.
+    fn compaction_threads(&self) -> usize {
+        if self.policy.allows_concurrent_compactions() {
+            self.opts.max_background_compactions
+        } else {
+            1
+        }
+    }
+
+    /// Input files of the merges running outside the lock.
+    pub(crate) fn busy_files(&self) -> HashSet<u64> {
+        self.running.lock().iter().flatten().copied().collect()
     }
 
     fn flush_loop(&self) {
@@ -167,12 +182,7 @@ impl DbInner {
                     continue;
                 }
             }
-            let did = if paused {
-                Ok(false)
-            } else {
-                let _g = self.compaction_lock.lock();
-                self.compact_once()
-            };
+            let did = if paused { Ok(false) } else { self.compact_step() };
             match did {
                 Ok(true) => continue,
                 Ok(false) => {
@@ -213,14 +223,64 @@ impl DbInner {
         Ok(removed)
     }
 
-    /// Asks the policy for one task and runs it. Callers hold `compaction_lock`.
-    fn compact_once(&self) -> Result<bool> {
+    /// Asks the policy for one task and runs it: under `compaction_lock`, or,
+    /// when several merges may run at once, a merge outside it with its
+    /// inputs listed as busy so that the other threads pick around them.
+    fn compact_step(&self) -> Result<bool> {
+        let guard = self.compaction_lock.lock();
         let version = self.versions.current();
-        let view = build_view(&version, &self.versions, &HashSet::new());
+        let busy = self.busy_files();
+        let view = build_view(&version, &self.versions, &busy);
         let Some(pick) = self.policy.pick(&view) else {
+            if !busy.is_empty() {
+                return Ok(false);
+            }
             return self.seek_compaction(version, &view);
         };
-        self.run_task(version, &view, &pick)?;
+        let concurrent = self.compaction_threads() > 1;
+        if concurrent && !busy.is_empty() && opens_new_run(&pick.task) {
+            // Two tasks must never open a level's new run side by side (that
+            // would make two runs where the policy keeps one): wait.
+            return Ok(false);
+        }
+        if !concurrent || !matches!(pick.task, CompactionTask::Merge { .. }) {
+            self.run_task(version, &view, &pick)?;
+            return Ok(true);
+        }
+        validate_task(&view, &pick.task)?;
+        validate_buffer_actions(&view, &pick)?;
+        let CompactionTask::Merge { inputs, .. } = &pick.task else { return Ok(false) };
+        let ids: Vec<u64> = inputs.iter().map(|f| f.file).collect();
+        {
+            let mut running = self.running.lock();
+            running.push(ids.clone());
+            self.counters.running_peak.fetch_max(running.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+        let smallest_snapshot = self.snapshots.oldest(&self.visible_seq);
+        drop(guard);
+        // Installed under the lock, so picks and flush placements see a
+        // MANIFEST edit whole; the inputs stay busy until it is applied.
+        let install = |edit| {
+            let _g = self.compaction_lock.lock();
+            self.versions.log_and_apply(edit).map(drop)
+        };
+        let r = execute(&self.env(), &version, &view, &pick, smallest_snapshot, &install);
+        {
+            let mut running = self.running.lock();
+            if let Some(i) = running.iter().position(|r| *r == ids) {
+                running.swap_remove(i);
+            }
+        }
+        let record = r?;
+        drop(version);
+        self.counters.record(record);
+        {
+            let st = self.state.lock();
+            self.install_super_version(&st);
+        }
+        self.purge_obsolete_files();
+        self.done_cv.notify_all();
+        self.bg_cv.notify_all();
         Ok(true)
     }
 
@@ -234,7 +294,12 @@ impl DbInner {
         validate_task(view, &pick.task)?;
         validate_buffer_actions(view, pick)?;
         let smallest_snapshot = self.snapshots.oldest(&self.visible_seq);
-        let record = execute(&self.env(), &version, view, pick, smallest_snapshot)?;
+        if matches!(pick.task, CompactionTask::Merge { .. }) {
+            self.counters.running_peak.fetch_max(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        let record = execute(&self.env(), &version, view, pick, smallest_snapshot, &|edit| {
+            self.versions.log_and_apply(edit).map(drop)
+        })?;
         drop(version);
         self.counters.record(record);
         {
@@ -268,8 +333,9 @@ impl DbInner {
             if self.opts.disable_auto_compactions {
                 return Ok(());
             }
-            // Holding the compaction lock means no task is half done.
-            if let Some(_g) = self.compaction_lock.try_lock() {
+            // Holding the compaction lock with no merge running outside it
+            // means no task is half done.
+            if let Some(_g) = self.compaction_lock.try_lock().filter(|_| self.running.lock().is_empty()) {
                 let version = self.versions.current();
                 let view = build_view(&version, &self.versions, &HashSet::new());
                 if self.policy.pick(&view).is_none() && !self.has_seek_candidates() {
@@ -287,7 +353,7 @@ impl DbInner {
     /// holding such files. Each pick is validated like a background pick.
     pub(crate) fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.flush()?;
-        let _g = self.compaction_lock.lock();
+        let _g = self.lock_with_nothing_running();
         self.check_bg_error()?;
         let range = ManualRange { start, end };
         let deepest = {
@@ -308,4 +374,29 @@ impl DbInner {
         self.purge_obsolete_files();
         Ok(())
     }
+}
+
+impl DbInner {
+    /// `compaction_lock`, taken once no merge runs outside it (manual
+    /// compaction picks every file in its range, busy or not).
+    fn lock_with_nothing_running(&self) -> parking_lot::MutexGuard<'_, ()> {
+        loop {
+            let g = self.compaction_lock.lock();
+            if self.running.lock().is_empty() {
+                return g;
+            }
+            drop(g);
+            let mut st = self.state.lock();
+            self.done_cv.wait_for(&mut st, Duration::from_millis(10));
+        }
+    }
+}
+
+/// True if `task` puts its output into a new run of its level.
+fn opens_new_run(task: &CompactionTask) -> bool {
+    matches!(
+        task,
+        CompactionTask::Merge { output_run: RunTarget::New, .. }
+            | CompactionTask::Move { to_run: RunTarget::New, .. }
+    )
 }

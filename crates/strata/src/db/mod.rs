@@ -85,9 +85,13 @@ pub(crate) struct DbInner {
     pub visible_seq: AtomicU64,
     pub snapshots: SnapshotList,
     pub counters: Counters,
-    /// One compaction at a time, background or manual (flushes placed below
-    /// L0 take it too, so no compaction lands under them meanwhile).
+    /// Picking and installing tasks, background or manual, one at a time
+    /// (flushes placed below L0 take it too, so no compaction lands under them
+    /// meanwhile). A merge runs under it too unless several may run at once
+    /// (`max_background_compactions`); then it runs outside, listed in `running`.
     pub compaction_lock: Mutex<()>,
+    /// Input files of the merges running outside `compaction_lock`, one entry per merge.
+    pub running: Mutex<Vec<Vec<u64>>>,
     /// Ids of tables that used up their allowed seeks, oldest first.
     pub seek_candidates: Mutex<Vec<u64>>,
     pub threads: Mutex<Vec<JoinHandle<()>>>,

@@ -225,6 +225,7 @@ impl Parts<'_> {
             snapshots: Default::default(),
             counters: Counters::default(),
             compaction_lock: Mutex::new(()),
+            running: Mutex::new(Vec::new()),
             seek_candidates: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
             lock_file: Mutex::new(lock),

@@ -176,6 +176,8 @@ pub struct Stats {
     pub flushes_below_l0: u64,
     /// Wall time of all compactions (merges), summed.
     pub compaction_time: Duration,
+    /// Most merges seen running at once (`Options::with_max_background_compactions`).
+    pub peak_running_compactions: u64,
     /// Output stage times of all compactions (merges), summed.
     pub compaction_stages: StageTimes,
     /// Per-level shape.
@@ -339,6 +341,7 @@ pub(crate) struct Counters {
     pub compaction_read: AtomicU64,
     pub compaction_written: AtomicU64,
     pub compaction_ns: AtomicU64,
+    pub running_peak: AtomicU64,
     pub compaction_compute_ns: AtomicU64,
     pub compaction_write_ns: AtomicU64,
     pub compaction_wait_ns: AtomicU64,
@@ -446,6 +449,7 @@ impl Counters {
         s.compaction_bytes_read = g(&self.compaction_read);
         s.compaction_bytes_written = g(&self.compaction_written);
         s.compaction_time = Duration::from_nanos(g(&self.compaction_ns));
+        s.peak_running_compactions = g(&self.running_peak);
         s.compaction_stages = StageTimes {
             compute: Duration::from_nanos(g(&self.compaction_compute_ns)),
             write: Duration::from_nanos(g(&self.compaction_write_ns)),
