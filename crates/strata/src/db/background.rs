@@ -271,7 +271,16 @@ impl DbInner {
                 running.swap_remove(i);
             }
         }
-        let record = r?;
+        self.finish_task(version, r?);
+        // Threads that waited for this merge (a new run, nothing to pick) look again.
+        self.bg_cv.notify_all();
+        Ok(true)
+    }
+
+    /// After a task's edit is applied: counts it, publishes the new tree to
+    /// readers and deletes the inputs nothing else holds. Takes the version
+    /// the task was picked from by value, dropping it before the purge.
+    fn finish_task(&self, version: Arc<Version>, record: CompactionRecord) {
         drop(version);
         self.counters.record(record);
         {
@@ -280,8 +289,6 @@ impl DbInner {
         }
         self.purge_obsolete_files();
         self.done_cv.notify_all();
-        self.bg_cv.notify_all();
-        Ok(true)
     }
 
     /// Validates and runs a task picked from `version`, publishes the result
@@ -300,14 +307,7 @@ impl DbInner {
         let record = execute(&self.env(), &version, view, pick, smallest_snapshot, &|edit| {
             self.versions.log_and_apply(edit).map(drop)
         })?;
-        drop(version);
-        self.counters.record(record);
-        {
-            let st = self.state.lock();
-            self.install_super_version(&st);
-        }
-        self.purge_obsolete_files();
-        self.done_cv.notify_all();
+        self.finish_task(version, record);
         Ok(())
     }
 
