@@ -55,6 +55,7 @@ pub fn derive(seed: u64, cycle: u64, policy: &str, num_levels: usize) -> strata:
         _ => CompactionPipeline::Auto { max_compute_threads: 2 },
     };
     let merges = rng.gen_range(1..=3usize);
+    let subtask_bytes = [1usize << 10, 16 << 10, 512 << 10][rng.gen_range(0..3)];
     let options = Options::default()
         .with_compaction_style(CompactionStyle::from_name(policy)?)
         .with_num_levels(num_levels)
@@ -77,12 +78,13 @@ pub fn derive(seed: u64, cycle: u64, policy: &str, num_levels: usize) -> strata:
         .with_wal_recovery_mode(wal_mode)
         .with_disable_auto_compactions(rng.gen_bool(0.05))
         .with_compaction_pipeline(pipeline)
+        .with_compaction_subtask_bytes(subtask_bytes)
         .with_max_background_compactions(merges);
     options.validate()?;
     let sync_ratio = [0.0, 0.1, 0.5, 1.0][rng.gen_range(0..4)];
     let big_value_ratio = [0.0, 0.01, 0.05][rng.gen_range(0..3)];
     let summary = format!(
-        "policy={policy} levels={num_levels} wbuf={write_buffer} l0={l0} comp={compression:?} wal={wal_mode:?} sync={sync_ratio} row_cache={row_cache} warmup={warmup} pipeline={} merges={}",
+        "policy={policy} levels={num_levels} wbuf={write_buffer} l0={l0} comp={compression:?} wal={wal_mode:?} sync={sync_ratio} row_cache={row_cache} warmup={warmup} pipeline={} subtask_bytes={subtask_bytes} merges={}",
         pipeline.name(),
         merges
     );

@@ -103,10 +103,13 @@ pub enum CompactionPipeline {
     Pipelined,
     /// As `Pipelined`, with `compute_threads` threads compressing and
     /// checksumming blocks out of order and the writer putting them back in
-    /// order (C-PPCP for the compress stage; RocksDB's
-    /// `CompressionOptions::parallel_threads` does the same).
+    /// order (RocksDB's `CompressionOptions::parallel_threads` does the same),
+    /// and a merge's key range cut into sub-tasks of about
+    /// `compaction_subtask_bytes` of input that `compute_threads` threads read,
+    /// verify, decompress and merge at once, handed to the builder in key
+    /// order (the paper's C-PPCP).
     Parallel {
-        /// Threads compressing and checksumming blocks (1–64).
+        /// Threads merging sub-tasks, and threads compressing blocks (1–64 each).
         compute_threads: usize,
     },
     /// Chooses one of the above for each flush or compaction from the stage
@@ -267,6 +270,7 @@ pub struct Options {
     pub(crate) compaction_readahead_size: usize,
     pub(crate) compaction_pipeline: CompactionPipeline,
     pub(crate) max_background_compactions: usize,
+    pub(crate) compaction_subtask_bytes: usize,
     pub(crate) compaction_warmup: bool,
     pub(crate) paranoid_checks: bool,
     pub(crate) paranoid_file_checks: bool,
@@ -309,6 +313,7 @@ impl Default for Options {
             compaction_readahead_size: 2 << 20,
             compaction_pipeline: CompactionPipeline::Sequential,
             max_background_compactions: 1,
+            compaction_subtask_bytes: 512 << 10,
             compaction_warmup: false,
             paranoid_checks: true,
             paranoid_file_checks: false,
@@ -400,6 +405,13 @@ impl Options {
         /// thread (or several) compressing and checksumming blocks and another writing
         /// them. RocksDB's nearest is `CompressionOptions::parallel_threads`.
         with_compaction_pipeline, compaction_pipeline, CompactionPipeline);
+    setter!(/// Input bytes per sub-task of a merge under [`CompactionPipeline::Parallel`]
+        /// (default 512 KiB, the pipelined-compaction paper's best on SSD). The merge's key
+        /// range is cut at input block boundaries into pieces of about this size, never
+        /// between two versions of one user key, and `compute_threads` threads read,
+        /// verify, decompress and merge different pieces at once (RocksDB's nearest is
+        /// `max_subcompactions`, which cuts a few large ranges, each with its own output files).
+        with_compaction_subtask_bytes, compaction_subtask_bytes, usize);
     setter!(/// Merges that may run at once, each on its own thread (RocksDB
         /// `max_background_compactions`; default 1). Above 1, a merge runs outside the
         /// lock that picks and installs tasks, and the policy sees its inputs as busy
@@ -528,6 +540,9 @@ impl Options {
             if !(1..=64).contains(&k) {
                 return bad("compaction_pipeline compute_threads must be between 1 and 64");
             }
+        }
+        if !(1..=1 << 30).contains(&self.compaction_subtask_bytes) {
+            return bad("compaction_subtask_bytes must be between 1 and 1 GiB");
         }
         if !(1..=16).contains(&self.max_background_compactions) {
             return bad("max_background_compactions must be between 1 and 16");

@@ -368,7 +368,8 @@ fn background_fault(filter: PathFilter, op: FaultOp, skip: u64, compaction: bool
         );
         let vfs = fault_fs(FaultConfig::new(9).with_filter(filter.clone()).with_torn_writes(true));
         let manual_opts = |style: &CompactionStyle, vfs: &FaultVfs| {
-            manual_opts(style, vfs).with_compaction_pipeline(pipeline)
+            // Tiny sub-tasks: a parallel merge's reads fail on its sub-task threads.
+            manual_opts(style, vfs).with_compaction_pipeline(pipeline).with_compaction_subtask_bytes(1 << 10)
         };
         let db = open(&db_path(), manual_opts(&style, &vfs));
         let mut h = History::default();

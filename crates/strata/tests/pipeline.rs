@@ -25,6 +25,9 @@ fn options(mode: CompactionPipeline, vfs: Arc<dyn Vfs>) -> Options {
         .with_write_buffer_size(1 << 20)
         .with_target_file_size_base(64 << 10)
         .with_block_size(512)
+        // Parallel merges cut into many sub-tasks; the hot key's versions
+        // (below) cover several sub-tasks' worth of input.
+        .with_compaction_subtask_bytes(4 << 10)
 }
 
 fn collect(it: strata::DbIterator) -> Kv {
@@ -77,6 +80,12 @@ fn run(mode: CompactionPipeline) -> (Vec<(String, Vec<u8>)>, Kv, Kv, String) {
     (tables, latest, old, report)
 }
 
+/// The sub-task count in a `strata.compaction-pipeline` report.
+fn subtask_count(report: &str) -> u64 {
+    let line = report.lines().find(|l| l.starts_with("sub-tasks ")).expect("sub-task line");
+    line["sub-tasks ".len()..].split(',').next().and_then(|n| n.parse().ok()).expect("count")
+}
+
 #[test]
 fn every_mode_compacts_the_same_inputs_into_the_same_entries() {
     let (tables, latest, old, report) = run(CompactionPipeline::Sequential);
@@ -106,6 +115,11 @@ fn every_mode_compacts_the_same_inputs_into_the_same_entries() {
         let short = t.iter().filter(|(_, b)| b.len() < 64 << 10).count();
         assert!(short <= 1, "{mode:?}: {short} tables below the target size");
         assert!(r.contains(&format!("mode {}", mode.name())), "{r}");
+        let subtasks = subtask_count(&r);
+        match mode {
+            CompactionPipeline::Parallel { .. } => assert!(subtasks > 50, "{mode:?}: {r}"),
+            _ => assert_eq!(subtasks, 0, "{mode:?}: {r}"),
+        }
     }
 }
 

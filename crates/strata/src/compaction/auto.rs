@@ -53,10 +53,15 @@ pub(crate) fn choose(max_threads: usize, recent: &[CompactionRecord]) -> Compact
         let (c, w) = (r.stages.compute.as_secs_f64(), r.stages.write.as_secs_f64());
         let wall = r.duration.as_secs_f64();
         // The task thread's own work: on it, compute and write were part of
-        // the wall time; with a pipeline, its waits on the stages were not work.
+        // the wall time; with a pipeline, its waits on the stages were not
+        // work, and sub-tasks merged on other threads were.
+        let st = &r.stages;
         let own = match r.pipeline {
             CompactionPipeline::Sequential => wall - c - w,
-            _ => wall - r.stages.merge_waiting.as_secs_f64(),
+            _ => {
+                wall - st.merge_waiting.as_secs_f64() - st.subtask_waiting.as_secs_f64()
+                    + st.subtask_merge.as_secs_f64()
+            }
         };
         compute += c;
         write += w;
@@ -89,7 +94,12 @@ mod tests {
             bytes_written: 0,
             warmup_blocks_inserted: 0,
             duration: d(wall),
-            stages: StageTimes { compute: d(compute), write: d(write), merge_waiting: d(wait) },
+            stages: StageTimes {
+                compute: d(compute),
+                write: d(write),
+                merge_waiting: d(wait),
+                ..StageTimes::default()
+            },
             pipeline: mode,
         }
     }

@@ -12,6 +12,7 @@ use super::merge::{merge_into, older_runs};
 use super::monkey::WriteTarget;
 use super::output::OutputWriter;
 use super::policy::{CompactionTask, FileRef, LsmView, PickResult};
+use super::subtasks::{merge_subtasks, SubtaskInputs, Subtasks};
 use super::warmup::Warmup;
 use super::CompactionPolicy;
 use crate::cache::TableCache;
@@ -80,15 +81,31 @@ pub(crate) fn execute(
                 // each input is read on its own thread while this one is merged.
                 prefetch: env.pipeline != CompactionPipeline::Sequential,
             };
-            let mut input = MergingIterator::new(input_runs(env, inputs, &metas, read_opts));
+            let runs = group_runs(inputs, &metas);
             let warmup = Warmup::for_merge(env, &metas)?;
             let entries = metas.iter().map(|m| m.num_entries).sum();
             let target = WriteTarget { level: *output_level, run: *output_run, inputs, entries };
             let mut out =
                 OutputWriter::new(env, view, &target, *target_file_size).with_warmup(warmup.clone());
-            merge_into(&mut input, &mut out, smallest_snapshot, |uk| {
-                !older.iter().any(|r| r.find_file(uk).is_some())
-            })?;
+            let is_base = |uk: &[u8]| !older.iter().any(|r| r.find_file(uk).is_some());
+            let plan = match env.pipeline {
+                CompactionPipeline::Parallel { compute_threads } => {
+                    let plan = Subtasks::plan(&runs, env.tables, env.opts.compaction_subtask_bytes)?;
+                    (plan.len() > 1).then_some((plan, compute_threads))
+                }
+                _ => None,
+            };
+            match plan {
+                Some((plan, threads)) => {
+                    let inputs =
+                        SubtaskInputs { runs: &runs, tables: env.tables, read: read_opts, smallest_snapshot };
+                    merge_subtasks(&plan, &inputs, threads, &mut out, &is_base)?;
+                }
+                None => {
+                    let mut input = MergingIterator::new(run_iterators(env, runs, read_opts));
+                    merge_into(&mut input, &mut out, smallest_snapshot, is_base)?;
+                }
+            }
             let stages = out.progress();
             let outputs = out.finish()?;
             let written: u64 = outputs.iter().map(|o| o.size).sum();
@@ -138,27 +155,35 @@ const MIN_PREFETCH_WINDOW: usize = 256 << 10;
 /// many L0 runs stays inside the memory budget (each run gets a share).
 const READAHEAD_BUDGET: usize = 16 << 20;
 
-/// One cursor per input run: a run's files are disjoint, so they are read one
-/// after another (one open table and one readahead window per run, and a merge
-/// heap as wide as the number of runs, not files).
-fn input_runs(
-    env: &Env<'_>,
-    inputs: &[FileRef],
-    metas: &[Arc<FileMeta>],
-    mut opts: BlockReadOptions,
-) -> Vec<Box<dyn InternalIterator>> {
+/// A merge's input files grouped by run, each run's files in key order.
+fn group_runs(inputs: &[FileRef], metas: &[Arc<FileMeta>]) -> Vec<Vec<Arc<FileMeta>>> {
     let mut runs = std::collections::BTreeMap::<_, Vec<Arc<FileMeta>>>::new();
     for (r, m) in inputs.iter().zip(metas) {
         runs.entry((r.level, r.run)).or_default().push(Arc::clone(m));
     }
+    runs.into_values()
+        .map(|mut files| {
+            files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
+            files
+        })
+        .collect()
+}
+
+/// One cursor per input run: a run's files are disjoint, so they are read one
+/// after another (one open table and one readahead window per run, and a merge
+/// heap as wide as the number of runs, not files).
+fn run_iterators(
+    env: &Env<'_>,
+    runs: Vec<Vec<Arc<FileMeta>>>,
+    mut opts: BlockReadOptions,
+) -> Vec<Box<dyn InternalIterator>> {
     // A prefetching run holds two windows (the one merged, the one being read).
     let windows = runs.len().max(1) * if opts.prefetch { 2 } else { 1 };
     opts.readahead = opts.readahead.min(READAHEAD_BUDGET / windows);
     // Not for windows so small that a thread per read costs more than it hides.
     opts.prefetch &= opts.readahead >= MIN_PREFETCH_WINDOW;
-    runs.into_values()
-        .map(|mut files| {
-            files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
+    runs.into_iter()
+        .map(|files| {
             Box::new(RunIterator::new(files, Arc::clone(env.tables), opts)) as Box<dyn InternalIterator>
         })
         .collect()

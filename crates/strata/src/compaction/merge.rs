@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use super::output::OutputWriter;
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::{parse_internal_key, SeqNum, ValueKind};
+use crate::key::{parse_internal_key, ParsedKey, SeqNum, ValueKind};
 use crate::version::{Run, Version};
 
 /// Runs that hold data older than the output of a merge into
@@ -33,9 +33,48 @@ pub(crate) fn older_runs<'v>(
     v
 }
 
-/// The merge loop shared by compactions: keeps the newest version of each user
-/// key plus every version a live snapshot can still see, and drops a tombstone
-/// once no snapshot needs it and `is_base(user_key)` says no older data exists.
+/// The drop rules over one merged stream, one entry at a time: the newest
+/// version of each user key stays, and every version a live snapshot can still
+/// see; a tombstone goes once no snapshot needs it and `is_base(user_key)`
+/// says no older data exists. They look at one user key's versions together,
+/// so a stream may be cut into pieces (sub-tasks) only between user keys.
+pub(crate) struct DropRules {
+    smallest_snapshot: SeqNum,
+    current_user: Vec<u8>,
+    have_current: bool,
+    last_seq_for_key: SeqNum,
+}
+
+impl DropRules {
+    pub(crate) fn new(smallest_snapshot: SeqNum) -> Self {
+        DropRules {
+            smallest_snapshot,
+            current_user: Vec::new(),
+            have_current: false,
+            last_seq_for_key: SeqNum::MAX,
+        }
+    }
+
+    /// True if the entry `k` (the next in internal-key order) is kept.
+    pub(crate) fn keep(&mut self, k: &ParsedKey<'_>, is_base: impl Fn(&[u8]) -> bool) -> bool {
+        if !self.have_current || k.user_key.cmp(self.current_user.as_slice()) != Ordering::Equal {
+            self.current_user.clear();
+            self.current_user.extend_from_slice(k.user_key);
+            self.have_current = true;
+            self.last_seq_for_key = SeqNum::MAX;
+        }
+        let drop = if self.last_seq_for_key <= self.smallest_snapshot {
+            // A newer version of this key is visible to every snapshot.
+            true
+        } else {
+            k.kind == ValueKind::Delete && k.seq <= self.smallest_snapshot && is_base(k.user_key)
+        };
+        self.last_seq_for_key = k.seq;
+        !drop
+    }
+}
+
+/// The merge loop shared by compactions: [`DropRules`] over the whole input.
 pub(crate) fn merge_into(
     input: &mut dyn InternalIterator,
     out: &mut OutputWriter<'_>,
@@ -43,25 +82,10 @@ pub(crate) fn merge_into(
     is_base: impl Fn(&[u8]) -> bool,
 ) -> Result<()> {
     input.seek_to_first()?;
-    let mut current_user: Vec<u8> = Vec::new();
-    let mut have_current = false;
-    let mut last_seq_for_key = SeqNum::MAX;
+    let mut rules = DropRules::new(smallest_snapshot);
     while input.valid() {
         let k = parse_internal_key(input.key())?;
-        if !have_current || k.user_key.cmp(current_user.as_slice()) != Ordering::Equal {
-            current_user.clear();
-            current_user.extend_from_slice(k.user_key);
-            have_current = true;
-            last_seq_for_key = SeqNum::MAX;
-        }
-        let drop = if last_seq_for_key <= smallest_snapshot {
-            // A newer version of this key is visible to every snapshot.
-            true
-        } else {
-            k.kind == ValueKind::Delete && k.seq <= smallest_snapshot && is_base(k.user_key)
-        };
-        last_seq_for_key = k.seq;
-        if !drop {
+        if rules.keep(&k, &is_base) {
             out.add(input.key(), input.value(), k.seq)?;
         }
         input.next()?;

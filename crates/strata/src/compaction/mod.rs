@@ -15,6 +15,7 @@ pub mod monkey;
 pub(crate) mod output;
 pub mod policy;
 pub mod sim;
+pub(crate) mod subtasks;
 pub mod tiered;
 pub(crate) mod view;
 pub(crate) mod warmup;

@@ -469,7 +469,8 @@ fn pipeline_report(s: &Stats, mode: crate::options::CompactionPipeline) -> Strin
     let st = s.compaction_stages;
     format!(
         "mode {}\ncompactions {}\ninput {:.1} MB, output {:.1} MB, wall {:.3} s, bandwidth {:.1} MB/s\n\
-         compute (compress+checksum) {:.3} s, write {:.3} s, merge waiting on output {:.3} s",
+         compute (compress+checksum) {:.3} s, write {:.3} s, merge waiting on output {:.3} s\n\
+         sub-tasks {}, merging them {:.3} s, waiting for them {:.3} s",
         mode.name(),
         s.compactions,
         mb(s.compaction_bytes_read),
@@ -479,5 +480,8 @@ fn pipeline_report(s: &Stats, mode: crate::options::CompactionPipeline) -> Strin
         st.compute.as_secs_f64(),
         st.write.as_secs_f64(),
         st.merge_waiting.as_secs_f64(),
+        st.subtasks,
+        st.subtask_merge.as_secs_f64(),
+        st.subtask_waiting.as_secs_f64(),
     )
 }

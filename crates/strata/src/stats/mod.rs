@@ -27,6 +27,14 @@ pub struct StageTimes {
     /// The merging thread waiting for the compute and write stages to take
     /// a block (their queues were full); 0 when sequential.
     pub merge_waiting: Duration,
+    /// Reading, verifying, decompressing and merging sub-tasks, summed over
+    /// the threads that merged them (`Parallel` merges only; otherwise that
+    /// work is on the task's thread and not timed apart).
+    pub subtask_merge: Duration,
+    /// The task's thread waiting for the next sub-task's merged entries.
+    pub subtask_waiting: Duration,
+    /// Sub-tasks merged.
+    pub subtasks: u64,
 }
 
 impl std::ops::AddAssign for StageTimes {
@@ -34,6 +42,9 @@ impl std::ops::AddAssign for StageTimes {
         self.compute += o.compute;
         self.write += o.write;
         self.merge_waiting += o.merge_waiting;
+        self.subtask_merge += o.subtask_merge;
+        self.subtask_waiting += o.subtask_waiting;
+        self.subtasks += o.subtasks;
     }
 }
 
@@ -345,6 +356,9 @@ pub(crate) struct Counters {
     pub compaction_compute_ns: AtomicU64,
     pub compaction_write_ns: AtomicU64,
     pub compaction_wait_ns: AtomicU64,
+    pub compaction_subtask_ns: AtomicU64,
+    pub compaction_subtask_wait_ns: AtomicU64,
+    pub compaction_subtasks: AtomicU64,
     pub write_groups: AtomicU64,
     pub writes: AtomicU64,
     pub wal_syncs: AtomicU64,
@@ -413,6 +427,9 @@ impl Counters {
                 Self::add(&self.compaction_compute_ns, ns(r.stages.compute));
                 Self::add(&self.compaction_write_ns, ns(r.stages.write));
                 Self::add(&self.compaction_wait_ns, ns(r.stages.merge_waiting));
+                Self::add(&self.compaction_subtask_ns, ns(r.stages.subtask_merge));
+                Self::add(&self.compaction_subtask_wait_ns, ns(r.stages.subtask_waiting));
+                Self::add(&self.compaction_subtasks, r.stages.subtasks);
             }
             "move" => Self::add(&self.moves, r.input_files as u64),
             "drop" => Self::add(&self.drops, r.input_files as u64),
@@ -454,6 +471,9 @@ impl Counters {
             compute: Duration::from_nanos(g(&self.compaction_compute_ns)),
             write: Duration::from_nanos(g(&self.compaction_write_ns)),
             merge_waiting: Duration::from_nanos(g(&self.compaction_wait_ns)),
+            subtask_merge: Duration::from_nanos(g(&self.compaction_subtask_ns)),
+            subtask_waiting: Duration::from_nanos(g(&self.compaction_subtask_wait_ns)),
+            subtasks: g(&self.compaction_subtasks),
         };
         s.write_amplification = if s.user_bytes_written == 0 {
             0.0

@@ -172,6 +172,11 @@ pub(crate) struct Progress {
     pub(crate) write_ns: AtomicU64,
     /// Time the builder waited for a free slot (the stages behind it were full).
     pub(crate) producer_wait_ns: AtomicU64,
+    /// Sub-task threads reading and merging (summed over them).
+    pub(crate) subtask_ns: AtomicU64,
+    /// The builder waiting for the next sub-task's entries.
+    pub(crate) subtask_wait_ns: AtomicU64,
+    pub(crate) subtasks: AtomicU64,
 }
 
 impl Progress {
@@ -181,6 +186,9 @@ impl Progress {
             compute: d(&self.compute_ns),
             write: d(&self.write_ns),
             merge_waiting: d(&self.producer_wait_ns),
+            subtask_merge: d(&self.subtask_ns),
+            subtask_waiting: d(&self.subtask_wait_ns),
+            subtasks: self.subtasks.load(Ordering::Relaxed),
         }
     }
 }

@@ -187,6 +187,8 @@ pub fn configs() -> Vec<Config> {
             options: || {
                 small_options()
                     .with_compaction_pipeline(CompactionPipeline::Parallel { compute_threads: 3 })
+                    // Merges cut into sub-tasks of a few blocks each.
+                    .with_compaction_subtask_bytes(1 << 10)
                     .with_compression(CompressionType::Zstd(3))
                     .with_bloom_bits_per_key(0.0)
                     .with_block_cache_capacity(0)
@@ -225,6 +227,7 @@ pub fn configs() -> Vec<Config> {
             options: || {
                 deep_options(CompactionStyle::Lsbm)
                     .with_compaction_pipeline(CompactionPipeline::Parallel { compute_threads: 2 })
+                    .with_compaction_subtask_bytes(2 << 10)
                     .with_buffer_trim_interval(std::time::Duration::from_millis(5))
                     .with_block_cache_capacity(1 << 20)
             },
@@ -276,6 +279,7 @@ pub fn configs() -> Vec<Config> {
                 deep_options(CompactionStyle::Garnering { c: 0.8 })
                     .with_max_background_compactions(2)
                     .with_compaction_pipeline(CompactionPipeline::Parallel { compute_threads: 2 })
+                    .with_compaction_subtask_bytes(4 << 10)
             },
         },
         Config {

@@ -80,7 +80,10 @@ impl Case {
 
     /// [`options`] for this case's policy and pipeline.
     pub fn options(&self, vfs: Arc<dyn strata::Vfs>) -> Options {
-        options(&self.policy, vfs).with_compaction_pipeline(self.pipeline)
+        // Small sub-tasks, so a parallel merge runs several at once.
+        options(&self.policy, vfs)
+            .with_compaction_pipeline(self.pipeline)
+            .with_compaction_subtask_bytes(2 << 10)
     }
 }
 
