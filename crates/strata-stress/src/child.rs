@@ -39,7 +39,7 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         f.set_enabled(false);
         cfg.options = cfg.options.clone().with_vfs(Arc::new(f.clone()));
     }
-    let db = Arc::new(Db::open(dir.join("db"), cfg.options.clone())?);
+    let db = Arc::new(Db::open(dir.join("db"), cfg.options_at(dir))?);
     if let Some(f) = &faults {
         let mut rng = SmallRng::seed_from_u64(config::sub_seed(seed, args.cycle, 8));
         if rng.gen_bool(0.5) {

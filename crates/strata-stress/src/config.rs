@@ -3,6 +3,7 @@
 //! beyond those numbers.
 
 use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use strata::{CompactionPipeline, CompactionStyle, CompressionType, Options, WalRecoveryMode};
 
@@ -17,7 +18,20 @@ pub struct CycleConfig {
     pub big_value_ratio: f64,
     /// Short human-readable summary for logs.
     pub summary: String,
+    /// Data paths `data-i` next to the database, in this cycle's order (none:
+    /// tables in the database directory).
+    pub data_paths: Vec<usize>,
 }
+
+impl CycleConfig {
+    /// The options with the data paths under `work` (the directory holding `db`).
+    pub fn options_at(&self, work: &std::path::Path) -> Options {
+        self.options.clone().with_db_paths(self.data_paths.iter().map(|i| work.join(format!("data-{i}"))))
+    }
+}
+
+/// Most data paths an epoch uses (`data-0` .. `data-2`).
+pub const MAX_DATA_PATHS: usize = 3;
 
 /// A seed for one purpose of one cycle, independent of the others.
 pub fn sub_seed(seed: u64, cycle: u64, purpose: u64) -> u64 {
@@ -56,6 +70,12 @@ pub fn derive(seed: u64, cycle: u64, policy: &str, num_levels: usize) -> strata:
     };
     let merges = rng.gen_range(1..=3usize);
     let subtask_bytes = [1usize << 10, 16 << 10, 512 << 10][rng.gen_range(0..3)];
+    // The number of data paths is fixed per epoch (policy and level count are
+    // too); their order changes every cycle, which open must survive.
+    let epoch = policy.bytes().fold(num_levels as u64, |h, b| h.wrapping_mul(131).wrapping_add(u64::from(b)));
+    let n_paths = [0usize, 2, MAX_DATA_PATHS][(sub_seed(seed, epoch, 11) % 3) as usize];
+    let mut data_paths: Vec<usize> = (0..n_paths).collect();
+    data_paths.shuffle(&mut rng);
     let options = Options::default()
         .with_compaction_style(CompactionStyle::from_name(policy)?)
         .with_num_levels(num_levels)
@@ -84,9 +104,9 @@ pub fn derive(seed: u64, cycle: u64, policy: &str, num_levels: usize) -> strata:
     let sync_ratio = [0.0, 0.1, 0.5, 1.0][rng.gen_range(0..4)];
     let big_value_ratio = [0.0, 0.01, 0.05][rng.gen_range(0..3)];
     let summary = format!(
-        "policy={policy} levels={num_levels} wbuf={write_buffer} l0={l0} comp={compression:?} wal={wal_mode:?} sync={sync_ratio} row_cache={row_cache} warmup={warmup} pipeline={} subtask_bytes={subtask_bytes} merges={}",
+        "policy={policy} levels={num_levels} wbuf={write_buffer} l0={l0} comp={compression:?} wal={wal_mode:?} sync={sync_ratio} row_cache={row_cache} warmup={warmup} pipeline={} subtask_bytes={subtask_bytes} merges={} data_paths={data_paths:?}",
         pipeline.name(),
         merges
     );
-    Ok(CycleConfig { options, sync_ratio, big_value_ratio, summary })
+    Ok(CycleConfig { options, sync_ratio, big_value_ratio, summary, data_paths })
 }

@@ -65,8 +65,12 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
             num_levels = rng.gen_range(3..=7);
             epoch_left = rng.gen_range(1..=args.max_epoch_cycles.max(1));
             truth.clear();
-            if work.join("db").exists() {
-                std::fs::remove_dir_all(work.join("db"))?;
+            for d in std::iter::once("db".to_string())
+                .chain((0..config::MAX_DATA_PATHS).map(|i| format!("data-{i}")))
+            {
+                if work.join(&d).exists() {
+                    std::fs::remove_dir_all(work.join(&d))?;
+                }
             }
         }
         let policy = policies[policy_idx];
@@ -158,7 +162,7 @@ fn run_cycle(
     let killed = kill_at_random(&mut child, &mut rng, args, early);
     let child_err = std::fs::read_to_string(&stderr_path).unwrap_or_default();
     let fault_stop = killed.map_err(|e| format!("{e}; child stderr: {child_err}"))?;
-    let db = Db::open(work.join("db"), cfg.options.clone()).map_err(|e| format!("reopen failed: {e}"))?;
+    let db = Db::open(work.join("db"), cfg.options_at(work)).map_err(|e| format!("reopen failed: {e}"))?;
     let logs =
         (0..args.threads).map(|t| read_log(&log_path(&state, cycle, t))).collect::<Result<Vec<_>, _>>()?;
     if args.inject_bug {

@@ -89,8 +89,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if direct { "direct" } else { "page-cache" }
     );
     println!(
-        "{:<10} {:>4} {:>9} {:>9} {:>8} {:>8} {:>10} {:>10} {:>10} {:>10}",
-        "mode", "rep", "in MB", "out MB", "wall s", "MB/s", "compute s", "write s", "merge s", "wait s"
+        "{:<10} {:>4} {:>9} {:>9} {:>8} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9}",
+        "mode",
+        "rep",
+        "in MB",
+        "out MB",
+        "wall s",
+        "MB/s",
+        "compute s",
+        "write s",
+        "task s",
+        "wait s",
+        "subtask s",
+        "subwait s",
+        "subtasks"
     );
     for rep in 0..reps {
         for mode in modes {
@@ -103,15 +115,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let s = db.stats();
             let st = s.compaction_stages;
             // The compaction thread's own work: everything but waiting on the
-            // output stages, and (sequential) but the compute and write it did itself.
+            // output stages and on sub-tasks, and (sequential) but the compute
+            // and write it did itself.
             let merge = match mode {
                 CompactionPipeline::Sequential => {
                     s.compaction_time.as_secs_f64() - st.compute.as_secs_f64() - st.write.as_secs_f64()
                 }
-                _ => s.compaction_time.as_secs_f64() - st.merge_waiting.as_secs_f64(),
+                _ => {
+                    s.compaction_time.as_secs_f64()
+                        - st.merge_waiting.as_secs_f64()
+                        - st.subtask_waiting.as_secs_f64()
+                }
             };
             println!(
-                "{:<10} {:>4} {:>9.1} {:>9.1} {:>8.2} {:>8.1} {:>10.2} {:>10.2} {:>10.2} {:>10.2}",
+                "{:<10} {:>4} {:>9.1} {:>9.1} {:>8.2} {:>8.1} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>9}",
                 mode.name(),
                 rep,
                 s.compaction_bytes_read as f64 / 1e6,
@@ -122,6 +139,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 st.write.as_secs_f64(),
                 merge,
                 st.merge_waiting.as_secs_f64(),
+                st.subtask_merge.as_secs_f64(),
+                st.subtask_waiting.as_secs_f64(),
+                st.subtasks,
             );
             db.close()?;
         }

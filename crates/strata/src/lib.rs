@@ -34,6 +34,7 @@ pub mod iter;
 pub mod key;
 pub mod memtable;
 pub mod options;
+pub(crate) mod paths;
 pub mod stats;
 pub mod table;
 pub mod util;

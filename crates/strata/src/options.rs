@@ -271,6 +271,7 @@ pub struct Options {
     pub(crate) compaction_pipeline: CompactionPipeline,
     pub(crate) max_background_compactions: usize,
     pub(crate) compaction_subtask_bytes: usize,
+    pub(crate) db_paths: Vec<std::path::PathBuf>,
     pub(crate) compaction_warmup: bool,
     pub(crate) paranoid_checks: bool,
     pub(crate) paranoid_file_checks: bool,
@@ -314,6 +315,7 @@ impl Default for Options {
             compaction_pipeline: CompactionPipeline::Sequential,
             max_background_compactions: 1,
             compaction_subtask_bytes: 512 << 10,
+            db_paths: Vec::new(),
             compaction_warmup: false,
             paranoid_checks: true,
             paranoid_file_checks: false,
@@ -484,6 +486,20 @@ impl Options {
     setter!(/// The file system (RocksDB `Env`); default the real one.
         with_vfs, vfs, Arc<dyn Vfs>);
 
+    /// Directories that hold the table files (RocksDB `db_paths`; default none:
+    /// tables live in the database directory). Table `N` is written to path
+    /// `N mod P`, so consecutive outputs alternate between them and, on separate
+    /// devices, a compaction's reads and writes are spread over the devices (the
+    /// pipelined-compaction paper's S-PPCP). The LOCK, CURRENT, MANIFEST and WAL
+    /// files stay in the database directory. Missing paths are created at open;
+    /// open finds a table in any of the paths, so paths may be reordered or
+    /// added between opens, but every path holding live tables must be given.
+    #[must_use]
+    pub fn with_db_paths<P: Into<std::path::PathBuf>>(mut self, paths: impl IntoIterator<Item = P>) -> Self {
+        self.db_paths = paths.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// Checks that the options make sense together.
     pub fn validate(&self) -> Result<()> {
         let bad = |m: &str| Err(Error::invalid(m));
@@ -543,6 +559,17 @@ impl Options {
         }
         if !(1..=1 << 30).contains(&self.compaction_subtask_bytes) {
             return bad("compaction_subtask_bytes must be between 1 and 1 GiB");
+        }
+        if self.db_paths.len() > 16 {
+            return bad("at most 16 db_paths");
+        }
+        for (i, p) in self.db_paths.iter().enumerate() {
+            if p.as_os_str().is_empty() {
+                return bad("a db_path is empty");
+            }
+            if self.db_paths[..i].contains(p) {
+                return Err(Error::invalid(format!("db_path {} is given twice", p.display())));
+            }
         }
         if !(1..=16).contains(&self.max_background_compactions) {
             return bad("max_background_compactions must be between 1 and 16");

@@ -73,9 +73,11 @@ fn random_case(policy: &str, seed: u64) -> Case {
         2 => CompactionPipeline::Pipelined,
         _ => CompactionPipeline::Parallel { compute_threads: 2 },
     };
+    let data_paths = rng.gen_bool(0.3);
     Case {
         policy: policy.to_string(),
         pipeline,
+        data_paths,
         steps,
         crash_after,
         mode,

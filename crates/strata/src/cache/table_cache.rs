@@ -11,7 +11,9 @@ use parking_lot::Mutex;
 
 use crate::cache::BlockCache;
 use crate::error::Result;
+#[cfg(test)]
 use crate::filename::table_path;
+use crate::paths::TablePaths;
 use crate::table::Table;
 use crate::vfs::{RandomOpenOptions, Vfs};
 
@@ -27,7 +29,7 @@ const SHARDS: usize = 8;
 /// Open table handles, at most `capacity` of them, least recently used dropped first.
 pub struct TableCache {
     vfs: Arc<dyn Vfs>,
-    dir: PathBuf,
+    paths: Arc<TablePaths>,
     block_cache: Option<Arc<BlockCache>>,
     direct_reads: bool,
     shards: Vec<Mutex<Inner>>,
@@ -35,7 +37,10 @@ pub struct TableCache {
 
 impl fmt::Debug for TableCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TableCache").field("dir", &self.dir).field("len", &self.len()).finish_non_exhaustive()
+        f.debug_struct("TableCache")
+            .field("paths", &self.paths.dirs())
+            .field("len", &self.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -48,13 +53,25 @@ impl TableCache {
         block_cache: Option<Arc<BlockCache>>,
         direct_reads: bool,
     ) -> Self {
+        let paths = Arc::new(TablePaths::new(&dir, &[]));
+        Self::with_paths(vfs, paths, capacity, block_cache, direct_reads)
+    }
+
+    /// [`Self::new`] for tables spread over `paths`.
+    pub(crate) fn with_paths(
+        vfs: Arc<dyn Vfs>,
+        paths: Arc<TablePaths>,
+        capacity: usize,
+        block_cache: Option<Arc<BlockCache>>,
+        direct_reads: bool,
+    ) -> Self {
         // Equal shards whose total stays within `capacity` (small capacities
         // get fewer shards).
         let shards = capacity.clamp(1, SHARDS);
         let per_shard = NonZeroUsize::new(capacity / shards).unwrap_or(NonZeroUsize::MIN);
         TableCache {
             vfs,
-            dir,
+            paths,
             block_cache,
             direct_reads,
             shards: (0..shards)
@@ -73,7 +90,7 @@ impl TableCache {
         if let Some(t) = shard.lock().lru.get(&file_id) {
             return Ok(Arc::clone(t));
         }
-        let path = table_path(&self.dir, file_id);
+        let path = self.paths.table(file_id);
         let file = self.vfs.open_random(&path, RandomOpenOptions { direct: self.direct_reads })?;
         let table = Arc::new(Table::open(file, file_id, file_size, self.block_cache.clone())?);
         let mut inner = shard.lock();
@@ -90,9 +107,14 @@ impl TableCache {
     /// Opens table `file_id` without caching the handle or reading its blocks
     /// through the block cache, so every block comes from the file.
     pub fn open_uncached(&self, file_id: u64, file_size: u64) -> Result<Table> {
-        let path = table_path(&self.dir, file_id);
+        let path = self.paths.table(file_id);
         let file = self.vfs.open_random(&path, RandomOpenOptions { direct: self.direct_reads })?;
         Table::open(file, file_id, file_size, None)
+    }
+
+    /// Where the tables live.
+    pub(crate) fn paths(&self) -> &Arc<TablePaths> {
+        &self.paths
     }
 
     /// The block cache the tables read through, if any.

@@ -3,7 +3,6 @@
 //! installs the edit `apply.rs` makes from the result.
 
 use std::collections::HashSet;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -27,7 +26,6 @@ use crate::vfs::Vfs;
 
 /// What a task needs from the engine.
 pub(crate) struct Env<'a> {
-    pub dir: &'a Path,
     pub vfs: &'a dyn Vfs,
     pub versions: &'a VersionSet,
     pub tables: &'a Arc<TableCache>,

@@ -8,7 +8,6 @@ use super::monkey::{table_bits, WriteTarget};
 use super::policy::LsmView;
 use super::warmup::Warmup;
 use crate::error::{Error, Result};
-use crate::filename::table_path;
 use crate::iter::InternalIterator;
 use crate::key::{user_key, SeqNum};
 use crate::table::builder::effective_bloom_bits;
@@ -108,7 +107,7 @@ impl<'a> OutputWriter<'a> {
         if self.current.is_none() {
             let id = self.env.versions.new_file_number();
             self.created.push(id);
-            let file = self.env.vfs.create(&table_path(self.env.dir, id))?;
+            let file = self.env.vfs.create(&self.env.tables.paths().table(id))?;
             let mut builder = TableBuilder::new(file, self.builder_opts.clone());
             builder.set_progress(Arc::clone(&self.progress));
             if let Some(w) = &self.warmup {
@@ -161,7 +160,7 @@ impl<'a> OutputWriter<'a> {
     }
 
     fn read_back(&self, id: u64, s: &TableSummary) -> Result<()> {
-        let on_disk = self.env.vfs.file_size(&table_path(self.env.dir, id))?;
+        let on_disk = self.env.vfs.file_size(&self.env.tables.paths().table(id))?;
         if on_disk != s.file_size {
             return Err(Error::corruption(format!("{on_disk} bytes on disk, {} written", s.file_size)));
         }
@@ -204,7 +203,10 @@ impl<'a> OutputWriter<'a> {
     /// Finishes the last table and syncs the directory, so that the files are
     /// durable before a MANIFEST edit names them.
     pub(crate) fn finish(mut self) -> Result<Vec<NewFile>> {
-        let r = self.finish_current().and_then(|_| self.env.vfs.sync_dir(self.env.dir));
+        let r = self.finish_current().and_then(|_| {
+            let ids: Vec<u64> = self.outputs.iter().map(|o| o.id).collect();
+            self.env.tables.paths().sync_data_dirs(self.env.vfs, &ids)
+        });
         match r {
             Ok(()) => {
                 self.created.clear();
@@ -224,7 +226,7 @@ impl Drop for OutputWriter<'_> {
             if let Some(w) = &self.warmup {
                 w.cache().invalidate_file(id);
             }
-            let _ = self.env.vfs.remove_file(&table_path(self.env.dir, id));
+            let _ = self.env.vfs.remove_file(&self.env.tables.paths().table(id));
         }
     }
 }

@@ -106,7 +106,6 @@ pub(crate) struct DbInner {
 impl DbInner {
     pub(crate) fn env(&self) -> Env<'_> {
         Env {
-            dir: &self.dir,
             vfs: self.vfs.as_ref(),
             versions: &self.versions,
             tables: &self.tables,
@@ -163,7 +162,9 @@ impl DbInner {
             if let Some(c) = &self.row_cache {
                 c.invalidate_file(id);
             }
-            if self.vfs.remove_file(&crate::filename::table_path(&self.dir, id)).is_ok() {
+            let removed = self.vfs.remove_file(&self.tables.paths().table(id)).is_ok();
+            self.tables.paths().forget(id);
+            if removed {
                 Counters::add(&self.counters.files_deleted, 1);
             }
         }

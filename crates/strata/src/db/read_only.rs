@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::filename::current_path;
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::paths::TablePaths;
 use crate::version::VersionSet;
 
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
@@ -26,12 +27,15 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         )));
     }
     let entries = vfs.list_dir(dir)?;
+    // A read-only open creates no data path and deletes nothing.
+    let paths = Arc::new(TablePaths::new(dir, &opts.db_paths));
+    paths.scan(vfs.as_ref(), false)?;
     let versions = VersionSet::load_read_only(vfs.clone(), dir, opts.num_levels, |v, log| {
-        check_files_present(vfs.as_ref(), dir, v, log)
+        check_files_present(vfs.as_ref(), dir, &paths, v, log)
     })?;
-    let (tables, block_cache) = table_cache(dir, &opts);
+    let (tables, block_cache) = table_cache(&paths, &opts);
     if opts.paranoid_checks {
-        verify_tables(dir, vfs.as_ref(), &versions.current(), &tables)?;
+        verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
     }
     let mut mem = MemTable::new();
     let mut max_seq = versions.last_sequence();

@@ -3,7 +3,7 @@
 //! and start a fresh WAL and the background threads.
 
 use std::collections::{HashSet, VecDeque};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
@@ -27,6 +27,7 @@ use crate::iter::InternalIterator;
 use crate::key::parse_internal_key;
 use crate::memtable::MemTable;
 use crate::options::{CompactionStyle, Options};
+use crate::paths::TablePaths;
 use crate::stats::Counters;
 use crate::version::{Version, VersionEdit, VersionSet};
 use crate::vfs::{FileLock, Vfs};
@@ -79,12 +80,15 @@ pub(super) fn checked_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>
 }
 
 /// The table cache (and block cache) the options ask for.
-pub(super) fn table_cache(dir: &Path, opts: &Options) -> (Arc<TableCache>, Option<Arc<BlockCache>>) {
+pub(super) fn table_cache(
+    paths: &Arc<TablePaths>,
+    opts: &Options,
+) -> (Arc<TableCache>, Option<Arc<BlockCache>>) {
     let block_cache =
         (opts.block_cache_capacity > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
-    let tables = Arc::new(TableCache::new(
+    let tables = Arc::new(TableCache::with_paths(
         opts.vfs.clone(),
-        dir.to_path_buf(),
+        Arc::clone(paths),
         opts.max_open_files,
         block_cache.clone(),
         opts.use_direct_reads,
@@ -111,13 +115,15 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         other => other,
     })?;
     let lock = vfs.lock(&lock_path(dir))?;
+    let paths = Arc::new(TablePaths::new(dir, &opts.db_paths));
+    let located = paths.scan(vfs.as_ref(), true)?;
     let has_current = vfs.exists(&current_path(dir));
     let versions = if has_current {
         if opts.error_if_exists {
             return Err(Error::invalid(format!("{} already exists (error_if_exists)", dir.display())));
         }
         VersionSet::recover_checked(vfs.clone(), dir, opts.num_levels, |v, log| {
-            check_files_present(vfs.as_ref(), dir, v, log)
+            check_files_present(vfs.as_ref(), dir, &paths, v, log)
         })?
     } else {
         // Tables or WALs without CURRENT: data we cannot interpret; never overwrite it.
@@ -127,6 +133,13 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         if let Some(name) = data {
             return Err(Error::NotADatabase(format!(
                 "{} holds {name} but no CURRENT file; refusing to create a database over it",
+                dir.display()
+            )));
+        }
+        if let Some((id, path)) = located.first() {
+            return Err(Error::NotADatabase(format!(
+                "data path {} holds table {id:06}.sst but {} has no CURRENT file; refusing to create a database over it",
+                path.display(),
                 dir.display()
             )));
         }
@@ -150,11 +163,14 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             versions.mark_file_number_used(k)
         }
     }
-    let (tables, block_cache) = table_cache(dir, &opts);
-    if opts.paranoid_checks {
-        verify_tables(dir, vfs.as_ref(), &versions.current(), &tables)?;
+    for (id, _) in &located {
+        versions.mark_file_number_used(*id);
     }
-    remove_unreferenced(dir, vfs.as_ref(), &versions, &entries);
+    let (tables, block_cache) = table_cache(&paths, &opts);
+    if opts.paranoid_checks {
+        verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
+    }
+    remove_unreferenced(dir, vfs.as_ref(), &versions, &entries, &located);
     // The new WAL exists (durably) before the edit that retires the old ones.
     let wal_number = versions.new_file_number();
     let wal_file = vfs.create(&wal_path(dir, wal_number))?;
@@ -251,7 +267,7 @@ fn replay_wals(
     new_log: u64,
 ) -> Result<()> {
     let pipeline = crate::compaction::auto::resolve_without_history(opts.compaction_pipeline);
-    let env = Env { dir, vfs: vfs.as_ref(), versions, tables, opts, policy, pipeline };
+    let env = Env { vfs: vfs.as_ref(), versions, tables, opts, policy, pipeline };
     let mut edit = VersionEdit { log_number: Some(new_log), ..Default::default() };
     let mut max_seq = versions.last_sequence();
     let mut mem = MemTable::new();
@@ -333,11 +349,21 @@ fn flush_recovered(env: &Env<'_>, mem: MemTable, edit: &mut VersionEdit) -> Resu
 
 /// Removes tables no version names (outputs of an interrupted compaction),
 /// temp files and old MANIFESTs.
-fn remove_unreferenced(dir: &Path, vfs: &dyn Vfs, versions: &VersionSet, entries: &[String]) {
+fn remove_unreferenced(
+    dir: &Path,
+    vfs: &dyn Vfs,
+    versions: &VersionSet,
+    entries: &[String],
+    tables: &[(u64, PathBuf)],
+) {
     let live = versions.live_files();
+    for (id, path) in tables {
+        if !live.contains(id) {
+            let _ = vfs.remove_file(&crate::filename::table_path(path, *id));
+        }
+    }
     for n in entries {
         let stale = match parse_file_name(n) {
-            Some(FileKind::Table(k)) => !live.contains(&k),
             Some(FileKind::Temp(_)) => true,
             Some(FileKind::Manifest(k)) => k != versions.manifest_number(),
             _ => false,
@@ -352,9 +378,9 @@ fn remove_unreferenced(dir: &Path, vfs: &dyn Vfs, versions: &VersionSet, entries
 /// opens (footer, index and filter checksums verified) before anything is
 /// written, so damage is reported at open rather than by a later read or a
 /// compaction that would go read-only.
-pub(super) fn verify_tables(dir: &Path, vfs: &dyn Vfs, version: &Version, tables: &TableCache) -> Result<()> {
+pub(super) fn verify_tables(vfs: &dyn Vfs, version: &Version, tables: &TableCache) -> Result<()> {
     for f in version.live_files() {
-        let size = vfs.file_size(&crate::filename::table_path(dir, f.id))?;
+        let size = vfs.file_size(&tables.paths().table(f.id))?;
         if size != f.size {
             return Err(Error::corruption(format!(
                 "table {:06}.sst is {size} bytes but the MANIFEST recorded {}",
@@ -376,6 +402,7 @@ pub(super) fn verify_tables(dir: &Path, vfs: &dyn Vfs, version: &Version, tables
 pub(super) fn check_files_present(
     vfs: &dyn Vfs,
     dir: &Path,
+    paths: &TablePaths,
     version: &Version,
     log_number: u64,
 ) -> Result<()> {
@@ -390,8 +417,8 @@ pub(super) fn check_files_present(
     let mut ids: Vec<u64> = version.all_file_ids().into_iter().collect();
     ids.sort_unstable();
     for id in ids {
-        if !vfs.exists(&crate::filename::table_path(dir, id)) {
-            return Err(missing(format!("table {id:06}.sst")));
+        if !vfs.exists(&paths.table(id)) {
+            return Err(missing(format!("table {id:06}.sst (looked in {})", paths.table(id).display())));
         }
     }
     Ok(())

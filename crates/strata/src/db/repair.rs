@@ -16,7 +16,7 @@
 
 use std::collections::HashSet;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -33,6 +33,7 @@ use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{parse_internal_key, ValueKind};
 use crate::memtable::MemTable;
 use crate::options::{Options, WalRecoveryMode};
+use crate::paths::TablePaths;
 use crate::table::format::BlockHandle;
 use crate::table::{BlockIter, BlockReadOptions, Table};
 use crate::version::{set_current, ManifestWriter, VersionEdit, VersionSet};
@@ -118,12 +119,18 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     }
     let _lock = vfs.lock(&lock_path(dir))?;
     let entries = vfs.list_dir(dir)?;
+    // Tables in every data path (the main directory's included).
+    let paths = Arc::new(TablePaths::new(dir, &opts.db_paths));
+    let located = paths.scan(vfs.as_ref(), true)?;
     let mut report = RepairReport::default();
     let (mut tables, mut logs, mut manifests) = (Vec::new(), Vec::new(), Vec::new());
-    let mut max_number = 0u64;
+    let mut max_number = located.iter().map(|(k, _)| *k).max().unwrap_or(0);
+    for (k, _) in &located {
+        tables.push(*k);
+    }
+    tables.dedup();
     for n in &entries {
         match parse_file_name(n) {
-            Some(FileKind::Table(k)) => tables.push(k),
             Some(FileKind::Wal(k)) => logs.push(k),
             Some(FileKind::Manifest(k)) => manifests.push(k),
             _ => {}
@@ -135,6 +142,7 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
         }
     }
     tables.sort_unstable();
+    tables.dedup();
     logs.sort_unstable();
     manifests.sort_unstable();
     if tables.is_empty() && logs.is_empty() && manifests.is_empty() && !vfs.exists(&dir.join("CURRENT")) {
@@ -174,20 +182,21 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     }
     report.tables_superseded = superseded.len();
 
-    let (cache, _) = table_cache(dir, &opts.clone().with_block_cache_capacity(0));
+    let (cache, _) = table_cache(&paths, &opts.clone().with_block_cache_capacity(0));
     let mut sources: Vec<Box<dyn InternalIterator>> = Vec::new();
     let mut counters = Vec::new();
-    let mut lost: Vec<String> = Vec::new();
+    // Full paths of damaged files (tables may be in any data path).
+    let mut lost: Vec<PathBuf> = Vec::new();
     for &t in &use_tables {
         report.tables_scanned += 1;
-        match salvage_table(vfs.as_ref(), dir, t) {
+        match salvage_table(vfs.as_ref(), &paths.table(t), t) {
             Ok((it, damaged)) => {
                 sources.push(Box::new(it));
                 counters.push((t, damaged));
             }
             Err(_) => {
                 report.tables_lost += 1;
-                lost.push(format!("{t:06}.sst"));
+                lost.push(paths.table(t));
             }
         }
     }
@@ -199,7 +208,7 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
         report.wal_records += records;
         report.wal_bytes_dropped += dropped;
         if !whole || dropped > 0 {
-            lost.push(format!("{l:06}.log"));
+            lost.push(wal_path(dir, l));
         }
     }
     let mem = Arc::new(mem);
@@ -208,7 +217,6 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     // Write the new run with numbers above everything on disk.
     let scratch = VersionSet::scratch(vfs.clone(), dir, opts.num_levels, max_number + 1);
     let env = Env {
-        dir,
         vfs: vfs.as_ref(),
         versions: &scratch,
         tables: &cache,
@@ -245,7 +253,7 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
         report.blocks_lost += n;
         if n > 0 {
             report.tables_damaged += 1;
-            lost.push(format!("{t:06}.sst"));
+            lost.push(paths.table(t));
         } else {
             report.tables_intact += 1;
         }
@@ -273,27 +281,34 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     // Damaged files are kept for a person to look at, never deleted.
     lost.sort();
     lost.dedup();
+    let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if !lost.is_empty() {
+        // In the main directory, whichever data path a damaged table was in.
         let lost_dir = dir.join("lost");
         vfs.create_dir_all(&lost_dir)?;
-        for name in &lost {
-            vfs.rename(&dir.join(name), &lost_dir.join(name))?;
+        for path in &lost {
+            vfs.rename(path, &lost_dir.join(name(path)))?;
+            if let Some(parent) = path.parent() {
+                vfs.sync_dir(parent)?;
+            }
         }
         vfs.sync_dir(&lost_dir)?;
         vfs.sync_dir(dir)?;
     }
-    report.moved_to_lost = lost.clone();
+    report.moved_to_lost = lost.iter().map(|p| name(p)).collect();
     set_current(vfs.as_ref(), dir, manifest_number)?;
 
     // Everything else the new MANIFEST does not name is superseded.
     drop(old);
-    for n in &entries {
-        if lost.contains(n) {
-            continue;
+    for (k, path) in &located {
+        let file = table_path(path, *k);
+        if !new_ids.contains(k) && !lost.contains(&file) {
+            let _ = vfs.remove_file(&file);
         }
+    }
+    for n in &entries {
         let stale = match parse_file_name(n) {
-            Some(FileKind::Table(k)) => !new_ids.contains(&k),
-            Some(FileKind::Wal(k)) => k != log_number,
+            Some(FileKind::Wal(k)) => k != log_number && !lost.contains(&dir.join(n)),
             Some(FileKind::Manifest(k)) => k != manifest_number,
             Some(FileKind::Temp(_)) => true,
             _ => false,
@@ -307,8 +322,8 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
 }
 
 /// Removes a database's files (LevelDB `DestroyDB`): CURRENT, LOCK,
-/// MANIFESTs, logs, tables and temp files, then the directory if nothing else
-/// is in it. Other files stay. A missing directory is not an error. Fails
+/// MANIFESTs, logs, tables and temp files, the tables in its data paths
+/// (`Options::with_db_paths`), then each directory if nothing else is in it. Other files stay. A missing directory is not an error. Fails
 /// with [`Error::Locked`] while the database is open.
 pub fn destroy(path: impl AsRef<Path>, opts: Options) -> Result<()> {
     let dir = path.as_ref();
@@ -322,6 +337,17 @@ pub fn destroy(path: impl AsRef<Path>, opts: Options) -> Result<()> {
         match parse_file_name(n) {
             Some(FileKind::Lock) | None => {}
             Some(_) => vfs.remove_file(&dir.join(n))?,
+        }
+    }
+    for data in opts.db_paths.iter().filter(|d| d.as_path() != dir && vfs.exists(d)) {
+        for n in vfs.list_dir(data)? {
+            if let Some(FileKind::Table(_)) = parse_file_name(&n) {
+                vfs.remove_file(&data.join(n))?;
+            }
+        }
+        vfs.sync_dir(data)?;
+        if vfs.list_dir(data)?.is_empty() {
+            vfs.remove_dir(data)?;
         }
     }
     drop(lock);
@@ -367,9 +393,8 @@ fn replay_wal(
 }
 
 /// Opens table `id` for salvage: its footer and index must be readable.
-fn salvage_table(vfs: &dyn Vfs, dir: &Path, id: u64) -> Result<(SalvageIter, Arc<AtomicU64>)> {
-    let path = table_path(dir, id);
-    let file = vfs.open_random(&path, RandomOpenOptions::default())?;
+fn salvage_table(vfs: &dyn Vfs, path: &Path, id: u64) -> Result<(SalvageIter, Arc<AtomicU64>)> {
+    let file = vfs.open_random(path, RandomOpenOptions::default())?;
     let table = Arc::new(Table::open(file.clone(), id, file.len(), None)?);
     let mut handles = Vec::new();
     let mut index = table.index_block().iter();

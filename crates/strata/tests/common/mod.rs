@@ -135,6 +135,10 @@ pub struct Config {
     pub options: fn() -> Options,
 }
 
+/// Data paths of the in-memory configurations that spread their tables
+/// (each run has its own `MemVfs`, so fixed paths do not collide).
+const MEM_DATA_PATHS: [&str; 2] = ["/data-a", "/data-b"];
+
 /// Small sizes so that flushes, compactions and multi-level trees happen
 /// within a few thousand operations.
 pub fn small_options() -> Options {
@@ -189,6 +193,8 @@ pub fn configs() -> Vec<Config> {
                     .with_compaction_pipeline(CompactionPipeline::Parallel { compute_threads: 3 })
                     // Merges cut into sub-tasks of a few blocks each.
                     .with_compaction_subtask_bytes(1 << 10)
+                    // Tables alternate between two data paths (S-PPCP).
+                    .with_db_paths(MEM_DATA_PATHS)
                     .with_compression(CompressionType::Zstd(3))
                     .with_bloom_bits_per_key(0.0)
                     .with_block_cache_capacity(0)
@@ -228,6 +234,7 @@ pub fn configs() -> Vec<Config> {
                 deep_options(CompactionStyle::Lsbm)
                     .with_compaction_pipeline(CompactionPipeline::Parallel { compute_threads: 2 })
                     .with_compaction_subtask_bytes(2 << 10)
+                    .with_db_paths(["/db", MEM_DATA_PATHS[1]])
                     .with_buffer_trim_interval(std::time::Duration::from_millis(5))
                     .with_block_cache_capacity(1 << 20)
             },
@@ -651,11 +658,11 @@ pub fn run_log(seed: u64, ops: &[Op], cfg: &Config) -> strata::Stats {
     stats.seek_compactions += r.closed_seek_counts.0;
     stats.flushes_below_l0 += r.closed_seek_counts.1;
     r.db.take().expect("db").close().expect("close");
-    let on_disk: std::collections::BTreeSet<u64> = r
-        .vfs
-        .list_dir(&r.path)
-        .expect("list")
-        .into_iter()
+    // The database directory and the data paths the in-memory configs use.
+    let dirs = std::iter::once(r.path.clone()).chain(MEM_DATA_PATHS.iter().map(PathBuf::from));
+    let on_disk: std::collections::BTreeSet<u64> = dirs
+        .filter(|d| r.vfs.exists(d))
+        .flat_map(|d| r.vfs.list_dir(&d).expect("list"))
         .filter_map(|n| n.strip_suffix(".sst").and_then(|id| id.parse().ok()))
         .collect();
     assert_eq!(

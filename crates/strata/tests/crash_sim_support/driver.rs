@@ -39,6 +39,8 @@ pub struct Case {
     pub policy: String,
     /// Which threads write output tables (a crash may fall inside any stage).
     pub pipeline: CompactionPipeline,
+    /// Tables spread over two data paths (each directory synced on its own).
+    pub data_paths: bool,
     pub steps: Vec<Step>,
     /// Power goes out after this many mutating VFS operations; `None` = after the workload.
     pub crash_after: Option<u64>,
@@ -66,6 +68,7 @@ impl Case {
         Case {
             policy: policy.to_string(),
             pipeline: CompactionPipeline::Sequential,
+            data_paths: false,
             steps,
             crash_after: None,
             mode: CrashMode::ProcessKill,
@@ -81,9 +84,14 @@ impl Case {
     /// [`options`] for this case's policy and pipeline.
     pub fn options(&self, vfs: Arc<dyn strata::Vfs>) -> Options {
         // Small sub-tasks, so a parallel merge runs several at once.
-        options(&self.policy, vfs)
+        let o = options(&self.policy, vfs)
             .with_compaction_pipeline(self.pipeline)
-            .with_compaction_subtask_bytes(2 << 10)
+            .with_compaction_subtask_bytes(2 << 10);
+        if self.data_paths {
+            o.with_db_paths(["/data-a", "/data-b"])
+        } else {
+            o
+        }
     }
 }
 
