@@ -122,9 +122,14 @@ pub struct Args {
     /// --subcompactions; peers flag anything but scp UNSUPPORTED.
     #[arg(long, default_value = "scp")]
     pub compaction_pipeline: String,
-    /// Compress threads of `--compaction_pipeline=c-ppcp` (the most `auto` may use).
+    /// Compress threads, and threads merging sub-tasks, of `--compaction_pipeline=c-ppcp` (the
+    /// most `auto` may use).
     #[arg(long, default_value_t = 2)]
     pub compaction_threads: usize,
+    /// Strata only: input bytes per sub-task of a `c-ppcp` merge (the engine's
+    /// `compaction_subtask_bytes`).
+    #[arg(long, default_value_t = 512 << 10)]
+    pub compaction_subtask_bytes: usize,
     /// RocksDB only: `max_subcompactions` (db_bench's `--subcompactions`); Strata and LevelDB
     /// flag values above 1 UNSUPPORTED.
     #[arg(long, default_value_t = 1)]

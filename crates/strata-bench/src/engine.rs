@@ -26,6 +26,8 @@ pub struct EngineConfig {
     pub max_mem_compaction_level: usize,
     /// Output pipeline (`--compaction_pipeline`, `--compaction_threads`); Strata only.
     pub compaction_pipeline: strata::CompactionPipeline,
+    /// Input bytes per sub-task of a parallel merge (`--compaction_subtask_bytes`); Strata only.
+    pub compaction_subtask_bytes: usize,
     /// `max_subcompactions` (`--subcompactions`); RocksDB only.
     pub subcompactions: u32,
     /// Bloom filter bits per key, 0 = none (`--bloom_bits`).
@@ -114,6 +116,7 @@ impl EngineConfig {
             seek_compaction: false,
             max_mem_compaction_level: 0,
             compaction_pipeline: strata::CompactionPipeline::Sequential,
+            compaction_subtask_bytes: 512 << 10,
             subcompactions: 1,
             bloom_bits: 10.0,
             bloom_allocation: strata::BloomAllocation::Uniform,
@@ -275,11 +278,12 @@ impl StrataEngine {
             .with_seek_compaction(cfg.seek_compaction)
             .with_max_mem_compaction_level(cfg.max_mem_compaction_level)
             .with_compaction_pipeline(cfg.compaction_pipeline)
+            .with_compaction_subtask_bytes(cfg.compaction_subtask_bytes)
             .with_error_if_exists(false);
         let mapping = format!(
             "strata: block_cache_capacity={} row_cache={} compaction_warmup={} bloom_bits_per_key={} bloom_allocation={} write_buffer_size={} target_file_size_base={} \
              compression={:?} use_direct_reads={} max_bytes_for_level_base={} max_bytes_for_level_multiplier={} compaction_style={}{} buffer_trim_interval={:?} buffer_read_misses={} \
-             seek_compaction={} max_mem_compaction_level={} compaction_pipeline={} sync={}{}",
+             seek_compaction={} max_mem_compaction_level={} compaction_pipeline={} compaction_subtask_bytes={} sync={}{}",
             cfg.cache_size,
             cfg.row_cache_size,
             cfg.compaction_warmup,
@@ -301,6 +305,7 @@ impl StrataEngine {
             cfg.seek_compaction,
             cfg.max_mem_compaction_level,
             cfg.compaction_pipeline.name(),
+            cfg.compaction_subtask_bytes,
             cfg.sync,
             if cfg.subcompactions > 1 { " subcompactions=UNSUPPORTED (see compaction_pipeline)" } else { "" },
         );

@@ -189,6 +189,7 @@ impl Plan {
             seek_compaction: a.seek_compaction,
             max_mem_compaction_level: a.max_mem_compaction_level,
             compaction_pipeline: a.pipeline().unwrap_or_default(),
+            compaction_subtask_bytes: a.compaction_subtask_bytes,
             subcompactions: a.subcompactions,
             bloom_bits: a.bloom_bits,
             bloom_allocation: a.bloom_allocation,

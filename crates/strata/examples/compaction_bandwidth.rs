@@ -4,21 +4,27 @@
 //! mode, alternating modes over the repetitions.
 //!
 //! ```sh
-//! cargo run --release -p strata --example compaction_bandwidth -- DIR [MB [COMPRESSION [direct [REPS]]]]
+//! cargo run --release -p strata --example compaction_bandwidth -- DIR [MB [COMPRESSION [direct [REPS [PATHS]]]]]
 //! ```
+//!
+//! `SUBTASK_BYTES` in the environment sets `compaction_subtask_bytes` (default
+//! 512 KiB) for the `c-ppcp` rows. `PATHS` (comma-separated directories) spreads the tables over data paths
+//! (`Options::with_db_paths`): the database and each run get a `base` and a
+//! `run` subdirectory in every one of them.
 //!
 //! Entries are 16-byte random keys with 100-byte values that compress to about
 //! half (db_bench's `compression_ratio` 0.5). Bandwidth is input bytes / wall time.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use strata::{CompactionPipeline, CompressionType, Db, Options, WriteBatch};
 
-fn base_options(compression: CompressionType, direct: bool) -> Options {
+fn base_options(compression: CompressionType, direct: bool, paths: &[PathBuf], sub: &str) -> Options {
     Options::default()
+        .with_db_paths(paths.iter().map(|p| p.join(sub)))
         .with_compression(compression)
         .with_disable_auto_compactions(true)
         .with_write_buffer_size(64 << 20)
@@ -28,8 +34,8 @@ fn base_options(compression: CompressionType, direct: bool) -> Options {
         .with_level0_stop_writes_trigger(1000)
 }
 
-fn build(dir: &Path, mb: u64, compression: CompressionType) -> strata::Result<()> {
-    let db = Db::open(dir, base_options(compression, false))?;
+fn build(dir: &Path, mb: u64, compression: CompressionType, paths: &[PathBuf]) -> strata::Result<()> {
+    let db = Db::open(dir, base_options(compression, false, paths, "base"))?;
     let mut rng = SmallRng::seed_from_u64(7);
     let entries = mb * 1_000_000 / 116;
     // Four overlapping L0 tables (or more, if a memtable fills first).
@@ -73,11 +79,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let compression = CompressionType::parse(args.get(2).map_or("zstd", String::as_str))?;
     let direct = args.get(3).is_some_and(|s| s == "direct");
     let reps: usize = args.get(4).map_or(Ok(2), |s| s.parse())?;
+    let subtask_bytes: usize = std::env::var("SUBTASK_BYTES").map_or(Ok(512 << 10), |s| s.parse())?;
+    let paths: Vec<PathBuf> = args.get(5).map_or(Vec::new(), |s| s.split(',').map(PathBuf::from).collect());
     let base = dir.join("base");
-    if base.exists() {
-        std::fs::remove_dir_all(&base)?;
+    for d in std::iter::once(base.clone()).chain(paths.iter().map(|p| p.join("base"))) {
+        if d.exists() {
+            std::fs::remove_dir_all(&d)?;
+        }
     }
-    build(&base, mb, compression)?;
+    build(&base, mb, compression, &paths)?;
     let modes = [
         CompactionPipeline::Sequential,
         CompactionPipeline::Pipelined,
@@ -85,7 +95,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         CompactionPipeline::Auto { max_compute_threads: 2 },
     ];
     println!(
-        "compression {compression:?}, {} reads, {mb} MB of entries in L0",
+        "compression {compression:?}, {} reads, {mb} MB of entries in L0, data paths {paths:?}, sub-tasks of {subtask_bytes} B",
         if direct { "direct" } else { "page-cache" }
     );
     println!(
@@ -108,7 +118,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for mode in modes {
             let run = dir.join("run");
             copy_dir(&base, &run)?;
-            let db = Db::open(&run, base_options(compression, direct).with_compaction_pipeline(mode))?;
+            for p in &paths {
+                copy_dir(&p.join("base"), &p.join("run"))?;
+            }
+            let opts = base_options(compression, direct, &paths, "run")
+                .with_compaction_pipeline(mode)
+                .with_compaction_subtask_bytes(subtask_bytes);
+            let db = Db::open(&run, opts)?;
             let t = Instant::now();
             db.compact_range(None, None)?;
             let wall = t.elapsed().as_secs_f64();
@@ -146,6 +162,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             db.close()?;
         }
     }
-    std::fs::remove_dir_all(dir.join("run"))?;
+    for d in std::iter::once(dir.join("run")).chain(paths.iter().map(|p| p.join("run"))) {
+        std::fs::remove_dir_all(d)?;
+    }
     Ok(())
 }

@@ -117,7 +117,9 @@ pub enum CompactionPipeline {
     /// `Sequential` when compressing and writing are a small share of the
     /// work, `Parallel` with enough compute threads (at most
     /// `max_compute_threads`) when compressing takes longer than merging,
-    /// `Pipelined` otherwise.
+    /// `Pipelined` otherwise. Its `Parallel` compresses on several threads
+    /// but does not cut merges into sub-tasks (splitting a merge measured 9 %
+    /// slower on two cores where compression was the bottleneck).
     Auto {
         /// Most compute threads a task may use (1–64).
         max_compute_threads: usize,
@@ -413,6 +415,8 @@ impl Options {
         /// between two versions of one user key, and `compute_threads` threads read,
         /// verify, decompress and merge different pieces at once (RocksDB's nearest is
         /// `max_subcompactions`, which cuts a few large ranges, each with its own output files).
+        /// A piece's reads are its size split over the input runs: on the SSD measured in
+        /// docs/BENCHMARKS.md, with direct reads, 4 MiB pieces ran faster than 512 KiB ones.
         with_compaction_subtask_bytes, compaction_subtask_bytes, usize);
     setter!(/// Merges that may run at once, each on its own thread (RocksDB
         /// `max_background_compactions`; default 1). Above 1, a merge runs outside the

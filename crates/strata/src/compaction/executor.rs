@@ -33,6 +33,17 @@ pub(crate) struct Env<'a> {
     pub policy: &'a dyn CompactionPolicy,
     /// How output tables are written (`Auto` already resolved for this task).
     pub pipeline: CompactionPipeline,
+    /// Whether a `Parallel` merge is cut into sub-tasks: the option's own
+    /// `Parallel` is; `Auto`'s is not (it picks `Parallel` when compressing is
+    /// the bottleneck, where splitting the merge measured slower on two cores).
+    pub split_merges: bool,
+}
+
+impl Env<'_> {
+    /// [`Env::split_merges`] for the configured mode.
+    pub(crate) fn splits(configured: CompactionPipeline) -> bool {
+        matches!(configured, CompactionPipeline::Parallel { .. })
+    }
 }
 
 /// Runs a task picked from `version` and installs its result through
@@ -87,7 +98,7 @@ pub(crate) fn execute(
                 OutputWriter::new(env, view, &target, *target_file_size).with_warmup(warmup.clone());
             let is_base = |uk: &[u8]| !older.iter().any(|r| r.find_file(uk).is_some());
             let plan = match env.pipeline {
-                CompactionPipeline::Parallel { compute_threads } => {
+                CompactionPipeline::Parallel { compute_threads } if env.split_merges => {
                     let plan = Subtasks::plan(&runs, env.tables, env.opts.compaction_subtask_bytes)?;
                     (plan.len() > 1).then_some((plan, compute_threads))
                 }

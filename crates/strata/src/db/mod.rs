@@ -112,6 +112,7 @@ impl DbInner {
             opts: &self.opts,
             policy: self.policy.as_ref(),
             pipeline: crate::compaction::auto::resolve(self.opts.compaction_pipeline, &self.counters),
+            split_merges: Env::splits(self.opts.compaction_pipeline),
         }
     }
 

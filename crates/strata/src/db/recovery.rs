@@ -267,7 +267,15 @@ fn replay_wals(
     new_log: u64,
 ) -> Result<()> {
     let pipeline = crate::compaction::auto::resolve_without_history(opts.compaction_pipeline);
-    let env = Env { vfs: vfs.as_ref(), versions, tables, opts, policy, pipeline };
+    let env = Env {
+        vfs: vfs.as_ref(),
+        versions,
+        tables,
+        opts,
+        policy,
+        pipeline,
+        split_merges: Env::splits(opts.compaction_pipeline),
+    };
     let mut edit = VersionEdit { log_number: Some(new_log), ..Default::default() };
     let mut max_seq = versions.last_sequence();
     let mut mem = MemTable::new();

@@ -223,6 +223,7 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
         opts: &opts,
         policy: policy.as_ref(),
         pipeline: crate::compaction::auto::resolve_without_history(opts.compaction_pipeline),
+        split_merges: Env::splits(opts.compaction_pipeline),
     };
     let level = opts.num_levels - 1;
     // The view of the tree being rebuilt (empty until this output is installed).
