@@ -99,7 +99,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if direct { "direct" } else { "page-cache" }
     );
     println!(
-        "{:<10} {:>4} {:>9} {:>9} {:>8} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9}",
+        "{:<10} {:>4} {:>9} {:>9} {:>8} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>9}",
         "mode",
         "rep",
         "in MB",
@@ -112,7 +112,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "wait s",
         "subtask s",
         "subwait s",
-        "subtasks"
+        "subtasks",
+        "read s",
+        "rdwait s"
     );
     for rep in 0..reps {
         for mode in modes {
@@ -144,7 +146,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             };
             println!(
-                "{:<10} {:>4} {:>9.1} {:>9.1} {:>8.2} {:>8.1} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>9}",
+                "{:<10} {:>4} {:>9.1} {:>9.1} {:>8.2} {:>8.1} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>9} {:>8.2} {:>9.2}",
                 mode.name(),
                 rep,
                 s.compaction_bytes_read as f64 / 1e6,
@@ -158,6 +160,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 st.subtask_merge.as_secs_f64(),
                 st.subtask_waiting.as_secs_f64(),
                 st.subtasks,
+                st.read.as_secs_f64(),
+                st.read_waiting.as_secs_f64(),
             );
             db.close()?;
         }

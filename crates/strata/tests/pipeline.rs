@@ -143,6 +143,8 @@ fn stage_times_are_reported_for_merges() {
             s.compaction_stages
         );
         assert!(s.compaction_stages.write > std::time::Duration::ZERO, "{mode:?}: {:?}", s.compaction_stages);
+        // The read stage: every merge reads its inputs through readahead windows.
+        assert!(s.compaction_stages.read > std::time::Duration::ZERO, "{mode:?}: {:?}", s.compaction_stages);
         assert!(s.compaction_time >= s.compaction_stages.merge_waiting, "{mode:?}");
         if mode == CompactionPipeline::Sequential {
             assert_eq!(s.compaction_stages.merge_waiting, std::time::Duration::ZERO);

@@ -104,6 +104,7 @@ pub(crate) fn execute(
                 }
                 _ => None,
             };
+            let read_before = crate::table::reader::read_time();
             match plan {
                 Some((plan, threads)) => {
                     let inputs =
@@ -115,6 +116,9 @@ pub(crate) fn execute(
                     merge_into(&mut input, &mut out, smallest_snapshot, is_base)?;
                 }
             }
+            // The task thread's reads (all of them without sub-tasks; with
+            // them, the sub-task threads count their own).
+            out.progress().add_read_since(read_before);
             let stages = out.progress();
             let outputs = out.finish()?;
             let written: u64 = outputs.iter().map(|o| o.size).sum();

@@ -157,7 +157,9 @@ pub(crate) fn merge_subtasks(
                     c.next - 1
                 };
                 let t = Instant::now();
+                let read_before = crate::table::reader::read_time();
                 let r = merge_one(plan, inputs, i, budget, is_base);
+                progress.add_read_since(read_before);
                 let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
                 progress.subtask_ns.fetch_add(ns, AtomicOrdering::Relaxed);
                 progress.subtasks.fetch_add(1, AtomicOrdering::Relaxed);

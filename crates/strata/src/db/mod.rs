@@ -472,7 +472,8 @@ fn pipeline_report(s: &Stats, mode: crate::options::CompactionPipeline) -> Strin
     format!(
         "mode {}\ncompactions {}\ninput {:.1} MB, output {:.1} MB, wall {:.3} s, bandwidth {:.1} MB/s\n\
          compute (compress+checksum) {:.3} s, write {:.3} s, merge waiting on output {:.3} s\n\
-         sub-tasks {}, merging them {:.3} s, waiting for them {:.3} s",
+         sub-tasks {}, merging them {:.3} s, waiting for them {:.3} s\n\
+         read {:.3} s, merge waiting on reads {:.3} s",
         mode.name(),
         s.compactions,
         mb(s.compaction_bytes_read),
@@ -485,5 +486,7 @@ fn pipeline_report(s: &Stats, mode: crate::options::CompactionPipeline) -> Strin
         st.subtasks,
         st.subtask_merge.as_secs_f64(),
         st.subtask_waiting.as_secs_f64(),
+        st.read.as_secs_f64(),
+        st.read_waiting.as_secs_f64(),
     )
 }

@@ -35,6 +35,11 @@ pub struct StageTimes {
     pub subtask_waiting: Duration,
     /// Sub-tasks merged.
     pub subtasks: u64,
+    /// Reading input readahead windows: on the merging thread(s), plus the
+    /// read threads whose windows they took (the read stage's busy time).
+    pub read: Duration,
+    /// The merging thread(s) waiting for a read thread's window.
+    pub read_waiting: Duration,
 }
 
 impl std::ops::AddAssign for StageTimes {
@@ -45,6 +50,8 @@ impl std::ops::AddAssign for StageTimes {
         self.subtask_merge += o.subtask_merge;
         self.subtask_waiting += o.subtask_waiting;
         self.subtasks += o.subtasks;
+        self.read += o.read;
+        self.read_waiting += o.read_waiting;
     }
 }
 
@@ -359,6 +366,8 @@ pub(crate) struct Counters {
     pub compaction_subtask_ns: AtomicU64,
     pub compaction_subtask_wait_ns: AtomicU64,
     pub compaction_subtasks: AtomicU64,
+    pub compaction_read_ns: AtomicU64,
+    pub compaction_read_wait_ns: AtomicU64,
     pub write_groups: AtomicU64,
     pub writes: AtomicU64,
     pub wal_syncs: AtomicU64,
@@ -430,6 +439,8 @@ impl Counters {
                 Self::add(&self.compaction_subtask_ns, ns(r.stages.subtask_merge));
                 Self::add(&self.compaction_subtask_wait_ns, ns(r.stages.subtask_waiting));
                 Self::add(&self.compaction_subtasks, r.stages.subtasks);
+                Self::add(&self.compaction_read_ns, ns(r.stages.read));
+                Self::add(&self.compaction_read_wait_ns, ns(r.stages.read_waiting));
             }
             "move" => Self::add(&self.moves, r.input_files as u64),
             "drop" => Self::add(&self.drops, r.input_files as u64),
@@ -474,6 +485,8 @@ impl Counters {
             subtask_merge: Duration::from_nanos(g(&self.compaction_subtask_ns)),
             subtask_waiting: Duration::from_nanos(g(&self.compaction_subtask_wait_ns)),
             subtasks: g(&self.compaction_subtasks),
+            read: Duration::from_nanos(g(&self.compaction_read_ns)),
+            read_waiting: Duration::from_nanos(g(&self.compaction_read_wait_ns)),
         };
         s.write_amplification = if s.user_bytes_written == 0 {
             0.0

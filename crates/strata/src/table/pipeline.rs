@@ -177,9 +177,20 @@ pub(crate) struct Progress {
     /// The builder waiting for the next sub-task's entries.
     pub(crate) subtask_wait_ns: AtomicU64,
     pub(crate) subtasks: AtomicU64,
+    /// Readahead reads for the merge (busy), and waits for a read thread.
+    pub(crate) read_ns: AtomicU64,
+    pub(crate) read_wait_ns: AtomicU64,
 }
 
 impl Progress {
+    /// Adds this thread's readahead time since `before` (from
+    /// `reader::read_time`) to the read stage.
+    pub(crate) fn add_read_since(&self, before: (u64, u64)) {
+        let (busy, wait) = crate::table::reader::read_time();
+        self.read_ns.fetch_add(busy.saturating_sub(before.0), Ordering::Relaxed);
+        self.read_wait_ns.fetch_add(wait.saturating_sub(before.1), Ordering::Relaxed);
+    }
+
     pub(crate) fn times(&self) -> StageTimes {
         let d = |a: &AtomicU64| Duration::from_nanos(a.load(Ordering::Relaxed));
         StageTimes {
@@ -189,6 +200,8 @@ impl Progress {
             subtask_merge: d(&self.subtask_ns),
             subtask_waiting: d(&self.subtask_wait_ns),
             subtasks: self.subtasks.load(Ordering::Relaxed),
+            read: d(&self.read_ns),
+            read_waiting: d(&self.read_wait_ns),
         }
     }
 }

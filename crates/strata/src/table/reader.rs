@@ -5,6 +5,7 @@ use crossbeam_channel::{bounded, Receiver};
 use std::cell::Cell;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
@@ -49,11 +50,35 @@ pub(crate) struct Readahead {
     next: Option<Prefetch>,
 }
 
-/// The bytes from `offset` on, read by another thread.
+/// The bytes from `offset` on, read by another thread (with the time the read took).
 #[derive(Debug)]
 struct Prefetch {
     offset: u64,
-    bytes: Receiver<Result<Vec<u8>>>,
+    bytes: Receiver<(Result<Vec<u8>>, u64)>,
+}
+
+thread_local! {
+    /// Time spent in readahead reads on behalf of this thread: its own, and
+    /// those of read threads whose window it took (busy ns), and waiting for a
+    /// read thread (wait ns). Compactions read the difference around a merge
+    /// for their read-stage statistics.
+    static READ_TIME: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// This thread's (busy, waiting) readahead nanoseconds so far.
+pub(crate) fn read_time() -> (u64, u64) {
+    READ_TIME.with(Cell::get)
+}
+
+fn add_read_time(busy: u64, wait: u64) {
+    READ_TIME.with(|c| {
+        let (b, w) = c.get();
+        c.set((b.saturating_add(busy), w.saturating_add(wait)));
+    });
+}
+
+fn nanos(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 impl Readahead {
@@ -64,7 +89,9 @@ impl Readahead {
         let file = Arc::clone(file);
         let started = std::thread::Builder::new().name("strata-read".into()).spawn(move || {
             // The receiver may be gone (the iterator dropped); nothing to do then.
-            let _ = tx.send(file.read_at(offset, len));
+            let t = Instant::now();
+            let r = file.read_at(offset, len);
+            let _ = tx.send((r, nanos(t)));
         });
         self.next = started.is_ok().then_some(Prefetch { offset, bytes: rx });
     }
@@ -80,7 +107,11 @@ impl Readahead {
         if !(starts_here || offset == p.offset) {
             return Ok(false);
         }
-        let bytes = p.bytes.recv().map_err(|_| Error::Io(std::io::Error::other("read thread stopped")))??;
+        let t = Instant::now();
+        let (bytes, busy) =
+            p.bytes.recv().map_err(|_| Error::Io(std::io::Error::other("read thread stopped")))?;
+        add_read_time(busy, nanos(t));
+        let bytes = bytes?;
         let mut data = match usize::try_from(offset.saturating_sub(self.offset)) {
             Ok(from) if starts_here && from < self.data.len() => self.data.split_off(from),
             _ => Vec::new(),
@@ -318,7 +349,9 @@ impl Table {
                 if w.slice(handle.offset, len).is_none() {
                     if !(opts.prefetch && w.take_prefetched(handle.offset, len)?) {
                         let want = (opts.readahead as u64).max(len as u64).min(self.data_end - handle.offset);
+                        let t = Instant::now();
                         w.data = self.file.read_at(handle.offset, want as usize)?;
+                        add_read_time(nanos(t), 0);
                         w.offset = handle.offset;
                     }
                     let next = w.offset + w.data.len() as u64;
