@@ -85,18 +85,22 @@ impl TableCache {
     }
 
     /// The open table `file_id` (of `file_size` bytes), opening it on a miss.
+    /// A cached handle opened at another size is not returned: the file was
+    /// reopened at a new length (an append), and the old handle's footer and
+    /// index describe the old one; the table is opened again and replaces it.
     pub fn get(&self, file_id: u64, file_size: u64) -> Result<Arc<Table>> {
         let shard = self.shard(file_id);
-        if let Some(t) = shard.lock().lru.get(&file_id) {
+        if let Some(t) = shard.lock().lru.get(&file_id).filter(|t| t.file_size() == file_size) {
             return Ok(Arc::clone(t));
         }
         let path = self.paths.table(file_id);
         let file = self.vfs.open_random(&path, RandomOpenOptions { direct: self.direct_reads })?;
         let table = Arc::new(Table::open(file, file_id, file_size, self.block_cache.clone())?);
         let mut inner = shard.lock();
-        if let Some(t) = inner.lru.get(&file_id) {
+        if let Some(t) = inner.lru.get(&file_id).filter(|t| t.file_size() == file_size) {
             return Ok(Arc::clone(t));
         }
+        // `push` hands back the replaced handle of this file, or the evicted one.
         inner.memory += table.memory_usage();
         if let Some((_, evicted)) = inner.lru.push(file_id, Arc::clone(&table)) {
             inner.memory -= evicted.memory_usage();
@@ -214,6 +218,32 @@ mod tests {
         tiny.get(0, sizes[0]).unwrap();
         tiny.get(1, sizes[1]).unwrap();
         assert_eq!(tiny.len(), 1);
+    }
+
+    /// Regression: a hit ignored the size it was asked for, so after a file
+    /// grew (an append) readers got the old footer and index.
+    #[test]
+    fn a_hit_with_another_size_reopens_the_table() {
+        let vfs = Arc::new(MemVfs::new());
+        let dir = PathBuf::from("/db");
+        let sizes = write_tables(&*vfs, &dir, 2);
+        let cache = TableCache::new(vfs.clone(), dir.clone(), 8, None, false);
+        let old = cache.get(1, sizes[1]).unwrap();
+        // The same file number, now a longer table (table 0's larger twin).
+        let file = vfs.create(&table_path(&dir, 1)).unwrap();
+        let mut b = TableBuilder::new(file, TableBuilderOptions::default());
+        for i in 0..300u64 {
+            b.add(&make_internal_key(format!("t1k{i:03}").as_bytes(), i + 1, ValueKind::Put), b"w").unwrap();
+        }
+        let grown = b.finish().unwrap().file_size;
+        assert!(grown > sizes[1]);
+        let new = cache.get(1, grown).unwrap();
+        assert!(!Arc::ptr_eq(&old, &new));
+        assert_eq!(new.file_size(), grown);
+        let got = new.get(&lookup_key(b"t1k250", 1000), BlockReadOptions::default()).unwrap();
+        assert_eq!(got, Some((ValueKind::Put, b"w".to_vec())));
+        assert_eq!((cache.len(), cache.memory_usage()), (1, new.memory_usage()), "the old handle is replaced");
+        assert!(Arc::ptr_eq(&cache.get(1, grown).unwrap(), &new), "and the new one is a hit");
     }
 
     #[test]
