@@ -242,7 +242,11 @@ mod tests {
         assert_eq!(new.file_size(), grown);
         let got = new.get(&lookup_key(b"t1k250", 1000), BlockReadOptions::default()).unwrap();
         assert_eq!(got, Some((ValueKind::Put, b"w".to_vec())));
-        assert_eq!((cache.len(), cache.memory_usage()), (1, new.memory_usage()), "the old handle is replaced");
+        assert_eq!(
+            (cache.len(), cache.memory_usage()),
+            (1, new.memory_usage()),
+            "the old handle is replaced"
+        );
         assert!(Arc::ptr_eq(&cache.get(1, grown).unwrap(), &new), "and the new one is a hit");
     }
 

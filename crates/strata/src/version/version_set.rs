@@ -570,6 +570,9 @@ mod tests {
         fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
             self.inner.lock(path)
         }
+        fn open_append_raw(&self, path: &Path) -> Result<(Box<dyn crate::vfs::RawFile>, u64)> {
+            self.inner.open_append_raw(path)
+        }
     }
 
     #[test]

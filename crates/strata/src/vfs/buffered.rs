@@ -56,6 +56,14 @@ impl fmt::Debug for BufferedFile {
 }
 
 impl BufferedFile {
+    /// A file reopened for append: `len()` counts from `len`, the bytes the
+    /// file already holds.
+    #[must_use]
+    pub fn starting_at(mut self, len: u64) -> Self {
+        self.len = len;
+        self
+    }
+
     /// Buffers appends to `raw` (the file at `path`) up to `capacity` bytes.
     pub fn new(raw: Box<dyn RawFile>, path: &Path, capacity: usize) -> Self {
         BufferedFile {

@@ -549,6 +549,31 @@ impl Vfs for FaultVfs {
         Ok(Box::new(FaultRaw { inner, path: path.to_path_buf(), shared: self.shared.clone(), pending: None }))
     }
 
+    fn open_append_raw(&self, path: &Path) -> Result<(Box<dyn RawFile>, u64)> {
+        self.shared.check(FaultOp::Open, path)?;
+        let (inner, len) = self.inner.open_append_raw(path)?;
+        Ok((
+            Box::new(FaultRaw {
+                inner,
+                path: path.to_path_buf(),
+                shared: self.shared.clone(),
+                pending: None,
+            }),
+            len,
+        ))
+    }
+
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let capacity = self.shared.cfg.lock().write_buffer;
+        let (raw, len) = self.open_append_raw(path)?;
+        let file = BufferedFile::new(raw, path, capacity).starting_at(len);
+        Ok(Box::new(FaultWritable {
+            inner: Box::new(file),
+            path: path.to_path_buf(),
+            shared: self.shared.clone(),
+        }))
+    }
+
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         self.shared.check(FaultOp::Open, path)?;
         let file = self.inner.open_sequential(path)?;

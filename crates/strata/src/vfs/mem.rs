@@ -253,6 +253,13 @@ impl Vfs for MemVfs {
         Ok(Box::new(MemRawFile { file }))
     }
 
+    fn open_append_raw(&self, path: &Path) -> Result<(Box<dyn RawFile>, u64)> {
+        // The same inode, kept whole: no directory operation, nothing truncated.
+        let file = self.state.lock().file(path)?;
+        let len = file.lock().data.len() as u64;
+        Ok((Box::new(MemRawFile { file }), len))
+    }
+
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         let file = self.state.lock().file(path)?;
         Ok(Box::new(MemSequentialFile { file, pos: 0 }))

@@ -77,6 +77,23 @@ pub trait Vfs: Send + Sync + Debug {
     fn create_raw(&self, path: &Path) -> Result<Box<dyn RawFile>> {
         Ok(Box::new(buffered::WritableAsRaw(self.create(path)?)))
     }
+    /// Opens an existing file to append at its end, without truncating it and
+    /// without a user-space buffer; returns the file and its current length.
+    /// Bytes appended are not durable until `sync`, whatever was durable
+    /// before stays so. The default refuses: a file system that can append to
+    /// an existing file says so.
+    fn open_append_raw(&self, path: &Path) -> Result<(Box<dyn RawFile>, u64)> {
+        Err(crate::error::Error::invalid(format!(
+            "{}: this file system cannot reopen files for append",
+            path.display()
+        )))
+    }
+    /// [`Vfs::open_append_raw`] as a [`WritableFile`] whose `len()` starts at
+    /// the file's length. The default adds no write buffer.
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let (raw, len) = self.open_append_raw(path)?;
+        Ok(Box::new(BufferedFile::new(raw, path, 0).starting_at(len)))
+    }
     /// Opens an existing file for sequential reading.
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
     /// Opens an existing file for random reads.

@@ -46,6 +46,17 @@ impl Vfs for RealVfs {
         Ok(Box::new(RealRawFile { file, path: path.to_path_buf() }))
     }
 
+    fn open_append_raw(&self, path: &Path) -> Result<(Box<dyn RawFile>, u64)> {
+        let file = fs::OpenOptions::new().append(true).open(path).map_err(|e| io_err(path, e))?;
+        let len = file.metadata().map_err(|e| io_err(path, e))?.len();
+        Ok((Box::new(RealRawFile { file, path: path.to_path_buf() }), len))
+    }
+
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let (raw, len) = self.open_append_raw(path)?;
+        Ok(Box::new(BufferedFile::new(raw, path, WRITE_BUFFER).starting_at(len)))
+    }
+
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         let file = File::open(path).map_err(|e| io_err(path, e))?;
         Ok(Box::new(RealSequentialFile { file, path: path.to_path_buf() }))
@@ -284,6 +295,24 @@ mod tests {
 
     fn setup() -> (tempfile::TempDir, RealVfs) {
         (tempfile::tempdir().unwrap(), RealVfs::new())
+    }
+
+    #[test]
+    fn reopened_for_append_the_file_keeps_its_bytes() {
+        let (dir, vfs) = setup();
+        let p = dir.path().join("f");
+        let mut w = vfs.create(&p).unwrap();
+        w.append(b"table").unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let mut w = vfs.open_append(&p).unwrap();
+        assert_eq!(w.len(), 5);
+        w.append(b"+segment").unwrap();
+        w.sync().unwrap();
+        assert_eq!(w.len(), 13);
+        drop(w);
+        assert_eq!(vfs.read_file(&p).unwrap(), b"table+segment");
+        assert!(vfs.open_append(&dir.path().join("missing")).is_err(), "append never creates");
     }
 
     #[test]
