@@ -26,6 +26,11 @@ const TAG_BUFFER_COMPLETE: u64 = 11;
 /// A listed file's bloom bits per key. A tag of its own, not a new field of
 /// tag 6, so that records written before it existed still parse.
 const TAG_FILE_BLOOM_BITS: u64 = 12;
+/// Tags with this bit set carry a length-prefixed payload that a reader which
+/// does not know the tag may skip: information that only makes something
+/// better (RocksDB's `kTagSafeIgnoreMask`). Every other unknown tag changes
+/// state a reader must understand, and is `Corruption`.
+pub(crate) const TAG_SAFE_TO_IGNORE: u64 = 1 << 13;
 
 /// A change to a compaction buffer (LSbM). Applied after the edit's file
 /// deletions and additions, in order. `level`/`run` name the data run the buffer
@@ -256,6 +261,9 @@ impl VersionEdit {
                         )));
                     }
                 }
+                other if other & TAG_SAFE_TO_IGNORE != 0 => {
+                    r.length_prefixed().ok_or_else(|| bad("ignorable field"))?;
+                }
                 other => return Err(Error::corruption(format!("version edit: unknown tag {other}"))),
             }
         }
@@ -454,6 +462,27 @@ mod tests {
             }
             let _ = VersionEdit::decode(&bytes(&mut rng, 64));
         }
+    }
+
+    #[test]
+    fn unknown_safe_to_ignore_tags_are_skipped() {
+        let e = VersionEdit { log_number: Some(5), last_sequence: Some(9), ..Default::default() };
+        let mut enc = Vec::new();
+        put_varint64(&mut enc, TAG_SAFE_TO_IGNORE | 1);
+        put_length_prefixed(&mut enc, b"a future writer's hint");
+        enc.extend_from_slice(&e.encode());
+        put_varint64(&mut enc, TAG_SAFE_TO_IGNORE | 77);
+        put_length_prefixed(&mut enc, b"");
+        assert_eq!(VersionEdit::decode(&enc).unwrap(), e);
+        // Its payload must still be whole, and a tag without the bit is not skipped.
+        let mut cut = Vec::new();
+        put_varint64(&mut cut, TAG_SAFE_TO_IGNORE | 1);
+        cut.extend_from_slice(&[10, 1, 2]);
+        assert!(VersionEdit::decode(&cut).unwrap_err().is_corruption());
+        let mut must_know = Vec::new();
+        put_varint64(&mut must_know, 77);
+        put_length_prefixed(&mut must_know, b"x");
+        assert!(VersionEdit::decode(&must_know).unwrap_err().is_corruption());
     }
 
     #[test]
