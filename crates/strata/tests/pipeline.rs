@@ -179,3 +179,45 @@ fn invalid_compute_thread_counts_are_refused() {
     assert!(CompactionPipeline::parse("c-ppcp", 3).is_ok_and(|p| p.name() == "c-ppcp(3)"));
     assert!(CompactionPipeline::parse("zip", 2).is_err());
 }
+
+/// A read error in a parallel merge — in the read stage or in a sub-task
+/// thread's own read — fails the merge with every thread joined, names no
+/// partial output, and loses nothing: the database turns read-only, as on
+/// any failed compaction, and a reopen compacts it.
+#[test]
+fn read_errors_in_a_parallel_merge_fail_it_cleanly() {
+    use strata::vfs::{FaultConfig, FaultKind, FaultVfs, PathFilter};
+    let vfs =
+        FaultVfs::new(Arc::new(MemVfs::new()), FaultConfig::new(5).with_filter(PathFilter::extension("sst")));
+    let opts = options(CompactionPipeline::Parallel { compute_threads: 2 }, Arc::new(vfs.clone()))
+        .with_compaction_subtask_bytes(2 << 10)
+        .with_block_cache_capacity(0);
+    let db = Db::open("/db", opts).expect("open");
+    for round in 0..4u32 {
+        for i in 0..2000u32 {
+            let (k, v) = (format!("key{:05}", (i * 7919 + round) % 3000), format!("{round}-{i}"));
+            db.put(&k, &v).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    let want = collect(db.iter());
+    vfs.set_config(
+        FaultConfig::new(6).with_filter(PathFilter::extension("sst")).with_rate(FaultKind::Read, 0.05),
+    );
+    let mut failed = 0;
+    for _ in 0..5 {
+        if db.compact_range(None, None).is_err() {
+            failed += 1;
+        }
+    }
+    assert!(failed > 0 && vfs.injected_kind(FaultKind::Read) > 0, "faults must hit the merge");
+    vfs.set_enabled(false);
+    assert_eq!(collect(db.iter()), want, "a failed merge loses nothing");
+    let _ = db.close();
+    let opts = options(CompactionPipeline::Parallel { compute_threads: 2 }, Arc::new(vfs.clone()))
+        .with_compaction_subtask_bytes(2 << 10);
+    let db = Db::open("/db", opts).expect("reopen");
+    assert_eq!(collect(db.iter()), want);
+    db.compact_range(None, None).expect("compacts once the reads work");
+    assert_eq!(collect(db.iter()), want);
+}

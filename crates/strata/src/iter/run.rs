@@ -2,12 +2,14 @@
 //! cursor, opening each table lazily through the table cache.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::InternalIterator;
 use crate::cache::TableCache;
 use crate::error::Result;
 use crate::key::compare_internal;
+use crate::table::reader::Readahead;
 use crate::table::{BlockReadOptions, TableIter};
 use crate::version::FileMeta;
 
@@ -18,18 +20,36 @@ pub struct RunIterator {
     opts: BlockReadOptions,
     index: usize,
     current: Option<TableIter>,
+    /// Bytes already read per file id (offset, data), used as that file's
+    /// first readahead window.
+    windows: HashMap<u64, (u64, Vec<u8>)>,
 }
 
 impl RunIterator {
     /// Iterates `files` (sorted, disjoint) of one run.
     pub fn new(files: Vec<Arc<FileMeta>>, tables: Arc<TableCache>, opts: BlockReadOptions) -> Self {
-        RunIterator { files, tables, opts, index: 0, current: None }
+        RunIterator { files, tables, opts, index: 0, current: None, windows: HashMap::new() }
+    }
+
+    /// [`Self::new`] with bytes already read for some files: file id ->
+    /// (offset, bytes), each the first window of that file's iterator.
+    pub(crate) fn with_windows(mut self, windows: HashMap<u64, (u64, Vec<u8>)>) -> Self {
+        self.windows = windows;
+        self
     }
 
     fn open(&mut self, index: usize) -> Result<()> {
         self.index = index;
         self.current = match self.files.get(index) {
-            Some(f) => Some(self.tables.get(f.id, f.size)?.iter(self.opts)),
+            Some(f) => {
+                let table = self.tables.get(f.id, f.size)?;
+                Some(match self.windows.remove(&f.id) {
+                    Some((offset, data)) => {
+                        TableIter::with_window(table, self.opts, Readahead::seeded(offset, data))
+                    }
+                    None => table.iter(self.opts),
+                })
+            }
             None => None,
         };
         Ok(())

@@ -25,8 +25,14 @@ pub struct TableIter {
 
 impl TableIter {
     pub(crate) fn new(table: Arc<Table>, opts: BlockReadOptions) -> Self {
+        Self::with_window(table, opts, Readahead::default())
+    }
+
+    /// An iterator whose forward reads come from `window` where it holds the
+    /// block (read ahead by a compaction's read stage).
+    pub(crate) fn with_window(table: Arc<Table>, opts: BlockReadOptions, window: Readahead) -> Self {
         let index = table.index_block().iter();
-        TableIter { table, opts, index, data: None, data_offset: 0, window: Readahead::default() }
+        TableIter { table, opts, index, data: None, data_offset: 0, window }
     }
 
     /// Points `data` at the block the index cursor names (unpositioned).
@@ -41,7 +47,8 @@ impl TableIter {
             return Ok(());
         }
         self.data = None;
-        let window = (forward && self.opts.readahead > 0).then_some(&mut self.window);
+        let window =
+            (forward && (self.opts.readahead > 0 || self.window.is_seeded())).then_some(&mut self.window);
         let block = self.table.read_block_ahead(handle, self.opts, window)?;
         self.data = Some(block.iter());
         self.data_offset = handle.offset;

@@ -82,6 +82,17 @@ fn nanos(since: Instant) -> u64 {
 }
 
 impl Readahead {
+    /// A window already holding the file's bytes from `offset` on (read by
+    /// a compaction's read stage).
+    pub(crate) fn seeded(offset: u64, data: Vec<u8>) -> Self {
+        Readahead { offset, data, next: None }
+    }
+
+    /// True if the window holds any bytes.
+    pub(crate) fn is_seeded(&self) -> bool {
+        !self.data.is_empty()
+    }
+
     /// Starts reading `len` bytes at `offset` on a read thread. If no thread
     /// can be started the window is simply read when it is needed.
     fn prefetch(&mut self, file: &Arc<dyn RandomAccessFile>, offset: u64, len: usize) {
@@ -343,7 +354,8 @@ impl Table {
             }
         }
         let contents = match window {
-            Some(w) if opts.readahead > 0 => {
+            // A window with `readahead` 0 (a seeded one) refills with the block alone.
+            Some(w) => {
                 // check_within bounds the size, so this cannot overflow.
                 let len = handle.size as usize + BLOCK_TRAILER_LEN;
                 if w.slice(handle.offset, len).is_none() {
@@ -373,6 +385,23 @@ impl Table {
             }
         }
         Ok(block)
+    }
+
+    /// Where the data blocks end (the meta blocks follow).
+    pub(crate) fn data_end(&self) -> u64 {
+        self.data_end
+    }
+
+    /// `len` raw bytes of the data blocks from `offset` (a compaction's read
+    /// stage; blocks are verified when an iterator decodes them).
+    pub(crate) fn read_data_range(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        if offset.checked_add(len as u64).is_none_or(|end| end > self.data_end) {
+            return Err(Error::corruption(format!(
+                "table {}: data range {offset}+{len} past the data blocks ({})",
+                self.file_id, self.data_end
+            )));
+        }
+        self.file.read_at(offset, len)
     }
 
     /// The file number this table was opened as.
