@@ -415,8 +415,8 @@ impl Options {
         /// between two versions of one user key, and `compute_threads` threads read,
         /// verify, decompress and merge different pieces at once (RocksDB's nearest is
         /// `max_subcompactions`, which cuts a few large ranges, each with its own output files).
-        /// A piece's reads are its size split over the input runs: on the SSD measured in
-        /// docs/BENCHMARKS.md, with direct reads, 4 MiB pieces ran faster than 512 KiB ones.
+        /// A read thread reads the inputs ahead in chunks of up to 2 MiB per run and hands each
+        /// piece its bytes (at most 16 MiB ahead).
         with_compaction_subtask_bytes, compaction_subtask_bytes, usize);
     setter!(/// Merges that may run at once, each on its own thread (RocksDB
         /// `max_background_compactions`; default 1). Above 1, a merge runs outside the
