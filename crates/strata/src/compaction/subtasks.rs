@@ -183,7 +183,7 @@ pub(crate) fn merge_subtasks(
     let progress = out.progress();
     std::thread::scope(|scope| {
         // The read stage (S1): sub-tasks' input bytes, in order, at most
-        // `window` sub-tasks ahead of the consumer.
+        // `read_window` sub-tasks ahead of the consumer.
         {
             let (claims, changed, progress) = (&claims, &changed, &progress);
             scope.spawn(move || {
@@ -262,9 +262,10 @@ fn nanos(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Bytes the read stage reads from a run at once: sub-tasks' ranges of one
-/// run follow each other in the file, so one large read serves several (on
-/// the SSD measured, 128 KiB direct reads ran at a sixteenth of 2 MiB ones).
+/// Bytes the read stage reads from a run at once (less when many runs share
+/// [`READ_AHEAD_BYTES`]): sub-tasks' ranges of one run follow each other in
+/// the file, so one large read serves several (on the SSD measured, 128 KiB
+/// direct reads ran at a sixteenth of 2 MiB ones).
 const READ_CHUNK: usize = 2 << 20;
 
 /// One run's last chunk read: (file position, offset, bytes).
@@ -295,7 +296,9 @@ fn read_inputs(
                     Some(b) => b.to_vec(),
                     None => {
                         let table = inputs.tables.get(f.id, f.size)?;
-                        let want = (READ_CHUNK.max(len) as u64).min(table.data_end().saturating_sub(offset));
+                        // Many input runs share the read-ahead budget.
+                        let size = READ_CHUNK.min(READ_AHEAD_BYTES / inputs.runs.len().max(1)).max(len);
+                        let want = (size as u64).min(table.data_end().saturating_sub(offset));
                         let data = table.read_data_range(offset, want as usize)?;
                         let bytes = data.get(..len).ok_or_else(|| Error::corruption("short read"))?.to_vec();
                         *chunk = Some((pos, offset, data));
