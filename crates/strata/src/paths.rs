@@ -11,7 +11,7 @@
 //! wherever it was written); one written with more paths than given now is
 //! reported missing, by name.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
@@ -89,10 +89,12 @@ impl TablePaths {
                 }
             }
         }
+        // Where the rule puts a table wins; only the others are remembered
+        // (all of them once the paths were reordered, so no scan per table).
+        let in_place: HashSet<u64> =
+            tables.iter().filter(|(id, d)| d.as_path() == self.dir_for_new(*id)).map(|(id, _)| *id).collect();
         for (id, dir) in &tables {
-            if dir.as_path() != self.dir_for_new(*id)
-                && !tables.iter().any(|(i, d)| i == id && d == self.dir_for_new(*id))
-            {
+            if !in_place.contains(id) {
                 found.insert(*id, dir.clone());
             }
         }

@@ -125,10 +125,7 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     let mut report = RepairReport::default();
     let (mut tables, mut logs, mut manifests) = (Vec::new(), Vec::new(), Vec::new());
     let mut max_number = located.iter().map(|(k, _)| *k).max().unwrap_or(0);
-    for (k, _) in &located {
-        tables.push(*k);
-    }
-    tables.dedup();
+    tables.extend(located.iter().map(|(k, _)| *k));
     for n in &entries {
         match parse_file_name(n) {
             Some(FileKind::Wal(k)) => logs.push(k),
