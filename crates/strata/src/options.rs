@@ -196,6 +196,16 @@ pub enum CompactionStyle {
         /// Growth constant: each ratio above the last is larger by `1/c`.
         c: f64,
     },
+    /// Light-weight compaction (the LWC-tree): leveling's shape and victims,
+    /// but a victim's entries are appended as a new sorted segment to each
+    /// next-level table they overlap instead of being merged with them, so a
+    /// compaction reads and writes about one table instead of `1 + ratio`. A
+    /// table of more than `max_segments` segments (or four target files) is
+    /// rewritten in place into equal parts. RocksDB has no equivalent.
+    Lwc {
+        /// Segments a table may hold before it is rewritten (at least 1).
+        max_segments: usize,
+    },
     /// A caller-supplied policy.
     Custom(Arc<dyn CompactionPolicy>),
 }
@@ -203,6 +213,8 @@ pub enum CompactionStyle {
 impl CompactionStyle {
     /// The `c` a policy named `garnering` gets (the paper's middle setting).
     pub const DEFAULT_GARNERING_C: f64 = 0.8;
+    /// The `max_segments` a policy named `lwc` gets.
+    pub const DEFAULT_LWC_MAX_SEGMENTS: usize = 8;
 
     /// The policy's name as the benchmark tool spells it.
     pub fn name(&self) -> String {
@@ -213,17 +225,19 @@ impl CompactionStyle {
             CompactionStyle::Dlsm => "dlsm".to_string(),
             CompactionStyle::Tiered => "tiered".to_string(),
             CompactionStyle::Garnering { .. } => "garnering".to_string(),
+            CompactionStyle::Lwc { .. } => "lwc".to_string(),
             CompactionStyle::Custom(p) => p.name().to_string(),
         }
     }
 
     /// Names of every built-in policy, for tests and tools that run each one.
     pub fn builtin_names() -> &'static [&'static str] {
-        &["leveled", "blsm", "lsbm", "dlsm", "tiered", "garnering"]
+        &["leveled", "blsm", "lsbm", "dlsm", "tiered", "garnering", "lwc"]
     }
 
     /// Looks a built-in policy up by name (`leveled`, `blsm`, `lsbm`, `dlsm`, `tiered`,
-    /// `garnering` with c = [`Self::DEFAULT_GARNERING_C`]).
+    /// `garnering` with c = [`Self::DEFAULT_GARNERING_C`], `lwc` with
+    /// [`Self::DEFAULT_LWC_MAX_SEGMENTS`]).
     pub fn from_name(name: &str) -> Result<Self> {
         match name {
             "leveled" | "leveling" | "level" => Ok(CompactionStyle::Leveled),
@@ -232,6 +246,7 @@ impl CompactionStyle {
             "dlsm" => Ok(CompactionStyle::Dlsm),
             "tiered" | "stepped-merge" | "sm" => Ok(CompactionStyle::Tiered),
             "garnering" | "autumn" => Ok(CompactionStyle::Garnering { c: Self::DEFAULT_GARNERING_C }),
+            "lwc" | "lwc-tree" => Ok(CompactionStyle::Lwc { max_segments: Self::DEFAULT_LWC_MAX_SEGMENTS }),
             other => Err(Error::invalid(format!(
                 "unknown compaction policy {other:?} (known: {})",
                 Self::builtin_names().join(", ")

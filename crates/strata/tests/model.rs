@@ -15,6 +15,7 @@ fn every_config_matches_the_model() {
     let mut warmed = std::collections::BTreeMap::new();
     let mut seeks = std::collections::BTreeMap::new();
     let mut bits = std::collections::BTreeMap::new();
+    let mut lwc = std::collections::BTreeMap::new();
     for seed in 0..SEEDS {
         let ops = gen_ops(seed, OPS, 1500);
         for cfg in configs() {
@@ -30,9 +31,18 @@ fn every_config_matches_the_model() {
             let s = seeks.entry(cfg.name).or_insert((0, 0));
             s.0 += stats.seek_compactions;
             s.1 += stats.flushes_below_l0;
+            let a = lwc.entry(cfg.name).or_insert((0, 0));
+            a.0 += stats.appends;
+            a.1 += stats.table_rewrites;
             let levels = stats.levels.iter().filter(|l| l.files > 0);
             bits.entry(cfg.name).or_insert_with(Vec::new).extend(levels.map(|l| l.bloom_bits_per_key));
         }
+    }
+    // Light-weight compaction appended segments and rewrote tables that
+    // held too many; no other policy does either.
+    for (name, (appends, rewrites)) in lwc {
+        let on = name.starts_with("lwc");
+        assert_eq!((appends > 0, rewrites > 0), (on, on), "{name}: {appends} appends, {rewrites} rewrites");
     }
     // Monkey really sized filters per level; plain leveling gives every level the configured bits.
     for (name, bits) in bits {

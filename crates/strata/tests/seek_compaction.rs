@@ -149,7 +149,7 @@ fn flush_placement_follows_the_policy() {
         let s = db.stats();
         let level = s.levels.iter().position(|l| l.files > 0).unwrap();
         let want = match style {
-            CompactionStyle::Leveled => 2,
+            CompactionStyle::Leveled | CompactionStyle::Lwc { .. } => 2,
             CompactionStyle::Garnering { .. } => 1,
             _ => 0,
         };

@@ -58,11 +58,12 @@ thread_local! {
 /// Keys longer than this do not keep their scratch buffer alive between lookups.
 const MAX_RETAINED_KEY_BUF: usize = 64 * 1024;
 
-/// Runs `f` on the composite key of (`file_id`, `user_key`).
-fn with_key<R>(file_id: u64, user_key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+/// Runs `f` on the composite key of (`file_id`, `state`, `user_key`).
+fn with_key<R>(file_id: u64, state: u64, user_key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
     let mut buf = KEY_BUF.with(Cell::take);
     buf.clear();
     buf.extend_from_slice(&file_id.to_be_bytes());
+    buf.extend_from_slice(&state.to_be_bytes());
     buf.extend_from_slice(user_key);
     let r = f(&buf);
     if buf.capacity() <= MAX_RETAINED_KEY_BUF {
@@ -146,10 +147,12 @@ impl RowCache {
         &self.shards[(h >> (64 - self.shard_bits)) as usize]
     }
 
-    /// The cached newest entry of `user_key` in file `file_id`, counting a hit
-    /// or a miss; a tombstone comes back as `(ValueKind::Delete, empty)`.
-    pub fn get(&self, file_id: u64, user_key: &[u8]) -> Option<(ValueKind, Vec<u8>)> {
-        let found = with_key(file_id, user_key, |key| {
+    /// The cached newest entry of `user_key` in file `file_id` as it was in
+    /// `state` (its length: a table appended to is another state, whose
+    /// newest entry may differ), counting a hit or a miss; a tombstone comes
+    /// back as `(ValueKind::Delete, empty)`.
+    pub fn get(&self, file_id: u64, state: u64, user_key: &[u8]) -> Option<(ValueKind, Vec<u8>)> {
+        let found = with_key(file_id, state, user_key, |key| {
             let mut s = self.shard(key).lock();
             let found = s.lru.get(key).map(|r| (r.kind, Arc::clone(&r.value)));
             if found.is_some() {
@@ -162,14 +165,15 @@ impl RowCache {
         found.map(|(kind, value)| (kind, value.to_vec()))
     }
 
-    /// Caches the newest entry of `user_key` in file `file_id`, evicting least
+    /// Caches the newest entry of `user_key` in file `file_id` in `state`, evicting least
     /// recently used rows to stay within capacity. A row larger than a shard's
     /// capacity is not cached.
-    pub fn insert(&self, file_id: u64, user_key: &[u8], kind: ValueKind, value: &[u8]) {
-        let key_len = 8 + user_key.len();
+    pub fn insert(&self, file_id: u64, state: u64, user_key: &[u8], kind: ValueKind, value: &[u8]) {
+        let key_len = 16 + user_key.len();
         let charge = Self::charge(key_len, value.len());
         let mut key = Vec::with_capacity(key_len);
         key.extend_from_slice(&file_id.to_be_bytes());
+        key.extend_from_slice(&state.to_be_bytes());
         key.extend_from_slice(user_key);
         let mut s = self.shard(&key).lock();
         if charge > s.capacity {
@@ -258,14 +262,14 @@ mod tests {
     fn charges_are_exact_under_random_operations() {
         let mut rng = SmallRng::seed_from_u64(11);
         let cache = RowCache::new(1 << 20); // 2 shards of 512 KiB
-        let resident = |f: u64, u: &[u8]| with_key(f, u, |k| cache.shard(k).lock().lru.contains(k));
+        let resident = |f: u64, u: &[u8]| with_key(f, 0, u, |k| cache.shard(k).lock().lru.contains(k));
         // Model of inserted rows (value lengths), pruned of evicted ones by
         // asking the LRU itself; usage and per-file counts must then agree.
         let mut model: HashMap<(u64, u64), (ValueKind, usize)> = HashMap::new();
         let reconcile = |model: &mut HashMap<(u64, u64), (ValueKind, usize)>| {
             model.retain(|&(f, u), _| resident(f, &user(u)));
             let usage: usize =
-                model.iter().map(|(&(_, u), &(_, len))| RowCache::charge(8 + user(u).len(), len)).sum();
+                model.iter().map(|(&(_, u), &(_, len))| RowCache::charge(16 + user(u).len(), len)).sum();
             let s = cache.stats();
             assert_eq!((s.usage_bytes, s.entries), (usage as u64, model.len() as u64));
             assert!(s.usage_bytes <= s.capacity_bytes);
@@ -282,12 +286,12 @@ mod tests {
                 0..=499 => {
                     let kind = if rng.gen_ratio(1, 5) { ValueKind::Delete } else { ValueKind::Put };
                     let len = if kind == ValueKind::Put { rng.gen_range(0..4000) } else { 0 };
-                    cache.insert(file, &user(u), kind, &vec![u as u8; len]);
+                    cache.insert(file, 0, &user(u), kind, &vec![u as u8; len]);
                     inserts += 1;
                     model.insert((file, u), (kind, len));
                 }
                 500..=997 => {
-                    let got = cache.get(file, &user(u));
+                    let got = cache.get(file, 0, &user(u));
                     let want = model.get(&(file, u)).filter(|_| resident(file, &user(u)));
                     assert_eq!(got.as_ref().map(|(k, v)| (*k, v.len())), want.copied());
                     if let Some((_, v)) = &got {
@@ -318,44 +322,44 @@ mod tests {
 
     #[test]
     fn lru_order_tombstones_oversized_rows_and_per_file_drop() {
-        let one = RowCache::charge(8 + user(0).len(), 10);
+        let one = RowCache::charge(16 + user(0).len(), 10);
         let cache = RowCache::new(one * 3);
         for u in 0..3 {
-            cache.insert(7, &user(u), ValueKind::Put, &[b'x'; 10]);
+            cache.insert(7, 0, &user(u), ValueKind::Put, &[b'x'; 10]);
         }
-        assert!(cache.get(7, &user(0)).is_some()); // 0 becomes most recent
-        cache.insert(8, &user(3), ValueKind::Put, &[b'y'; 10]); // evicts (7, 1)
-        assert!(cache.get(7, &user(1)).is_none());
+        assert!(cache.get(7, 0, &user(0)).is_some()); // 0 becomes most recent
+        cache.insert(8, 0, &user(3), ValueKind::Put, &[b'y'; 10]); // evicts (7, 1)
+        assert!(cache.get(7, 0, &user(1)).is_none());
         assert_eq!((cache.resident_rows(7), cache.resident_rows(8)), (2, 1));
         // The same user key in another file is another row.
-        assert!(cache.get(8, &user(0)).is_none());
+        assert!(cache.get(8, 0, &user(0)).is_none());
         // Replacement: no eviction, charge follows the new value.
-        cache.insert(8, &user(3), ValueKind::Delete, &[]);
-        assert_eq!(cache.get(8, &user(3)), Some((ValueKind::Delete, Vec::new())));
+        cache.insert(8, 0, &user(3), ValueKind::Delete, &[]);
+        assert_eq!(cache.get(8, 0, &user(3)), Some((ValueKind::Delete, Vec::new())));
         let s = cache.stats();
         assert_eq!(s.evictions, 1);
-        assert_eq!(s.usage_bytes, (2 * one + RowCache::charge(8 + user(3).len(), 0)) as u64);
+        assert_eq!(s.usage_bytes, (2 * one + RowCache::charge(16 + user(3).len(), 0)) as u64);
         // Larger than the shard: not cached.
-        cache.insert(9, b"big", ValueKind::Put, &vec![0; one * 3]);
+        cache.insert(9, 0, b"big", ValueKind::Put, &vec![0; one * 3]);
         assert_eq!(cache.resident_rows(9), 0);
         let s = cache.stats();
         assert_eq!((s.inserts, s.entries, s.hits, s.misses), (5, 3, 2, 2));
         // Dropping file 7 leaves file 8's row alone.
         assert_eq!(cache.invalidate_file(7), 2);
         assert_eq!(cache.invalidate_file(7), 0);
-        assert!(cache.get(8, &user(3)).is_some());
+        assert!(cache.get(8, 0, &user(3)).is_some());
         let s = cache.stats();
         assert_eq!(
             (s.entries, s.invalidations, s.usage_bytes),
-            (1, 2, RowCache::charge(8 + user(3).len(), 0) as u64)
+            (1, 2, RowCache::charge(16 + user(3).len(), 0) as u64)
         );
         assert_eq!(cache.capacity(), one * 3);
         let zero = RowCache::new(0);
-        zero.insert(1, b"k", ValueKind::Put, b"v");
-        assert!(zero.get(1, b"k").is_none());
+        zero.insert(1, 0, b"k", ValueKind::Put, b"v");
+        assert!(zero.get(1, 0, b"k").is_none());
         // Empty user key and file ids that differ only in high bytes.
-        cache.insert(u64::MAX, b"", ValueKind::Put, b"e");
-        assert_eq!(cache.get(u64::MAX, b""), Some((ValueKind::Put, b"e".to_vec())));
-        assert!(cache.get(u64::MAX >> 8, b"").is_none());
+        cache.insert(u64::MAX, 0, b"", ValueKind::Put, b"e");
+        assert_eq!(cache.get(u64::MAX, 0, b""), Some((ValueKind::Put, b"e".to_vec())));
+        assert!(cache.get(u64::MAX >> 8, 0, b"").is_none());
     }
 }

@@ -14,7 +14,7 @@ use crate::error::Result;
 #[cfg(test)]
 use crate::filename::table_path;
 use crate::paths::TablePaths;
-use crate::table::Table;
+use crate::table::{SegmentMeta, Table};
 use crate::vfs::{RandomOpenOptions, Vfs};
 
 struct Inner {
@@ -84,21 +84,28 @@ impl TableCache {
         &self.shards[(file_id % self.shards.len() as u64) as usize]
     }
 
-    /// The open table `file_id` (of `file_size` bytes), opening it on a miss.
-    /// A cached handle opened at another size is not returned: the file was
-    /// reopened at a new length (an append), and the old handle's footer and
-    /// index describe the old one; the table is opened again and replaces it.
-    pub fn get(&self, file_id: u64, file_size: u64) -> Result<Arc<Table>> {
+    /// The open table `file_id` (of `file_size` bytes, made of `segments` as
+    /// the MANIFEST lists them), opening it on a miss. A cached handle opened
+    /// at another size is not returned: segments were appended to the file
+    /// since (or, for a reader of an older Version, the handle has segments it
+    /// must not see). The table is opened again and the newest state is kept.
+    pub fn get(&self, file_id: u64, file_size: u64, segments: &[SegmentMeta]) -> Result<Arc<Table>> {
         let shard = self.shard(file_id);
         if let Some(t) = shard.lock().lru.get(&file_id).filter(|t| t.file_size() == file_size) {
             return Ok(Arc::clone(t));
         }
         let path = self.paths.table(file_id);
         let file = self.vfs.open_random(&path, RandomOpenOptions { direct: self.direct_reads })?;
-        let table = Arc::new(Table::open(file, file_id, file_size, self.block_cache.clone())?);
+        let table =
+            Arc::new(Table::open_segments(file, file_id, file_size, segments, self.block_cache.clone())?);
         let mut inner = shard.lock();
         if let Some(t) = inner.lru.get(&file_id).filter(|t| t.file_size() == file_size) {
             return Ok(Arc::clone(t));
+        }
+        // An older state of the file (a reader of an older Version) is served
+        // but does not replace the newer one.
+        if inner.lru.peek(&file_id).is_some_and(|t| t.file_size() > file_size) {
+            return Ok(table);
         }
         // `push` hands back the replaced handle of this file, or the evicted one.
         inner.memory += table.memory_usage();
@@ -110,10 +117,10 @@ impl TableCache {
 
     /// Opens table `file_id` without caching the handle or reading its blocks
     /// through the block cache, so every block comes from the file.
-    pub fn open_uncached(&self, file_id: u64, file_size: u64) -> Result<Table> {
+    pub fn open_uncached(&self, file_id: u64, file_size: u64, segments: &[SegmentMeta]) -> Result<Table> {
         let path = self.paths.table(file_id);
         let file = self.vfs.open_random(&path, RandomOpenOptions { direct: self.direct_reads })?;
-        Table::open(file, file_id, file_size, None)
+        Table::open_segments(file, file_id, file_size, segments, None)
     }
 
     /// Where the tables live.
@@ -193,30 +200,30 @@ mod tests {
         assert!(cache.is_empty());
         let mut handles = Vec::new();
         for id in 0..10u64 {
-            let t = cache.get(id, sizes[id as usize]).unwrap();
+            let t = cache.get(id, sizes[id as usize], &[]).unwrap();
             check_get(&t, id);
             assert!(cache.len() <= 3);
             handles.push(t);
         }
         // The most recent three are resident (same handle), older ones were dropped.
         for id in 7..10 {
-            assert!(Arc::ptr_eq(&cache.get(id, sizes[id as usize]).unwrap(), &handles[id as usize]));
+            assert!(Arc::ptr_eq(&cache.get(id, sizes[id as usize], &[]).unwrap(), &handles[id as usize]));
         }
         let one = handles[9].memory_usage();
         assert_eq!(cache.memory_usage(), 3 * one);
         cache.evict(8);
         assert_eq!((cache.len(), cache.memory_usage()), (2, 2 * one));
-        assert!(!Arc::ptr_eq(&cache.get(8, sizes[8]).unwrap(), &handles[8]));
-        assert!(!Arc::ptr_eq(&cache.get(0, sizes[0]).unwrap(), &handles[0]));
+        assert!(!Arc::ptr_eq(&cache.get(8, sizes[8], &[]).unwrap(), &handles[8]));
+        assert!(!Arc::ptr_eq(&cache.get(0, sizes[0], &[]).unwrap(), &handles[0]));
         assert_eq!((cache.len(), cache.memory_usage()), (3, 3 * one));
         // Missing files and wrong sizes are errors, and are not cached.
-        assert!(cache.get(99, 1000).is_err());
-        assert!(cache.get(1, sizes[1] - 1).unwrap_err().is_corruption());
+        assert!(cache.get(99, 1000, &[]).is_err());
+        assert!(cache.get(1, sizes[1] - 1, &[]).unwrap_err().is_corruption());
         assert_eq!(cache.len(), 3);
         // Capacity 0 behaves as 1.
         let tiny = TableCache::new(vfs, dir, 0, None, false);
-        tiny.get(0, sizes[0]).unwrap();
-        tiny.get(1, sizes[1]).unwrap();
+        tiny.get(0, sizes[0], &[]).unwrap();
+        tiny.get(1, sizes[1], &[]).unwrap();
         assert_eq!(tiny.len(), 1);
     }
 
@@ -228,7 +235,7 @@ mod tests {
         let dir = PathBuf::from("/db");
         let sizes = write_tables(&*vfs, &dir, 2);
         let cache = TableCache::new(vfs.clone(), dir.clone(), 8, None, false);
-        let old = cache.get(1, sizes[1]).unwrap();
+        let old = cache.get(1, sizes[1], &[]).unwrap();
         // The same file number, now a longer table (table 0's larger twin).
         let file = vfs.create(&table_path(&dir, 1)).unwrap();
         let mut b = TableBuilder::new(file, TableBuilderOptions::default());
@@ -237,7 +244,7 @@ mod tests {
         }
         let grown = b.finish().unwrap().file_size;
         assert!(grown > sizes[1]);
-        let new = cache.get(1, grown).unwrap();
+        let new = cache.get(1, grown, &[]).unwrap();
         assert!(!Arc::ptr_eq(&old, &new));
         assert_eq!(new.file_size(), grown);
         let got = new.get(&lookup_key(b"t1k250", 1000), BlockReadOptions::default()).unwrap();
@@ -247,7 +254,7 @@ mod tests {
             (1, new.memory_usage()),
             "the old handle is replaced"
         );
-        assert!(Arc::ptr_eq(&cache.get(1, grown).unwrap(), &new), "and the new one is a hit");
+        assert!(Arc::ptr_eq(&cache.get(1, grown, &[]).unwrap(), &new), "and the new one is a hit");
     }
 
     #[test]
@@ -258,7 +265,7 @@ mod tests {
         for direct in [false, true] {
             let cache = TableCache::new(vfs.clone(), tmp.path().to_path_buf(), 4, None, direct);
             for id in 0..2 {
-                check_get(&cache.get(id, sizes[id as usize]).unwrap(), id);
+                check_get(&cache.get(id, sizes[id as usize], &[]).unwrap(), id);
             }
         }
     }

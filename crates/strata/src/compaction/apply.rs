@@ -28,8 +28,10 @@ pub(crate) fn task_edit(
     }
     edit.policy_state = pick.policy_state.clone();
     let out = || out_run.ok_or_else(|| Error::invalid("task edit: the output run was not resolved"));
-    if !outputs.is_empty() && !matches!(pick.task, CompactionTask::Merge { .. }) {
-        return Err(Error::invalid("task edit: only a merge writes tables"));
+    if !outputs.is_empty()
+        && !matches!(pick.task, CompactionTask::Merge { .. } | CompactionTask::Append { .. })
+    {
+        return Err(Error::invalid("task edit: only a merge or an append writes tables"));
     }
     match &pick.task {
         CompactionTask::Move { file, to_level, .. } => {
@@ -44,6 +46,23 @@ pub(crate) fn task_edit(
             for f in files {
                 find_file(version, f)?;
                 edit.deleted_files.push((f.level, f.run, f.file));
+            }
+            buffer_ops(version, pick, None, &mut edit)?;
+        }
+        // `outputs` are the targets that received a segment, grown: each
+        // replaces its old state in the run (same file, more segments).
+        CompactionTask::Append { inputs, targets, output_level, .. } => {
+            for r in inputs {
+                find_file(version, r)?;
+                edit.deleted_files.push((r.level, r.run, r.file));
+            }
+            for nf in outputs {
+                let t = targets.iter().find(|t| t.file == nf.id).ok_or_else(|| {
+                    Error::invalid(format!("task edit: append grew file {}, not a target", nf.id))
+                })?;
+                find_file(version, t)?;
+                edit.deleted_files.push((t.level, t.run, t.file));
+                edit.new_files.push((*output_level, t.run, nf));
             }
             buffer_ops(version, pick, None, &mut edit)?;
         }

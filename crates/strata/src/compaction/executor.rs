@@ -77,6 +77,9 @@ pub(crate) fn execute(
             install(task_edit(version, pick, None, Vec::new())?)?;
             record("drop", "obsolete files", 0, files.len(), 0, 0, 0, start)
         }
+        CompactionTask::Append { .. } => {
+            return super::append::execute_append(env, version, view, pick, smallest_snapshot, install)
+        }
         CompactionTask::Merge { inputs, output_level, output_run, target_file_size, reason } => {
             let metas = inputs.iter().map(|r| find_file(version, r)).collect::<Result<Vec<_>>>()?;
             let out_run = resolve_run(*output_run, fresh);
@@ -136,7 +139,7 @@ pub(crate) fn execute(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn record(
+pub(super) fn record(
     kind: &'static str,
     reason: &'static str,
     output_level: usize,
@@ -169,7 +172,7 @@ const MIN_PREFETCH_WINDOW: usize = 256 << 10;
 const READAHEAD_BUDGET: usize = 16 << 20;
 
 /// A merge's input files grouped by run, each run's files in key order.
-fn group_runs(inputs: &[FileRef], metas: &[Arc<FileMeta>]) -> Vec<Vec<Arc<FileMeta>>> {
+pub(super) fn group_runs(inputs: &[FileRef], metas: &[Arc<FileMeta>]) -> Vec<Vec<Arc<FileMeta>>> {
     let mut runs = std::collections::BTreeMap::<_, Vec<Arc<FileMeta>>>::new();
     for (r, m) in inputs.iter().zip(metas) {
         runs.entry((r.level, r.run)).or_default().push(Arc::clone(m));
@@ -185,7 +188,7 @@ fn group_runs(inputs: &[FileRef], metas: &[Arc<FileMeta>]) -> Vec<Vec<Arc<FileMe
 /// One cursor per input run: a run's files are disjoint, so they are read one
 /// after another (one open table and one readahead window per run, and a merge
 /// heap as wide as the number of runs, not files).
-fn run_iterators(
+pub(super) fn run_iterators(
     env: &Env<'_>,
     runs: Vec<Vec<Arc<FileMeta>>>,
     mut opts: BlockReadOptions,

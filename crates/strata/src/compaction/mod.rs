@@ -1,6 +1,7 @@
 //! Compaction: *choosing* (a pure [`CompactionPolicy`] over an [`LsmView`]) is
 //! kept apart from *doing* (the executor, which validates and runs tasks).
 
+pub(crate) mod append;
 pub(crate) mod apply;
 pub(crate) mod auto;
 pub mod blsm;
@@ -9,6 +10,7 @@ pub(crate) mod executor;
 pub mod garnering;
 pub mod leveled;
 pub mod lsbm;
+pub mod lwc;
 pub mod manual;
 pub(crate) mod merge;
 pub mod monkey;
@@ -24,6 +26,7 @@ pub use blsm::{BlsmPolicy, BlsmState};
 pub use garnering::GarneringPolicy;
 pub use leveled::{LeveledConfig, LeveledPolicy};
 pub use lsbm::{BufferVariant, LsbmPolicy, LsbmState};
+pub use lwc::{LwcConfig, LwcPolicy};
 pub use manual::ManualRange;
 pub use policy::*;
 pub use sim::*;

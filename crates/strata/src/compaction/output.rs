@@ -138,6 +138,7 @@ impl<'a> OutputWriter<'a> {
                 smallest_seq: lo,
                 largest_seq: hi,
                 bloom_bits_per_key: Some(self.builder_opts.bloom_bits_per_key),
+                segments: Vec::new(),
             });
         }
         Ok(())
@@ -164,7 +165,7 @@ impl<'a> OutputWriter<'a> {
         if on_disk != s.file_size {
             return Err(Error::corruption(format!("{on_disk} bytes on disk, {} written", s.file_size)));
         }
-        let table = self.env.tables.get(id, s.file_size)?;
+        let table = self.env.tables.get(id, s.file_size, &[])?;
         if table.properties().num_entries != s.num_entries {
             return Err(Error::corruption("entry count in properties differs from what was written"));
         }
@@ -172,7 +173,7 @@ impl<'a> OutputWriter<'a> {
             return Ok(());
         }
         // Past the block cache: warmed blocks are in it, and the check is of the file.
-        let table = Arc::new(self.env.tables.open_uncached(id, s.file_size)?);
+        let table = Arc::new(self.env.tables.open_uncached(id, s.file_size, &[])?);
         let opts = BlockReadOptions {
             verify_checksums: true,
             fill_cache: false,

@@ -31,6 +31,9 @@ pub struct FileView {
     /// recorded by an older version). A file moved down keeps the filter sized
     /// for the level it was written to.
     pub bloom_bits_per_key: Option<f64>,
+    /// Sorted segments the table holds: 1, or more for a DTable that light-
+    /// weight compactions appended to.
+    pub segments: usize,
 }
 
 impl FileView {
@@ -283,6 +286,31 @@ pub enum CompactionTask {
         /// Why the policy chose this (for logs and stats).
         reason: &'static str,
     },
+    /// Light-weight compaction (LWC-tree): merge `inputs` (the victims, all
+    /// above `output_level`) and append the stream, divided by `bounds`, as one
+    /// new sorted segment to each of `targets` — every file of one run of
+    /// `output_level` that the inputs' key range overlaps, in key order. Only
+    /// the victims are read and only what they hold is written; the inputs are
+    /// removed. Target `j` receives the user keys in `[bounds[j-1], bounds[j])`
+    /// (the first target everything below `bounds[0]`, the last everything
+    /// from its bound up), so its range may grow into the gap next to it; a
+    /// target that receives nothing is left as it is. Tombstones are kept: an
+    /// older segment of the target may hold what they delete.
+    Append {
+        /// The victims, merged.
+        inputs: Vec<FileRef>,
+        /// Files receiving a segment, in key order.
+        targets: Vec<FileRef>,
+        /// `targets.len() - 1` user keys: `bounds[j - 1]` is the first key
+        /// routed to `targets[j]`; it lies after `targets[j - 1]`'s largest key
+        /// and at or before `targets[j]`'s smallest (which neighbour takes the
+        /// gap between them is the policy's balance decision).
+        bounds: Vec<Vec<u8>>,
+        /// Level of the targets.
+        output_level: usize,
+        /// Why the policy chose this (for logs and stats).
+        reason: &'static str,
+    },
 }
 
 impl CompactionTask {
@@ -293,6 +321,7 @@ impl CompactionTask {
             CompactionTask::Move { .. } => "move",
             CompactionTask::Drop { .. } => "drop",
             CompactionTask::UpdateState { .. } => "state",
+            CompactionTask::Append { .. } => "append",
         }
     }
 }
@@ -612,7 +641,62 @@ pub fn validate_task(view: &LsmView, task: &CompactionTask) -> Result<()> {
             check_inputs(view, files).map(|_| ())
         }
         CompactionTask::UpdateState { .. } => Ok(()),
+        CompactionTask::Append { inputs, targets, bounds, output_level, reason } => {
+            validate_append(view, inputs, targets, bounds, *output_level, reason)
+        }
     }
+}
+
+/// The rules of [`CompactionTask::Append`]: free, distinct victims above the
+/// targets' level; targets exactly the files of one run overlapping the
+/// victims' range, in order, none held by a compaction buffer (a buffer lists
+/// a file as it was; appending would change it under the buffer's read rule);
+/// each bound inside the gap between the targets it separates, so the run
+/// stays sorted and disjoint whatever the stream holds.
+fn validate_append(
+    view: &LsmView,
+    inputs: &[FileRef],
+    targets: &[FileRef],
+    bounds: &[Vec<u8>],
+    level: usize,
+    reason: &str,
+) -> Result<()> {
+    let bad = |what: String| Err(Error::invalid(format!("append ({reason}): {what}")));
+    if inputs.is_empty() || targets.is_empty() {
+        return bad("no inputs or no targets".into());
+    }
+    let all: Vec<FileRef> = inputs.iter().chain(targets).cloned().collect();
+    let files = check_inputs(view, &all)?;
+    let (victims, dest) = files.split_at(inputs.len());
+    if let Some(r) = inputs.iter().find(|r| r.level >= level) {
+        return bad(format!("victim {} of level {} is not above level {level}", r.file, r.level));
+    }
+    let run_id = targets[0].run;
+    if let Some(t) = targets.iter().find(|t| t.level != level || t.run != run_id) {
+        return bad(format!("target {} is not in level {level} run {run_id}", t.file));
+    }
+    let run = existing_run(view, level, run_id)?;
+    let Some((lo, hi)) = key_range(victims.iter().copied()) else { return bad("empty victims".into()) };
+    let want: Vec<u64> = run.overlapping(lo, hi).iter().map(|f| f.id).collect();
+    if want != dest.iter().map(|f| f.id).collect::<Vec<_>>() {
+        return bad(format!("targets are not the files of run {run_id} overlapping the victims, in order"));
+    }
+    if bounds.len() + 1 != targets.len() {
+        return bad(format!("{} bounds for {} targets", bounds.len(), targets.len()));
+    }
+    for (j, b) in bounds.iter().enumerate() {
+        let (left, right) = (dest[j], dest[j + 1]);
+        if !(left.largest.as_slice() < b.as_slice() && b.as_slice() <= right.smallest.as_slice()) {
+            return bad(format!("bound {j} is not between files {} and {}", left.id, right.id));
+        }
+    }
+    let lvl = view.level(level).map(|l| l.buffers.as_slice()).unwrap_or_default();
+    let buffered =
+        |id: u64| lvl.iter().flat_map(|b| &b.tables).flat_map(|t| &t.entries).any(|e| e.file == Some(id));
+    if let Some(t) = targets.iter().find(|t| buffered(t.file)) {
+        return bad(format!("target {} is held by a compaction buffer", t.file));
+    }
+    Ok(())
 }
 
 /// Checks a flush placement before the engine installs it: the level exists,
@@ -709,6 +793,7 @@ pub(crate) mod tests {
             num_deletions: 0,
             being_compacted: false,
             bloom_bits_per_key: None,
+            segments: 1,
         }
     }
 

@@ -16,13 +16,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
-use super::apply::{resolve_run, task_edit};
+use super::apply::{find_file, resolve_run, task_edit};
 use super::policy::{
     validate_buffer_actions, validate_task, CompactionPolicy, CompactionTask, FileRef, LsmView, PickResult,
 };
 use super::view::view_of;
 use crate::error::{Error, Result};
-use crate::key::{make_internal_key, ValueKind};
+use crate::key::{compare_internal, make_internal_key, ValueKind};
+use crate::table::SegmentMeta;
 use crate::version::{
     Buffer, BufferEntry, Builder, FileMeta, NewFile, ObsoleteFiles, PolicyMeta, Version, VersionEdit,
 };
@@ -75,6 +76,8 @@ pub struct TaskCounts {
     pub drops: u64,
     /// Policy-state-only tasks (e.g. bLSM round turnovers).
     pub state_updates: u64,
+    /// Light-weight compactions (segments appended).
+    pub appends: u64,
 }
 
 /// Outcome of [`simulate`].
@@ -264,6 +267,7 @@ impl Sim {
             smallest_seq: entries.iter().map(|e| e.1).min().unwrap_or(0),
             largest_seq: entries.iter().map(|e| e.1).max().unwrap_or(0),
             bloom_bits_per_key: None,
+            segments: Vec::new(),
         };
         self.entries.insert(id, entries);
         nf
@@ -343,6 +347,10 @@ impl Sim {
                 self.tasks.state_updates += 1;
                 (None, Vec::new())
             }
+            CompactionTask::Append { inputs, targets, bounds, .. } => {
+                self.tasks.appends += 1;
+                (None, self.append(inputs, targets, bounds)?)
+            }
         };
         let edit = task_edit(&self.version, pick, out_run, outputs)?;
         self.install(&edit)
@@ -362,6 +370,67 @@ impl Sim {
         self.write_bytes += self.bytes(merged.len());
         let per_file = usize::try_from((target_file_size / self.entry_size).max(1)).unwrap_or(usize::MAX);
         Ok(merged.chunks(per_file).map(|c| self.new_file(c.to_vec())).collect())
+    }
+
+    /// An append on the model: the victims' newest versions, divided by
+    /// `bounds`, join their targets (whose size grows by what they receive).
+    fn append(
+        &mut self,
+        inputs: &[FileRef],
+        targets: &[FileRef],
+        bounds: &[Vec<u8>],
+    ) -> Result<Vec<NewFile>> {
+        let mut merged = Vec::new();
+        for r in inputs {
+            merged.extend_from_slice(self.entries.get(&r.file).ok_or_else(|| missing(r))?);
+        }
+        self.read_bytes += self.bytes(merged.len());
+        merged.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        merged.dedup_by_key(|e| e.0);
+        self.write_bytes += self.bytes(merged.len());
+        let mut routed: Vec<Vec<(u64, u64)>> = vec![Vec::new(); targets.len()];
+        for e in merged {
+            let uk = e.0.to_be_bytes();
+            routed[bounds.partition_point(|b| b.as_slice() <= uk.as_slice())].push(e);
+        }
+        let mut out = Vec::new();
+        for (r, add) in targets.iter().zip(routed).filter(|(_, add)| !add.is_empty()) {
+            let old = find_file(&self.version, r)?;
+            let mut entries = self.entries.get(&r.file).ok_or_else(|| missing(r))?.clone();
+            let grown = old.size + self.bytes(add.len());
+            entries.extend_from_slice(&add);
+            entries.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+            entries.dedup_by_key(|e| e.0);
+            let mut segments = old.segments.clone();
+            if segments.is_empty() {
+                segments.push(SegmentMeta { end: old.size, footer_crc: 0 });
+            }
+            segments.push(SegmentMeta { end: grown, footer_crc: 0 });
+            let ikey = |e: Option<&(u64, u64)>| {
+                let (k, seq) = e.copied().unwrap_or_default();
+                make_internal_key(&k.to_be_bytes(), seq, ValueKind::Put)
+            };
+            let lo = ikey(entries.first());
+            let hi = ikey(entries.last());
+            out.push(NewFile {
+                id: r.file,
+                size: grown,
+                smallest: if compare_internal(&lo, &old.smallest).is_lt() {
+                    lo
+                } else {
+                    old.smallest.clone()
+                },
+                largest: if compare_internal(&old.largest, &hi).is_lt() { hi } else { old.largest.clone() },
+                num_entries: old.num_entries + add.len() as u64,
+                num_deletions: 0,
+                smallest_seq: old.smallest_seq.min(add.iter().map(|e| e.1).min().unwrap_or(u64::MAX)),
+                largest_seq: old.largest_seq.max(add.iter().map(|e| e.1).max().unwrap_or(0)),
+                bloom_bits_per_key: old.bloom_bits_per_key,
+                segments,
+            });
+            self.entries.insert(r.file, entries);
+        }
+        Ok(out)
     }
 
     /// Reads every written key back top-down and requires its newest version.

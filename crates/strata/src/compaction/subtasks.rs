@@ -69,24 +69,30 @@ impl Subtasks {
     /// only the inputs' index blocks (in memory with the open table).
     pub(crate) fn plan(runs: &[Vec<Arc<FileMeta>>], tables: &TableCache, target: usize) -> Result<Self> {
         let mut blocks: Vec<Vec<InputBlock>> = Vec::with_capacity(runs.len());
+        // Blocks of DTables (several segments): they place the cuts, but the
+        // read stage leaves them to the table's own reads.
+        let mut unread: Vec<InputBlock> = Vec::new();
         for files in runs {
             let mut run = Vec::new();
             for (file, f) in files.iter().enumerate() {
-                let table = tables.get(f.id, f.size)?;
-                let mut it = table.index_block().iter();
-                it.seek_to_first()?;
-                while it.valid() {
-                    let handle = BlockHandle::decode(it.value())?;
-                    let last = parse_internal_key(it.key())?.user_key.to_vec();
-                    let bytes = handle.size + BLOCK_TRAILER_LEN as u64;
-                    run.push(InputBlock { last, file, offset: handle.offset, bytes });
-                    it.next()?;
+                let table = tables.get(f.id, f.size, &f.segments)?;
+                let into = if table.num_segments() == 1 { &mut run } else { &mut unread };
+                for seg in table.segments() {
+                    let mut it = seg.index.iter();
+                    it.seek_to_first()?;
+                    while it.valid() {
+                        let handle = BlockHandle::decode(it.value())?;
+                        let last = parse_internal_key(it.key())?.user_key.to_vec();
+                        let bytes = handle.size + BLOCK_TRAILER_LEN as u64;
+                        into.push(InputBlock { last, file, offset: handle.offset, bytes });
+                        it.next()?;
+                    }
                 }
             }
             blocks.push(run);
         }
         let mut all: Vec<(&[u8], u64)> =
-            blocks.iter().flatten().map(|b| (b.last.as_slice(), b.bytes)).collect();
+            blocks.iter().flatten().chain(&unread).map(|b| (b.last.as_slice(), b.bytes)).collect();
         all.sort_by(|a, b| a.0.cmp(b.0));
         let largest = all.last().map(|(k, _)| *k);
         let mut bounds: Vec<Vec<u8>> = Vec::new();
@@ -295,10 +301,12 @@ fn read_inputs(
                 let bytes = match held {
                     Some(b) => b.to_vec(),
                     None => {
-                        let table = inputs.tables.get(f.id, f.size)?;
+                        let table = inputs.tables.get(f.id, f.size, &f.segments)?;
                         // Many input runs share the read-ahead budget.
                         let size = READ_CHUNK.min(READ_AHEAD_BYTES / inputs.runs.len().max(1)).max(len);
-                        let want = (size as u64).min(table.data_end().saturating_sub(offset));
+                        let data_end =
+                            table.data_end().ok_or_else(|| Error::invalid("read stage over a DTable"))?;
+                        let want = (size as u64).min(data_end.saturating_sub(offset));
                         let data = table.read_data_range(offset, want as usize)?;
                         let bytes = data.get(..len).ok_or_else(|| Error::corruption("short read"))?.to_vec();
                         *chunk = Some((pos, offset, data));

@@ -40,6 +40,7 @@ pub(crate) fn view_of(
         num_deletions: f.num_deletions,
         being_compacted: busy.contains(&f.id),
         bloom_bits_per_key: f.bloom_bits_per_key,
+        segments: f.num_segments(),
     };
     let entry_view = |e: &BufferEntry| {
         let (lo, hi) = e.range();

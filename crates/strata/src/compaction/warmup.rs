@@ -45,7 +45,7 @@ impl Warmup {
         };
         let inputs = inputs
             .iter()
-            .map(|m| Ok(Input { table: env.tables.get(m.id, m.size)?, meta: Arc::clone(m) }))
+            .map(|m| Ok(Input { table: env.tables.get(m.id, m.size, &m.segments)?, meta: Arc::clone(m) }))
             .collect::<Result<_>>()?;
         Ok(Some(Arc::new(Warmup { cache: Arc::clone(cache), inputs, inserted: AtomicU64::new(0) })))
     }
@@ -74,23 +74,25 @@ impl Warmup {
 
     fn cached_block_in(&self, input: &Input, lo: &[u8], hi: &[u8]) -> Result<bool> {
         // Index keys are each block's last key: start at the first block
-        // ending at or after `lo`.
-        let mut index = input.table.index_block().iter();
-        index.seek(&lookup_key(lo, MAX_SEQ))?;
-        while index.valid() {
-            let handle = BlockHandle::decode(index.value())?;
-            if let Some(block) = self.cache.peek(input.table.file_id(), handle.offset) {
-                let mut it = block.iter();
-                it.seek_to_first()?;
-                if it.valid() && user_key(it.key()) <= hi {
-                    return Ok(true);
+        // ending at or after `lo` (in every segment of a DTable).
+        for seg in input.table.segments() {
+            let mut index = seg.index.iter();
+            index.seek(&lookup_key(lo, MAX_SEQ))?;
+            while index.valid() {
+                let handle = BlockHandle::decode(index.value())?;
+                if let Some(block) = self.cache.peek(input.table.file_id(), handle.offset) {
+                    let mut it = block.iter();
+                    it.seek_to_first()?;
+                    if it.valid() && user_key(it.key()) <= hi {
+                        return Ok(true);
+                    }
                 }
+                // The next block starts after this one's last key.
+                if user_key(index.key()) > hi {
+                    break;
+                }
+                index.next()?;
             }
-            // The next block starts after this one's last key.
-            if user_key(index.key()) > hi {
-                break;
-            }
-            index.next()?;
         }
         Ok(false)
     }

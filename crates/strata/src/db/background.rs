@@ -210,7 +210,7 @@ impl DbInner {
             return Ok(0);
         }
         let cached = |f: &crate::version::FileMeta| -> Option<f64> {
-            let blocks = self.tables.get(f.id, f.size).ok()?.num_data_blocks();
+            let blocks = self.tables.get(f.id, f.size, &f.segments).ok()?.num_data_blocks();
             let resident = self.block_cache.as_ref().map_or(0, |c| c.resident_blocks(f.id));
             Some(if blocks == 0 { 1.0 } else { resident as f64 / blocks as f64 })
         };
@@ -243,14 +243,20 @@ impl DbInner {
             // would make two runs where the policy keeps one): wait.
             return Ok(false);
         }
-        if !concurrent || !matches!(pick.task, CompactionTask::Merge { .. }) {
+        // Merges and appends run outside the lock, their files listed as busy.
+        let ids: Vec<u64> = match &pick.task {
+            CompactionTask::Merge { inputs, .. } => inputs.iter().map(|f| f.file).collect(),
+            CompactionTask::Append { inputs, targets, .. } => {
+                inputs.iter().chain(targets).map(|f| f.file).collect()
+            }
+            _ => Vec::new(),
+        };
+        if !concurrent || ids.is_empty() {
             self.run_task(version, &view, &pick)?;
             return Ok(true);
         }
         validate_task(&view, &pick.task)?;
         validate_buffer_actions(&view, &pick)?;
-        let CompactionTask::Merge { inputs, .. } = &pick.task else { return Ok(false) };
-        let ids: Vec<u64> = inputs.iter().map(|f| f.file).collect();
         {
             let mut running = self.running.lock();
             running.push(ids.clone());

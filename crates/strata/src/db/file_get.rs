@@ -40,12 +40,12 @@ impl DbInner {
         if target.seq < file.largest_seq {
             return table.get_unfiltered(lookup, bro);
         }
-        if let Some(hit) = rows.get(file.id, target.user_key) {
+        if let Some(hit) = rows.get(file.id, file.size, target.user_key) {
             return Ok(Some(hit));
         }
         let found = table.get_unfiltered(lookup, bro)?;
         if let (Some((kind, value)), true) = (&found, bro.fill_cache) {
-            rows.insert(file.id, target.user_key, *kind, value);
+            rows.insert(file.id, file.size, target.user_key, *kind, value);
         }
         Ok(found)
     }

@@ -177,9 +177,9 @@ impl DbInner {
     fn level_bloom_bits(&self, level: &Level) -> f64 {
         let (mut bits, mut entries) = (0.0, 0.0);
         for f in level.runs.iter().flat_map(|r| &r.files) {
-            let b = f
-                .bloom_bits_per_key
-                .or_else(|| self.tables.get(f.id, f.size).ok().map(|t| t.properties().bloom_bits_per_key));
+            let b = f.bloom_bits_per_key.or_else(|| {
+                self.tables.get(f.id, f.size, &f.segments).ok().map(|t| t.properties().bloom_bits_per_key)
+            });
             if let Some(b) = b {
                 bits += b * f.num_entries as f64;
                 entries += f.num_entries as f64;
@@ -210,6 +210,12 @@ impl DbInner {
                     buffer_tables: version.levels[l].buffers.iter().map(|b| b.tables.len()).sum(),
                     buffer_files: version.levels[l].buffers.iter().map(|b| b.num_files()).sum(),
                     buffer_bytes: version.levels[l].buffer_bytes(),
+                    segments: version.levels[l]
+                        .runs
+                        .iter()
+                        .flat_map(|r| &r.files)
+                        .map(|f| f.num_segments())
+                        .sum(),
                     bloom_bits_per_key: self.level_bloom_bits(&version.levels[l]),
                     ..LevelStats::default()
                 };

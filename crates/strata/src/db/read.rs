@@ -47,6 +47,7 @@ impl DbInner {
         };
         let mut probes = 0;
         let mut found = None;
+        let segments_before = crate::table::reader::segment_probes();
         // Seek accounting (LevelDB): a read that needs a second run's file
         // charges the first, once.
         let mut charge = self.counts_seeks();
@@ -64,7 +65,7 @@ impl DbInner {
                         }
                     }
                 }
-                let table = self.tables.get(f.id, f.size)?;
+                let table = self.tables.get(f.id, f.size, &f.segments)?;
                 // The run's filter is asked once, here, and its answer counted
                 // for the level; a table without a filter always says maybe.
                 let maybe = table.filter_check(key).unwrap_or(true);
@@ -81,6 +82,8 @@ impl DbInner {
             }
         }
         Counters::add(&self.counters.get_probes, probes);
+        let segments = crate::table::reader::segment_probes().wrapping_sub(segments_before);
+        Counters::add(&self.counters.segment_probes, segments);
         Ok(found)
     }
 
@@ -146,7 +149,7 @@ impl DbInner {
                 Some(BufferEntry::Removed { .. }) => return Ok(None),
                 Some(BufferEntry::Present(f)) => {
                     *probes += 1;
-                    let table = self.tables.get(f.id, f.size)?;
+                    let table = self.tables.get(f.id, f.size, &f.segments)?;
                     let got = if self.policy.buffer_reads_cached_only() && !self.opts.buffer_read_misses {
                         table.get_if_cached(lookup)?
                     } else {

@@ -19,7 +19,7 @@ use crate::compaction::output::OutputWriter;
 use crate::compaction::view::build_view;
 use crate::compaction::{
     BlsmPolicy, BufferVariant, CompactionPolicy, GarneringPolicy, LeveledConfig, LeveledPolicy, LsbmPolicy,
-    RunTarget, TieredPolicy,
+    LwcConfig, LwcPolicy, RunTarget, TieredPolicy,
 };
 use crate::error::{Error, Result};
 use crate::filename::{current_path, lock_path, parse_file_name, wal_path, FileKind};
@@ -51,6 +51,9 @@ fn make_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>> {
         CompactionStyle::Blsm => Arc::new(BlsmPolicy::new(shape)?),
         CompactionStyle::Tiered => Arc::new(TieredPolicy::new(shape)?),
         CompactionStyle::Garnering { c } => Arc::new(GarneringPolicy::new(shape, *c)?),
+        CompactionStyle::Lwc { max_segments } => {
+            Arc::new(LwcPolicy::new(LwcConfig { max_segments: *max_segments, ..LwcConfig::new(shape) })?)
+        }
         CompactionStyle::Lsbm | CompactionStyle::Dlsm => {
             let variant = if matches!(opts.compaction_style, CompactionStyle::Lsbm) {
                 BufferVariant::Lsbm
@@ -167,6 +170,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         versions.mark_file_number_used(*id);
     }
     let (tables, block_cache) = table_cache(&paths, &opts);
+    cut_uncommitted_appends(vfs.as_ref(), &versions.current(), &tables)?;
     if opts.paranoid_checks {
         verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
     }
@@ -382,20 +386,40 @@ fn remove_unreferenced(
     }
 }
 
-/// `paranoid_checks`: every live table has the size the MANIFEST recorded and
-/// opens (footer, index and filter checksums verified) before anything is
-/// written, so damage is reported at open rather than by a later read or a
-/// compaction that would go read-only.
+/// A live table longer than the MANIFEST records holds a segment appended by
+/// a light-weight compaction whose edit never became durable (a crash between
+/// the append and the edit): the bytes past the recorded length are cut off,
+/// so the next append starts where the recorded segments end.
+fn cut_uncommitted_appends(vfs: &dyn Vfs, version: &Version, tables: &TableCache) -> Result<()> {
+    for f in version.live_files() {
+        let path = tables.paths().table(f.id);
+        match vfs.file_size(&path) {
+            Ok(size) if size > f.size => vfs.truncate(&path, f.size)?,
+            Ok(_) => {}
+            // A missing table is reported by the checks that follow.
+            Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// `paranoid_checks`: every live table has at least the size the MANIFEST
+/// recorded and opens (footer, index and filter checksums verified) before
+/// anything is written, so damage is reported at open rather than by a later
+/// read or a compaction that would go read-only. Bytes past the recorded
+/// length (an append that never committed; a read-only open cannot cut them)
+/// are not part of the table and are ignored.
 pub(super) fn verify_tables(vfs: &dyn Vfs, version: &Version, tables: &TableCache) -> Result<()> {
     for f in version.live_files() {
         let size = vfs.file_size(&tables.paths().table(f.id))?;
-        if size != f.size {
+        if size < f.size {
             return Err(Error::corruption(format!(
                 "table {:06}.sst is {size} bytes but the MANIFEST recorded {}",
                 f.id, f.size
             )));
         }
-        tables.get(f.id, f.size)?;
+        tables.get(f.id, f.size, &f.segments)?;
     }
     Ok(())
 }

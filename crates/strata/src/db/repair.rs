@@ -35,7 +35,7 @@ use crate::memtable::MemTable;
 use crate::options::{Options, WalRecoveryMode};
 use crate::paths::TablePaths;
 use crate::table::format::BlockHandle;
-use crate::table::{BlockIter, BlockReadOptions, Table};
+use crate::table::{discover_segments, BlockIter, BlockReadOptions, Table};
 use crate::version::{set_current, ManifestWriter, VersionEdit, VersionSet};
 use crate::vfs::{RandomOpenOptions, Vfs};
 use crate::wal::LogReader;
@@ -187,8 +187,8 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     for &t in &use_tables {
         report.tables_scanned += 1;
         match salvage_table(vfs.as_ref(), &paths.table(t), t) {
-            Ok((it, damaged)) => {
-                sources.push(Box::new(it));
+            Ok((iters, damaged)) => {
+                sources.extend(iters.into_iter().map(|it| Box::new(it) as Box<dyn InternalIterator>));
                 counters.push((t, damaged));
             }
             Err(_) => {
@@ -390,20 +390,27 @@ fn replay_wal(
     (records, reader.dropped_bytes(), whole)
 }
 
-/// Opens table `id` for salvage: its footer and index must be readable.
-fn salvage_table(vfs: &dyn Vfs, path: &Path, id: u64) -> Result<(SalvageIter, Arc<AtomicU64>)> {
+/// Opens table `id` for salvage: one cursor per segment (a DTable's segments
+/// overlap in keys; the repair merge orders them), found from the file alone.
+/// Each segment's footer and index must be readable.
+fn salvage_table(vfs: &dyn Vfs, path: &Path, id: u64) -> Result<(Vec<SalvageIter>, Arc<AtomicU64>)> {
     let file = vfs.open_random(path, RandomOpenOptions::default())?;
-    let table = Arc::new(Table::open(file.clone(), id, file.len(), None)?);
-    let mut handles = Vec::new();
-    let mut index = table.index_block().iter();
-    index.seek_to_first()?;
-    while index.valid() {
-        handles.push(BlockHandle::decode(index.value())?);
-        index.next()?;
-    }
+    let (segments, len) = discover_segments(&*file, id, file.len())?;
+    let table = Arc::new(Table::open_segments(file.clone(), id, len, &segments, None)?);
     let damaged = Arc::new(AtomicU64::new(0));
-    let it = SalvageIter { table, handles, next_block: 0, block: None, damaged: damaged.clone() };
-    Ok((it, damaged))
+    let mut iters = Vec::new();
+    for seg in table.segments() {
+        let mut handles = Vec::new();
+        let mut index = seg.index.iter();
+        index.seek_to_first()?;
+        while index.valid() {
+            handles.push(BlockHandle::decode(index.value())?);
+            index.next()?;
+        }
+        let table = Arc::clone(&table);
+        iters.push(SalvageIter { table, handles, next_block: 0, block: None, damaged: damaged.clone() });
+    }
+    Ok((iters, damaged))
 }
 
 /// A forward-only cursor over a table's intact data blocks: a block that

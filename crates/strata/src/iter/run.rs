@@ -42,7 +42,7 @@ impl RunIterator {
         self.index = index;
         self.current = match self.files.get(index) {
             Some(f) => {
-                let table = self.tables.get(f.id, f.size)?;
+                let table = self.tables.get(f.id, f.size, &f.segments)?;
                 Some(match self.windows.remove(&f.id) {
                     Some((offset, data)) => {
                         TableIter::with_window(table, self.opts, Readahead::seeded(offset, data))

@@ -82,6 +82,9 @@ pub struct CompactionRecord {
     pub pipeline: crate::options::CompactionPipeline,
 }
 
+/// The `reason` of a merge that rewrites one table in place (`lwc`).
+pub const TABLE_REWRITE: &str = "table rewrite";
+
 /// Per-level shape of the tree.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LevelStats {
@@ -103,6 +106,9 @@ pub struct LevelStats {
     pub buffer_files: usize,
     /// Compaction buffer: bytes of the present files.
     pub buffer_bytes: u64,
+    /// Sorted segments over the level's run files (equal to `files` unless
+    /// light-weight compactions appended to them).
+    pub segments: usize,
     /// Bloom bits per key in force: the average over the level's run files,
     /// weighted by entries (files moved down keep the filter they were built
     /// with). 0 for an empty level or one without filters.
@@ -189,6 +195,15 @@ pub struct Stats {
     pub seek_candidates: u64,
     /// Tasks run because a table used up its allowed seeks.
     pub seek_compactions: u64,
+    /// Light-weight compactions (`lwc`): victims appended to next-level tables.
+    pub appends: u64,
+    /// Bytes those appends wrote (new segments; also in `compaction_bytes_written`).
+    pub bytes_appended: u64,
+    /// Tables rewritten in place for holding too many segments (`lwc`).
+    pub table_rewrites: u64,
+    /// Table segments whose index a point read searched (one per table probe
+    /// for tables of one segment; more when a DTable's filters let several through).
+    pub get_segment_probes: u64,
     /// Memtable flushes whose table went below L0
     /// (`Options::with_max_mem_compaction_level`).
     pub flushes_below_l0: u64,
@@ -277,6 +292,23 @@ impl fmt::Display for Stats {
             self.slowdowns,
             self.stops
         )?;
+        if self.appends > 0 || self.table_rewrites > 0 {
+            let per_level: Vec<String> = self
+                .levels
+                .iter()
+                .filter(|l| l.files > 0)
+                .map(|l| format!("L{} {}", l.level, l.segments))
+                .collect();
+            writeln!(
+                f,
+                "light-weight compaction: appends {} ({} B), table rewrites {}, segments {}, segments probed per get {:.2}",
+                self.appends,
+                self.bytes_appended,
+                self.table_rewrites,
+                per_level.join(", "),
+                if self.gets == 0 { 0.0 } else { self.get_segment_probes as f64 / self.gets as f64 }
+            )?;
+        }
         if self.levels.iter().any(|l| l.buffer_tables > 0) || self.buffer_trims > 0 {
             let per_level: Vec<String> = (self.levels.iter())
                 .filter(|l| l.buffer_tables > 0)
@@ -390,6 +422,10 @@ pub(crate) struct Counters {
     pub seek_candidates: AtomicU64,
     pub seek_compactions: AtomicU64,
     pub flushes_below_l0: AtomicU64,
+    pub appends: AtomicU64,
+    pub bytes_appended: AtomicU64,
+    pub table_rewrites: AtomicU64,
+    pub segment_probes: AtomicU64,
     /// Per level (`Options::num_levels` is at most [`MAX_LEVELS`]).
     pub filters: [FilterCounters; MAX_LEVELS],
     history: Mutex<VecDeque<CompactionRecord>>,
@@ -441,6 +477,16 @@ impl Counters {
                 Self::add(&self.compaction_subtasks, r.stages.subtasks);
                 Self::add(&self.compaction_read_ns, ns(r.stages.read));
                 Self::add(&self.compaction_read_wait_ns, ns(r.stages.read_waiting));
+                Self::add(&self.table_rewrites, u64::from(r.reason == TABLE_REWRITE));
+            }
+            "append" => {
+                Self::add(&self.compactions, 1);
+                Self::add(&self.appends, 1);
+                Self::add(&self.bytes_appended, r.bytes_written);
+                Self::add(&self.compaction_read, r.bytes_read);
+                Self::add(&self.compaction_written, r.bytes_written);
+                let ns = u64::try_from(r.duration.as_nanos()).unwrap_or(u64::MAX);
+                Self::add(&self.compaction_ns, ns);
             }
             "move" => Self::add(&self.moves, r.input_files as u64),
             "drop" => Self::add(&self.drops, r.input_files as u64),
@@ -515,6 +561,10 @@ impl Counters {
         s.seek_candidates = g(&self.seek_candidates);
         s.seek_compactions = g(&self.seek_compactions);
         s.flushes_below_l0 = g(&self.flushes_below_l0);
+        s.appends = g(&self.appends);
+        s.bytes_appended = g(&self.bytes_appended);
+        s.table_rewrites = g(&self.table_rewrites);
+        s.get_segment_probes = g(&self.segment_probes);
         s.recent_compactions = self.history.lock().iter().cloned().collect();
     }
 }

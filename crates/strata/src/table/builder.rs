@@ -73,6 +73,12 @@ pub struct TableSummary {
     pub smallest: Vec<u8>,
     /// Largest internal key.
     pub largest: Vec<u8>,
+    /// Where the table's blocks start in the file: 0, or the old length of a
+    /// file this table was appended to as a new segment.
+    pub segment_start: u64,
+    /// CRC32C of the 64 footer bytes, which the MANIFEST records for an
+    /// appended segment so a reader trusts exactly the footer that was written.
+    pub footer_crc: u32,
 }
 
 /// Sees each data block as a [`TableBuilder`] writes it (the compaction
@@ -105,14 +111,18 @@ pub struct TableBuilder {
 }
 
 impl TableBuilder {
-    /// Starts a table at the current end of `file` (normally a new, empty file).
+    /// Starts a table at the current end of `file`: a new, empty file, or a
+    /// table file opened for append, which receives a new segment (block
+    /// offsets are absolute, so the blocks already there never move).
     pub fn new(file: Box<dyn WritableFile>, mut opts: TableBuilderOptions) -> Self {
         opts.block_size = opts.block_size.min(MAX_TARGET_BLOCK_SIZE);
         let bits = effective_bloom_bits(opts.bloom_bits_per_key);
         let data_block = BlockBuilder::new(opts.block_restart_interval);
         let compression = opts.compression;
+        let writer = DataWriter::new(file);
+        let segment_start = writer.offset;
         TableBuilder {
-            out: BlockOut::Inline(DataWriter::new(file)),
+            out: BlockOut::Inline(writer),
             opts,
             data_block,
             filter: (bits > 0.0).then(|| FilterBuilder::new(bits)),
@@ -126,6 +136,7 @@ impl TableBuilder {
                 compression,
                 smallest: Vec::new(),
                 largest: Vec::new(),
+                segment_start,
             },
             first_key: Vec::new(),
         }
@@ -278,7 +289,8 @@ impl TableBuilder {
         let properties = w.write_block(&self.props.encode(), CompressionType::None)?;
         let index_raw = w.index_block.finish().to_vec();
         let index = w.write_block(&index_raw, self.opts.compression)?;
-        w.file.append(&Footer { filter, properties, index }.encode())?;
+        let footer = Footer { filter, properties, index }.encode();
+        w.file.append(&footer)?;
         w.offset += crate::table::format::FOOTER_LEN as u64;
         w.file.sync()?;
         let p = self.props;
@@ -289,6 +301,8 @@ impl TableBuilder {
             num_data_blocks: p.num_data_blocks,
             smallest: p.smallest,
             largest: p.largest,
+            segment_start: p.segment_start,
+            footer_crc: crate::util::crc::crc32c(&footer),
         })
     }
 }

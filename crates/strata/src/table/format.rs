@@ -206,6 +206,11 @@ pub struct TableProperties {
     pub smallest: Vec<u8>,
     /// Largest internal key (empty for an empty table).
     pub largest: Vec<u8>,
+    /// File offset where this segment's first block starts: 0 for a table's
+    /// first segment, the previous segment's end for an appended one (so a
+    /// file can be walked from its last footer back to its first without the
+    /// MANIFEST, which is what repair does). Stored only when non-zero.
+    pub segment_start: u64,
 }
 
 impl TableProperties {
@@ -231,6 +236,9 @@ impl TableProperties {
         put_fixed32(&mut b, level as u32);
         crate::util::coding::put_length_prefixed(&mut b, &self.smallest);
         crate::util::coding::put_length_prefixed(&mut b, &self.largest);
+        if self.segment_start != 0 {
+            put_varint64(&mut b, self.segment_start);
+        }
         b
     }
 
@@ -253,6 +261,7 @@ impl TableProperties {
         };
         let smallest = r.length_prefixed().ok_or_else(bad)?.to_vec();
         let largest = r.length_prefixed().ok_or_else(bad)?.to_vec();
+        let segment_start = if r.is_empty() { 0 } else { r.varint64().ok_or_else(bad)? };
         if !r.is_empty() || !bloom_bits_per_key.is_finite() {
             return Err(bad());
         }
@@ -267,6 +276,7 @@ impl TableProperties {
             compression,
             smallest,
             largest,
+            segment_start,
         })
     }
 }
@@ -390,11 +400,21 @@ mod tests {
             compression: CompressionType::Zstd(5),
             smallest: b"a\0\0\0\0\0\0\0\0".to_vec(),
             largest: b"zz\0\0\0\0\0\0\0\0".to_vec(),
+            segment_start: 0,
         };
         let enc = p.encode();
         assert_eq!(TableProperties::decode(&enc).unwrap(), p);
         for n in 0..enc.len() {
             assert!(TableProperties::decode(&enc[..n]).is_err());
+        }
+        // An appended segment records where it starts; dropping that field
+        // reads as a first segment (the block checksum guards truncation).
+        let seg = TableProperties { segment_start: 1 << 20, ..p.clone() };
+        let enc2 = seg.encode();
+        assert_eq!(TableProperties::decode(&enc2).unwrap(), seg);
+        assert_eq!(TableProperties::decode(&enc2[..enc.len()]).unwrap(), p);
+        for n in (0..enc2.len()).filter(|&n| n != enc.len()) {
+            assert!(TableProperties::decode(&enc2[..n]).is_err());
         }
     }
 

@@ -1,18 +1,109 @@
 //! The two-level table iterator: an index-block cursor picks the data block, a
-//! block cursor walks it. Data blocks come through the block cache.
+//! block cursor walks it. Data blocks come through the block cache. A DTable
+//! of several segments is a merge of one such cursor per segment.
 
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::iter::InternalIterator;
+use crate::iter::{InternalIterator, MergingIterator};
 use crate::table::block::BlockIter;
 use crate::table::format::BlockHandle;
 use crate::table::reader::{BlockReadOptions, Readahead, Table};
 
 /// A bidirectional iterator over one table; owns a reference to it.
-#[derive(Debug)]
 pub struct TableIter {
+    inner: Inner,
+}
+
+enum Inner {
+    One(SegmentIter),
+    /// Segments hold disjoint (key, sequence) pairs, so a plain merge is exact.
+    Many(MergingIterator),
+}
+
+impl std::fmt::Debug for TableIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.inner {
+            Inner::One(s) => s.fmt(f),
+            Inner::Many(_) => f.write_str("TableIter(segments)"),
+        }
+    }
+}
+
+impl TableIter {
+    pub(crate) fn new(table: Arc<Table>, opts: BlockReadOptions) -> Self {
+        Self::with_window(table, opts, Readahead::default())
+    }
+
+    /// An iterator whose forward reads come from `window` where it holds the
+    /// block (read ahead by a compaction's read stage; one-segment tables only,
+    /// a DTable reads each segment on its own).
+    pub(crate) fn with_window(table: Arc<Table>, opts: BlockReadOptions, window: Readahead) -> Self {
+        let n = table.num_segments();
+        let inner = if n == 1 {
+            Inner::One(SegmentIter::new(table, 0, opts, window))
+        } else {
+            let children = (0..n)
+                .map(|i| {
+                    Box::new(SegmentIter::new(Arc::clone(&table), i, opts, Readahead::default()))
+                        as Box<dyn InternalIterator>
+                })
+                .collect();
+            Inner::Many(MergingIterator::new(children))
+        };
+        TableIter { inner }
+    }
+
+    fn it(&self) -> &dyn InternalIterator {
+        match &self.inner {
+            Inner::One(s) => s,
+            Inner::Many(m) => m,
+        }
+    }
+
+    fn it_mut(&mut self) -> &mut dyn InternalIterator {
+        match &mut self.inner {
+            Inner::One(s) => s,
+            Inner::Many(m) => m,
+        }
+    }
+}
+
+impl InternalIterator for TableIter {
+    fn valid(&self) -> bool {
+        self.it().valid()
+    }
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.it_mut().seek_to_first()
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.it_mut().seek_to_last()
+    }
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.it_mut().seek(target)
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        self.it_mut().seek_for_prev(target)
+    }
+    fn next(&mut self) -> Result<()> {
+        self.it_mut().next()
+    }
+    fn prev(&mut self) -> Result<()> {
+        self.it_mut().prev()
+    }
+    fn key(&self) -> &[u8] {
+        self.it().key()
+    }
+    fn value(&self) -> &[u8] {
+        self.it().value()
+    }
+}
+
+/// The two-level cursor over one segment.
+#[derive(Debug)]
+struct SegmentIter {
     table: Arc<Table>,
+    seg: usize,
     opts: BlockReadOptions,
     index: BlockIter,
     /// Cursor in the data block the index cursor points at (None: invalid).
@@ -23,16 +114,10 @@ pub struct TableIter {
     window: Readahead,
 }
 
-impl TableIter {
-    pub(crate) fn new(table: Arc<Table>, opts: BlockReadOptions) -> Self {
-        Self::with_window(table, opts, Readahead::default())
-    }
-
-    /// An iterator whose forward reads come from `window` where it holds the
-    /// block (read ahead by a compaction's read stage).
-    pub(crate) fn with_window(table: Arc<Table>, opts: BlockReadOptions, window: Readahead) -> Self {
-        let index = table.index_block().iter();
-        TableIter { table, opts, index, data: None, data_offset: 0, window }
+impl SegmentIter {
+    fn new(table: Arc<Table>, seg: usize, opts: BlockReadOptions, window: Readahead) -> Self {
+        let index = table.segments()[seg].index.iter();
+        SegmentIter { table, seg, opts, index, data: None, data_offset: 0, window }
     }
 
     /// Points `data` at the block the index cursor names (unpositioned).
@@ -49,7 +134,8 @@ impl TableIter {
         self.data = None;
         let window =
             (forward && (self.opts.readahead > 0 || self.window.is_seeded())).then_some(&mut self.window);
-        let block = self.table.read_block_ahead(handle, self.opts, window)?;
+        let block =
+            self.table.read_block_ahead(&self.table.segments()[self.seg], handle, self.opts, window)?;
         self.data = Some(block.iter());
         self.data_offset = handle.offset;
         Ok(())
@@ -101,7 +187,7 @@ impl TableIter {
     }
 }
 
-impl InternalIterator for TableIter {
+impl InternalIterator for SegmentIter {
     fn valid(&self) -> bool {
         self.data_valid()
     }

@@ -1,6 +1,7 @@
-//! The table (SST) file format: sorted, immutable files of internal keys made
-//! of prefix-compressed data blocks, one bloom filter, a properties block, an
-//! index block and a fixed-size footer. See `docs/FORMAT.md`.
+//! The table (SST) file format: sorted files of internal keys made of
+//! prefix-compressed data blocks, one bloom filter, a properties block, an
+//! index block and a fixed-size footer — one such segment, or several appended
+//! one after another (a DTable of the `lwc` policy). See `docs/FORMAT.md`.
 
 pub mod block;
 pub mod builder;
@@ -9,12 +10,14 @@ pub mod format;
 pub mod iter;
 pub(crate) mod pipeline;
 pub mod reader;
+pub mod segment;
 
 pub use block::{Block, BlockIter};
 pub use builder::{TableBuilder, TableBuilderOptions, TableSummary};
 pub use format::TableProperties;
 pub use iter::TableIter;
 pub use reader::{BlockReadOptions, CachedGet, Table};
+pub use segment::{discover_segments, SegmentMeta};
 
 /// In-memory files for the table and cache tests.
 #[cfg(test)]

@@ -9,14 +9,13 @@ use std::time::Instant;
 
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
-use crate::key::{parse_internal_key, user_key, ValueKind};
+use crate::key::{compare_internal, parse_internal_key, user_key, ValueKind};
 use crate::table::block::Block;
-use crate::table::filter::BloomFilter;
 use crate::table::format::{
-    decode_block_contents, read_block_contents, BlockHandle, Footer, TableProperties, BLOCK_TRAILER_LEN,
-    FOOTER_LEN,
+    decode_block_contents, read_block_contents, BlockHandle, TableProperties, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
 use crate::table::iter::TableIter;
+use crate::table::segment::{check_segment_list, Segment, SegmentMeta};
 use crate::vfs::RandomAccessFile;
 
 /// How data blocks are read.
@@ -159,17 +158,33 @@ pub enum CachedGet {
     NotCached,
 }
 
-/// An open, immutable table file.
+thread_local! {
+    /// Segments whose index this thread searched in point reads (a table of
+    /// one segment counts one per probe that passed its filter). The read
+    /// path reads the difference around a get for the statistics.
+    static SEGMENT_PROBES: Cell<u64> = const { Cell::new(0) };
+}
+
+/// This thread's segment probes so far (see `SEGMENT_PROBES`).
+pub(crate) fn segment_probes() -> u64 {
+    SEGMENT_PROBES.with(Cell::get)
+}
+
+fn count_probe() {
+    SEGMENT_PROBES.with(|c| c.set(c.get().wrapping_add(1)));
+}
+
+/// An open table file: one segment, or a DTable of several appended ones
+/// (oldest first). A handle sees exactly the segments it was opened with; a
+/// segment appended later needs a new handle (see [`SegmentMeta`]).
 pub struct Table {
     file: Arc<dyn RandomAccessFile>,
     file_id: u64,
     file_size: u64,
     cache: Option<Arc<BlockCache>>,
-    index: Arc<Block>,
-    filter: Option<BloomFilter>,
+    segs: Vec<Segment>,
+    /// The segments' properties summed (bounds and counts over all of them).
     props: TableProperties,
-    /// End of the data-block area: every data block handle must end before it.
-    data_end: u64,
 }
 
 impl fmt::Debug for Table {
@@ -177,6 +192,7 @@ impl fmt::Debug for Table {
         f.debug_struct("Table")
             .field("file_id", &self.file_id)
             .field("file_size", &self.file_size)
+            .field("segments", &self.segs.len())
             .field("num_entries", &self.props.num_entries)
             .field("num_data_blocks", &self.props.num_data_blocks)
             .finish_non_exhaustive()
@@ -184,12 +200,26 @@ impl fmt::Debug for Table {
 }
 
 impl Table {
-    /// Opens a table of `file_size` bytes: reads and verifies (always, whatever
-    /// the read options) the footer, index, filter and properties blocks.
+    /// Opens a table of `file_size` bytes written once (one segment): reads and
+    /// verifies (always, whatever the read options) the footer, index, filter
+    /// and properties blocks.
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         file_id: u64,
         file_size: u64,
+        cache: Option<Arc<BlockCache>>,
+    ) -> Result<Table> {
+        Self::open_segments(file, file_id, file_size, &[], cache)
+    }
+
+    /// Opens a table whose segments the MANIFEST lists (`segments` empty: one
+    /// segment of `file_size` bytes). Bytes of the file past `file_size` are
+    /// ignored: they are an append that never committed.
+    pub fn open_segments(
+        file: Arc<dyn RandomAccessFile>,
+        file_id: u64,
+        file_size: u64,
+        segments: &[SegmentMeta],
         cache: Option<Arc<BlockCache>>,
     ) -> Result<Table> {
         if file_size < FOOTER_LEN as u64 || file.len() < file_size {
@@ -198,25 +228,26 @@ impl Table {
                 file.len()
             )));
         }
-        let footer_bytes = file.read_at(file_size - FOOTER_LEN as u64, FOOTER_LEN)?;
-        let footer = Footer::decode(&footer_bytes, file_size)?;
-        let index = Arc::new(Block::new(read_block_contents(&*file, footer.index, true)?)?);
-        let props = TableProperties::decode(&read_block_contents(&*file, footer.properties, true)?)?;
-        let filter = if footer.filter.size == 0 {
-            None
+        check_segment_list(segments, file_size)
+            .map_err(|e| Error::corruption(format!("table {file_id}: {e}")))?;
+        let segs = if segments.is_empty() {
+            vec![Segment::open(&*file, file_id, 0, file_size, None)?]
         } else {
-            Some(BloomFilter::new(read_block_contents(&*file, footer.filter, true)?)?)
+            let mut start = 0;
+            let mut segs = Vec::with_capacity(segments.len());
+            for m in segments {
+                segs.push(Segment::open(&*file, file_id, start, m.end, Some(m.footer_crc))?);
+                start = m.end;
+            }
+            segs
         };
-        let mut data_end = footer.properties.offset.min(footer.index.offset);
-        if footer.filter.size != 0 {
-            data_end = data_end.min(footer.filter.offset);
-        }
-        Ok(Table { file, file_id, file_size, cache, index, filter, props, data_end })
+        let props = sum_properties(&segs);
+        Ok(Table { file, file_id, file_size, cache, segs, props })
     }
 
     /// False only if the table certainly holds no entry for `user_key`.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+        self.segs.iter().any(|s| s.may_contain(user_key))
     }
 
     /// The newest entry with internal key `>= lookup` (from
@@ -229,14 +260,20 @@ impl Table {
         self.get_unfiltered(lookup, opts)
     }
 
-    /// The filter's answer for `user_key`: `None` when the table has no
+    /// The filter's answer for `user_key`: `None` when no segment has a
     /// filter, else false only if the table certainly holds no entry of it.
     /// The read path asks once per table and counts the answers.
     pub fn filter_check(&self, user_key: &[u8]) -> Option<bool> {
-        self.filter.as_ref().map(|f| f.may_contain(user_key))
+        if self.segs.iter().all(|s| s.filter.is_none()) {
+            return None;
+        }
+        Some(self.may_contain(user_key))
     }
 
-    /// [`Self::get`] without asking the filter (the caller did).
+    /// [`Self::get`] without asking the filter (the caller did). The segments
+    /// of a DTable are probed newest first, each behind its own filter: a
+    /// segment appended later came from the level above, so its entries of a
+    /// key are newer than any older segment's, and the first hit is the answer.
     pub fn get_unfiltered(
         &self,
         lookup: &[u8],
@@ -244,7 +281,17 @@ impl Table {
     ) -> Result<Option<(ValueKind, Vec<u8>)>> {
         let target_user = user_key(lookup);
         let mut buf = KEY_BUF.with(Cell::take);
-        let result = self.get_with(lookup, target_user, opts, &mut buf);
+        let mut result = Ok(None);
+        let single = self.segs.len() == 1;
+        for seg in self.segs.iter().rev() {
+            if !single && !seg.may_contain(target_user) {
+                continue;
+            }
+            result = self.get_with(seg, lookup, target_user, opts, &mut buf);
+            if !matches!(result, Ok(None)) {
+                break;
+            }
+        }
         if buf.capacity() <= MAX_RETAINED_KEY_BUF {
             KEY_BUF.with(|c| c.set(buf));
         }
@@ -253,15 +300,17 @@ impl Table {
 
     fn get_with(
         &self,
+        seg: &Segment,
         lookup: &[u8],
         target_user: &[u8],
         opts: BlockReadOptions,
         buf: &mut Vec<u8>,
     ) -> Result<Option<(ValueKind, Vec<u8>)>> {
-        let Some(handle) = self.index.seek_ge(lookup, buf)? else {
+        count_probe();
+        let Some(handle) = seg.index.seek_ge(lookup, buf)? else {
             return Ok(None);
         };
-        let block = self.read_block(BlockHandle::decode(handle)?, opts)?;
+        let block = self.read_block_ahead(seg, BlockHandle::decode(handle)?, opts, None)?;
         self.entry_in(&block, lookup, target_user, buf)
     }
 
@@ -277,22 +326,34 @@ impl Table {
     }
 
     /// [`Self::get_if_cached`] without asking the filter (the caller did).
+    /// Newest segment first; a segment whose block is not cached makes the
+    /// answer `NotCached` (an older segment cannot be trusted past it).
     pub fn get_if_cached_unfiltered(&self, lookup: &[u8]) -> Result<CachedGet> {
         let target_user = user_key(lookup);
         let Some(cache) = &self.cache else { return Ok(CachedGet::NotCached) };
         let mut buf = KEY_BUF.with(Cell::take);
-        let result = (|| {
-            let Some(handle) = self.index.seek_ge(lookup, &mut buf)? else { return Ok(CachedGet::Absent) };
-            let handle = BlockHandle::decode(handle)?;
-            handle.check_within(self.data_end, "data")?;
-            let Some(block) = cache.get_resident(self.file_id, handle.offset) else {
-                return Ok(CachedGet::NotCached);
-            };
-            Ok(match self.entry_in(&block, lookup, target_user, &mut buf)? {
-                Some(hit) => CachedGet::Found(hit.0, hit.1),
-                None => CachedGet::Absent,
-            })
-        })();
+        let single = self.segs.len() == 1;
+        let mut result = Ok(CachedGet::Absent);
+        for seg in self.segs.iter().rev() {
+            if !single && !seg.may_contain(target_user) {
+                continue;
+            }
+            result = (|| {
+                let Some(handle) = seg.index.seek_ge(lookup, &mut buf)? else { return Ok(CachedGet::Absent) };
+                let handle = BlockHandle::decode(handle)?;
+                seg.check_data(handle)?;
+                let Some(block) = cache.get_resident(self.file_id, handle.offset) else {
+                    return Ok(CachedGet::NotCached);
+                };
+                Ok(match self.entry_in(&block, lookup, target_user, &mut buf)? {
+                    Some(hit) => CachedGet::Found(hit.0, hit.1),
+                    None => CachedGet::Absent,
+                })
+            })();
+            if !matches!(result, Ok(CachedGet::Absent)) {
+                break;
+            }
+        }
         if buf.capacity() <= MAX_RETAINED_KEY_BUF {
             KEY_BUF.with(|c| c.set(buf));
         }
@@ -328,26 +389,45 @@ impl Table {
         TableIter::new(Arc::clone(self), opts)
     }
 
-    /// The index block (last key of each data block -> encoded [`BlockHandle`]).
-    pub(crate) fn index_block(&self) -> &Arc<Block> {
-        &self.index
+    /// The segments, oldest first.
+    pub(crate) fn segments(&self) -> &[Segment] {
+        &self.segs
     }
 
-    /// Returns the data block at `handle`, from the cache or the file.
+    /// Number of segments (1 unless appended to).
+    pub fn num_segments(&self) -> usize {
+        self.segs.len()
+    }
+
+    /// The index block of a one-segment table (last key of each data block ->
+    /// encoded [`BlockHandle`]); `None` for a DTable of several segments,
+    /// whose indexes are per segment ([`Self::segments`]).
+    pub(crate) fn index_block(&self) -> Option<&Arc<Block>> {
+        match self.segs.as_slice() {
+            [only] => Some(&only.index),
+            _ => None,
+        }
+    }
+
+    /// Returns the data block at `handle` (in whichever segment holds it), from
+    /// the cache or the file.
     pub(crate) fn read_block(&self, handle: BlockHandle, opts: BlockReadOptions) -> Result<Arc<Block>> {
-        self.read_block_ahead(handle, opts, None)
+        let i = self.segs.partition_point(|s| s.start <= handle.offset).saturating_sub(1);
+        self.read_block_ahead(&self.segs[i], handle, opts, None)
     }
 
-    /// [`Self::read_block`]; on a cache miss with `opts.readahead` and a window,
+    /// [`Self::read_block`] in segment `seg`; on a cache miss with `opts.readahead` and a window,
     /// the block comes from the window, refilled with one read of up to
     /// `opts.readahead` bytes (never past the data blocks) when it lacks it.
     pub(crate) fn read_block_ahead(
         &self,
+        seg: &Segment,
         handle: BlockHandle,
         opts: BlockReadOptions,
         window: Option<&mut Readahead>,
     ) -> Result<Arc<Block>> {
-        handle.check_within(self.data_end, "data")?;
+        seg.check_data(handle)?;
+        let data_end = seg.data_end;
         if let Some(cache) = &self.cache {
             if let Some(block) = cache.get(self.file_id, handle.offset) {
                 return Ok(block);
@@ -360,15 +440,15 @@ impl Table {
                 let len = handle.size as usize + BLOCK_TRAILER_LEN;
                 if w.slice(handle.offset, len).is_none() {
                     if !(opts.prefetch && w.take_prefetched(handle.offset, len)?) {
-                        let want = (opts.readahead as u64).max(len as u64).min(self.data_end - handle.offset);
+                        let want = (opts.readahead as u64).max(len as u64).min(data_end - handle.offset);
                         let t = Instant::now();
                         w.data = self.file.read_at(handle.offset, want as usize)?;
                         add_read_time(nanos(t), 0);
                         w.offset = handle.offset;
                     }
                     let next = w.offset + w.data.len() as u64;
-                    if opts.prefetch && next < self.data_end {
-                        let len = (opts.readahead as u64).min(self.data_end - next) as usize;
+                    if opts.prefetch && next < data_end {
+                        let len = (opts.readahead as u64).min(data_end - next) as usize;
                         w.prefetch(&self.file, next, len);
                     }
                 }
@@ -387,18 +467,20 @@ impl Table {
         Ok(block)
     }
 
-    /// Where the data blocks end (the meta blocks follow).
-    pub(crate) fn data_end(&self) -> u64 {
-        self.data_end
+    /// Where the data blocks of a one-segment table end (the meta blocks
+    /// follow); `None` for a DTable of several segments.
+    pub(crate) fn data_end(&self) -> Option<u64> {
+        self.index_block().map(|_| self.segs[0].data_end)
     }
 
-    /// `len` raw bytes of the data blocks from `offset` (a compaction's read
-    /// stage; blocks are verified when an iterator decodes them).
+    /// `len` raw bytes of a one-segment table's data blocks from `offset` (a
+    /// compaction's read stage; blocks are verified when an iterator decodes them).
     pub(crate) fn read_data_range(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        if offset.checked_add(len as u64).is_none_or(|end| end > self.data_end) {
+        let data_end = self.data_end().ok_or_else(|| Error::invalid("read stage over a DTable"))?;
+        if offset.checked_add(len as u64).is_none_or(|end| end > data_end) {
             return Err(Error::corruption(format!(
-                "table {}: data range {offset}+{len} past the data blocks ({})",
-                self.file_id, self.data_end
+                "table {}: data range {offset}+{len} past the data blocks ({data_end})",
+                self.file_id
             )));
         }
         self.file.read_at(offset, len)
@@ -419,13 +501,37 @@ impl Table {
         self.props.num_data_blocks
     }
 
-    /// The properties block.
+    /// The properties block (of a DTable: its segments' counts summed, their
+    /// bounds combined, the first segment's filter bits and compression).
     pub fn properties(&self) -> &TableProperties {
         &self.props
     }
 
     /// Bytes of index and filter held in memory.
     pub fn memory_usage(&self) -> usize {
-        self.index.memory_size() + self.filter.as_ref().map_or(0, BloomFilter::memory_size)
+        self.segs.iter().map(Segment::memory_usage).sum()
     }
+}
+
+/// One set of properties for a table of `segs` (at least one).
+fn sum_properties(segs: &[Segment]) -> TableProperties {
+    let mut p = segs[0].props.clone();
+    for s in &segs[1..] {
+        let q = &s.props;
+        p.num_entries += q.num_entries;
+        p.num_deletions += q.num_deletions;
+        p.num_data_blocks += q.num_data_blocks;
+        p.raw_key_bytes += q.raw_key_bytes;
+        p.raw_value_bytes += q.raw_value_bytes;
+        if q.num_entries > 0 {
+            if p.smallest.is_empty() || compare_internal(&q.smallest, &p.smallest).is_lt() {
+                p.smallest = q.smallest.clone();
+            }
+            if p.largest.is_empty() || compare_internal(&q.largest, &p.largest).is_gt() {
+                p.largest = q.largest.clone();
+            }
+        }
+    }
+    p.segment_start = 0;
+    p
 }

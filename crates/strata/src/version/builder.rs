@@ -272,11 +272,23 @@ impl Builder {
     /// run (its metadata must match), else a new one.
     fn meta_for(&mut self, nf: &NewFile) -> Result<Arc<FileMeta>> {
         if let Some((meta, n)) = self.refs.get_mut(&nf.id) {
-            if !meta.same_as(nf) {
-                return Err(Error::invalid(format!("file {} re-added with different metadata", nf.id)));
+            if meta.same_as(nf) {
+                *n += 1;
+                return Ok(meta.clone());
             }
-            *n += 1;
-            return Ok(meta.clone());
+            // Segments appended (LWC): the edit unlisted every listing of the
+            // old state first, and the new state extends it. The new state
+            // shares the physical file with the old one, which older Versions
+            // may still read.
+            if *n == 0 && meta.grows_into(nf) {
+                check_file_keys(&nf.smallest, &nf.largest)
+                    .map_err(|e| Error::invalid(format!("file {}: {e}", nf.id)))?;
+                let grown = Arc::new(meta.successor(nf.clone()));
+                *meta = grown.clone();
+                *n = 1;
+                return Ok(grown);
+            }
+            return Err(Error::invalid(format!("file {} re-added with different metadata", nf.id)));
         }
         check_file_keys(&nf.smallest, &nf.largest)
             .map_err(|e| Error::invalid(format!("file {}: {e}", nf.id)))?;

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::key::{SeqNum, MAX_SEQ};
-use crate::util::coding::{put_fixed64, put_length_prefixed, put_varint64, Reader};
+use crate::table::segment::check_segment_list;
+use crate::table::SegmentMeta;
+use crate::util::coding::{put_fixed32, put_fixed64, put_length_prefixed, put_varint64, Reader};
 
 use super::file_meta::NewFile;
 
@@ -26,6 +28,10 @@ const TAG_BUFFER_COMPLETE: u64 = 11;
 /// A listed file's bloom bits per key. A tag of its own, not a new field of
 /// tag 6, so that records written before it existed still parse.
 const TAG_FILE_BLOOM_BITS: u64 = 12;
+/// A listed file's segments when it has several (a DTable of the `lwc`
+/// policy): count, then each segment's end offset and footer CRC. Not
+/// ignorable: without it the file would read as its last segment alone.
+const TAG_FILE_SEGMENTS: u64 = 14;
 /// Tags with this bit set carry a length-prefixed payload that a reader which
 /// does not know the tag may skip: information that only makes something
 /// better (RocksDB's `kTagSafeIgnoreMask`). Every other unknown tag changes
@@ -182,6 +188,19 @@ impl VersionEdit {
             put_varint64(&mut b, id);
             put_fixed64(&mut b, v.to_bits());
         }
+        let mut segments = BTreeMap::new();
+        for f in self.listed_files().filter(|f| !f.segments.is_empty()) {
+            segments.entry(f.id).or_insert(&f.segments);
+        }
+        for (id, segs) in segments {
+            put_varint64(&mut b, TAG_FILE_SEGMENTS);
+            put_varint64(&mut b, id);
+            put_varint64(&mut b, segs.len() as u64);
+            for s in segs {
+                put_varint64(&mut b, s.end);
+                put_fixed32(&mut b, s.footer_crc);
+            }
+        }
         b
     }
 
@@ -200,6 +219,7 @@ impl VersionEdit {
         let mut r = Reader::new(data);
         let mut e = VersionEdit::default();
         let mut bloom_bits = BTreeMap::new();
+        let mut segments = BTreeMap::new();
         while !r.is_empty() {
             let tag = r.varint64().ok_or_else(|| bad("tag"))?;
             match tag {
@@ -261,6 +281,24 @@ impl VersionEdit {
                         )));
                     }
                 }
+                TAG_FILE_SEGMENTS => {
+                    let id = varint(&mut r, "segments file")?;
+                    let n = varint(&mut r, "segment count")?;
+                    if !(2..=1 << 20).contains(&n) {
+                        return Err(bad("segment count"));
+                    }
+                    let mut segs = Vec::with_capacity(n as usize);
+                    for _ in 0..n {
+                        let end = varint(&mut r, "segment end")?;
+                        let footer_crc = r.fixed32().ok_or_else(|| bad("segment checksum"))?;
+                        segs.push(SegmentMeta { end, footer_crc });
+                    }
+                    if segments.insert(id, segs).is_some() {
+                        return Err(Error::corruption(format!(
+                            "version edit: segments of file {id} given twice"
+                        )));
+                    }
+                }
                 other if other & TAG_SAFE_TO_IGNORE != 0 => {
                     r.length_prefixed().ok_or_else(|| bad("ignorable field"))?;
                 }
@@ -279,6 +317,22 @@ impl VersionEdit {
             }
             if !listed {
                 return Err(Error::corruption(format!("version edit: bloom bits of unlisted file {id}")));
+            }
+        }
+        for (id, segs) in segments {
+            let appended = e.buffer_ops.iter_mut().filter_map(|op| match op {
+                BufferOp::Append { file, .. } => Some(file),
+                _ => None,
+            });
+            let mut listed = false;
+            for f in e.new_files.iter_mut().map(|(_, _, f)| f).chain(appended).filter(|f| f.id == id) {
+                check_segment_list(&segs, f.size)
+                    .map_err(|m| Error::corruption(format!("version edit: file {id}: {m}")))?;
+                f.segments = segs.clone();
+                listed = true;
+            }
+            if !listed {
+                return Err(Error::corruption(format!("version edit: segments of unlisted file {id}")));
             }
         }
         Ok(e)
@@ -331,6 +385,7 @@ fn new_file(r: &mut Reader<'_>) -> Result<NewFile> {
         smallest_seq: seq(r, "smallest seq")?,
         largest_seq: seq(r, "largest seq")?,
         bloom_bits_per_key: None,
+        segments: Vec::new(),
     })
 }
 
@@ -383,6 +438,7 @@ mod tests {
                         smallest_seq: num(rng) & MAX_SEQ,
                         largest_seq: num(rng) & MAX_SEQ,
                         bloom_bits_per_key: None,
+                        segments: Vec::new(),
                     };
                     (rng.gen_range(0..10), num(rng), f)
                 })
@@ -417,15 +473,27 @@ mod tests {
         (!id.is_multiple_of(3)).then(|| (id % 97) as f64 / 4.0)
     }
 
-    /// [`random_edit`] with bloom bits on most files.
+    /// Some files are DTables: size and segments follow the id too.
+    fn segments_of(f: &mut NewFile) {
+        if f.id % 5 == 1 {
+            let n = 2 + f.id % 3;
+            f.segments =
+                (1..=n).map(|k| SegmentMeta { end: 100 * k, footer_crc: (f.id ^ k) as u32 }).collect();
+            f.size = 100 * n;
+        }
+    }
+
+    /// [`random_edit`] with bloom bits on most files, segments on some.
     pub(crate) fn random_edit_with_bits(rng: &mut SmallRng) -> VersionEdit {
         let mut e = random_edit(rng);
         for (_, _, f) in &mut e.new_files {
             f.bloom_bits_per_key = bits_of(f.id);
+            segments_of(f);
         }
         for op in &mut e.buffer_ops {
             if let BufferOp::Append { file, .. } = op {
                 file.bloom_bits_per_key = bits_of(file.id);
+                segments_of(file);
             }
         }
         e

@@ -1,11 +1,16 @@
 //! Table-file metadata with reference-counted lifetime.
 //!
-//! Every Version holds its files as `Arc<FileMeta>`, and one physical file has
-//! exactly one `FileMeta` however many runs and Versions list it. When the
-//! VersionSet publishes a Version in which no run references a file any more it
-//! marks the `FileMeta` obsolete; the file's id reaches the [`ObsoleteFiles`]
-//! queue only when the last `Arc` (old Version, iterator) drops. Files still
-//! live at shutdown are never queued.
+//! Every Version holds its files as `Arc<FileMeta>`: the logical table (size,
+//! bounds, segments) as that Version sees it. One `FileMeta` is shared by every
+//! run and Version listing the same state of the file; a segment appended to
+//! the file (the `lwc` policy) gives the next Versions a new `FileMeta` with
+//! more segments, while older Versions keep the old one. Both point at one
+//! [`TableBacking`], the physical file (Pebble's `TableMetadata` over a
+//! `TableBacking`). When the VersionSet publishes a Version in which no run
+//! references a file any more it marks the backing obsolete; the file's id
+//! reaches the [`ObsoleteFiles`] queue only when the last `FileMeta` of any
+//! state of it (old Version, iterator) drops. Files still live at shutdown are
+//! never queued.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -14,6 +19,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::key::{self, SeqNum};
+use crate::table::SegmentMeta;
 
 /// Ids of table files that no Version references any more and that may be removed
 /// from disk.
@@ -60,9 +66,30 @@ pub struct NewFile {
     /// Bloom filter bits per key the table was built with (0: no filter);
     /// `None` for files recorded before the MANIFEST carried it.
     pub bloom_bits_per_key: Option<f64>,
+    /// The table's segments when it has several (a DTable appended to);
+    /// empty for a table written once.
+    pub segments: Vec<SegmentMeta>,
 }
 
-/// A live table file. Shared by every run and Version that lists it.
+/// The physical file behind one or more states ([`FileMeta`]s) of a table.
+/// Dropped when the last of them drops; queues the file for deletion then if
+/// the newest Version no longer lists it.
+pub struct TableBacking {
+    id: u64,
+    obsolete: AtomicBool,
+    queue: Arc<ObsoleteFiles>,
+}
+
+impl Drop for TableBacking {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire) {
+            self.queue.push(self.id);
+        }
+    }
+}
+
+/// A live table file as one Version sees it. Shared by every run and Version
+/// that lists this state of it.
 pub struct FileMeta {
     /// File number (`NNNNNN.sst`).
     pub id: u64,
@@ -83,8 +110,9 @@ pub struct FileMeta {
     /// Bloom filter bits per key (0: no filter; `None`: not recorded, see the
     /// table's properties). A file moved down keeps the filter it was built with.
     pub bloom_bits_per_key: Option<f64>,
-    obsolete: AtomicBool,
-    queue: Arc<ObsoleteFiles>,
+    /// Segments of a DTable (empty: one segment of `size` bytes).
+    pub segments: Vec<SegmentMeta>,
+    backing: Arc<TableBacking>,
     /// Seeks left before a seek-triggered compaction (LevelDB's `allowed_seeks`).
     allowed_seeks: AtomicI64,
 }
@@ -100,6 +128,18 @@ impl FileMeta {
     /// Builds metadata whose id goes to `queue` once it is marked obsolete and dropped.
     /// Outside a VersionSet (policy simulators, tests) pass a private queue.
     pub fn new(f: NewFile, queue: Arc<ObsoleteFiles>) -> Self {
+        let backing = Arc::new(TableBacking { id: f.id, obsolete: AtomicBool::new(false), queue });
+        Self::with_backing(f, backing)
+    }
+
+    /// A new state of the file behind `self` (segments appended): shares its
+    /// backing, so the file lives while any state of it is in use.
+    pub(crate) fn successor(&self, f: NewFile) -> Self {
+        debug_assert_eq!(f.id, self.id);
+        Self::with_backing(f, Arc::clone(&self.backing))
+    }
+
+    fn with_backing(f: NewFile, backing: Arc<TableBacking>) -> Self {
         FileMeta {
             id: f.id,
             size: f.size,
@@ -110,8 +150,8 @@ impl FileMeta {
             smallest_seq: f.smallest_seq,
             largest_seq: f.largest_seq,
             bloom_bits_per_key: f.bloom_bits_per_key,
-            obsolete: AtomicBool::new(false),
-            queue,
+            segments: f.segments,
+            backing,
             allowed_seeks: AtomicI64::new(initial_allowed_seeks(f.size)),
         }
     }
@@ -128,6 +168,7 @@ impl FileMeta {
             smallest_seq: self.smallest_seq,
             largest_seq: self.largest_seq,
             bloom_bits_per_key: self.bloom_bits_per_key,
+            segments: self.segments.clone(),
         }
     }
 
@@ -142,6 +183,28 @@ impl FileMeta {
             && self.smallest_seq == f.smallest_seq
             && self.largest_seq == f.largest_seq
             && same_bits(self.bloom_bits_per_key, f.bloom_bits_per_key)
+            && self.segments == f.segments
+    }
+
+    /// True if `f` is this table with segments appended: same file, longer,
+    /// and its segment list starts with this one's (a one-segment table is the
+    /// first segment of any longer list).
+    pub(crate) fn grows_into(&self, f: &NewFile) -> bool {
+        let mine: Vec<u64> = if self.segments.is_empty() {
+            vec![self.size]
+        } else {
+            self.segments.iter().map(|s| s.end).collect()
+        };
+        f.id == self.id
+            && f.size > self.size
+            && f.segments.len() > mine.len()
+            && (self.segments.is_empty() || f.segments.starts_with(&self.segments))
+            && f.segments.get(mine.len() - 1).is_some_and(|s| s.end == self.size)
+    }
+
+    /// Number of segments (1 for a table written once).
+    pub fn num_segments(&self) -> usize {
+        self.segments.len().max(1)
     }
 
     /// User key of the smallest entry.
@@ -187,7 +250,7 @@ impl FileMeta {
     /// Called when the newest Version no longer lists the file: its id is queued
     /// for deletion when the last reference drops.
     pub(crate) fn mark_obsolete(&self) {
-        self.obsolete.store(true, Ordering::Release);
+        self.backing.obsolete.store(true, Ordering::Release);
     }
 }
 
@@ -200,14 +263,6 @@ fn same_bits(a: Option<f64>, b: Option<f64>) -> bool {
     }
 }
 
-impl Drop for FileMeta {
-    fn drop(&mut self) {
-        if self.obsolete.load(Ordering::Acquire) {
-            self.queue.push(self.id);
-        }
-    }
-}
-
 impl fmt::Debug for FileMeta {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FileMeta")
@@ -217,7 +272,8 @@ impl fmt::Debug for FileMeta {
             .field("largest", &self.largest)
             .field("seq", &(self.smallest_seq..=self.largest_seq))
             .field("bloom_bits_per_key", &self.bloom_bits_per_key)
-            .field("obsolete", &self.obsolete.load(Ordering::Relaxed))
+            .field("segments", &self.segments.len())
+            .field("obsolete", &self.backing.obsolete.load(Ordering::Relaxed))
             .finish()
     }
 }

@@ -480,6 +480,7 @@ mod tests {
             largest_seq: id + 1,
             // Some files as older MANIFESTs recorded them, without bloom bits.
             bloom_bits_per_key: (!id.is_multiple_of(4)).then_some(id as f64 / 8.0),
+            segments: Vec::new(),
         }
     }
 
@@ -572,6 +573,9 @@ mod tests {
         }
         fn open_append_raw(&self, path: &Path) -> Result<(Box<dyn crate::vfs::RawFile>, u64)> {
             self.inner.open_append_raw(path)
+        }
+        fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+            self.inner.truncate(path, len)
         }
     }
 

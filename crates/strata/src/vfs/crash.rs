@@ -69,6 +69,8 @@ pub enum CrashOpKind {
     OpenAppend,
     /// `WritableFile::sync`.
     Sync,
+    /// `truncate` (an uncommitted append cut off).
+    Truncate,
     /// `remove_file`.
     Remove,
     /// `rename`.
@@ -282,6 +284,11 @@ impl Vfs for CrashVfs {
         let (inner, len) = self.mem.open_append_raw(path)?;
         let file = CrashFile { inner, path: path.to_path_buf(), vfs: self.clone(), enospc_next: false };
         Ok((Box::new(file), len))
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        let _g = self.admit(CrashOpKind::Truncate, path)?;
+        self.mem.truncate(path, len)
     }
 
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {

@@ -563,6 +563,12 @@ impl Vfs for FaultVfs {
         ))
     }
 
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        // The cut is made durable: it fails like a sync.
+        self.shared.check(FaultOp::Sync, path)?;
+        self.inner.truncate(path, len)
+    }
+
     fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         let capacity = self.shared.cfg.lock().write_buffer;
         let (raw, len) = self.open_append_raw(path)?;

@@ -260,6 +260,25 @@ impl Vfs for MemVfs {
         Ok((Box::new(MemRawFile { file }), len))
     }
 
+    /// The cut is durable at once. A real file system may lose an unsynced
+    /// cut, which leaves the bytes past the recorded length a crash during
+    /// the append itself leaves; the crash tests cover that state.
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        let file = self.state.lock().file(path)?;
+        let mut f = file.lock();
+        let len = usize::try_from(len).map_err(|_| crate::Error::invalid("truncate length"))?;
+        if len > f.data.len() {
+            return Err(crate::Error::invalid(format!(
+                "{}: cannot truncate {} bytes to {len}",
+                path.display(),
+                f.data.len()
+            )));
+        }
+        f.data.truncate(len);
+        f.synced_len = f.synced_len.min(len);
+        Ok(())
+    }
+
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         let file = self.state.lock().file(path)?;
         Ok(Box::new(MemSequentialFile { file, pos: 0 }))

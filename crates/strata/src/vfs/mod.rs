@@ -94,6 +94,13 @@ pub trait Vfs: Send + Sync + Debug {
         let (raw, len) = self.open_append_raw(path)?;
         Ok(Box::new(BufferedFile::new(raw, path, 0).starting_at(len)))
     }
+    /// Cuts an existing file to `len` bytes (no longer than it is) and makes
+    /// the cut durable: the bytes of an append that never committed (a table
+    /// segment the MANIFEST does not list). The default refuses, like
+    /// [`Vfs::open_append_raw`].
+    fn truncate(&self, path: &Path, _len: u64) -> Result<()> {
+        Err(crate::Error::invalid(format!("{}: this file system cannot truncate files", path.display())))
+    }
     /// Opens an existing file for sequential reading.
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
     /// Opens an existing file for random reads.

@@ -57,6 +57,19 @@ impl Vfs for RealVfs {
         Ok(Box::new(BufferedFile::new(raw, path, WRITE_BUFFER).starting_at(len)))
     }
 
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        let file = fs::OpenOptions::new().write(true).open(path).map_err(|e| io_err(path, e))?;
+        let now = file.metadata().map_err(|e| io_err(path, e))?.len();
+        if len > now {
+            return Err(crate::Error::invalid(format!(
+                "{}: cannot truncate {now} bytes to {len}",
+                path.display()
+            )));
+        }
+        file.set_len(len).map_err(|e| io_err(path, e))?;
+        file.sync_all().map_err(|e| io_err(path, e))
+    }
+
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         let file = File::open(path).map_err(|e| io_err(path, e))?;
         Ok(Box::new(RealSequentialFile { file, path: path.to_path_buf() }))

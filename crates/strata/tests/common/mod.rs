@@ -174,6 +174,14 @@ fn deep_options(style: CompactionStyle) -> Options {
         .with_num_levels(5)
 }
 
+/// `deep_options` under `lwc` with tables of 2 KiB flushed from 4 KiB
+/// memtables, so appends are frequent and tables gain segments quickly.
+fn lwc_options(max_segments: usize) -> Options {
+    deep_options(CompactionStyle::Lwc { max_segments })
+        .with_write_buffer_size(4 << 10)
+        .with_target_file_size_base(2 << 10)
+}
+
 /// The option sets every policy is checked under (later policies add theirs).
 pub fn configs() -> Vec<Config> {
     vec![
@@ -271,6 +279,25 @@ pub fn configs() -> Vec<Config> {
             options: || {
                 deep_options(CompactionStyle::Garnering { c: 0.4 })
                     .with_compaction_pipeline(CompactionPipeline::Auto { max_compute_threads: 2 })
+            },
+        },
+        // Light-weight compaction: victims appended as segments to tables of
+        // the next level; a low segment limit makes rewrites frequent. The
+        // row cache must not answer for a table a segment was appended to.
+        Config {
+            name: "lwc-mem-deep-rowcache",
+            fs: Fs::Mem,
+            options: || lwc_options(2).with_row_cache(4 << 10),
+        },
+        Config {
+            name: "lwc-real-deep-concurrent-ppcp2-paranoid",
+            fs: Fs::Real,
+            options: || {
+                lwc_options(4)
+                    .with_max_background_compactions(2)
+                    .with_compaction_pipeline(CompactionPipeline::Parallel { compute_threads: 2 })
+                    .with_compaction_subtask_bytes(2 << 10)
+                    .with_paranoid_file_checks(true)
             },
         },
         // Several merges at once: picks skip the running merges' inputs.
