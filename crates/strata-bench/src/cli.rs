@@ -239,7 +239,8 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     pub engines: Vec<String>,
     /// Comma-separated Strata compaction policies; each is its own row `strata/<policy>`.
-    /// `garnering@C` sets Garnering's c for that row (`--policy=leveled,garnering@0.8,garnering@0.4`).
+    /// `garnering@C` sets Garnering's c for that row (`--policy=leveled,garnering@0.8,garnering@0.4`),
+    /// `lwc@N` light-weight compaction's segment limit (`--policy=leveled,lwc,lwc@16`).
     #[arg(long, value_delimiter = ',', default_value = "leveled")]
     pub policy: Vec<String>,
     /// Repetitions, interleaved across engines (A B A B ...); the table shows medians.
@@ -472,7 +473,15 @@ mod tests {
         assert_eq!((g.max_bytes_for_level_multiplier, g.garnering_c), (3.0, 0.4));
         let g = parse("--policy=garnering@0.8,garnering@0.4").unwrap();
         assert_eq!(g.policy, vec!["garnering@0.8", "garnering@0.4"]);
-        for bad in ["--policy=garnering@0", "--policy=garnering@x", "--policy=leveled@0.5"] {
+        let l = parse("--policy=lwc,lwc@16").unwrap();
+        assert_eq!(l.policy, vec!["lwc", "lwc@16"]);
+        for bad in [
+            "--policy=garnering@0",
+            "--policy=garnering@x",
+            "--policy=leveled@0.5",
+            "--policy=lwc@0",
+            "--policy=lwc@x",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
         assert_eq!(a.bloom_allocation, strata::BloomAllocation::Uniform);

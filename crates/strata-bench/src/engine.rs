@@ -222,24 +222,35 @@ pub fn dir_size(dir: &Path) -> u64 {
 
 /// The Strata compaction style a `--policy` entry names. `garnering@C` is
 /// Garnering with its own `c`, so one run can compare several values of c;
-/// plain `garnering` takes `--garnering_c`.
+/// plain `garnering` takes `--garnering_c`. `lwc@N` is light-weight
+/// compaction rewriting tables past N segments (plain `lwc`: 8).
 pub fn strata_style(policy: &str, garnering_c: f64) -> Result<strata::CompactionStyle, String> {
-    let (name, c) = match policy.split_once('@') {
-        Some((name, c)) => {
-            let c: f64 = c.parse().map_err(|_| format!("{policy}: c must be a number"))?;
-            (name, Some(c))
-        }
+    let (name, arg) = match policy.split_once('@') {
+        Some((name, arg)) => (name, Some(arg)),
         None => (policy, None),
     };
     match strata::CompactionStyle::from_name(name).map_err(|e| e.to_string())? {
         strata::CompactionStyle::Garnering { .. } => {
-            let c = c.unwrap_or(garnering_c);
+            let c = match arg {
+                Some(a) => a.parse().map_err(|_| format!("{policy}: c must be a number"))?,
+                None => garnering_c,
+            };
             if !(c > 0.0 && c <= 1.0) {
                 return Err(format!("{policy}: garnering's c must be in (0, 1]"));
             }
             Ok(strata::CompactionStyle::Garnering { c })
         }
-        _ if c.is_some() => Err(format!("{policy}: only garnering takes @c")),
+        strata::CompactionStyle::Lwc { max_segments } => {
+            let max_segments = match arg {
+                Some(a) => a.parse().map_err(|_| format!("{policy}: max_segments must be a whole number"))?,
+                None => max_segments,
+            };
+            if max_segments == 0 {
+                return Err(format!("{policy}: lwc's max_segments must be at least 1"));
+            }
+            Ok(strata::CompactionStyle::Lwc { max_segments })
+        }
+        _ if arg.is_some() => Err(format!("{policy}: only garnering@c and lwc@max_segments take @")),
         other => Ok(other),
     }
 }
@@ -298,6 +309,7 @@ impl StrataEngine {
             cfg.policy.split('@').next().unwrap_or(&cfg.policy),
             match style {
                 strata::CompactionStyle::Garnering { c } => format!("(c={c})"),
+                strata::CompactionStyle::Lwc { max_segments } => format!("(max_segments={max_segments})"),
                 _ => String::new(),
             },
             trim_interval,

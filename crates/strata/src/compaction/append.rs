@@ -82,6 +82,7 @@ pub(crate) fn execute_append(
     let read: u64 = victims.iter().map(|m| m.size).sum();
     let mut rec = record("append", reason, *output_level, victims.len(), n, read, written, start);
     rec.pipeline = env.pipeline;
+    rec.bytes_moved_down = read;
     Ok(rec)
 }
 

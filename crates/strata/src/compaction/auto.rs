@@ -92,6 +92,7 @@ mod tests {
             output_files: 1,
             bytes_read: 0,
             bytes_written: 0,
+            bytes_moved_down: 0,
             warmup_blocks_inserted: 0,
             duration: d(wall),
             stages: StageTimes {

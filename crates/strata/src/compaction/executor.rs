@@ -129,6 +129,8 @@ pub(crate) fn execute(
             install(task_edit(version, pick, Some(out_run), outputs)?)?;
             let read: u64 = metas.iter().map(|m| m.size).sum();
             let mut r = record("merge", reason, *output_level, metas.len(), n_out, read, written, start);
+            r.bytes_moved_down =
+                inputs.iter().zip(&metas).filter(|(i, _)| i.level < *output_level).map(|(_, m)| m.size).sum();
             r.pipeline = env.pipeline;
             r.warmup_blocks_inserted = warmup.map_or(0, |w| w.inserted());
             r.stages = stages.times();
@@ -157,6 +159,7 @@ pub(super) fn record(
         output_files,
         bytes_read,
         bytes_written,
+        bytes_moved_down: 0,
         warmup_blocks_inserted: 0,
         duration: start.elapsed(),
         stages: StageTimes::default(),

@@ -136,6 +136,7 @@ impl DbInner {
             output_files: n,
             bytes_read: 0,
             bytes_written: written,
+            bytes_moved_down: 0,
             warmup_blocks_inserted: 0,
             duration: start.elapsed(),
             stages,
