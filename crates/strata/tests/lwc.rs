@@ -213,3 +213,25 @@ fn bytes_past_the_recorded_length_are_cut_at_open() {
     db.wait_for_compactions().unwrap();
     check(&db, &model);
 }
+
+/// A table whose bulk is one user key cannot be divided by a rewrite (a merge
+/// never cuts between versions of one key): rewriting it for its size gave the
+/// same table back, over the limit again, and the policy rewrote it forever.
+#[test]
+fn a_table_a_rewrite_cannot_divide_is_not_rewritten_forever() {
+    let vfs = Arc::new(MemVfs::new());
+    let o = opts(&vfs, 8).with_compression(strata::CompressionType::None);
+    let db = Arc::new(Db::open("/db", o).unwrap());
+    db.put(k(1), vec![7u8; 40 << 10]).unwrap();
+    db.flush().unwrap();
+    db.put(k(2), b"small").unwrap();
+    db.flush().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let d = db.clone();
+    std::thread::spawn(move || tx.send(d.wait_for_compactions()).unwrap());
+    let settled = rx.recv_timeout(std::time::Duration::from_secs(20));
+    let s = db.stats();
+    assert!(matches!(settled, Ok(Ok(()))), "compactions never settled\n{s}");
+    assert!(s.table_rewrites <= 2, "{s}");
+    assert_eq!(db.get(k(1)).unwrap().map(|v| v.len()), Some(40 << 10));
+}

@@ -900,6 +900,185 @@ pub(crate) mod tests {
         rejects(&v, CompactionTask::Drop { files: vec![r(1, 11, 3)] }, "being compacted");
     }
 
+    fn append(
+        inputs: Vec<FileRef>,
+        targets: Vec<FileRef>,
+        bounds: Vec<Vec<u8>>,
+        level: usize,
+    ) -> CompactionTask {
+        CompactionTask::Append { inputs, targets, bounds, output_level: level, reason: "t" }
+    }
+
+    /// `k(x)` followed by a zero byte: the first key after `k(x)`.
+    fn after(x: u64) -> Vec<u8> {
+        let mut b = k(x).to_vec();
+        b.push(0);
+        b
+    }
+
+    /// The L0 file [5,50] appended to L1's [0,9] [10,19] [30,39].
+    fn l0_append(bounds: Vec<Vec<u8>>) -> CompactionTask {
+        append(vec![r(0, 10, 1)], vec![r(1, 11, 2), r(1, 11, 3), r(1, 11, 4)], bounds, 1)
+    }
+
+    #[test]
+    fn accepts_good_appends() {
+        let v = view();
+        // Each bound anywhere in its gap: just after the left file, or at the
+        // right file's smallest key.
+        for b0 in [after(9), k(10).to_vec()] {
+            for b1 in [after(19), k(25).to_vec(), k(30).to_vec()] {
+                validate_task(&v, &l0_append(vec![b0.clone(), b1])).unwrap();
+            }
+        }
+        // One target, no bounds; a victim from two levels up.
+        validate_task(&v, &append(vec![r(1, 11, 3)], vec![r(2, 12, 5)], vec![], 2)).unwrap();
+        validate_task(&v, &append(vec![r(1, 11, 2), r(1, 11, 3)], vec![r(2, 12, 5)], vec![], 2)).unwrap();
+        validate_task(&v, &append(vec![r(0, 10, 1)], vec![r(2, 12, 5)], vec![], 2)).unwrap();
+        assert_eq!(l0_append(vec![]).kind(), "append");
+    }
+
+    #[test]
+    fn rejects_bad_appends() {
+        let mut v = view();
+        let good = vec![k(10).to_vec(), k(20).to_vec()];
+        rejects(&v, append(vec![], vec![r(1, 11, 2)], vec![], 1), "no inputs or no targets");
+        rejects(&v, append(vec![r(0, 10, 1)], vec![], vec![], 1), "no inputs or no targets");
+        // Targets not exactly the overlapping files of the run, in key order.
+        let targets = "targets are not the files";
+        rejects(
+            &v,
+            append(vec![r(0, 10, 1)], vec![r(1, 11, 2), r(1, 11, 3)], vec![k(10).to_vec()], 1),
+            targets,
+        );
+        rejects(
+            &v,
+            append(vec![r(0, 10, 1)], vec![r(1, 11, 3), r(1, 11, 4)], vec![k(20).to_vec()], 1),
+            targets,
+        );
+        rejects(
+            &v,
+            append(vec![r(0, 10, 1)], vec![r(1, 11, 3), r(1, 11, 2), r(1, 11, 4)], good.clone(), 1),
+            targets,
+        );
+        // A victim [12,15] overlaps [10,19] alone; one in the gap [20,29]
+        // overlaps nothing, so no target list is right.
+        v.levels[0].runs[0].files[0] = fv(1, 12, 15, 100);
+        rejects(&v, l0_append(good.clone()), targets);
+        rejects(
+            &v,
+            append(vec![r(0, 10, 1)], vec![r(1, 11, 3), r(1, 11, 4)], vec![k(20).to_vec()], 1),
+            targets,
+        );
+        validate_task(&v, &append(vec![r(0, 10, 1)], vec![r(1, 11, 3)], vec![], 1)).unwrap();
+        v.levels[0].runs[0].files[0] = fv(1, 20, 29, 100);
+        rejects(&v, append(vec![r(0, 10, 1)], vec![r(1, 11, 3)], vec![], 1), targets);
+        let mut v = view();
+        // Wrong number of bounds.
+        rejects(&v, l0_append(vec![]), "0 bounds for 3 targets");
+        rejects(&v, l0_append(vec![k(10).to_vec()]), "1 bounds for 3 targets");
+        rejects(
+            &v,
+            l0_append(vec![k(10).to_vec(), k(20).to_vec(), k(40).to_vec()]),
+            "3 bounds for 3 targets",
+        );
+        rejects(
+            &v,
+            append(vec![r(1, 11, 3)], vec![r(2, 12, 5)], vec![k(50).to_vec()], 2),
+            "1 bounds for 1 targets",
+        );
+        // Bounds outside the gaps: at or before the left file's largest key,
+        // inside a file, past the right file's smallest, out of order.
+        for (b0, b1, bad) in [
+            (k(9).to_vec(), k(20).to_vec(), 0),
+            (k(5).to_vec(), k(20).to_vec(), 0),
+            (after(10), k(20).to_vec(), 0),
+            (k(11).to_vec(), k(20).to_vec(), 0),
+            (k(10).to_vec(), k(19).to_vec(), 1),
+            (k(10).to_vec(), k(15).to_vec(), 1),
+            (k(10).to_vec(), after(30), 1),
+            (k(10).to_vec(), k(35).to_vec(), 1),
+            (k(20).to_vec(), k(10).to_vec(), 0),
+            (vec![], k(20).to_vec(), 0),
+        ] {
+            rejects(&v, l0_append(vec![b0, b1]), &format!("bound {bad} is not between"));
+        }
+        // A victim at or below the targets' level.
+        rejects(&v, append(vec![r(1, 11, 3)], vec![r(1, 11, 2)], vec![], 1), "not above level 1");
+        rejects(
+            &v,
+            append(vec![r(2, 12, 5)], vec![r(1, 11, 2), r(1, 11, 3), r(1, 11, 4)], good.clone(), 1),
+            "not above",
+        );
+        rejects(
+            &v,
+            append(
+                vec![r(0, 10, 1), r(2, 12, 5)],
+                vec![r(1, 11, 2), r(1, 11, 3), r(1, 11, 4)],
+                good.clone(),
+                1,
+            ),
+            "victim 5",
+        );
+        // Targets of another level or run than the output's.
+        rejects(&v, append(vec![r(0, 10, 1)], vec![r(2, 12, 5)], vec![], 1), "not in level 1");
+        rejects(&v, append(vec![r(1, 11, 3)], vec![r(2, 12, 5)], vec![], 3), "not in level 3");
+        rejects(&v, append(vec![r(0, 10, 1)], vec![r(1, 12, 2)], vec![], 1), "not found");
+        rejects(&v, append(vec![r(0, 10, 1)], vec![r(7, 11, 2)], vec![], 7), "levels");
+        // Duplicates: a victim twice, a target twice, a victim also a target.
+        rejects(
+            &v,
+            append(
+                vec![r(0, 10, 1), r(0, 10, 1)],
+                vec![r(1, 11, 2), r(1, 11, 3), r(1, 11, 4)],
+                good.clone(),
+                1,
+            ),
+            "twice",
+        );
+        rejects(
+            &v,
+            append(
+                vec![r(0, 10, 1)],
+                vec![r(1, 11, 2), r(1, 11, 2), r(1, 11, 3), r(1, 11, 4)],
+                good.clone(),
+                1,
+            ),
+            "twice",
+        );
+        rejects(&v, append(vec![r(1, 11, 3)], vec![r(1, 11, 3)], vec![], 2), "twice");
+        // Missing files.
+        rejects(&v, append(vec![r(0, 10, 9)], vec![r(1, 11, 2)], vec![], 1), "not found");
+        // Busy victims and targets.
+        v.levels[1].runs[0].files[1].being_compacted = true;
+        rejects(&v, l0_append(good.clone()), "file 3 is already being compacted");
+        v.levels[1].runs[0].files[1].being_compacted = false;
+        v.levels[0].runs[0].files[0].being_compacted = true;
+        rejects(&v, l0_append(good.clone()), "file 1 is already being compacted");
+        v.levels[0].runs[0].files[0].being_compacted = false;
+        validate_task(&v, &l0_append(good.clone())).unwrap();
+        // A target a compaction buffer holds (a removed entry holds nothing).
+        let entry = |file: Option<u64>| BufferEntryView {
+            file,
+            size: 100,
+            smallest: k(10).to_vec(),
+            largest: k(19).to_vec(),
+            cached_fraction: None,
+        };
+        let buffer = |file| BufferView {
+            run: 11,
+            tables: vec![BufferTableView { id: 50, entries: vec![entry(file)] }],
+        };
+        v.levels[1].buffers = vec![buffer(None)];
+        validate_task(&v, &l0_append(good.clone())).unwrap();
+        v.levels[1].buffers = vec![buffer(Some(3))];
+        rejects(&v, l0_append(good.clone()), "target 3 is held by a compaction buffer");
+        // A buffer of another level listing the same id is not the targets'.
+        v.levels[1].buffers.clear();
+        v.levels[2].buffers = vec![BufferView { run: 12, ..buffer(Some(3)) }];
+        validate_task(&v, &l0_append(good)).unwrap();
+    }
+
     #[test]
     fn flush_placement_checks() {
         let mut v = view();

@@ -644,6 +644,153 @@ mod tests {
         }
     }
 
+    fn lwc(max_segments: usize) -> crate::compaction::LwcPolicy {
+        let shape = leveled().config().clone();
+        crate::compaction::LwcPolicy::new(crate::compaction::LwcConfig {
+            shape,
+            max_segments,
+            max_table_factor: 4,
+        })
+        .unwrap()
+    }
+
+    /// The lwc policy over a random load: its appends and rewrites run through
+    /// the engine's edits (targets replaced by their grown states), every key
+    /// reads back at its newest version, and appending writes much less than
+    /// leveling's merges.
+    #[test]
+    fn lwc_appends_in_the_simulator_and_reads_stay_correct() {
+        let c = cfg(300_000, 100_000, false);
+        let lev = simulate(&leveled(), &c).unwrap();
+        let report = simulate(&lwc(8), &c).unwrap();
+        println!("{report}{:?}\n{lev}", report.tasks);
+        assert!(report.tasks.appends > 20, "{:?}", report.tasks);
+        assert!(report.tasks.merges > 0, "rewrites and L0 merges: {:?}", report.tasks);
+        assert_eq!(lev.tasks.appends, 0);
+        assert!(
+            report.compaction_write_bytes * 2 < lev.compaction_write_bytes,
+            "lwc wrote {} bytes, leveling {}",
+            report.compaction_write_bytes,
+            lev.compaction_write_bytes
+        );
+        assert!(report.levels[1..].iter().all(|l| l.runs <= 1), "{report}");
+        // Deterministic like every policy.
+        assert_eq!(simulate(&lwc(8), &c).unwrap().to_string(), report.to_string());
+    }
+
+    /// The simulator's loop by hand, checking after every flush (the policy
+    /// settled) that reads are right and the DTables are within the policy's
+    /// limits with a segment list that fits their size.
+    fn drive_lwc(policy: &crate::compaction::LwcPolicy, c: &SimConfig, max_segments: usize) -> (Sim, usize) {
+        let mut sim = Sim::new(policy.num_levels(), c.entry_size).unwrap();
+        let mut rng = SplitMix64(c.seed);
+        let mut latest = HashMap::new();
+        let mut memtable = BTreeMap::new();
+        let mut most_segments = 1;
+        let target = leveled().config().target_file_size;
+        for seq in 0..c.num_ops {
+            let key = if c.sequential { seq % c.key_space } else { rng.next() % c.key_space };
+            memtable.insert(key, seq);
+            latest.insert(key, seq);
+            if memtable.len() as u64 == c.memtable_entries || seq + 1 == c.num_ops {
+                sim.flush(std::mem::take(&mut memtable)).unwrap();
+                sim.compact(policy).unwrap();
+                for (level, l) in sim.version.levels.iter().enumerate().skip(1) {
+                    for f in l.runs.iter().flat_map(|r| &r.files) {
+                        crate::table::segment::check_segment_list(&f.segments, f.size)
+                            .unwrap_or_else(|e| panic!("file {} of L{level}: {e}", f.id));
+                        assert!(f.num_segments() <= max_segments, "{f:?} over the segment limit");
+                        assert!(f.size <= 4 * target, "{f:?} over 4 target files");
+                        most_segments = most_segments.max(f.num_segments());
+                    }
+                }
+                assert!(sim.version.levels[0]
+                    .runs
+                    .iter()
+                    .flat_map(|r| &r.files)
+                    .all(|f| f.segments.is_empty()));
+                if seq % 20_000 < c.memtable_entries {
+                    sim.verify(&latest).unwrap_or_else(|e| panic!("after {} writes: {e}", seq + 1));
+                }
+            }
+        }
+        sim.verify(&latest).unwrap();
+        (sim, most_segments)
+    }
+
+    #[test]
+    fn lwc_keeps_its_dtables_within_limits_in_the_simulator() {
+        // Overwrites (old versions under new ones in later segments) and a
+        // tight segment limit (rewrites).
+        let c = cfg(120_000, 20_000, false);
+        for max_segments in [2, 8] {
+            let (sim, most) = drive_lwc(&lwc(max_segments), &c, max_segments);
+            println!("max_segments {max_segments}: {:?}, at most {most} segments", sim.tasks);
+            assert!(most > 1, "no table was appended to");
+            assert!(sim.tasks.appends > 0 && sim.tasks.merges > 0, "{:?}", sim.tasks);
+        }
+        // Sequential keys: moves, no overlap to append to.
+        let (sim, _) = drive_lwc(&lwc(8), &cfg(60_000, u64::MAX, true), 8);
+        assert_eq!((sim.tasks.appends, sim.write_bytes), (0, 0), "{:?}", sim.tasks);
+    }
+
+    /// Small trees of every shape: lwc keeps all data readable.
+    #[test]
+    fn lwc_varied_configs_keep_data() {
+        for seed in 0..12u64 {
+            let shape = LeveledConfig {
+                num_levels: 2 + (seed % 4) as usize,
+                l0_trigger: 1 + (seed % 4) as usize,
+                max_bytes_for_level_base: 2_000 + seed * 700,
+                multiplier: 2.0 + seed as f64,
+                target_file_size: 150 + seed * 90,
+            };
+            let p = crate::compaction::LwcPolicy::new(crate::compaction::LwcConfig {
+                shape,
+                max_segments: 1 + (seed % 5) as usize,
+                max_table_factor: 1 + seed % 3,
+            })
+            .unwrap();
+            let c = SimConfig {
+                num_ops: 3_000,
+                key_space: 200 + seed * 150,
+                entry_size: 10,
+                memtable_entries: 50 + seed * 10,
+                seed,
+                sequential: seed % 3 == 0,
+            };
+            let report = simulate(&p, &c).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            assert_eq!(report.levels.len(), p.num_levels());
+        }
+    }
+
+    /// BUG (fails): a table over 4 target files that a rewrite cannot divide
+    /// (a merge never cuts between versions of one user key, so an entry
+    /// larger than 4 target files makes such a table on its own) is rewritten
+    /// into the same table, which is over the limit again: the policy never
+    /// settles. Here every entry is 500 bytes and the target 100.
+    #[test]
+    fn lwc_settles_when_a_table_cannot_be_divided() {
+        let shape = LeveledConfig {
+            num_levels: 3,
+            l0_trigger: 1,
+            max_bytes_for_level_base: 10_000,
+            multiplier: 10.0,
+            target_file_size: 100,
+        };
+        let p = crate::compaction::LwcPolicy::new(crate::compaction::LwcConfig::new(shape)).unwrap();
+        let c = SimConfig {
+            num_ops: 4,
+            key_space: 1000,
+            entry_size: 500,
+            memtable_entries: 4,
+            seed: 1,
+            sequential: true,
+        };
+        let report = simulate(&p, &c).unwrap_or_else(|e| panic!("{e}"));
+        assert!(report.tasks.merges < 10, "{:?}", report.tasks);
+    }
+
     #[test]
     fn rejects_bad_config() {
         let mut c = cfg(10, 10, false);

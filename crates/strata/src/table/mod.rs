@@ -513,4 +513,419 @@ mod tests {
             }
         }
     }
+
+    // ---- DTables: several segments appended to one file ----
+
+    /// Segment `s` of a DTable (oldest first): a random half of the user keys
+    /// `k00000..` (even numbers), one or two versions each, every version newer
+    /// than any of an older segment (as an append from the level above is).
+    /// Key `k00000` is put in segment 0 and deleted in segment 1; `k00002` is
+    /// put in segment 0 only.
+    fn segment_entries(rng: &mut SmallRng, s: u64, users: u64) -> Entries {
+        let mut out = Vec::new();
+        for u in 0..users {
+            let forced = match (u, s) {
+                (0, 0) | (1, 0) => Some(ValueKind::Put),
+                (0, 1) => Some(ValueKind::Delete),
+                (0 | 1, _) => continue,
+                _ => None,
+            };
+            if forced.is_none() && !rng.gen_bool(0.5) {
+                continue;
+            }
+            let user = format!("k{:05}", u * 2).into_bytes();
+            for v in (0..rng.gen_range(1..=2u64)).rev() {
+                let seq = 100_000 * (s + 1) + 10 * u + v;
+                let kind = forced.unwrap_or_else(|| {
+                    if rng.gen_ratio(1, 5) {
+                        ValueKind::Delete
+                    } else {
+                        ValueKind::Put
+                    }
+                });
+                let value = match kind {
+                    ValueKind::Put => vec![b'a' + (s as u8) * 3 + (v as u8); rng.gen_range(1..40)],
+                    ValueKind::Delete => vec![],
+                };
+                out.push((make_internal_key(&user, seq, kind), value));
+            }
+        }
+        out
+    }
+
+    /// Appends each of `segments` to one file as its own table (the builder
+    /// starts at the file's current length) and returns the file and the list
+    /// the MANIFEST would record.
+    fn build_segments(segments: &[Entries], opts: &[TableBuilderOptions]) -> (MemFile, Vec<SegmentMeta>) {
+        let file = MemFile::default();
+        let mut metas = Vec::new();
+        for (i, entries) in segments.iter().enumerate() {
+            let start = file.bytes().len() as u64;
+            let mut b = TableBuilder::new(Box::new(file.clone()), opts[i % opts.len()].clone());
+            for (k, v) in entries {
+                b.add(k, v).unwrap();
+            }
+            let s = b.finish().unwrap();
+            assert_eq!((s.segment_start, s.file_size), (start, file.bytes().len() as u64));
+            let footer = &file.bytes()[s.file_size as usize - format::FOOTER_LEN..];
+            assert_eq!(s.footer_crc, crate::util::crc::crc32c(footer));
+            metas.push(SegmentMeta { end: s.file_size, footer_crc: s.footer_crc });
+        }
+        (file, metas)
+    }
+
+    fn open_dtable(
+        file: &MemFile,
+        metas: &[SegmentMeta],
+        cache: Option<Arc<BlockCache>>,
+    ) -> Result<Arc<Table>, crate::Error> {
+        let size = metas.last().map_or(file.bytes().len() as u64, |m| m.end);
+        let list = if metas.len() == 1 { &[][..] } else { metas };
+        Table::open_segments(Arc::new(file.clone()), 7, size, list, cache).map(Arc::new)
+    }
+
+    /// The model of a DTable: every segment's entries in one sorted list.
+    fn merged(segments: &[Entries]) -> Entries {
+        let mut all: Entries = segments.iter().flatten().cloned().collect();
+        all.sort_by(|a, b| compare_internal(&a.0, &b.0));
+        all
+    }
+
+    /// Three segments with different block options (one without a filter).
+    fn three_segments(seed: u64) -> (Vec<Entries>, MemFile, Vec<SegmentMeta>) {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let segments: Vec<Entries> = (0..3).map(|s| segment_entries(&mut rng, s, 600)).collect();
+        let opts = [
+            TableBuilderOptions { block_size: 256, block_restart_interval: 3, ..Default::default() },
+            TableBuilderOptions {
+                block_size: 300,
+                bloom_bits_per_key: 0.0,
+                compression: CompressionType::Lz4,
+                ..Default::default()
+            },
+            TableBuilderOptions { block_size: 200, bloom_bits_per_key: 6.0, ..Default::default() },
+        ];
+        let (file, metas) = build_segments(&segments, &opts);
+        (segments, file, metas)
+    }
+
+    /// What a get at `lookup` must return from the merged entries.
+    fn model_get(all: &Entries, lookup: &[u8]) -> Option<(ValueKind, Vec<u8>)> {
+        let i = all.partition_point(|(k, _)| compare_internal(k, lookup) == Ordering::Less);
+        let (k, v) = all.get(i)?;
+        let p = crate::key::parse_internal_key(k).unwrap();
+        (p.user_key == crate::key::user_key(lookup)).then(|| (p.kind, v.clone()))
+    }
+
+    #[test]
+    fn a_dtable_reads_as_the_merge_of_its_segments() {
+        let (segments, file, metas) = three_segments(21);
+        let all = merged(&segments);
+        let table = open_dtable(&file, &metas, Some(Arc::new(BlockCache::new(1 << 20)))).unwrap();
+        assert_eq!((table.num_segments(), table.file_size()), (3, metas[2].end));
+        let p = table.properties();
+        assert_eq!(p.num_entries, all.len() as u64);
+        assert_eq!(p.num_deletions, all.iter().filter(|(k, _)| k[k.len() - 8] == 0).count() as u64);
+        assert_eq!((&p.smallest, &p.largest), (&all[0].0, &all.last().unwrap().0));
+        assert_eq!(p.segment_start, 0);
+        assert!(table.index_block().is_none() && table.data_end().is_none());
+        assert!(table.read_data_range(0, 10).is_err(), "the read stage takes one-segment tables only");
+
+        // Iteration: forward and backward, plain and with readahead windows
+        // (each segment reads ahead within its own data blocks).
+        for (readahead, prefetch) in [(0, false), (700, false), (700, true), (1 << 20, false)] {
+            let ro = BlockReadOptions { readahead, prefetch, ..Default::default() };
+            let mut it = table.iter(ro);
+            assert_eq!(scan_forward(&mut it), all, "readahead {readahead} prefetch {prefetch}");
+            it.seek_to_last().unwrap();
+            for (k, v) in all.iter().rev() {
+                assert_eq!((it.key(), it.value()), (&k[..], &v[..]));
+                it.prev().unwrap();
+            }
+            assert!(!it.valid());
+        }
+
+        // Seeks in both directions, then a step each way.
+        let mut rng = SmallRng::seed_from_u64(22);
+        let mut it = table.iter(BlockReadOptions::default());
+        for _ in 0..600 {
+            let user = format!("k{:05}", rng.gen_range(0..1250));
+            let target = lookup_key(user.as_bytes(), rng.gen_range(0..400_000));
+            let ge = all.iter().position(|(k, _)| compare_internal(k, &target) != Ordering::Less);
+            it.seek(&target).unwrap();
+            assert_eq!(it.valid().then(|| it.key().to_vec()), ge.map(|i| all[i].0.clone()), "seek {user}");
+            if let Some(i) = ge.filter(|&i| i > 0) {
+                it.prev().unwrap();
+                assert_eq!(it.key(), &all[i - 1].0[..]);
+                it.next().unwrap();
+                assert_eq!(it.key(), &all[i].0[..]);
+            }
+            let le = all.iter().rposition(|(k, _)| compare_internal(k, &target) != Ordering::Greater);
+            it.seek_for_prev(&target).unwrap();
+            assert_eq!(it.valid().then(|| it.key().to_vec()), le.map(|i| all[i].0.clone()), "sfp {user}");
+            if let Some(i) = le.filter(|&i| i + 1 < all.len()) {
+                it.next().unwrap();
+                assert_eq!(it.key(), &all[i + 1].0[..]);
+                it.prev().unwrap();
+                assert_eq!(it.key(), &all[i].0[..]);
+            }
+        }
+
+        // Point gets: newest version across segments, and at snapshots the
+        // versions older segments hold.
+        let ro = BlockReadOptions::default();
+        let mut by_user: BTreeMap<Vec<u8>, Vec<u64>> = BTreeMap::new();
+        for (k, _) in &all {
+            let p = crate::key::parse_internal_key(k).unwrap();
+            by_user.entry(p.user_key.to_vec()).or_default().push(p.seq);
+        }
+        let mut older_found = 0;
+        for (user, seqs) in &by_user {
+            assert!(table.may_contain(user));
+            let mut snapshots = vec![crate::key::MAX_SEQ];
+            for &s in seqs {
+                snapshots.extend([s, s - 1]);
+            }
+            for snap in snapshots {
+                let l = lookup_key(user, snap);
+                let want = model_get(&all, &l);
+                let got = table.get(&l, ro).unwrap();
+                assert_eq!(got, want, "{:?}@{snap}", String::from_utf8_lossy(user));
+                older_found += usize::from(snap < 200_000 && got.is_some());
+            }
+        }
+        assert!(older_found > 100, "snapshots reached segment 0 only {older_found} times");
+        // A delete in segment 1 hides segment 0's put; before it, the put shows.
+        let deleted = b"k00000";
+        assert_eq!(
+            table.get(&lookup_key(deleted, crate::key::MAX_SEQ), ro).unwrap(),
+            Some((ValueKind::Delete, vec![]))
+        );
+        let put = table.get(&lookup_key(deleted, 199_999), ro).unwrap();
+        assert!(matches!(put, Some((ValueKind::Put, ref v)) if !v.is_empty()), "{put:?}");
+        assert_eq!(table.get(&lookup_key(deleted, 99_999), ro).unwrap(), None, "before any version");
+        // Put only in the oldest segment: found behind the newer segments.
+        let old_only = table.get(&lookup_key(b"k00002", crate::key::MAX_SEQ), ro).unwrap();
+        assert_eq!(old_only, model_get(&all, &lookup_key(b"k00002", crate::key::MAX_SEQ)));
+        assert!(old_only.is_some());
+        for absent in ["k00001", "a", "k99999", "k00499x", ""] {
+            assert_eq!(table.get(&lookup_key(absent.as_bytes(), crate::key::MAX_SEQ), ro).unwrap(), None);
+        }
+        // Every data block of every segment is found by its handle alone
+        // (read_block picks the segment holding the offset), and together they
+        // hold every entry.
+        assert!(table.memory_usage() > 0);
+        let mut blocks = 0;
+        let mut entries = 0;
+        for seg in table.segments() {
+            let mut index = seg.index.iter();
+            index.seek_to_first().unwrap();
+            while index.valid() {
+                let h = format::BlockHandle::decode(index.value()).unwrap();
+                assert!(h.offset >= seg.start && h.offset < seg.data_end);
+                let block = table.read_block(h, ro).unwrap();
+                let mut it = block.iter();
+                it.seek_to_last().unwrap();
+                assert_eq!(it.key(), index.key(), "the index key is the block's last key");
+                it.seek_to_first().unwrap();
+                while it.valid() {
+                    entries += 1;
+                    it.next().unwrap();
+                }
+                blocks += 1;
+                index.next().unwrap();
+            }
+        }
+        assert_eq!((blocks, entries), (table.num_data_blocks(), all.len() as u64));
+    }
+
+    /// The compaction buffer's probe across segments: nothing cached is
+    /// `NotCached` for every written key; after a get has read the blocks it
+    /// needed, the probe answers exactly as the get did (`Found`, or `Absent`
+    /// for a key no segment holds at that snapshot), a delete in a newer
+    /// segment included; a key whose only block is uncached never comes back
+    /// `Absent` or from an older segment.
+    #[test]
+    fn get_if_cached_across_segments() {
+        let (segments, file, metas) = three_segments(23);
+        let all = merged(&segments);
+        let none = open_dtable(&file, &metas, None).unwrap();
+        assert_eq!(
+            none.get_if_cached(&lookup_key(b"k00000", crate::key::MAX_SEQ)).unwrap(),
+            CachedGet::NotCached
+        );
+
+        let cache = Arc::new(BlockCache::new(4 << 20));
+        let table = open_dtable(&file, &metas, Some(cache.clone())).unwrap();
+        let users: std::collections::BTreeSet<Vec<u8>> =
+            all.iter().map(|(k, _)| crate::key::user_key(k).to_vec()).collect();
+        for u in &users {
+            let l = lookup_key(u, crate::key::MAX_SEQ);
+            assert_eq!(table.get_if_cached(&l).unwrap(), CachedGet::NotCached, "{u:?}");
+        }
+        for absent in ["k00001", "k00501", "zzz"] {
+            let got = table.get_if_cached(&lookup_key(absent.as_bytes(), crate::key::MAX_SEQ)).unwrap();
+            assert!(!matches!(got, CachedGet::Found(..)), "{absent}: {got:?}");
+        }
+        assert_eq!((cache.resident_blocks(7), cache.stats().misses), (0, 0), "nothing read, no miss");
+
+        // The delete in segment 1 over segment 0's put.
+        let ro = BlockReadOptions::default();
+        let d = lookup_key(b"k00000", crate::key::MAX_SEQ);
+        assert_eq!(table.get(&d, ro).unwrap(), Some((ValueKind::Delete, vec![])));
+        assert_eq!(table.get_if_cached(&d).unwrap(), CachedGet::Found(ValueKind::Delete, vec![]));
+        // Segment 0's block holding the put was never read: at a snapshot
+        // below the delete the probe cannot answer.
+        assert_eq!(table.get_if_cached(&lookup_key(b"k00000", 199_999)).unwrap(), CachedGet::NotCached);
+        // A key held by segment 0 only: its block is read behind the newer
+        // segments (whose blocks a filter false positive may read too).
+        let old = lookup_key(b"k00002", crate::key::MAX_SEQ);
+        assert_eq!(table.get_if_cached(&old).unwrap(), CachedGet::NotCached);
+        let want = table.get(&old, ro).unwrap().unwrap();
+        assert_eq!(table.get_if_cached(&old).unwrap(), CachedGet::Found(want.0, want.1));
+
+        // Random lookups and snapshots: before their get the probe is
+        // NotCached or already the get's answer; after it, always the answer.
+        let mut rng = SmallRng::seed_from_u64(24);
+        for _ in 0..1500 {
+            let user = format!("k{:05}", rng.gen_range(0..1250));
+            let snap = if rng.gen_bool(0.5) { crate::key::MAX_SEQ } else { rng.gen_range(0..400_000) };
+            let l = lookup_key(user.as_bytes(), snap);
+            let want = model_get(&all, &l);
+            let as_cached = |w: &Option<(ValueKind, Vec<u8>)>| match w {
+                Some((k, v)) => CachedGet::Found(*k, v.clone()),
+                None => CachedGet::Absent,
+            };
+            let before = table.get_if_cached(&l).unwrap();
+            assert!(
+                before == CachedGet::NotCached || before == as_cached(&want),
+                "{user}@{snap}: {before:?} vs {want:?}"
+            );
+            assert_eq!(table.get(&l, ro).unwrap(), want, "{user}@{snap}");
+            assert_eq!(table.get_if_cached(&l).unwrap(), as_cached(&want), "{user}@{snap}");
+        }
+    }
+
+    #[test]
+    fn segment_lists_that_do_not_match_the_file_are_corruption() {
+        let (_, file, metas) = three_segments(25);
+        let f: Arc<dyn crate::vfs::RandomAccessFile> = Arc::new(file.clone());
+        let size = metas[2].end;
+        let open = |size: u64, list: &[SegmentMeta]| Table::open_segments(f.clone(), 7, size, list, None);
+        open(size, &metas).unwrap();
+        let corrupt = |r: Result<Table, crate::Error>, what: &str| match r {
+            Err(e) => assert!(e.is_corruption(), "{what}: {e}"),
+            Ok(_) => panic!("{what}: opened"),
+        };
+        // A footer checksum that is not the one written, for each segment.
+        for i in 0..3 {
+            let mut bad = metas.clone();
+            bad[i].footer_crc ^= 1;
+            corrupt(open(size, &bad), &format!("crc of segment {i}"));
+        }
+        let mut swapped = metas.clone();
+        swapped.swap(0, 1);
+        (swapped[0].end, swapped[1].end) = (metas[0].end, metas[1].end);
+        corrupt(open(size, &swapped), "checksums swapped");
+        // Ends that are not where segments end.
+        let mut shifted = metas.clone();
+        shifted[0].end += 1;
+        corrupt(open(size, &shifted), "first end shifted");
+        let mut shifted = metas.clone();
+        shifted[1].end -= 1;
+        corrupt(open(size, &shifted), "middle end shifted");
+        corrupt(open(size, &[metas[0], metas[2]]), "a segment left out");
+        corrupt(open(size, &[metas[1], metas[2]]), "the first segment left out");
+        corrupt(open(size, &[metas[0]]), "a one-segment list");
+        corrupt(open(size, &metas[..2]), "the list ends before the size");
+        corrupt(open(metas[1].end, &metas), "the list ends after the size");
+        corrupt(open(size + 64, &metas), "a size past the file");
+        corrupt(
+            open(size, &[SegmentMeta { end: 10, footer_crc: 0 }, metas[2]]),
+            "a segment shorter than a footer",
+        );
+        // Without its list the file is not read as its last segment alone.
+        corrupt(open(size, &[]), "a DTable opened as one segment");
+        corrupt(open(metas[1].end, &[]), "two segments opened as one");
+    }
+
+    #[test]
+    fn a_shorter_segment_list_sees_only_those_segments() {
+        let (segments, file, metas) = three_segments(26);
+        let ro = BlockReadOptions::default();
+        // The first segment's end, no list: segment 0 alone; the bytes past
+        // it (an append no MANIFEST lists) are ignored.
+        let first = Table::open(Arc::new(file.clone()), 7, metas[0].end, None).map(Arc::new).unwrap();
+        assert_eq!((first.num_segments(), first.file_size()), (1, metas[0].end));
+        assert_eq!(first.properties().num_entries, segments[0].len() as u64);
+        assert_eq!(scan_forward(&mut first.iter(ro)), segments[0]);
+        let put = first.get(&lookup_key(b"k00000", crate::key::MAX_SEQ), ro).unwrap();
+        assert!(matches!(put, Some((ValueKind::Put, _))), "segment 1's delete is not seen: {put:?}");
+        // A key segment 2 alone holds is not there.
+        let only2 = segments[2]
+            .iter()
+            .map(|(k, _)| crate::key::user_key(k).to_vec())
+            .find(|u| !segments[0].iter().chain(&segments[1]).any(|(k, _)| crate::key::user_key(k) == &u[..]))
+            .expect("a key of segment 2 alone");
+        assert_eq!(first.get(&lookup_key(&only2, crate::key::MAX_SEQ), ro).unwrap(), None);
+        // Two of three segments.
+        let two = open_dtable(&file, &metas[..2], None).unwrap();
+        assert_eq!(two.num_segments(), 2);
+        assert_eq!(scan_forward(&mut two.iter(ro)), merged(&segments[..2]));
+        assert_eq!(two.get(&lookup_key(&only2, crate::key::MAX_SEQ), ro).unwrap(), None);
+        assert_eq!(
+            two.get(&lookup_key(b"k00000", crate::key::MAX_SEQ), ro).unwrap(),
+            Some((ValueKind::Delete, vec![]))
+        );
+        let all = open_dtable(&file, &metas, None).unwrap();
+        assert!(all.get(&lookup_key(&only2, crate::key::MAX_SEQ), ro).unwrap().is_some());
+    }
+
+    #[test]
+    fn discover_segments_recovers_the_list_from_the_bytes() {
+        let (segments, file, metas) = three_segments(27);
+        let len = metas[2].end;
+        let ro = BlockReadOptions::default();
+        let found = discover_segments(&file, 7, len).unwrap();
+        assert_eq!(found, (metas.clone(), len));
+        // Two segments, and one (a table written once lists none).
+        assert_eq!(discover_segments(&file, 7, metas[1].end).unwrap(), (metas[..2].to_vec(), metas[1].end));
+        assert_eq!(discover_segments(&file, 7, metas[0].end).unwrap(), (vec![], metas[0].end));
+
+        // Garbage after the last segment: random bytes, bytes holding the
+        // table magic, and the front of a segment whose append was cut short.
+        let magic = format::TABLE_MAGIC.to_le_bytes();
+        let mut rng = SmallRng::seed_from_u64(28);
+        let random: Vec<u8> = (0..500).map(|_| rng.gen()).collect();
+        let mut with_magic = random.clone();
+        with_magic[100..108].copy_from_slice(&magic);
+        with_magic.extend_from_slice(&magic);
+        let cut_append = {
+            let more = MemFile(Arc::new(parking_lot::Mutex::new(file.bytes())));
+            let mut b = TableBuilder::new(Box::new(more.clone()), TableBuilderOptions::default());
+            for (k, v) in &segments[2] {
+                b.add(k, v).unwrap();
+            }
+            b.finish().unwrap();
+            let b = more.bytes();
+            b[len as usize..b.len() - 20].to_vec()
+        };
+        for (what, tail) in [("random", random), ("magic", with_magic), ("cut append", cut_append)] {
+            let mut bytes = file.bytes();
+            bytes.extend_from_slice(&tail);
+            let f = MemFile(Arc::new(parking_lot::Mutex::new(bytes)));
+            let (list, end) = discover_segments(&f, 7, f.bytes().len() as u64).unwrap();
+            assert_eq!((&list, end), (&metas, len), "{what}");
+            let t = Table::open_segments(Arc::new(f.clone()), 7, end, &list, None).map(Arc::new).unwrap();
+            assert_eq!(scan_forward(&mut t.iter(ro)), merged(&segments), "{what}");
+        }
+        // A file cut inside its second segment: the first one is what is left.
+        let mut cut = file.bytes();
+        cut.truncate(metas[1].end as usize - 30);
+        let f = MemFile(Arc::new(parking_lot::Mutex::new(cut)));
+        assert_eq!(discover_segments(&f, 7, f.bytes().len() as u64).unwrap(), (vec![], metas[0].end));
+        // Nothing that chains back to offset 0: an error.
+        let f = MemFile(Arc::new(parking_lot::Mutex::new(vec![7u8; 300])));
+        assert!(discover_segments(&f, 7, 300).is_err());
+    }
 }

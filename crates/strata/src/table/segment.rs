@@ -31,6 +31,17 @@ pub struct SegmentMeta {
 /// spanning the file), or at least two segments, ends strictly increasing
 /// with room for a footer each, the last at `size`.
 pub fn check_segment_list(segments: &[SegmentMeta], size: u64) -> std::result::Result<(), String> {
+    check_segment_ends(segments, size, FOOTER_LEN as u64)
+}
+
+/// [`check_segment_list`] with segments of at least `min_len` bytes (the
+/// version builder checks the list's shape only: the simulator's tables are
+/// sizes without bytes).
+pub(crate) fn check_segment_ends(
+    segments: &[SegmentMeta],
+    size: u64,
+    min_len: u64,
+) -> std::result::Result<(), String> {
     if segments.is_empty() {
         return Ok(());
     }
@@ -39,8 +50,8 @@ pub fn check_segment_list(segments: &[SegmentMeta], size: u64) -> std::result::R
     }
     let mut start = 0u64;
     for s in segments {
-        if s.end < start.saturating_add(FOOTER_LEN as u64) {
-            return Err(format!("segment ending at {} is shorter than a footer", s.end));
+        if s.end < start.saturating_add(min_len.max(1)) {
+            return Err(format!("segment ending at {} is shorter than {} bytes", s.end, min_len.max(1)));
         }
         start = s.end;
     }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, user_key};
+use crate::table::segment::check_segment_ends;
 
 use super::buffer::{Buffer, BufferTable};
 use super::edit::{BufferOp, VersionEdit};
@@ -283,6 +284,11 @@ impl Builder {
             if *n == 0 && meta.grows_into(nf) {
                 check_file_keys(&nf.smallest, &nf.largest)
                     .map_err(|e| Error::invalid(format!("file {}: {e}", nf.id)))?;
+                check_segment_ends(&nf.segments, nf.size, 1)
+                    .map_err(|e| Error::invalid(format!("file {}: {e}", nf.id)))?;
+                if nf.smallest_seq > nf.largest_seq {
+                    return Err(Error::invalid(format!("file {}: smallest seq above largest seq", nf.id)));
+                }
                 let grown = Arc::new(meta.successor(nf.clone()));
                 *meta = grown.clone();
                 *n = 1;
@@ -291,6 +297,8 @@ impl Builder {
             return Err(Error::invalid(format!("file {} re-added with different metadata", nf.id)));
         }
         check_file_keys(&nf.smallest, &nf.largest)
+            .map_err(|e| Error::invalid(format!("file {}: {e}", nf.id)))?;
+        check_segment_ends(&nf.segments, nf.size, 1)
             .map_err(|e| Error::invalid(format!("file {}: {e}", nf.id)))?;
         if nf.smallest_seq > nf.largest_seq {
             return Err(Error::invalid(format!("file {}: smallest seq above largest seq", nf.id)));
@@ -429,6 +437,137 @@ mod tests {
         let mut b = Builder::new(4, q);
         b.apply(&adds(vec![(3, 1, nf(1, "a", "b"))])).unwrap();
         assert!(matches!(b.build(3), Err(Error::InvalidArgument(_))));
+    }
+
+    fn seg(end: u64, footer_crc: u32) -> crate::table::SegmentMeta {
+        crate::table::SegmentMeta { end, footer_crc }
+    }
+
+    /// File 7 over `[lo, hi]`: `size` bytes made of `segments`.
+    fn dt(lo: &str, hi: &str, size: u64, segments: Vec<crate::table::SegmentMeta>) -> NewFile {
+        NewFile { size, segments, ..nf(7, lo, hi) }
+    }
+
+    /// L1 run 5 holds file 7 (10 bytes, written once) and file 8.
+    fn one_segment_base(q: &Arc<ObsoleteFiles>) -> Version {
+        let mut b = Builder::new(3, q.clone());
+        b.apply(&adds(vec![(1, 5, nf(7, "c", "f")), (1, 5, nf(8, "m", "p"))])).unwrap();
+        b.build(3).unwrap()
+    }
+
+    /// An append's edit: file 7 unlisted and listed again in its new state.
+    fn regrow(f: NewFile) -> VersionEdit {
+        VersionEdit { deleted_files: vec![(1, 5, 7)], new_files: vec![(1, 5, f)], ..Default::default() }
+    }
+
+    #[test]
+    fn an_append_replaces_a_file_with_its_grown_state() {
+        let q = Arc::new(ObsoleteFiles::new());
+        let v1 = one_segment_base(&q);
+        let old = v1.levels[1].runs[0].files[0].clone();
+        // Segments appended (the range grows into the gap): accepted, nothing unlisted.
+        let grown = dt("b", "h", 25, vec![seg(10, 1), seg(25, 2)]);
+        let mut b = Builder::from_version(&v1, q.clone());
+        assert!(b.apply(&regrow(grown.clone())).unwrap().is_empty(), "the file is still listed");
+        assert_eq!(b.max_number(), 8);
+        let v2 = b.build(3).unwrap();
+        let new = v2.levels[1].runs[0].files[0].clone();
+        assert_eq!((new.id, new.size, new.num_segments()), (7, 25, 2));
+        assert!(new.same_as(&grown));
+        assert!(!Arc::ptr_eq(&old, &new), "the old Version keeps the old state");
+        assert_eq!((old.size, old.num_segments()), (10, 1));
+        assert!(Arc::ptr_eq(&v1.levels[1].runs[0].files[1], &v2.levels[1].runs[0].files[1]));
+        // Appended to again; then the grown state moved down as it is.
+        let mut b = Builder::from_version(&v2, q.clone());
+        b.apply(&regrow(dt("b", "h", 40, vec![seg(10, 1), seg(25, 2), seg(40, 3)]))).unwrap();
+        let v3 = b.build(3).unwrap();
+        assert_eq!(v3.levels[1].runs[0].files[0].num_segments(), 3);
+        let moved = v3.levels[1].runs[0].files[0].to_new_file();
+        let mut b = Builder::from_version(&v3, q.clone());
+        b.apply(&VersionEdit {
+            deleted_files: vec![(1, 5, 7)],
+            new_files: vec![(2, 9, moved)],
+            ..Default::default()
+        })
+        .unwrap();
+        let v4 = b.build(3).unwrap();
+        assert!(Arc::ptr_eq(&v3.levels[1].runs[0].files[0], &v4.levels[2].runs[0].files[0]));
+        // Merged away: unlisted (the engine marks it obsolete). The id is queued
+        // only once every state of the file is gone, the oldest included.
+        let mut b = Builder::from_version(&v4, q.clone());
+        let gone = b.apply(&VersionEdit { deleted_files: vec![(2, 9, 7)], ..Default::default() }).unwrap();
+        assert_eq!(gone.iter().map(|f| (f.id, f.num_segments())).collect::<Vec<_>>(), vec![(7, 3)]);
+        for f in &gone {
+            f.mark_obsolete();
+        }
+        let v5 = b.build(3).unwrap();
+        assert!(v5.levels[2].runs.is_empty());
+        drop((gone, v4, v3, v5));
+        assert!(q.take().is_empty(), "v2 and v1 still hold older states");
+        drop((v2, new));
+        assert!(q.take().is_empty(), "v1 still reads the first state");
+        drop(v1);
+        assert!(q.take().is_empty(), "the test's handle on the first state");
+        drop(old);
+        assert_eq!(q.take(), vec![7]);
+    }
+
+    #[test]
+    fn a_grown_state_must_extend_the_listed_one() {
+        let q = Arc::new(ObsoleteFiles::new());
+        let one = one_segment_base(&q);
+        let two = {
+            let mut b = Builder::from_version(&one, q.clone());
+            b.apply(&regrow(dt("c", "f", 25, vec![seg(10, 1), seg(25, 2)]))).unwrap();
+            b.build(3).unwrap()
+        };
+        let try_edit = |base: &Version, e: VersionEdit| {
+            let mut b = Builder::from_version(base, q.clone());
+            b.apply(&e).map(|_| ())
+        };
+        let refused = |r: Result<()>| matches!(r, Err(Error::InvalidArgument(m)) if m.contains("file 7"));
+        // Shrunk, unrelated, or not appended to at all.
+        for (what, f) in [
+            ("grown without segments", dt("c", "f", 25, vec![])),
+            ("first end is not the old size", dt("c", "f", 25, vec![seg(12, 1), seg(25, 2)])),
+            ("smaller", dt("c", "f", 8, vec![seg(4, 1), seg(8, 2)])),
+        ] {
+            assert!(refused(try_edit(&one, regrow(f))), "{what}");
+        }
+        for (what, f) in [
+            ("shrunk to one segment", dt("c", "f", 10, vec![])),
+            ("shrunk", dt("c", "f", 20, vec![seg(10, 1), seg(20, 2)])),
+            ("longer, same segments", dt("c", "f", 40, vec![seg(10, 1), seg(25, 2)])),
+            ("unrelated", dt("c", "f", 40, vec![seg(15, 1), seg(30, 2), seg(40, 3)])),
+            ("an old footer changed", dt("c", "f", 40, vec![seg(10, 1), seg(25, 9), seg(40, 3)])),
+            ("inverted range", dt("z", "a", 40, vec![seg(10, 1), seg(25, 2), seg(40, 3)])),
+        ] {
+            assert!(refused(try_edit(&two, regrow(f))), "{what}");
+        }
+        // The old state still listed (not unlisted first): refused; re-listing
+        // the same state (a move within the run) is fine.
+        let grown = dt("c", "f", 40, vec![seg(10, 1), seg(25, 2), seg(40, 3)]);
+        let add_only = VersionEdit { new_files: vec![(2, 6, grown.clone())], ..Default::default() };
+        assert!(refused(try_edit(&two, add_only)));
+        try_edit(&two, regrow(dt("c", "f", 25, vec![seg(10, 1), seg(25, 2)]))).unwrap();
+        try_edit(&two, regrow(grown.clone())).unwrap();
+        // Unlisted from one run of two: the other still lists the old state.
+        let linked = {
+            let mut b = Builder::from_version(&two, q.clone());
+            b.apply(&adds(vec![(2, 6, two.levels[1].runs[0].files[0].to_new_file())])).unwrap();
+            b.build(3).unwrap()
+        };
+        assert!(refused(try_edit(&linked, regrow(grown.clone()))));
+        // Unlisted from both: the grown state may be listed twice.
+        try_edit(
+            &linked,
+            VersionEdit {
+                deleted_files: vec![(1, 5, 7), (2, 6, 7)],
+                new_files: vec![(1, 5, grown.clone()), (2, 6, grown)],
+                ..Default::default()
+            },
+        )
+        .unwrap();
     }
 
     fn complete(v: &Version, level: usize, run: u64) -> Option<bool> {

@@ -331,6 +331,92 @@ mod tests {
         assert!(q.take().is_empty());
     }
 
+    fn seg(end: u64, footer_crc: u32) -> SegmentMeta {
+        SegmentMeta { end, footer_crc }
+    }
+
+    /// File 1 of `size` bytes made of `segments`.
+    fn state(size: u64, segments: Vec<SegmentMeta>) -> NewFile {
+        NewFile { size, segments, ..nf(1, b"c", b"f") }
+    }
+
+    #[test]
+    fn grows_into_accepts_only_segments_appended() {
+        let q = Arc::new(ObsoleteFiles::new());
+        // A table written once (100 bytes): any longer list starting at its end.
+        let once = FileMeta::new(state(100, vec![]), q.clone());
+        assert_eq!(once.num_segments(), 1);
+        assert!(once.grows_into(&state(250, vec![seg(100, 1), seg(250, 2)])));
+        assert!(once.grows_into(&state(400, vec![seg(100, 9), seg(250, 2), seg(400, 3)])), "two at once");
+        // A wider key range and newer sequence numbers come with the growth.
+        let wider = NewFile { largest_seq: 99, ..state(250, vec![seg(100, 1), seg(250, 2)]) };
+        assert!(once.grows_into(&NewFile { smallest: nf(1, b"a", b"z").smallest, ..wider }));
+        for (what, f) in [
+            ("no segments", state(250, vec![])),
+            ("same size", state(100, vec![seg(50, 1), seg(100, 2)])),
+            ("shrunk", state(90, vec![seg(40, 1), seg(90, 2)])),
+            ("first end is not the old size", state(250, vec![seg(90, 1), seg(250, 2)])),
+            ("first end past the old size", state(250, vec![seg(120, 1), seg(250, 2)])),
+            ("a one-segment list", state(250, vec![seg(250, 2)])),
+            ("another file", NewFile { id: 2, ..state(250, vec![seg(100, 1), seg(250, 2)]) }),
+        ] {
+            assert!(!once.grows_into(&f), "{what}");
+        }
+        // A DTable of two segments (250 bytes): its list must be kept, exactly.
+        let dtable = FileMeta::new(state(250, vec![seg(100, 1), seg(250, 2)]), q);
+        assert_eq!(dtable.num_segments(), 2);
+        assert!(dtable.grows_into(&state(400, vec![seg(100, 1), seg(250, 2), seg(400, 3)])));
+        assert!(dtable.grows_into(&state(500, vec![seg(100, 1), seg(250, 2), seg(400, 3), seg(500, 4)])));
+        for (what, f) in [
+            ("the same list", state(250, vec![seg(100, 1), seg(250, 2)])),
+            ("the same list, bigger", state(400, vec![seg(100, 1), seg(250, 2)])),
+            ("shrunk to one segment", state(100, vec![])),
+            ("shrunk", state(200, vec![seg(100, 1), seg(200, 2)])),
+            ("an old footer checksum changed", state(400, vec![seg(100, 1), seg(250, 7), seg(400, 3)])),
+            ("an old end moved", state(400, vec![seg(100, 1), seg(260, 2), seg(400, 3)])),
+            ("the first segment dropped", state(400, vec![seg(250, 2), seg(400, 3)])),
+            ("an unrelated list", state(400, vec![seg(150, 1), seg(300, 2), seg(400, 3)])),
+            ("no segments", state(400, vec![])),
+        ] {
+            assert!(!dtable.grows_into(&f), "{what}");
+        }
+        // Segments are part of a state's identity.
+        assert!(dtable.same_as(&dtable.to_new_file()));
+        assert!(!dtable.same_as(&state(250, vec![seg(100, 1), seg(250, 3)])));
+    }
+
+    /// Every state of a file shares its backing: marking any of them obsolete
+    /// marks the file, and its id is queued once, when the last state drops,
+    /// in whichever order they go.
+    #[test]
+    fn states_of_a_file_share_one_backing() {
+        for new_first in [true, false] {
+            let q = Arc::new(ObsoleteFiles::new());
+            let old = Arc::new(FileMeta::new(state(100, vec![]), q.clone()));
+            let grown = Arc::new(old.successor(state(250, vec![seg(100, 1), seg(250, 2)])));
+            assert!(Arc::ptr_eq(&old.backing, &grown.backing));
+            assert_eq!((grown.num_segments(), grown.size), (2, 250));
+            assert_eq!(grown.allowed_seeks(), 100, "the new state has its own seek budget");
+            let third = Arc::new(grown.successor(state(400, vec![seg(100, 1), seg(250, 2), seg(400, 3)])));
+            assert!(Arc::ptr_eq(&old.backing, &third.backing));
+            drop(grown);
+            third.mark_obsolete();
+            assert!(format!("{old:?}").contains("obsolete: true"), "{old:?}");
+            let (first, last) = if new_first { (third, old) } else { (old, third) };
+            drop(first);
+            assert!(q.take().is_empty(), "new_first {new_first}: a state is still in use");
+            drop(last);
+            assert_eq!(q.take(), vec![1], "new_first {new_first}");
+        }
+        // Not obsolete: never queued, whatever drops.
+        let q = Arc::new(ObsoleteFiles::new());
+        let old = FileMeta::new(state(100, vec![]), q.clone());
+        let grown = old.successor(state(250, vec![seg(100, 1), seg(250, 2)]));
+        drop(old);
+        drop(grown);
+        assert!(q.take().is_empty());
+    }
+
     #[test]
     fn seek_budget_is_spent_once() {
         let q = Arc::new(ObsoleteFiles::new());
