@@ -69,13 +69,22 @@ impl LeveledConfig {
 #[derive(Clone, Debug)]
 pub struct LeveledPolicy {
     cfg: LeveledConfig,
+    most_segments_first: bool,
 }
 
 impl LeveledPolicy {
     /// Builds the policy after validating `cfg`.
     pub fn new(cfg: LeveledConfig) -> Result<Self> {
         cfg.validate()?;
-        Ok(LeveledPolicy { cfg })
+        Ok(LeveledPolicy { cfg, most_segments_first: false })
+    }
+
+    /// Sources of a level ≥ 1 are taken most segments first, then largest
+    /// (the `lwc` policy: a table that appends made large is moved down before
+    /// it needs a rewrite), instead of round robin from the compact pointer.
+    pub(crate) fn with_most_segments_first(mut self) -> Self {
+        self.most_segments_first = true;
+        self
     }
 
     /// The configuration in use.
@@ -141,8 +150,9 @@ impl LeveledPolicy {
         Some(self.merge(inputs, 1, out, "L0 -> L1"))
     }
 
-    /// Level i >= 1 -> i+1, round-robin from the compact pointer; busy candidates are skipped.
-    fn pick_level(&self, view: &LsmView, level: usize) -> Option<(CompactionTask, Vec<u8>)> {
+    /// Level i >= 1 -> i+1, round-robin from the compact pointer (or most
+    /// segments first); busy candidates are skipped.
+    pub(crate) fn pick_level(&self, view: &LsmView, level: usize) -> Option<(CompactionTask, Vec<u8>)> {
         let src = view.level(level)?.runs.last()?;
         let next = view.level(level + 1)?;
         let start = match view.compact_pointer(level) {
@@ -150,8 +160,12 @@ impl LeveledPolicy {
             None => 0,
         };
         let n = src.files.len();
-        let candidates = (0..n).filter_map(|i| src.files.get((start + i) % n));
-        for f in candidates.filter(|f| !f.being_compacted) {
+        let mut candidates: Vec<&FileView> = (0..n).filter_map(|i| src.files.get((start + i) % n)).collect();
+        if self.most_segments_first {
+            // Stable: ties keep the round-robin order.
+            candidates.sort_by_key(|f| std::cmp::Reverse((f.segments, f.size)));
+        }
+        for f in candidates.into_iter().filter(|f| !f.being_compacted) {
             let Some(below) = free_overlaps(view, level + 1, &f.smallest, &f.largest) else { continue };
             let file = FileRef { level, run: src.id, file: f.id };
             let out = output_run(next);

@@ -8,9 +8,14 @@
 //!   in the gap between two targets go to the smaller of the two, whose range
 //!   grows over the gap. Ranges never overlap inside a level, so a point read
 //!   still probes one table per level.
-//! - **Full rewrite ("equal division")**: a table of more than `max_segments`
-//!   segments, or of several segments and larger than `max_table_factor`
-//!   target files, is merged in
+//! - **Victims**: most segments first, then largest (not round robin), so a
+//!   table appends made large moves down before it needs a rewrite; above
+//!   the deepest level in use a table over `max_segments` goes down as a
+//!   victim at once.
+//! - **Full rewrite ("equal division")**, at the deepest level in use (its
+//!   tables are not victims): a table of more than `max_segments` segments,
+//!   or of several segments and larger than `max_table_factor` target files,
+//!   is merged in
 //!   place into new one-segment tables of equal size (at most the target
 //!   size). That bounds the segments a read probes and the space dead
 //!   versions hold; it is also where tombstones go (appends keep them). A
@@ -59,15 +64,40 @@ impl LwcPolicy {
         if cfg.max_segments == 0 || cfg.max_table_factor == 0 {
             return Err(Error::invalid("lwc: max_segments and max_table_factor must be at least 1"));
         }
-        Ok(LwcPolicy { leveled: LeveledPolicy::new(cfg.shape.clone())?, cfg })
+        Ok(LwcPolicy { leveled: LeveledPolicy::new(cfg.shape.clone())?.with_most_segments_first(), cfg })
     }
 
-    /// The free table most in need of a rewrite (most segments, then largest).
-    fn pick_rewrite(&self, view: &LsmView) -> Option<PickResult> {
+    /// A table over the segment limit above the deepest level in use is moved
+    /// down as a victim (it is read whole; its entries are appended below)
+    /// rather than rewritten where it is: the rewrite would be written again
+    /// when the table moves down anyway.
+    fn pick_overfull_victim(&self, view: &LsmView, deepest: usize) -> Option<PickResult> {
+        for level in 1..deepest {
+            let over = view.level(level).is_some_and(|l| {
+                l.runs
+                    .iter()
+                    .flat_map(|r| &r.files)
+                    .any(|f| !f.being_compacted && f.segments > self.cfg.max_segments)
+            });
+            if !over {
+                continue;
+            }
+            // Most segments first: the pick takes the fullest free table.
+            if let Some((task, key)) = self.leveled.pick_level(view, level) {
+                let pick = PickResult { compact_pointer: Some((level, key)), ..PickResult::task(task, 1.0) };
+                return Some(Self::lighten(view, pick));
+            }
+        }
+        None
+    }
+
+    /// The free table of the deepest level in use most in need of a rewrite
+    /// (most segments, then largest). Tables above it leave by being victims.
+    fn pick_rewrite(&self, view: &LsmView, deepest: usize) -> Option<PickResult> {
         let target = self.cfg.shape.target_file_size;
         let limit = target.saturating_mul(self.cfg.max_table_factor);
         let mut best: Option<(usize, u64, &FileView, usize)> = None;
-        for (level, lvl) in view.levels.iter().enumerate().skip(1) {
+        for (level, lvl) in view.levels.iter().enumerate().skip(1).filter(|(l, _)| *l >= deepest) {
             for run in &lvl.runs {
                 for f in run.files.iter().filter(|f| !f.being_compacted) {
                     // A table of one segment was cut by a merge as far as it
@@ -164,7 +194,11 @@ impl CompactionPolicy for LwcPolicy {
     }
 
     fn pick(&self, view: &LsmView) -> Option<PickResult> {
-        if let Some(p) = self.pick_rewrite(view) {
+        let deepest = view.levels.iter().rposition(|l| !l.runs.is_empty()).unwrap_or(0);
+        if let Some(p) = self.pick_overfull_victim(view, deepest) {
+            return Some(p);
+        }
+        if let Some(p) = self.pick_rewrite(view, deepest) {
             return Some(p);
         }
         self.leveled.pick(view).map(|p| Self::lighten(view, p))
@@ -434,30 +468,34 @@ mod tests {
             reason: TABLE_REWRITE,
         };
         assert_eq!(pick(&p, &v).unwrap().task, rewrite(2, 2, 3, 84));
-        // More segments win over size.
-        v.levels[1].runs[0].files[1] = dtable(2, 10, 19, 120, 12);
-        assert_eq!(pick(&p, &v).unwrap().task, rewrite(1, 1, 2, 60));
         // Over 4 target files with two segments: 450 bytes in five 90-byte tables.
-        v.levels[1].runs[0].files[1] = dtable(2, 10, 19, 450, 2);
-        v.levels[2].runs[0].files[0] = dtable(3, 0, 9, 60, 3);
-        assert_eq!(pick(&p, &v).unwrap().task, rewrite(1, 1, 2, 90));
+        v.levels[2].runs[0].files[0] = dtable(3, 0, 9, 450, 2);
+        assert_eq!(pick(&p, &v).unwrap().task, rewrite(2, 2, 3, 90));
         // Small but many segments: one output of its own size.
-        v.levels[1].runs[0].files[1] = dtable(2, 10, 19, 30, 9);
-        assert_eq!(pick(&p, &v).unwrap().task, rewrite(1, 1, 2, 30));
-        // A busy table is skipped: the next one over a limit is taken, and with
-        // none left nothing is.
-        v.levels[3].runs = vec![run(3, vec![dtable(4, 0, 99, 1001, 2)])];
-        v.levels[1].runs[0].files[1].being_compacted = true;
-        assert_eq!(pick(&p, &v).unwrap().task, rewrite(3, 3, 4, 91), "the last level too");
-        v.levels[3].runs[0].files[0].being_compacted = true;
+        v.levels[2].runs[0].files[0] = dtable(3, 0, 9, 30, 9);
+        assert_eq!(pick(&p, &v).unwrap().task, rewrite(2, 2, 3, 30));
+        // Above the deepest level a table over the segment limit is not
+        // rewritten: it goes down as a victim (here a move, nothing below it
+        // overlaps), before the rewrite below.
+        v.levels[1].runs[0].files[1] = dtable(2, 10, 19, 120, 12);
+        let down = pick(&p, &v).unwrap();
+        assert_eq!(
+            down.task,
+            CompactionTask::Move { file: r(1, 1, 2), to_level: 2, to_run: RunTarget::Existing(2) }
+        );
+        // ... and one only over the size limit stays until it is a victim.
+        v.levels[1].runs[0].files[1] = dtable(2, 10, 19, 450, 2);
+        assert_eq!(pick(&p, &v).unwrap().task, rewrite(2, 2, 3, 30));
+        // A busy table is skipped, and with none left nothing is.
+        v.levels[2].runs[0].files[0].being_compacted = true;
         assert!(pick(&p, &v).is_none());
         // L0 files are never rewritten (L0 is merged down whole).
         v.levels[0].runs = vec![run(100, vec![dtable(5, 0, 9, 900, 20)])];
         assert!(pick(&p, &v).is_none());
         // A rewrite goes before leveling's picks.
-        v.levels[1].runs[0].files[1].being_compacted = false;
+        v.levels[2].runs[0].files[0].being_compacted = false;
         v.levels[0].runs = (0..4).map(|i| run(100 + i, vec![fv(50 + i, 0, 9, 10)])).collect();
-        assert_eq!(pick(&p, &v).unwrap().task, rewrite(1, 1, 2, 30));
+        assert_eq!(pick(&p, &v).unwrap().task, rewrite(2, 2, 3, 30));
     }
 
     /// A table of one user key cannot be divided (a merge never cuts between
@@ -574,6 +612,16 @@ mod tests {
             }
             let Some(res) = p.pick(&v) else { continue };
             picks += 1;
+            let deepest = v.levels.iter().rposition(|l| !l.runs.is_empty()).unwrap_or(0);
+            // A free table over the segment limit above the deepest level is
+            // moved down first.
+            let overfull_above = (1..deepest).any(|l| {
+                v.levels[l]
+                    .runs
+                    .iter()
+                    .flat_map(|r| &r.files)
+                    .any(|f| !f.being_compacted && f.segments > cfg.max_segments)
+            });
             validate_task(&v, &res.task).unwrap_or_else(|e| panic!("{e}: {:?}\n{v:?}", res.task));
             let buffered = |level: usize, id: u64| {
                 v.levels[level]
@@ -607,13 +655,18 @@ mod tests {
                     rewrites += 1;
                     let f = v.file(&inputs[0]).unwrap();
                     assert_eq!((inputs.len(), *output_level), (1, inputs[0].level));
-                    assert!(f.segments > cfg.max_segments || f.size > TARGET * cfg.max_table_factor);
+                    assert_eq!(inputs[0].level, deepest, "only the deepest level in use is rewritten");
+                    assert!(
+                        f.segments > cfg.max_segments
+                            || (f.segments > 1 && f.size > TARGET * cfg.max_table_factor)
+                    );
                     let parts = f.size.div_ceil(TARGET);
                     assert_eq!(*target_file_size, f.size.div_ceil(parts));
                     assert!(*target_file_size <= TARGET);
                     // No free table more in need of a rewrite.
-                    for g in v.levels.iter().skip(1).flat_map(|l| &l.runs).flat_map(|r| &r.files) {
-                        let over = g.segments > cfg.max_segments || g.size > TARGET * cfg.max_table_factor;
+                    for g in v.levels[deepest].runs.iter().flat_map(|r| &r.files) {
+                        let over = g.segments > cfg.max_segments
+                            || (g.segments > 1 && g.size > TARGET * cfg.max_table_factor);
                         if over && !g.being_compacted {
                             assert!((g.segments, g.size) <= (f.segments, f.size), "{g:?} over {f:?}");
                         }
@@ -634,7 +687,9 @@ mod tests {
                 }
                 _ => {}
             }
-            if !matches!(&res.task, CompactionTask::Merge { reason, .. } if *reason == TABLE_REWRITE) {
+            let rewrite =
+                matches!(&res.task, CompactionTask::Merge { reason, .. } if *reason == TABLE_REWRITE);
+            if !rewrite && !overfull_above {
                 // Leveling's pick otherwise, with the same trigger and cursor.
                 let leveled = p.leveled.pick(&v).unwrap();
                 assert_eq!((leveled.score, &leveled.compact_pointer), (res.score, &res.compact_pointer));
