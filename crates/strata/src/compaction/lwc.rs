@@ -12,10 +12,9 @@
 //!   table appends made large moves down before it needs a rewrite; above
 //!   the deepest level in use a table over `max_segments` goes down as a
 //!   victim at once.
-//! - **Full rewrite ("equal division")**, at the deepest level in use (its
-//!   tables are not victims): a table of more than `max_segments` segments,
-//!   or of several segments and larger than `max_table_factor` target files,
-//!   is merged in
+//! - **Full rewrite ("equal division")**: a table of several segments larger
+//!   than `max_table_factor` target files (any level), or of more than
+//!   `max_segments` segments (the deepest level in use), is merged in
 //!   place into new one-segment tables of equal size (at most the target
 //!   size). That bounds the segments a read probes and the space dead
 //!   versions hold; it is also where tombstones go (appends keep them). A
@@ -91,20 +90,24 @@ impl LwcPolicy {
         None
     }
 
-    /// The free table of the deepest level in use most in need of a rewrite
-    /// (most segments, then largest). Tables above it leave by being victims.
+    /// The free table most in need of a rewrite (most segments, then
+    /// largest): at any level one of several segments grown past the size
+    /// limit (equal division keeps a level's tables near the target size, so
+    /// appends stay spread over many targets), and at the deepest level in use
+    /// one over the segment limit (above it such a table leaves as a victim).
     fn pick_rewrite(&self, view: &LsmView, deepest: usize) -> Option<PickResult> {
         let target = self.cfg.shape.target_file_size;
         let limit = target.saturating_mul(self.cfg.max_table_factor);
         let mut best: Option<(usize, u64, &FileView, usize)> = None;
-        for (level, lvl) in view.levels.iter().enumerate().skip(1).filter(|(l, _)| *l >= deepest) {
+        for (level, lvl) in view.levels.iter().enumerate().skip(1) {
             for run in &lvl.runs {
                 for f in run.files.iter().filter(|f| !f.being_compacted) {
                     // A table of one segment was cut by a merge as far as it
                     // can be (never between versions of one key): rewriting it
                     // for its size could give it back unchanged, forever.
                     let oversized = f.size > limit && f.segments > 1;
-                    if f.segments <= self.cfg.max_segments && !oversized {
+                    let too_many = f.segments > self.cfg.max_segments && level >= deepest;
+                    if !too_many && !oversized {
                         continue;
                     }
                     if best.is_none_or(|(_, _, b, _)| (f.segments, f.size) > (b.segments, b.size)) {
@@ -483,8 +486,13 @@ mod tests {
             down.task,
             CompactionTask::Move { file: r(1, 1, 2), to_level: 2, to_run: RunTarget::Existing(2) }
         );
-        // ... and one only over the size limit stays until it is a victim.
+        // One over the size limit is divided where it is (at any level), here
+        // before the smaller one below, which has more segments.
         v.levels[1].runs[0].files[1] = dtable(2, 10, 19, 450, 2);
+        v.levels[2].runs[0].files[0] = dtable(3, 0, 9, 30, 1);
+        assert_eq!(pick(&p, &v).unwrap().task, rewrite(1, 1, 2, 90));
+        v.levels[1].runs[0].files[1] = dtable(2, 10, 19, 30, 1);
+        v.levels[2].runs[0].files[0] = dtable(3, 0, 9, 30, 9);
         assert_eq!(pick(&p, &v).unwrap().task, rewrite(2, 2, 3, 30));
         // A busy table is skipped, and with none left nothing is.
         v.levels[2].runs[0].files[0].being_compacted = true;
@@ -655,19 +663,23 @@ mod tests {
                     rewrites += 1;
                     let f = v.file(&inputs[0]).unwrap();
                     assert_eq!((inputs.len(), *output_level), (1, inputs[0].level));
-                    assert_eq!(inputs[0].level, deepest, "only the deepest level in use is rewritten");
-                    assert!(
-                        f.segments > cfg.max_segments
-                            || (f.segments > 1 && f.size > TARGET * cfg.max_table_factor)
-                    );
+                    let over = |g: &FileView, level: usize| {
+                        (g.segments > cfg.max_segments && level >= deepest)
+                            || (g.segments > 1 && g.size > TARGET * cfg.max_table_factor)
+                    };
+                    assert!(over(f, inputs[0].level), "{f:?} rewritten");
                     let parts = f.size.div_ceil(TARGET);
                     assert_eq!(*target_file_size, f.size.div_ceil(parts));
                     assert!(*target_file_size <= TARGET);
                     // No free table more in need of a rewrite.
-                    for g in v.levels[deepest].runs.iter().flat_map(|r| &r.files) {
-                        let over = g.segments > cfg.max_segments
-                            || (g.segments > 1 && g.size > TARGET * cfg.max_table_factor);
-                        if over && !g.being_compacted {
+                    for (level, g) in v
+                        .levels
+                        .iter()
+                        .enumerate()
+                        .skip(1)
+                        .flat_map(|(l, lv)| lv.runs.iter().flat_map(|r| &r.files).map(move |g| (l, g)))
+                    {
+                        if over(g, level) && !g.being_compacted {
                             assert!((g.segments, g.size) <= (f.segments, f.size), "{g:?} over {f:?}");
                         }
                     }

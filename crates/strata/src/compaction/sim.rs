@@ -695,16 +695,12 @@ mod tests {
             if memtable.len() as u64 == c.memtable_entries || seq + 1 == c.num_ops {
                 sim.flush(std::mem::take(&mut memtable)).unwrap();
                 sim.compact(policy).unwrap();
-                let levels = &sim.version.levels;
-                let deepest = levels.iter().rposition(|l| !l.runs.is_empty()).unwrap_or(0);
-                for (level, l) in levels.iter().enumerate().skip(1) {
+                for (level, l) in sim.version.levels.iter().enumerate().skip(1) {
                     for f in l.runs.iter().flat_map(|r| &r.files) {
                         crate::table::segment::check_segment_list(&f.segments, f.size)
                             .unwrap_or_else(|e| panic!("file {} of L{level}: {e}", f.id));
                         assert!(f.num_segments() <= max_segments, "{f:?} over the segment limit");
-                        // Above the deepest level a large table leaves as a victim instead.
-                        let bounded = level < deepest || f.num_segments() == 1;
-                        assert!(bounded || f.size <= 4 * target, "{f:?} over 4 target files");
+                        assert!(f.num_segments() == 1 || f.size <= 4 * target, "{f:?} over 4 target files");
                         most_segments = most_segments.max(f.num_segments());
                     }
                 }

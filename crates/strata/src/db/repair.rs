@@ -14,7 +14,7 @@
 //! `lost/`; only then does `CURRENT` switch, atomically; superseded files are
 //! deleted last.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,7 +35,7 @@ use crate::memtable::MemTable;
 use crate::options::{Options, WalRecoveryMode};
 use crate::paths::TablePaths;
 use crate::table::format::BlockHandle;
-use crate::table::{discover_segments, BlockIter, BlockReadOptions, Table};
+use crate::table::{discover_segments, BlockIter, BlockReadOptions, SegmentMeta, Table};
 use crate::version::{set_current, ManifestWriter, VersionEdit, VersionSet};
 use crate::vfs::{RandomOpenOptions, Vfs};
 use crate::wal::LogReader;
@@ -157,12 +157,17 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
             })
         });
     let (mut use_tables, mut superseded) = (Vec::new(), Vec::new());
+    // What the MANIFEST recorded of each live table: its length and segments.
+    let mut recorded: HashMap<u64, (u64, Vec<SegmentMeta>)> = HashMap::new();
     match &old {
         Some(v) => {
             report.manifest_readable = true;
             // Run files only: a compaction buffer holds older copies of data
             // already merged below, which a dropped deletion may have retired.
             let version = v.current();
+            for f in version.levels.iter().flat_map(|l| &l.runs).flat_map(|r| &r.files) {
+                recorded.insert(f.id, (f.size, f.segments.clone()));
+            }
             let in_runs: HashSet<u64> =
                 version.levels.iter().flat_map(|l| &l.runs).flat_map(|r| &r.files).map(|f| f.id).collect();
             let newer_than = v.new_file_number();
@@ -186,7 +191,7 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     let mut lost: Vec<PathBuf> = Vec::new();
     for &t in &use_tables {
         report.tables_scanned += 1;
-        match salvage_table(vfs.as_ref(), &paths.table(t), t) {
+        match salvage_table(vfs.as_ref(), &paths.table(t), t, recorded.get(&t)) {
             Ok((iters, damaged)) => {
                 sources.extend(iters.into_iter().map(|it| Box::new(it) as Box<dyn InternalIterator>));
                 counters.push((t, damaged));
@@ -391,13 +396,30 @@ fn replay_wal(
 }
 
 /// Opens table `id` for salvage: one cursor per segment (a DTable's segments
-/// overlap in keys; the repair merge orders them), found from the file alone.
-/// Each segment's footer and index must be readable.
-fn salvage_table(vfs: &dyn Vfs, path: &Path, id: u64) -> Result<(Vec<SalvageIter>, Arc<AtomicU64>)> {
+/// overlap in keys; the repair merge orders them), found from the file alone
+/// (the MANIFEST that lists them may be what was lost). When the walk back from
+/// the file's end had to skip a tail, that tail is an append that never
+/// committed only if the readable MANIFEST recorded a state inside what was
+/// found; otherwise (no record, or the recorded length reaches into the
+/// skipped bytes: its newest segment is damaged) the table counts as damaged
+/// and the file is kept in `lost/`. Each salvaged segment's footer and index
+/// must be readable.
+fn salvage_table(
+    vfs: &dyn Vfs,
+    path: &Path,
+    id: u64,
+    recorded: Option<&(u64, Vec<SegmentMeta>)>,
+) -> Result<(Vec<SalvageIter>, Arc<AtomicU64>)> {
     let file = vfs.open_random(path, RandomOpenOptions::default())?;
-    let (segments, len) = discover_segments(&*file, id, file.len())?;
-    let table = Arc::new(Table::open_segments(file.clone(), id, len, &segments, None)?);
     let damaged = Arc::new(AtomicU64::new(0));
+    let (segments, len) = discover_segments(&*file, id, file.len())?;
+    let uncommitted_tail = recorded.is_some_and(|(size, _)| *size <= len);
+    if len < file.len() && !uncommitted_tail {
+        // A lost segment counts as one lost block.
+        damaged.fetch_add(1, Ordering::Relaxed);
+    }
+    let table = Table::open_segments(file.clone(), id, len, &segments, None)?;
+    let table = Arc::new(table);
     let mut iters = Vec::new();
     for seg in table.segments() {
         let mut handles = Vec::new();
