@@ -287,7 +287,8 @@ impl VersionEdit {
                     if !(2..=1 << 20).contains(&n) {
                         return Err(bad("segment count"));
                     }
-                    let mut segs = Vec::with_capacity(n as usize);
+                    // A damaged count must not reserve much before the payload runs out.
+                    let mut segs = Vec::with_capacity(n.min(64) as usize);
                     for _ in 0..n {
                         let end = varint(&mut r, "segment end")?;
                         let footer_crc = r.fixed32().ok_or_else(|| bad("segment checksum"))?;
