@@ -478,7 +478,7 @@ fn io_fault_at_every_operation_keeps_acknowledged_writes_and_failed_ones_failed(
 #[test]
 fn lwc_appends_survive_a_crash_at_every_point() {
     let mut steps = Vec::new();
-    for round in 0..8usize {
+    for round in 0..16usize {
         for k in (round % 3..16).step_by(2) {
             steps.push(Step::Put { k, len: 120 + 10 * round, sync: false });
         }
@@ -488,7 +488,9 @@ fn lwc_appends_survive_a_crash_at_every_point() {
     let base = Case::new("lwc", steps, 16);
     let dry = run_case(&base).expect("workload without a crash");
     let appends = dry.log.iter().filter(|&&k| k == CrashOpKind::OpenAppend).count();
-    assert!(appends >= 2, "the workload must append segments ({appends} appends)");
+    // How many L0 compactions run (and so append) depends on the background
+    // thread's timing; at least one always does.
+    assert!(appends >= 1, "the workload must append segments ({appends} appends)");
     let mut failures = Vec::new();
     for n in 0..=dry.ops {
         for mode in [CrashMode::PowerLoss, CrashMode::TornWrite { seed: n }] {
