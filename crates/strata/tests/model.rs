@@ -38,11 +38,18 @@ fn every_config_matches_the_model() {
             bits.entry(cfg.name).or_insert_with(Vec::new).extend(levels.map(|l| l.bloom_bits_per_key));
         }
     }
-    // Light-weight compaction appended segments and rewrote tables that
-    // held too many; no other policy does either.
+    // Light-weight compaction appended segments (and, allowed one segment,
+    // rewrote tables); no other policy does either. The counts are the last
+    // session's of each op log, so rewrites are required only where every
+    // append to a bottom table makes one.
     for (name, (appends, rewrites)) in lwc {
         let on = name.starts_with("lwc");
-        assert_eq!((appends > 0, rewrites > 0), (on, on), "{name}: {appends} appends, {rewrites} rewrites");
+        assert_eq!(appends > 0, on, "{name}: {appends} appends");
+        if name.contains("seg1") {
+            assert!(rewrites > 0, "{name}: no rewrites");
+        } else if !on {
+            assert_eq!(rewrites, 0, "{name}: {rewrites} rewrites");
+        }
     }
     // Monkey really sized filters per level; plain leveling gives every level the configured bits.
     for (name, bits) in bits {
