@@ -203,11 +203,15 @@ fn bytes_past_the_recorded_length_are_cut_at_open() {
     assert!(!grown.is_empty());
     let o = opts(&vfs, 64).with_paranoid_checks(true);
     let db = Db::open("/db", o).unwrap();
+    // A compaction after the open may already have removed some tables.
+    let mut checked = 0;
     for (path, len) in &grown {
         if vfs.exists(path) {
             assert_eq!(vfs.file_size(path).unwrap(), *len, "{}", path.display());
+            checked += 1;
         }
     }
+    assert!(checked > 0, "no grown table left to check");
     check(&db, &model);
     load(&db, &mut model, 1, 2000, 3000);
     db.wait_for_compactions().unwrap();

@@ -55,7 +55,7 @@ pub(crate) fn execute_append(
     let runs = group_runs(inputs, &victims);
     let mut input = MergingIterator::new(run_iterators(env, runs, read_opts));
     let entries = victims.iter().map(|m| m.num_entries).sum();
-    let run = targets[0].run;
+    let run = targets.first().ok_or_else(|| Error::invalid("append without targets"))?.run;
     let target = WriteTarget { level: *output_level, run: RunTarget::Existing(run), inputs, entries };
     let level_bits = table_bits(env.opts, env.policy, view, &target);
     let mut appender = Appender { env, dests: &dests, level_bits, open: None, grown: Vec::new() };

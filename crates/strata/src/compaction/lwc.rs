@@ -98,7 +98,7 @@ impl LwcPolicy {
     fn pick_rewrite(&self, view: &LsmView, deepest: usize) -> Option<PickResult> {
         let target = self.cfg.shape.target_file_size;
         let limit = target.saturating_mul(self.cfg.max_table_factor);
-        let mut best: Option<(usize, u64, &FileView, usize)> = None;
+        let mut best: Option<(usize, u64, &FileView)> = None;
         for (level, lvl) in view.levels.iter().enumerate().skip(1) {
             for run in &lvl.runs {
                 for f in run.files.iter().filter(|f| !f.being_compacted) {
@@ -110,13 +110,13 @@ impl LwcPolicy {
                     if !too_many && !oversized {
                         continue;
                     }
-                    if best.is_none_or(|(_, _, b, _)| (f.segments, f.size) > (b.segments, b.size)) {
-                        best = Some((level, run.id, f, f.segments));
+                    if best.is_none_or(|(_, _, b)| (f.segments, f.size) > (b.segments, b.size)) {
+                        best = Some((level, run.id, f));
                     }
                 }
             }
         }
-        let (level, run, f, _) = best?;
+        let (level, run, f) = best?;
         let parts = f.size.div_ceil(target).max(1);
         let task = CompactionTask::Merge {
             inputs: vec![FileRef { level, run, file: f.id }],
