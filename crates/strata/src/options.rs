@@ -488,7 +488,11 @@ impl Options {
         /// first table it read in vain (iterators sample one read per ~1 MiB they
         /// return); a table that used up `max(100, size / 16 KiB)` seeks is compacted
         /// into the next level, by the policy's manual-compaction pick, when the
-        /// policy has nothing else to do. Off by default because it makes reads
+        /// policy has nothing else to do. Under `lwc` an iterator seek also charges
+        /// each DTable it lands in one seek per extra segment (a cursor, and a block
+        /// read, in each), and such a table is rewritten in place into one segment
+        /// instead: scans win back what appends saved, where they keep scanning.
+        /// Off by default because it makes reads
         /// cause writes: every policy's write amplification and cache behaviour
         /// under read-heavy runs would change, and with bloom filters most wasted
         /// probes cost no block read (RocksDB's reason to drop it).

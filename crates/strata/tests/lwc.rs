@@ -106,6 +106,47 @@ fn tables_over_the_segment_limit_are_rewritten() {
     check(&db, &model);
 }
 
+/// With seek-triggered compaction on, iterator seeks charge each DTable they
+/// land in one wasted seek per extra segment, and a table that used up its
+/// budget is rewritten in place into one segment; without it, scans change
+/// nothing.
+#[test]
+fn scans_rewrite_the_dtables_they_keep_seeking_into_one_segment() {
+    for seek_compaction in [false, true] {
+        let vfs = Arc::new(MemVfs::new());
+        let o = || opts(&vfs, 64).with_seek_compaction(seek_compaction);
+        let db = Db::open("/db", o()).unwrap();
+        let mut model = BTreeMap::new();
+        for round in 0..4 {
+            load(&db, &mut model, round, 4000, 6000);
+        }
+        db.wait_for_compactions().unwrap();
+        let before = db.stats();
+        assert!(segments(&before) > files(&before), "no DTable to seek into\n{before}");
+        // Short scans from every key: each DTable is sought into far more
+        // often than its budget of 100.
+        for _ in 0..3 {
+            for i in (0..4000).step_by(3) {
+                let n = db.range(k(i)..).take(3).count();
+                assert!(n <= 3);
+            }
+        }
+        db.wait_for_compactions().unwrap();
+        let after = db.stats();
+        if seek_compaction {
+            assert!(after.seek_compactions > 0, "{after}");
+            assert!(after.table_rewrites > before.table_rewrites, "{after}");
+            assert_eq!(segments(&after), files(&after), "every DTable scanned was rewritten\n{after}");
+        } else {
+            assert_eq!((after.seek_candidates, after.table_rewrites), (0, before.table_rewrites));
+            assert_eq!(segments(&after), segments(&before));
+        }
+        check(&db, &model);
+        db.close().unwrap();
+        check(&Db::open("/db", o()).unwrap(), &model);
+    }
+}
+
 /// A row cached for a table must not answer once a segment with a newer
 /// version of the key is appended to it (the row cache was keyed by file id
 /// alone: a deleted key came back).

@@ -117,6 +117,13 @@ impl LwcPolicy {
             }
         }
         let (level, run, f) = best?;
+        Some(self.rewrite(level, run, f))
+    }
+
+    /// Equal division: `f` of `run` merged in place into one-segment tables
+    /// of equal size, at most the target size.
+    fn rewrite(&self, level: usize, run: u64, f: &FileView) -> PickResult {
+        let target = self.cfg.shape.target_file_size;
         let parts = f.size.div_ceil(target).max(1);
         let task = CompactionTask::Merge {
             inputs: vec![FileRef { level, run, file: f.id }],
@@ -125,7 +132,7 @@ impl LwcPolicy {
             target_file_size: f.size.div_ceil(parts).max(1),
             reason: crate::stats::TABLE_REWRITE,
         };
-        Some(PickResult::task(task, 1.0))
+        PickResult::task(task, 1.0)
     }
 
     /// Turns leveling's merge of victims with the next level's tables into an
@@ -219,6 +226,27 @@ impl CompactionPolicy for LwcPolicy {
     /// leave one merged copy of the range).
     fn compact_range(&self, view: &LsmView, level: usize, range: &ManualRange<'_>) -> Option<PickResult> {
         self.leveled.compact_range(view, level, range)
+    }
+
+    /// A DTable that seeks kept paying for (a cursor in each segment) is
+    /// rewritten in place into one segment: reads get back what appends saved
+    /// in writes, only where they keep reading. A one-segment table that point
+    /// reads passed in vain moves down as leveling's would, lightened into an
+    /// append.
+    fn seek_triggered(&self, view: &LsmView, level: usize, file: &FileView) -> Option<PickResult> {
+        if file.being_compacted {
+            return None;
+        }
+        if level > 0 && file.segments > 1 {
+            let run = view.level(level)?.runs.iter().find(|r| r.file(file.id).is_some())?;
+            return Some(self.rewrite(level, run.id, file));
+        }
+        let range = ManualRange { start: Some(&file.smallest), end: Some(&file.largest) };
+        let mut pick = Self::lighten(view, self.leveled.compact_range(view, level, &range)?);
+        if let CompactionTask::Merge { reason, .. } | CompactionTask::Append { reason, .. } = &mut pick.task {
+            *reason = "seek-triggered";
+        }
+        Some(pick)
     }
 
     fn flush_level(
@@ -450,6 +478,41 @@ mod tests {
         // A removed entry (no file) over the range holds nothing to protect.
         v.levels[2].buffers[0].tables[0].entries[0].file = None;
         assert!(matches!(pick(&p, &v).unwrap().task, CompactionTask::Append { .. }));
+    }
+
+    #[test]
+    fn seek_triggered_picks_rewrite_dtables_and_move_single_tables_down() {
+        let p = policy(4);
+        let mut v = LsmView::new(4);
+        let dtable = |id, lo, hi, size, segments| FileView { segments, ..fv(id, lo, hi, size) };
+        v.levels[1].runs = vec![run(1, vec![dtable(1, 0, 9, 250, 3), dtable(2, 10, 19, 90, 1)])];
+        v.levels[2].runs = vec![run(2, vec![dtable(3, 0, 15, 60, 1)])];
+        let seek = |v: &LsmView, level, file: &FileView| {
+            let res = p.seek_triggered(v, level, file)?;
+            validate_task(v, &res.task).unwrap_or_else(|e| panic!("{e}: {:?}", res.task));
+            Some(res.task)
+        };
+        // Three segments: divided in place into one-segment tables (250 bytes: three of 84).
+        let f1 = v.levels[1].runs[0].files[0].clone();
+        let want = CompactionTask::Merge {
+            inputs: vec![r(1, 1, 1)],
+            output_level: 1,
+            output_run: RunTarget::Existing(1),
+            target_file_size: 84,
+            reason: TABLE_REWRITE,
+        };
+        assert_eq!(seek(&v, 1, &f1), Some(want));
+        // One segment: down into the table below it overlaps, as an append.
+        let f2 = v.levels[1].runs[0].files[1].clone();
+        match seek(&v, 1, &f2) {
+            Some(CompactionTask::Append { inputs, targets, reason, .. }) => {
+                assert_eq!((inputs, targets, reason), (vec![r(1, 1, 2)], vec![r(2, 2, 3)], "seek-triggered"));
+            }
+            other => panic!("{other:?}"),
+        }
+        // A busy table gets nothing.
+        let busy = FileView { being_compacted: true, ..f1 };
+        assert_eq!(seek(&v, 1, &busy), None);
     }
 
     #[test]

@@ -409,6 +409,18 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
     /// one table that used up its seeks, so each policy moves such a table down
     /// by its own rules.
     fn compact_range(&self, view: &LsmView, level: usize, range: &ManualRange<'_>) -> Option<PickResult>;
+    /// Seek-triggered compaction (`Options::with_seek_compaction`): the task
+    /// for `file` of `level`, a table reads kept paying extra for, or `None`.
+    /// Pure like [`Self::pick`]. Default: LevelDB's answer, the manual
+    /// compaction of the table's range into the next level.
+    fn seek_triggered(&self, view: &LsmView, level: usize, file: &FileView) -> Option<PickResult> {
+        let range = ManualRange { start: Some(&file.smallest), end: Some(&file.largest) };
+        let mut pick = self.compact_range(view, level, &range)?;
+        if let CompactionTask::Merge { reason, .. } = &mut pick.task {
+            *reason = "seek-triggered";
+        }
+        Some(pick)
+    }
     /// The level a flushed memtable's table `[smallest, largest]` (user keys,
     /// `bytes` long) goes to, at most `max_level` (at least 1 when the engine
     /// asks: `Options::with_max_mem_compaction_level`). The table joins the level's newest run (a new

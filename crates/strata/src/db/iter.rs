@@ -167,6 +167,10 @@ impl DbIterator {
             Some(it) => it,
             None => {
                 let mut it = self.build();
+                let (lo, _) = self.key_range();
+                if self.until_sample.is_some() {
+                    self.db.record_iterator_seek(&self.sv.version, lo, true);
+                }
                 match &self.lower {
                     Bound::Included(k) | Bound::Excluded(k) => {
                         it.seek(&make_internal_key(k, MAX_SEQ, ValueKind::Put))?
@@ -215,6 +219,9 @@ impl DbIterator {
             Some(it) => it,
             None => {
                 let mut it = self.build();
+                if let (true, (_, Some(hi))) = (self.until_sample.is_some(), self.key_range()) {
+                    self.db.record_iterator_seek(&self.sv.version, hi, false);
+                }
                 match &self.upper {
                     Bound::Included(k) | Bound::Excluded(k) => {
                         it.seek_for_prev(&make_internal_key(k, 0, ValueKind::Delete))?

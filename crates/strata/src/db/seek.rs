@@ -8,8 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::DbInner;
-use crate::compaction::manual::ManualRange;
-use crate::compaction::{CompactionTask, FileView, LsmView};
+use crate::compaction::{FileView, LsmView};
 use crate::error::Result;
 use crate::stats::Counters;
 use crate::version::{FileMeta, Version};
@@ -33,7 +32,12 @@ impl DbInner {
 
     /// Charges one wasted seek to `file`; queues it when its budget runs out.
     pub(crate) fn charge_seek(&self, file: &FileMeta) {
-        if file.charge_seek() {
+        self.charge_seeks(file, 1);
+    }
+
+    /// Charges `n` wasted seeks to `file` at once.
+    pub(crate) fn charge_seeks(&self, file: &FileMeta, n: i64) {
+        if file.charge_seeks(n) {
             {
                 let mut q = self.seek_candidates.lock();
                 if q.len() >= MAX_CANDIDATES {
@@ -55,6 +59,29 @@ impl DbInner {
         }
     }
 
+    /// An iterator's seek to `user_key` (forward: the first entry at or after
+    /// it; backward: the last at or before it) positions a cursor in every
+    /// segment of the table it lands in at each run: a DTable of `n` segments
+    /// costs `n - 1` block reads a one-segment table would not, charged to it
+    /// as wasted seeks so a table scans keep paying for gets rewritten into
+    /// one segment (the policy's [`CompactionPolicy::seek_triggered`] pick).
+    ///
+    /// [`CompactionPolicy::seek_triggered`]: crate::compaction::CompactionPolicy::seek_triggered
+    pub(crate) fn record_iterator_seek(&self, version: &Version, user_key: &[u8], forward: bool) {
+        for run in version.levels.iter().flat_map(|l| &l.runs) {
+            let file = if forward {
+                let i = run.files.partition_point(|f| f.largest_user_key() < user_key);
+                run.files.get(i)
+            } else {
+                let i = run.files.partition_point(|f| f.smallest_user_key() <= user_key);
+                i.checked_sub(1).and_then(|i| run.files.get(i))
+            };
+            if let Some(f) = file.filter(|f| f.num_segments() > 1) {
+                self.charge_seeks(f, f.num_segments() as i64 - 1);
+            }
+        }
+    }
+
     pub(crate) fn has_seek_candidates(&self) -> bool {
         !self.seek_candidates.lock().is_empty()
     }
@@ -72,11 +99,7 @@ impl DbInner {
                 return Ok(false);
             };
             let Some((level, file)) = find_in_view(view, id) else { continue };
-            let range = ManualRange { start: Some(&file.smallest), end: Some(&file.largest) };
-            let Some(mut pick) = self.policy.compact_range(view, level, &range) else { continue };
-            if let CompactionTask::Merge { reason, .. } = &mut pick.task {
-                *reason = "seek-triggered";
-            }
+            let Some(pick) = self.policy.seek_triggered(view, level, file) else { continue };
             self.run_task(version, view, &pick)?;
             Counters::add(&self.counters.seek_compactions, 1);
             return Ok(true);

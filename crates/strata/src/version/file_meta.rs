@@ -225,15 +225,18 @@ impl FileMeta {
         self.smallest_user_key() <= hi && self.largest_user_key() >= lo
     }
 
-    /// Charges one wasted seek; true exactly once, for the charge that spends the
+    /// Charges `n` wasted seeks (a point read that looked in vain wastes one; an
+    /// iterator seek that positioned a cursor in every segment of a DTable, one
+    /// per extra segment); true exactly once, for the charge that spends the
     /// last allowed seek (the file then becomes a seek-compaction candidate).
     #[inline]
-    pub(crate) fn charge_seek(&self) -> bool {
+    pub(crate) fn charge_seeks(&self, n: i64) -> bool {
         // A spent budget is only read: hot files see no more write traffic.
-        if self.allowed_seeks.load(Ordering::Relaxed) <= 0 {
+        if n <= 0 || self.allowed_seeks.load(Ordering::Relaxed) <= 0 {
             return false;
         }
-        self.allowed_seeks.fetch_sub(1, Ordering::Relaxed) == 1
+        let before = self.allowed_seeks.fetch_sub(n, Ordering::Relaxed);
+        before > 0 && before <= n
     }
 
     /// Seeks left before the file becomes a seek-compaction candidate.
@@ -424,7 +427,7 @@ mod tests {
         assert_eq!(small.allowed_seeks(), 100, "small files get the floor");
         let big = FileMeta::new(NewFile { size: 64 << 20, ..nf(2, b"a", b"b") }, q);
         assert_eq!(big.allowed_seeks(), 4096, "one seek per 16 KiB");
-        let fired: Vec<usize> = (1..=250).filter(|_| small.charge_seek()).collect();
+        let fired: Vec<usize> = (1..=250).filter(|_| small.charge_seeks(1)).collect();
         assert_eq!(fired, vec![100], "only the charge that spends the last seek nominates");
         assert_eq!(small.allowed_seeks(), 0, "a spent budget is not charged further");
         small.reset_allowed_seeks();
@@ -434,10 +437,19 @@ mod tests {
         let hits: usize = (0..4)
             .map(|_| {
                 let f = shared.clone();
-                std::thread::spawn(move || (0..2000).filter(|_| f.charge_seek()).count())
+                std::thread::spawn(move || (0..2000).filter(|_| f.charge_seeks(1)).count())
             })
             .map(|t| t.join().unwrap())
             .sum();
         assert_eq!((hits, shared.allowed_seeks()), (1, 0));
+    }
+
+    #[test]
+    fn a_charge_of_several_seeks_that_overshoots_nominates_once() {
+        let f = FileMeta::new(nf(1, b"a", b"b"), Arc::new(ObsoleteFiles::new()));
+        let fired: Vec<usize> = (1..=60).filter(|_| f.charge_seeks(3)).collect();
+        assert_eq!(fired, vec![34], "100 seeks: the 34th charge of 3 spends the last");
+        assert!(f.allowed_seeks() < 0);
+        assert!(!f.charge_seeks(0) && !f.charge_seeks(5), "a spent budget stays spent");
     }
 }
