@@ -292,10 +292,13 @@ pub fn configs() -> Vec<Config> {
             options: || lwc_options(1).with_row_cache(4 << 10),
         },
         Config {
-            name: "lwc-real-deep-concurrent-ppcp2-paranoid",
+            // Seek compaction: scans rewrite the DTables they keep seeking
+            // into, point reads move tables down as appends.
+            name: "lwc-real-deep-concurrent-ppcp2-paranoid-seek",
             fs: Fs::Real,
             options: || {
                 lwc_options(4)
+                    .with_seek_compaction(true)
                     .with_max_background_compactions(2)
                     .with_compaction_pipeline(CompactionPipeline::Parallel { compute_threads: 2 })
                     .with_compaction_subtask_bytes(2 << 10)
