@@ -50,7 +50,12 @@ fn manual_compaction_under_every_policy_uses_the_policys_pick() {
         let target = if matches!(style.name().as_str(), "lsbm" | "dlsm") { 2 << 10 } else { 8 << 10 };
         for r in &manual {
             let avg = r.bytes_written / r.output_files.max(1) as u64;
-            assert!(avg <= target + 512, "{style:?}: {} bytes per file against a {target} target", avg);
+            // Data is cut at the target; the filter, index, properties and
+            // footer come on top (about 1 KiB on an 8 KiB file of short entries).
+            assert!(
+                avg <= target + target / 4,
+                "{style:?}: {avg} bytes per file against a {target} target: {r:?}"
+            );
         }
         for (key, v) in &model {
             assert_eq!(db.get(key).unwrap().as_ref(), Some(v), "{style:?}");
