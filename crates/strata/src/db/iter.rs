@@ -17,8 +17,9 @@ use crate::options::ReadOptions;
 /// A key-value pair yielded by [`DbIterator`].
 pub type KvPair = (Vec<u8>, Vec<u8>);
 
-/// An ordered, double-ended iterator over a consistent view of the database.
-/// It pins the files it reads until dropped.
+/// An ordered, double-ended iterator over a consistent view of the database:
+/// its range, narrowed by `ReadOptions`' iterate bounds when it was made with
+/// them. It pins the files it reads until dropped.
 pub struct DbIterator {
     view: IterView,
     front: Option<MergingIterator>,
