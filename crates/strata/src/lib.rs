@@ -44,7 +44,7 @@ pub mod wal;
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use compaction::CompactionPolicy;
-pub use db::{destroy, repair, Db, DbIterator, RepairReport, Snapshot};
+pub use db::{destroy, repair, Db, DbIterator, DbRawIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use options::{
     BloomAllocation, CompactionPipeline, CompactionStyle, CompressionType, Options, ReadOptions,

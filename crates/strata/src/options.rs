@@ -633,6 +633,8 @@ pub struct ReadOptions {
     pub(crate) fill_cache: bool,
     pub(crate) readahead_size: usize,
     pub(crate) use_compaction_buffer: bool,
+    pub(crate) iterate_lower_bound: Option<Vec<u8>>,
+    pub(crate) iterate_upper_bound: Option<Vec<u8>>,
 }
 
 impl Default for ReadOptions {
@@ -643,6 +645,8 @@ impl Default for ReadOptions {
             fill_cache: true,
             readahead_size: 0,
             use_compaction_buffer: true,
+            iterate_lower_bound: None,
+            iterate_upper_bound: None,
         }
     }
 }
@@ -669,4 +673,69 @@ impl ReadOptions {
     setter!(/// Let point reads use the LSbM compaction buffer (default true). Off, reads
         /// go to the tree's own runs only: the same answers, other cache behaviour.
         with_use_compaction_buffer, use_compaction_buffer, bool);
+
+    /// Iterators see no key below `key` (inclusive; RocksDB
+    /// `ReadOptions::iterate_lower_bound`). A [`DbRawIterator`](crate::DbRawIterator)
+    /// seeking below it lands on the first key at or above it, and `prev` stops
+    /// there; [`Db::range_opt`](crate::Db::range_opt) and the other `_opt`
+    /// iterators yield the intersection of their range with the bounds. Point
+    /// reads ignore it. A lower bound at or above the upper bound leaves nothing
+    /// to iterate.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, MemVfs, Options, ReadOptions};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// for k in ["a", "b", "c", "d"] {
+    ///     db.put(k, "v")?;
+    /// }
+    /// let ro = ReadOptions::default().with_iterate_lower_bound("b");
+    /// let keys: Vec<_> = db.iter_opt(&ro).map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+    /// assert_eq!(keys, [b"b".to_vec(), b"c".to_vec(), b"d".to_vec()]);
+    /// let mut it = db.raw_iterator_opt(&ro);
+    /// it.seek("a"); // clamped to the bound
+    /// assert_eq!(it.key(), Some(&b"b"[..]));
+    /// it.prev(); // stops at the bound
+    /// assert!(!it.valid());
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_iterate_lower_bound(mut self, key: impl AsRef<[u8]>) -> Self {
+        self.iterate_lower_bound = Some(key.as_ref().to_vec());
+        self
+    }
+
+    /// Iterators see no key at or above `key` (exclusive; RocksDB
+    /// `ReadOptions::iterate_upper_bound`). A [`DbRawIterator`](crate::DbRawIterator)
+    /// seeking for the last key at or before a key at or above it lands on the
+    /// last key below it, and `next` stops there; [`Db::range_opt`](crate::Db::range_opt)
+    /// and the other `_opt` iterators yield the intersection of their range with
+    /// the bounds. Point reads ignore it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, MemVfs, Options, ReadOptions};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// for k in ["a", "b", "c", "d"] {
+    ///     db.put(k, "v")?;
+    /// }
+    /// let ro = ReadOptions::default().with_iterate_upper_bound("c");
+    /// let keys: Vec<_> = db.range_opt("b".., &ro).map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+    /// assert_eq!(keys, [b"b".to_vec()]);
+    /// let mut it = db.raw_iterator_opt(&ro);
+    /// it.seek_to_last();
+    /// assert_eq!(it.key(), Some(&b"b"[..]));
+    /// it.next(); // stops at the bound
+    /// assert!(!it.valid());
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_iterate_upper_bound(mut self, key: impl AsRef<[u8]>) -> Self {
+        self.iterate_upper_bound = Some(key.as_ref().to_vec());
+        self
+    }
 }

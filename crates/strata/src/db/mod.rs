@@ -2,8 +2,11 @@
 //! read path and background threads work on.
 
 mod background;
+mod bounds;
 mod file_get;
 mod iter;
+mod iter_view;
+mod raw_iter;
 mod read;
 mod read_only;
 mod recovery;
@@ -24,6 +27,7 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 
 pub use iter::DbIterator;
+pub use raw_iter::DbRawIterator;
 pub use repair::{destroy, repair, RepairReport};
 pub use snapshot::Snapshot;
 
@@ -373,9 +377,117 @@ impl Db {
         self.range_opt(range, &ReadOptions::default())
     }
 
-    /// Iterates a range with read options (e.g. at a snapshot).
+    /// Iterates all keys with read options (rust-rocksdb `iterator_opt`): at a
+    /// snapshot, within the iterate bounds, and so on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, MemVfs, Options, ReadOptions};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// db.put("a", "1")?;
+    /// let snap = db.snapshot();
+    /// db.put("b", "2")?;
+    /// let at_snap: Vec<_> = db.iter_opt(&ReadOptions::default().with_snapshot(&snap)).collect::<Result<_, _>>()?;
+    /// assert_eq!(at_snap, [(b"a".to_vec(), b"1".to_vec())]);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn iter_opt(&self, ro: &ReadOptions) -> DbIterator {
+        self.range_opt::<&[u8], _>(.., ro)
+    }
+
+    /// Iterates a range with read options (e.g. at a snapshot); the range is
+    /// narrowed to the options' iterate bounds.
     pub fn range_opt<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R, ro: &ReadOptions) -> DbIterator {
         DbIterator::new(self.inner.clone(), ro.snapshot.as_ref().map(Snapshot::sequence), &range, ro)
+    }
+
+    /// Iterates exactly the keys that start with `prefix`, in order or
+    /// reversed (rust-rocksdb `prefix_iterator`, fjall `prefix`). The range
+    /// ends before the prefix's successor (the prefix without trailing 0xFF
+    /// bytes, last byte plus one), so no key past the prefix is read; a
+    /// prefix of only 0xFF bytes (or an empty one) is unbounded above.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, MemVfs, Options};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// for k in ["user:1", "user:2", "userx", "video:1"] {
+    ///     db.put(k, "v")?;
+    /// }
+    /// let users: Vec<_> = db.prefix_iterator("user:").map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+    /// assert_eq!(users, [b"user:1".to_vec(), b"user:2".to_vec()]);
+    /// let last = db.prefix_iterator("user:").next_back().transpose()?;
+    /// assert_eq!(last.map(|(k, _)| k), Some(b"user:2".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn prefix_iterator(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
+        self.prefix_iterator_opt(prefix, &ReadOptions::default())
+    }
+
+    /// [`Self::prefix_iterator`] with read options (at a snapshot, checksums,
+    /// caching, …); iterate bounds narrow the prefix's range further.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, MemVfs, Options, ReadOptions};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// for k in ["p1", "p2", "p3", "q1"] {
+    ///     db.put(k, "v")?;
+    /// }
+    /// let ro = ReadOptions::default().with_iterate_lower_bound("p2").with_fill_cache(false);
+    /// let keys: Vec<_> = db.prefix_iterator_opt("p", &ro).map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+    /// assert_eq!(keys, [b"p2".to_vec(), b"p3".to_vec()]);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn prefix_iterator_opt(&self, prefix: impl AsRef<[u8]>, ro: &ReadOptions) -> DbIterator {
+        self.range_opt(bounds::prefix_range(prefix.as_ref()), ro)
+    }
+
+    /// A seekable cursor over the latest state (rust-rocksdb `raw_iterator`);
+    /// see [`DbRawIterator`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, MemVfs, Options};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// db.put("a", "1")?;
+    /// let mut it = db.raw_iterator();
+    /// db.put("b", "2")?; // after the iterator was made: not seen
+    /// it.seek_to_last();
+    /// assert_eq!(it.key(), Some(&b"a"[..]));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn raw_iterator(&self) -> DbRawIterator {
+        self.raw_iterator_opt(&ReadOptions::default())
+    }
+
+    /// A seekable cursor with read options (rust-rocksdb `raw_iterator_opt`):
+    /// at a snapshot, within the iterate bounds, and so on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, MemVfs, Options, ReadOptions};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// db.put("a", "1")?;
+    /// let snap = db.snapshot();
+    /// db.put("a", "2")?;
+    /// let mut it = db.raw_iterator_opt(&ReadOptions::default().with_snapshot(&snap));
+    /// it.seek("a");
+    /// assert_eq!(it.value(), Some(&b"1"[..]));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn raw_iterator_opt(&self, ro: &ReadOptions) -> DbRawIterator {
+        DbRawIterator::new(self.inner.clone(), ro.snapshot.as_ref().map(Snapshot::sequence), ro)
     }
 
     /// Writes the memtable to a table and waits (RocksDB `Flush`).

@@ -182,6 +182,33 @@ mod tests {
     }
 
     #[test]
+    fn raw_iterators_sample_reads_both_ways() {
+        let db = open(true);
+        let fresh = two_tables(&db);
+        // Two passes each way return ~16 MiB: ~16 samples, each charging the newer table.
+        for _ in 0..2 {
+            let mut it = db.raw_iterator();
+            it.seek_to_first();
+            let mut n = 0;
+            while it.valid() {
+                n += 1;
+                it.next();
+            }
+            it.seek_to_last();
+            while it.valid() {
+                n += 1;
+                it.prev();
+            }
+            it.status().unwrap();
+            assert_eq!(n, 2000);
+        }
+        let left = budgets(&db);
+        let charged = fresh[0] - left[0];
+        assert!((4..=50).contains(&charged), "{charged} samples over 16 MiB read");
+        assert_eq!(left[1], fresh[1], "the older table is never read in vain");
+    }
+
+    #[test]
     fn candidates_whose_table_is_gone_are_dropped() {
         let db = open(true);
         two_tables(&db);

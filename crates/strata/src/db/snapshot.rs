@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{DbInner, DbIterator};
+use super::{DbInner, DbIterator, DbRawIterator};
 use crate::error::Result;
 use crate::key::SeqNum;
 use crate::options::ReadOptions;
@@ -96,5 +96,46 @@ impl Snapshot {
     /// Iterates every key as of this snapshot.
     pub fn iter(&self) -> DbIterator {
         self.range::<&[u8], _>(..)
+    }
+
+    /// Iterates exactly the keys that start with `prefix` as of this snapshot
+    /// (see [`Db::prefix_iterator`](crate::Db::prefix_iterator)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, MemVfs, Options};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// db.put("p1", "v")?;
+    /// let snap = db.snapshot();
+    /// db.put("p2", "v")?;
+    /// let keys: Vec<_> = snap.prefix_iterator("p").map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+    /// assert_eq!(keys, [b"p1".to_vec()]);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn prefix_iterator(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
+        self.range(super::bounds::prefix_range(prefix.as_ref()))
+    }
+
+    /// A seekable cursor as of this snapshot (rust-rocksdb's snapshot
+    /// `raw_iterator`; see [`DbRawIterator`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, MemVfs, Options};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// db.put("k", "old")?;
+    /// let snap = db.snapshot();
+    /// db.delete("k")?;
+    /// let mut it = snap.raw_iterator();
+    /// it.seek_to_first();
+    /// assert_eq!(it.item(), Some((&b"k"[..], &b"old"[..])));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn raw_iterator(&self) -> DbRawIterator {
+        DbRawIterator::new(self.handle.db.clone(), Some(self.handle.seq), &ReadOptions::default())
     }
 }

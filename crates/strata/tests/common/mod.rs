@@ -4,11 +4,14 @@
 //! configuration and the operation index, so it can be replayed alone.
 #![allow(dead_code)]
 
+pub mod cursor;
+
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use cursor::{ModelCursor, RawMove};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::{
@@ -29,6 +32,23 @@ pub enum Op {
     Scan {
         lo: Option<Vec<u8>>,
         hi: Option<Vec<u8>>,
+        reverse: bool,
+        limit: usize,
+    },
+    /// A raw iterator within iterate bounds `[lo, hi)` (None = open), at
+    /// snapshot `idx % live` when given and one is live: a seek, then a few
+    /// moves both ways, each compared with the model.
+    RawIter {
+        lo: Option<Vec<u8>>,
+        hi: Option<Vec<u8>>,
+        snapshot: Option<usize>,
+        moves: Vec<RawMove>,
+    },
+    /// The keys starting with `prefix`, at snapshot `idx % live` when given
+    /// and one is live, forward or reverse, at most `limit` items.
+    PrefixScan {
+        prefix: Vec<u8>,
+        snapshot: Option<usize>,
         reverse: bool,
         limit: usize,
     },
@@ -94,7 +114,28 @@ pub fn gen_ops(seed: u64, n: usize, space: u32) -> Vec<Op> {
                     })
                     .collect(),
             ),
-            560..=759 => Op::Get(key(&mut rng, space)),
+            560..=719 => Op::Get(key(&mut rng, space)),
+            720..=744 => {
+                let lo = rng.gen_bool(0.3).then(|| key(&mut rng, space));
+                let hi = rng.gen_bool(0.3).then(|| key(&mut rng, space));
+                let snapshot = rng.gen_bool(0.3).then(|| rng.gen());
+                let steps = rng.gen_range(2..8);
+                // Seek targets between stored keys too: a cut key sorts before its extensions.
+                let moves = cursor::gen_moves(&mut rng, steps, |r| {
+                    let mut k = key(r, space);
+                    if r.gen_bool(0.2) {
+                        k.truncate(r.gen_range(3..k.len()));
+                    }
+                    k
+                });
+                Op::RawIter { lo, hi, snapshot, moves }
+            }
+            745..=759 => {
+                let mut prefix = key(&mut rng, space);
+                prefix.truncate(rng.gen_range(5..=9));
+                let snapshot = rng.gen_bool(0.3).then(|| rng.gen());
+                Op::PrefixScan { prefix, snapshot, reverse: rng.gen_bool(0.4), limit: rng.gen_range(1..60) }
+            }
             760..=819 => {
                 let lo = rng.gen_bool(0.7).then(|| key(&mut rng, space));
                 let hi = rng.gen_bool(0.5).then(|| key(&mut rng, space));
@@ -515,6 +556,62 @@ impl Runner {
                 if got != want {
                     return Err(format!(
                         "scan {lo:?}..{hi:?} rev={reverse}: got {} items, want {}; first diff {:?}",
+                        got.len(),
+                        want.len(),
+                        first_diff(&got, &want)
+                    ));
+                }
+            }
+            Op::RawIter { lo, hi, snapshot, moves } => {
+                let mut ro = ReadOptions::default();
+                if let Some(l) = lo {
+                    ro = ro.with_iterate_lower_bound(l);
+                }
+                if let Some(h) = hi {
+                    ro = ro.with_iterate_upper_bound(h);
+                }
+                let (mut it, model) = match snapshot.filter(|_| !self.snapshots.is_empty()) {
+                    Some(i) => {
+                        let (snap, m) = &self.snapshots[i % self.snapshots.len()];
+                        let it = if lo.is_none() && hi.is_none() {
+                            snap.raw_iterator()
+                        } else {
+                            self.db().raw_iterator_opt(&ro.with_snapshot(snap))
+                        };
+                        (it, m)
+                    }
+                    None => (self.db().raw_iterator_opt(&ro), &self.model),
+                };
+                let mut cur = ModelCursor::new(model, lo.clone(), hi.clone());
+                for (j, mv) in moves.iter().enumerate() {
+                    cursor::check_move(&mut it, &mut cur, mv).map_err(|e| {
+                        format!(
+                            "raw iterator {:?}..{:?}, move {j}: {e}",
+                            lo.as_deref().map(s),
+                            hi.as_deref().map(s)
+                        )
+                    })?;
+                }
+            }
+            Op::PrefixScan { prefix, snapshot, reverse, limit } => {
+                let (it, model) = match snapshot.filter(|_| !self.snapshots.is_empty()) {
+                    Some(i) => {
+                        let (snap, m) = &self.snapshots[i % self.snapshots.len()];
+                        (snap.prefix_iterator(prefix), m)
+                    }
+                    None => (self.db().prefix_iterator(prefix), &self.model),
+                };
+                let got = self.scan(it, *reverse, *limit);
+                let matching = model.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(prefix));
+                let mut want: Vec<_> = matching.map(|(k, v)| (k.clone(), v.clone())).collect();
+                if *reverse {
+                    want.reverse();
+                }
+                want.truncate(*limit);
+                if got != want {
+                    return Err(format!(
+                        "prefix scan {:?} rev={reverse}: got {} items, want {}; first diff {:?}",
+                        s(prefix),
                         got.len(),
                         want.len(),
                         first_diff(&got, &want)

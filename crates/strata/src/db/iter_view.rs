@@ -1,0 +1,153 @@
+//! What a user iterator reads, shared by [`super::DbIterator`] and
+//! [`super::DbRawIterator`]: the pinned SuperVersion and read sequence, the key
+//! bounds, the sources merged for them (with LSbM's compaction-buffer rule for
+//! ranges), and the seek-compaction accounting of reads and seeks.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use super::{DbInner, SuperVersion};
+use crate::iter::{InternalIterator, MergingIterator, RunIterator};
+use crate::key::SeqNum;
+use crate::options::ReadOptions;
+use crate::stats::Counters;
+use crate::table::BlockReadOptions;
+use crate::version::FileMeta;
+
+/// A consistent view for one iterator; it pins the memtables and files it reads.
+pub(crate) struct IterView {
+    pub db: Arc<DbInner>,
+    pub sv: Arc<SuperVersion>,
+    pub seq: SeqNum,
+    pub lower: Bound<Vec<u8>>,
+    pub upper: Bound<Vec<u8>>,
+    bro: BlockReadOptions,
+    /// Range reads may use complete compaction buffers (Algorithm 4).
+    use_buffer: bool,
+    /// Bytes to return before the next seek-accounting sample; `None` when
+    /// seeks are not counted.
+    until_sample: Option<u64>,
+}
+
+/// True if a file of the run intersects `[lo, hi]` (`None`: unbounded).
+fn run_overlaps(files: &[Arc<FileMeta>], lo: &[u8], hi: Option<&[u8]>) -> bool {
+    let i = files.partition_point(|f| f.largest_user_key() < lo);
+    files.get(i).is_some_and(|f| hi.is_none_or(|hi| f.smallest_user_key() <= hi))
+}
+
+impl IterView {
+    /// Loads the current view at `snapshot` (or the latest state) for keys
+    /// within `lower..upper`.
+    pub fn new(
+        db: Arc<DbInner>,
+        snapshot: Option<SeqNum>,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
+        ro: &ReadOptions,
+    ) -> Self {
+        let (sv, seq) = db.read_view(snapshot);
+        let use_buffer = ro.use_compaction_buffer && db.policy.buffer_serves_ranges();
+        let until_sample = db.counts_seeks().then(super::seek::next_sample_gap);
+        IterView {
+            db,
+            sv,
+            seq,
+            lower,
+            upper,
+            bro: BlockReadOptions {
+                verify_checksums: ro.verify_checksums,
+                fill_cache: ro.fill_cache,
+                readahead: ro.readahead_size,
+                prefetch: false,
+            },
+            use_buffer,
+            until_sample,
+        }
+    }
+
+    /// LevelDB's read sampling: about once per MiB returned, the current key
+    /// charges a seek if a point read of it would need more than one run.
+    pub fn account_read(&mut self, uk: &[u8], value_len: usize) {
+        let Some(left) = self.until_sample.as_mut() else { return };
+        let bytes = (uk.len() + value_len) as u64;
+        while *left < bytes {
+            *left += super::seek::next_sample_gap();
+            self.db.record_read_sample(&self.sv.version, uk);
+        }
+        *left -= bytes;
+    }
+
+    /// Charges a positioning seek to `user_key` (see `record_iterator_seek`),
+    /// when seeks are counted.
+    pub fn record_seek(&self, user_key: &[u8], forward: bool) {
+        if self.until_sample.is_some() {
+            self.db.record_iterator_seek(&self.sv.version, user_key, forward);
+        }
+    }
+
+    /// A merge of every source that may hold keys within the bounds. The
+    /// result must never be trusted outside them: a compaction buffer stands
+    /// in for its run only over the bounds' range.
+    pub fn build(&self) -> MergingIterator {
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        children.push(Box::new(self.sv.mem.iter()));
+        for m in &self.sv.imms {
+            children.push(Box::new(m.iter()));
+        }
+        let (lo, hi) = self.key_range();
+        for level in &self.sv.version.levels {
+            for run in &level.runs {
+                let from_buffer = (level.buffer_of(run.id))
+                    .filter(|_| self.use_buffer && run_overlaps(&run.files, lo, hi))
+                    .and_then(|b| b.range_files(lo, hi));
+                let Some(tables) = from_buffer else {
+                    children.push(Box::new(RunIterator::new(
+                        run.files.clone(),
+                        self.db.tables.clone(),
+                        self.bro,
+                    )));
+                    continue;
+                };
+                // Algorithm 4: the buffer holds a copy of all the run's data
+                // in the range (and only older copies of data that left it),
+                // so its tables replace the run; they are the files the trim
+                // kept because their blocks are cached.
+                Counters::add(&self.db.counters.buffer_range_reads, 1);
+                for files in tables {
+                    children.push(Box::new(RunIterator::new(files, self.db.tables.clone(), self.bro)));
+                }
+            }
+        }
+        MergingIterator::new(children)
+    }
+
+    /// The user-key range as inclusive-ish bounds for choosing files:
+    /// excluded bounds widen to included, which only adds files.
+    pub fn key_range(&self) -> (&[u8], Option<&[u8]>) {
+        let lo = match &self.lower {
+            Bound::Included(k) | Bound::Excluded(k) => k.as_slice(),
+            Bound::Unbounded => &[],
+        };
+        let hi = match &self.upper {
+            Bound::Included(k) | Bound::Excluded(k) => Some(k.as_slice()),
+            Bound::Unbounded => None,
+        };
+        (lo, hi)
+    }
+
+    pub fn below_upper(&self, uk: &[u8]) -> bool {
+        match &self.upper {
+            Bound::Included(u) => uk <= u.as_slice(),
+            Bound::Excluded(u) => uk < u.as_slice(),
+            Bound::Unbounded => true,
+        }
+    }
+
+    pub fn above_lower(&self, uk: &[u8]) -> bool {
+        match &self.lower {
+            Bound::Included(l) => uk >= l.as_slice(),
+            Bound::Excluded(l) => uk > l.as_slice(),
+            Bound::Unbounded => true,
+        }
+    }
+}
