@@ -43,7 +43,7 @@ pub mod vfs;
 pub mod wal;
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};
-pub use compaction::CompactionPolicy;
+pub use compaction::{CompactionFilter, CompactionPolicy, Decision};
 pub use db::{destroy, repair, Db, DbIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use options::{
