@@ -37,6 +37,7 @@ pub mod options;
 pub(crate) mod paths;
 pub mod stats;
 pub mod table;
+pub mod ttl;
 pub mod util;
 pub mod version;
 pub mod vfs;
@@ -51,6 +52,7 @@ pub use options::{
     WalRecoveryMode, WriteOptions,
 };
 pub use stats::{CompactionRecord, LevelStats, StageTimes, Stats};
+pub use ttl::TtlDb;
 pub use vfs::{MemVfs, RealVfs, Vfs};
 
 /// Largest `key.len() + value.len()` one put may carry (512 MiB minus the
