@@ -318,6 +318,29 @@ fn compaction_buffers_never_serve_what_the_filter_changed() {
     }
 }
 
+/// A filter that panics fails the compaction with an error: nothing is
+/// installed, nothing is lost, and the caller learns which filter it was.
+#[test]
+fn a_panicking_filter_fails_the_compaction_and_loses_nothing() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let base = || common::small_options().with_vfs(vfs.clone()).with_disable_auto_compactions(true);
+    let panics = |_: usize, key: &[u8], _: &[u8]| -> Decision {
+        assert!(!key.starts_with(b"drop/00042"), "a bug in the filter");
+        Decision::Keep
+    };
+    let db = Db::open("/db", base().with_compaction_filter(Arc::new(panics))).unwrap();
+    load(&db, 100);
+    let err = db.compact_range(None, None).unwrap_err();
+    assert!(matches!(&err, strata::Error::InvalidArgument(m) if m.contains("\"closure\" panicked")), "{err}");
+    assert_eq!(db.stats().compactions, 0);
+    assert_eq!(db.get(key("drop", 42)).unwrap().as_deref(), Some(&value(42)[..]));
+    assert_eq!(scan(&db).len(), 300);
+    db.close().unwrap();
+    let db = Db::open("/db", base()).unwrap();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(scan(&db).len(), 300, "the same data compacts without the filter");
+}
+
 fn split_options(vfs: Arc<dyn Vfs>, pipeline: CompactionPipeline) -> Options {
     Options::default()
         .with_vfs(vfs)
