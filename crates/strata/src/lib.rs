@@ -37,13 +37,14 @@ pub mod options;
 pub(crate) mod paths;
 pub mod stats;
 pub mod table;
+pub mod ttl;
 pub mod util;
 pub mod version;
 pub mod vfs;
 pub mod wal;
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};
-pub use compaction::CompactionPolicy;
+pub use compaction::{CompactionFilter, CompactionPolicy, Decision};
 pub use db::{destroy, repair, Db, DbIterator, DbRawIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use options::{
@@ -51,6 +52,7 @@ pub use options::{
     WalRecoveryMode, WriteOptions,
 };
 pub use stats::{CompactionRecord, LevelStats, StageTimes, Stats};
+pub use ttl::TtlDb;
 pub use vfs::{MemVfs, RealVfs, Vfs};
 
 /// Largest `key.len() + value.len()` one put may carry (512 MiB minus the

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::compaction::CompactionPolicy;
+use crate::compaction::{CompactionFilter, CompactionPolicy};
 use crate::db::Snapshot;
 use crate::error::{Error, Result};
 use crate::vfs::{RealVfs, Vfs};
@@ -295,6 +295,7 @@ pub struct Options {
     pub(crate) avoid_flush_during_shutdown: bool,
     pub(crate) wal_recovery_mode: WalRecoveryMode,
     pub(crate) compaction_style: CompactionStyle,
+    pub(crate) compaction_filter: Option<Arc<dyn CompactionFilter>>,
     pub(crate) disable_auto_compactions: bool,
     pub(crate) max_manifest_file_size: u64,
     pub(crate) buffer_trim_interval: std::time::Duration,
@@ -339,6 +340,7 @@ impl Default for Options {
             avoid_flush_during_shutdown: false,
             wal_recovery_mode: WalRecoveryMode::default(),
             compaction_style: CompactionStyle::default(),
+            compaction_filter: None,
             disable_auto_compactions: false,
             max_manifest_file_size: 64 << 20,
             buffer_trim_interval: std::time::Duration::from_secs(30),
@@ -508,6 +510,41 @@ impl Options {
         with_max_mem_compaction_level, max_mem_compaction_level, usize);
     setter!(/// The file system (RocksDB `Env`); default the real one.
         with_vfs, vfs, Arc<dyn Vfs>);
+
+    /// A filter that removes or rewrites values as compactions rewrite them
+    /// (RocksDB `compaction_filter`, rust-rocksdb `Options::set_compaction_filter`;
+    /// default none). It runs in every compaction that rewrites entries under
+    /// every policy, never in flushes or trivial moves, and sees only the
+    /// newest value of a key that no live snapshot can see: see
+    /// [`CompactionFilter`]. With it, `Db::compact_range` also rewrites the
+    /// deepest level's files in range, as RocksDB does with a filter set, so
+    /// the filter sees every entry in range. The filter's name is not persisted yet, so
+    /// reopening with another filter, or none, is not detected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{Db, Decision, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let drop_tmp = |_level: usize, key: &[u8], _value: &[u8]| {
+    ///     if key.starts_with(b"tmp/") { Decision::Remove } else { Decision::Keep }
+    /// };
+    /// let db = Db::open(dir.path(), Options::default().with_compaction_filter(Arc::new(drop_tmp)))?;
+    /// db.put(b"tmp/scratch", b"x")?;
+    /// db.put(b"user/1", b"ada")?;
+    /// db.compact_range(None, None)?;
+    /// assert_eq!(db.get(b"tmp/scratch")?, None);
+    /// assert_eq!(db.get(b"user/1")?.as_deref(), Some(&b"ada"[..]));
+    /// assert_eq!(db.stats().compaction_filter_removed, 1);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_compaction_filter(mut self, filter: Arc<dyn CompactionFilter>) -> Self {
+        self.compaction_filter = Some(filter);
+        self
+    }
 
     /// Directories that hold the table files (RocksDB `db_paths`; default none:
     /// tables live in the database directory). Table `N` is written to path

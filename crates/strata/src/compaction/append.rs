@@ -16,7 +16,8 @@ use std::time::Instant;
 
 use super::apply::{find_file, task_edit};
 use super::executor::{group_runs, record, run_iterators, Env};
-use super::merge::DropRules;
+use super::filter::FilterRun;
+use super::merge::{emit, DropRules, SnapshotBounds};
 use super::monkey::{table_bits, WriteTarget};
 use super::policy::{CompactionTask, LsmView, PickResult, RunTarget};
 use crate::error::{Error, Result};
@@ -37,7 +38,7 @@ pub(crate) fn execute_append(
     version: &Version,
     view: &LsmView,
     pick: &PickResult,
-    smallest_snapshot: SeqNum,
+    snapshots: SnapshotBounds,
     install: &dyn Fn(VersionEdit) -> Result<()>,
 ) -> Result<CompactionRecord> {
     let start = Instant::now();
@@ -59,7 +60,8 @@ pub(crate) fn execute_append(
     let target = WriteTarget { level: *output_level, run: RunTarget::Existing(run), inputs, entries };
     let level_bits = table_bits(env.opts, env.policy, view, &target);
     let mut appender = Appender { env, dests: &dests, level_bits, open: None, grown: Vec::new() };
-    let r = append_stream(&mut input, &mut appender, bounds, smallest_snapshot);
+    let filter = FilterRun::new(env.opts.compaction_filter.as_deref(), *output_level, snapshots.newest);
+    let r = append_stream(&mut input, &mut appender, bounds, snapshots.oldest, filter.as_ref());
     let r = r.and_then(|()| appender.finish_open());
     let grown = std::mem::take(&mut appender.grown);
     let installed = r.and_then(|()| {
@@ -83,6 +85,7 @@ pub(crate) fn execute_append(
     let mut rec = record("append", reason, *output_level, victims.len(), n, read, written, start);
     rec.pipeline = env.pipeline;
     rec.bytes_moved_down = read;
+    (rec.filter_removed, rec.filter_changed) = filter.map_or((0, 0), |f| f.counts());
     Ok(rec)
 }
 
@@ -92,17 +95,17 @@ fn append_stream(
     out: &mut Appender<'_, '_>,
     bounds: &[Vec<u8>],
     smallest_snapshot: SeqNum,
+    filter: Option<&FilterRun<'_>>,
 ) -> Result<()> {
     input.seek_to_first()?;
     let mut rules = DropRules::new(smallest_snapshot);
     while input.valid() {
         let k = parse_internal_key(input.key())?;
+        let (j, seq) = (bounds.partition_point(|b| b.as_slice() <= k.user_key), k.seq);
         // An older segment of the target, or a deeper level, may hold what a
-        // tombstone deletes: it stays.
-        if rules.keep(&k, |_| false) {
-            let j = bounds.partition_point(|b| b.as_slice() <= k.user_key);
-            out.add(j, input.key(), input.value(), k.seq)?;
-        }
+        // tombstone deletes (one the filter wrote too): it stays.
+        let verdict = rules.decide(&k, input.value(), |_| false, filter)?;
+        emit(verdict, input.key(), input.value(), |key, value| out.add(j, key, value, seq))?;
         input.next()?;
     }
     Ok(())

@@ -94,6 +94,8 @@ mod tests {
             bytes_written: 0,
             bytes_moved_down: 0,
             warmup_blocks_inserted: 0,
+            filter_removed: 0,
+            filter_changed: 0,
             duration: d(wall),
             stages: StageTimes {
                 compute: d(compute),

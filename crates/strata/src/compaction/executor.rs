@@ -7,17 +7,18 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::apply::{find_file, resolve_run, task_edit};
-use super::merge::{merge_into, older_runs};
+use super::filter::FilterRun;
+use super::merge::{merge_into, older_runs, SnapshotBounds};
 use super::monkey::WriteTarget;
 use super::output::OutputWriter;
-use super::policy::{CompactionTask, FileRef, LsmView, PickResult};
+use super::policy::{BufferAction, CompactionTask, FileRef, LsmView, PickResult};
 use super::subtasks::{merge_subtasks, SubtaskInputs, Subtasks};
 use super::warmup::Warmup;
 use super::CompactionPolicy;
 use crate::cache::TableCache;
 use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator, RunIterator};
-use crate::key::{compare_internal, SeqNum};
+use crate::key::compare_internal;
 use crate::options::{CompactionPipeline, Options};
 use crate::stats::{CompactionRecord, StageTimes};
 use crate::table::BlockReadOptions;
@@ -54,10 +55,11 @@ pub(crate) fn execute(
     version: &Version,
     view: &LsmView,
     pick: &PickResult,
-    smallest_snapshot: SeqNum,
+    snapshots: SnapshotBounds,
     install: &dyn Fn(VersionEdit) -> Result<()>,
 ) -> Result<CompactionRecord> {
     let start = Instant::now();
+    let smallest_snapshot = snapshots.oldest;
     let fresh = || env.versions.new_file_number();
     let record = match &pick.task {
         CompactionTask::Move { file, to_level, to_run } => {
@@ -78,7 +80,7 @@ pub(crate) fn execute(
             record("drop", "obsolete files", 0, files.len(), 0, 0, 0, start)
         }
         CompactionTask::Append { .. } => {
-            return super::append::execute_append(env, version, view, pick, smallest_snapshot, install)
+            return super::append::execute_append(env, version, view, pick, snapshots, install)
         }
         CompactionTask::Merge { inputs, output_level, output_run, target_file_size, reason } => {
             let metas = inputs.iter().map(|r| find_file(version, r)).collect::<Result<Vec<_>>>()?;
@@ -100,6 +102,8 @@ pub(crate) fn execute(
             let mut out =
                 OutputWriter::new(env, view, &target, *target_file_size).with_warmup(warmup.clone());
             let is_base = |uk: &[u8]| !older.iter().any(|r| r.find_file(uk).is_some());
+            let filter =
+                FilterRun::new(env.opts.compaction_filter.as_deref(), *output_level, snapshots.newest);
             let plan = match env.pipeline {
                 CompactionPipeline::Parallel { compute_threads } if env.split_merges => {
                     let plan = Subtasks::plan(&runs, env.tables, env.opts.compaction_subtask_bytes)?;
@@ -110,13 +114,18 @@ pub(crate) fn execute(
             let read_before = crate::table::reader::read_time();
             match plan {
                 Some((plan, threads)) => {
-                    let inputs =
-                        SubtaskInputs { runs: &runs, tables: env.tables, read: read_opts, smallest_snapshot };
+                    let inputs = SubtaskInputs {
+                        runs: &runs,
+                        tables: env.tables,
+                        read: read_opts,
+                        smallest_snapshot,
+                        filter: filter.as_ref(),
+                    };
                     merge_subtasks(&plan, &inputs, threads, &mut out, &is_base)?;
                 }
                 None => {
                     let mut input = MergingIterator::new(run_iterators(env, runs, read_opts));
-                    merge_into(&mut input, &mut out, smallest_snapshot, is_base)?;
+                    merge_into(&mut input, &mut out, smallest_snapshot, is_base, filter.as_ref())?;
                 }
             }
             // The task thread's reads (all of them without sub-tasks; with
@@ -126,7 +135,9 @@ pub(crate) fn execute(
             let outputs = out.finish()?;
             let written: u64 = outputs.iter().map(|o| o.size).sum();
             let n_out = outputs.len();
-            install(task_edit(version, pick, Some(out_run), outputs)?)?;
+            let filtered = filter.as_ref().map_or((0, 0), FilterRun::counts);
+            let unbuffered = (filtered != (0, 0)).then(|| without_buffer_appends(pick));
+            install(task_edit(version, unbuffered.as_ref().unwrap_or(pick), Some(out_run), outputs)?)?;
             let read: u64 = metas.iter().map(|m| m.size).sum();
             let mut r = record("merge", reason, *output_level, metas.len(), n_out, read, written, start);
             r.bytes_moved_down =
@@ -134,10 +145,21 @@ pub(crate) fn execute(
             r.pipeline = env.pipeline;
             r.warmup_blocks_inserted = warmup.map_or(0, |w| w.inserted());
             r.stages = stages.times();
+            (r.filter_removed, r.filter_changed) = filtered;
             r
         }
     };
     Ok(record)
+}
+
+/// `pick` without its compaction-buffer appends. A buffer holds copies of
+/// what arrived in its run; once the filter removed or changed entries on the
+/// way, the merge's inputs are no such copies, so the arrivals leave removed
+/// marks in the buffer instead (`apply::buffer_ops`) and reads go to the run.
+fn without_buffer_appends(pick: &PickResult) -> PickResult {
+    let mut p = pick.clone();
+    p.buffer.retain(|a| !matches!(a, BufferAction::Append { .. }));
+    p
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -161,6 +183,8 @@ pub(super) fn record(
         bytes_written,
         bytes_moved_down: 0,
         warmup_blocks_inserted: 0,
+        filter_removed: 0,
+        filter_changed: 0,
         duration: start.elapsed(),
         stages: StageTimes::default(),
         pipeline: CompactionPipeline::Sequential,

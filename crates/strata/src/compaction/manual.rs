@@ -117,6 +117,87 @@ pub fn leveled_pick(
     merge_into(view, level, range, output, target_file_size, "manual compaction")
 }
 
+/// The reason of the tasks [`bottommost_rewrite`] picks, as
+/// `CompactionRecord::reason` shows it.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use strata::compaction::manual::BOTTOMMOST_REWRITE;
+/// use strata::{Db, Decision, Options};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::default())?;
+/// db.put(b"k", b"v")?;
+/// db.compact_range(None, None)?; // into L1, where nothing is above it
+/// db.close()?;
+/// let keep = |_: usize, _: &[u8], _: &[u8]| Decision::Keep;
+/// let db = Db::open(dir.path(), Options::default().with_compaction_filter(Arc::new(keep)))?;
+/// db.compact_range(None, None)?;
+/// assert_eq!(db.stats().recent_compactions.last().map(|r| r.reason), Some(BOTTOMMOST_REWRITE));
+/// # Ok::<(), strata::Error>(())
+/// ```
+pub const BOTTOMMOST_REWRITE: &str = "manual compaction: bottommost rewrite";
+
+/// A one-file merge into its own run of a file of `level` that overlaps the
+/// range and is still `untouched` (ids): what `Db::compact_range` gives the
+/// deepest level's files it did not rewrite when a compaction filter is set,
+/// so the filter sees every entry in range (RocksDB's default
+/// `BottommostLevelCompaction::kIfHaveCompactionFilter`, without rewriting the
+/// files the same call just wrote, as its `kForceOptimized` does). A file
+/// listed in two runs of the level is left alone: rewriting one listing would
+/// leave two different entries at one sequence number. `None` when no such file is left.
+///
+/// # Examples
+///
+/// ```
+/// use std::collections::HashSet;
+/// use strata::compaction::manual::{bottommost_rewrite, ManualRange};
+/// use strata::compaction::{CompactionTask, FileView, LsmView, RunView};
+///
+/// let file = FileView {
+///     id: 7,
+///     size: 100,
+///     smallest: b"a".to_vec(),
+///     largest: b"m".to_vec(),
+///     num_entries: 10,
+///     num_deletions: 0,
+///     being_compacted: false,
+///     bloom_bits_per_key: None,
+///     segments: 1,
+/// };
+/// let mut view = LsmView::new(3);
+/// view.levels[2].runs = vec![RunView { id: 1, files: vec![file] }];
+/// let untouched: HashSet<u64> = [7].into();
+/// let pick = bottommost_rewrite(&view, 2, &ManualRange::default(), &untouched, 1 << 20).expect("file 7");
+/// assert!(matches!(pick.task, CompactionTask::Merge { output_level: 2, .. }));
+/// assert!(bottommost_rewrite(&view, 2, &ManualRange::default(), &HashSet::new(), 1 << 20).is_none());
+/// ```
+pub fn bottommost_rewrite(
+    view: &LsmView,
+    level: usize,
+    range: &ManualRange<'_>,
+    untouched: &HashSet<u64>,
+    target_file_size: u64,
+) -> Option<PickResult> {
+    let l = view.level(level)?;
+    let listings = |id: u64| l.runs.iter().flat_map(|r| &r.files).filter(|f| f.id == id).count();
+    l.runs.iter().find_map(|run| {
+        let f = run.files.iter().find(|f| {
+            untouched.contains(&f.id) && range.overlaps(&f.smallest, &f.largest) && listings(f.id) == 1
+        })?;
+        let task = CompactionTask::Merge {
+            inputs: vec![FileRef { level, run: run.id, file: f.id }],
+            output_level: level,
+            output_run: RunTarget::Existing(run.id),
+            target_file_size,
+            reason: BOTTOMMOST_REWRITE,
+        };
+        Some(PickResult::task(task, 0.0))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +242,28 @@ mod tests {
         assert!(level_inputs(&v, 1, &nothing).is_none());
         assert_eq!(deepest_overlapping_level(&v, &nothing), 1);
         assert!(leveled_pick(&v, 2, &ManualRange::default(), 100).is_none(), "no level below the last");
+    }
+
+    #[test]
+    fn bottommost_rewrites_take_untouched_files_in_range_one_at_a_time() {
+        let v = view();
+        let (lo, hi) = (k(40), k(75));
+        let range = ManualRange { start: Some(&lo), end: Some(&hi) };
+        let untouched: HashSet<u64> = [4, 5, 6].into();
+        let pick = bottommost_rewrite(&v, 2, &range, &untouched, 100).unwrap();
+        validate_task(&v, &pick.task).unwrap();
+        let CompactionTask::Merge { inputs, output_level, output_run, .. } = pick.task else {
+            panic!("{pick:?}")
+        };
+        assert_eq!(
+            (inputs[0].file, output_level, output_run),
+            (5, 2, RunTarget::Existing(30)),
+            "4 is out of range"
+        );
+        assert_eq!(inputs.len(), 1);
+        let next = bottommost_rewrite(&v, 2, &range, &[6, 7].into(), 100).unwrap();
+        let CompactionTask::Merge { inputs, .. } = next.task else { panic!("{next:?}") };
+        assert_eq!(inputs.iter().map(|f| f.file).collect::<Vec<_>>(), vec![6], "run 30 first, one file");
+        assert!(bottommost_rewrite(&v, 2, &range, &[4].into(), 100).is_none(), "the rest were written since");
     }
 }

@@ -7,6 +7,7 @@ pub(crate) mod auto;
 pub mod blsm;
 pub(crate) mod capacity;
 pub(crate) mod executor;
+pub mod filter;
 pub mod garnering;
 pub mod leveled;
 pub mod lsbm;
@@ -23,6 +24,7 @@ pub(crate) mod view;
 pub(crate) mod warmup;
 
 pub use blsm::{BlsmPolicy, BlsmState};
+pub use filter::{CompactionFilter, Decision};
 pub use garnering::GarneringPolicy;
 pub use leveled::{LeveledConfig, LeveledPolicy};
 pub use lsbm::{BufferVariant, LsbmPolicy, LsbmState};

@@ -30,7 +30,8 @@ use std::time::Instant;
 use crossbeam_channel::unbounded;
 use parking_lot::{Condvar, Mutex};
 
-use super::merge::DropRules;
+use super::filter::FilterRun;
+use super::merge::{emit, DropRules};
 use super::output::OutputWriter;
 use crate::cache::TableCache;
 use crate::error::{Error, Result};
@@ -146,6 +147,7 @@ pub(crate) struct SubtaskInputs<'a> {
     pub tables: &'a Arc<TableCache>,
     pub read: BlockReadOptions,
     pub smallest_snapshot: SeqNum,
+    pub filter: Option<&'a FilterRun<'a>>,
 }
 
 /// Most input bytes the read stage holds ahead of the merging threads.
@@ -395,9 +397,11 @@ fn merge_one(
         if hi.is_some_and(|hi| k.user_key > hi) {
             break;
         }
-        if rules.keep(&k, is_base) {
-            encode_entry(&mut buf, it.key(), it.value());
-        }
+        let verdict = rules.decide(&k, it.value(), is_base, inputs.filter)?;
+        emit(verdict, it.key(), it.value(), |key, value| {
+            encode_entry(&mut buf, key, value);
+            Ok(())
+        })?;
         it.next()?;
     }
     Ok(buf)

@@ -138,6 +138,8 @@ impl DbInner {
             bytes_written: written,
             bytes_moved_down: 0,
             warmup_blocks_inserted: 0,
+            filter_removed: 0,
+            filter_changed: 0,
             duration: start.elapsed(),
             stages,
             pipeline,
@@ -263,7 +265,7 @@ impl DbInner {
             running.push(ids.clone());
             self.counters.running_peak.fetch_max(running.len() as u64, std::sync::atomic::Ordering::Relaxed);
         }
-        let smallest_snapshot = self.snapshots.oldest(&self.visible_seq);
+        let snapshots = self.snapshots.bounds(&self.visible_seq);
         drop(guard);
         // Installed under the lock, so picks and flush placements see a
         // MANIFEST edit whole; the inputs stay busy until it is applied.
@@ -271,7 +273,7 @@ impl DbInner {
             let _g = self.compaction_lock.lock();
             self.versions.log_and_apply(edit).map(drop)
         };
-        let r = execute(&self.env(), &version, &view, &pick, smallest_snapshot, &install);
+        let r = execute(&self.env(), &version, &view, &pick, snapshots, &install);
         {
             let mut running = self.running.lock();
             if let Some(i) = running.iter().position(|r| *r == ids) {
@@ -307,11 +309,11 @@ impl DbInner {
         let pick = refiltered.as_ref().unwrap_or(pick);
         validate_task(view, &pick.task)?;
         validate_buffer_actions(view, pick)?;
-        let smallest_snapshot = self.snapshots.oldest(&self.visible_seq);
+        let snapshots = self.snapshots.bounds(&self.visible_seq);
         if matches!(pick.task, CompactionTask::Merge { .. }) {
             self.counters.running_peak.fetch_max(1, std::sync::atomic::Ordering::Relaxed);
         }
-        let record = execute(&self.env(), &version, view, pick, smallest_snapshot, &|edit| {
+        let record = execute(&self.env(), &version, view, pick, snapshots, &|edit| {
             self.versions.log_and_apply(edit).map(drop)
         })?;
         self.finish_task(version, record);
@@ -363,20 +365,37 @@ impl DbInner {
         let _g = self.lock_with_nothing_running();
         self.check_bg_error()?;
         let range = ManualRange { start, end };
-        let deepest = {
+        let (deepest, mut untouched) = {
             let version = self.versions.current();
-            manual::deepest_overlapping_level(&build_view(&version, &self.versions, &HashSet::new()), &range)
+            let view = build_view(&version, &self.versions, &HashSet::new());
+            let deepest = manual::deepest_overlapping_level(&view, &range);
+            let ids: HashSet<u64> = view
+                .level(deepest)
+                .map(|l| l.runs.iter().flat_map(|r| &r.files).map(|f| f.id).collect())
+                .unwrap_or_default();
+            (deepest, ids)
         };
         for level in 0..deepest {
             let version = self.versions.current();
             let view = build_view(&version, &self.versions, &HashSet::new());
             let Some(pick) = self.policy.compact_range(&view, level, &range) else { continue };
-            if let Err(e) = self.run_task(version, &view, &pick) {
-                if !matches!(e, Error::InvalidArgument(_)) {
-                    self.set_bg_error(&e);
+            self.run_manual_task(version, &view, &pick)?;
+        }
+        // With a filter, the deepest level's files no merge above reached are
+        // rewritten too, so the filter sees every entry in range.
+        let target = self.opts.target_file_size_base;
+        while self.opts.compaction_filter.is_some() {
+            let version = self.versions.current();
+            let view = build_view(&version, &self.versions, &HashSet::new());
+            let Some(pick) = manual::bottommost_rewrite(&view, deepest, &range, &untouched, target) else {
+                break;
+            };
+            if let CompactionTask::Merge { inputs, .. } = &pick.task {
+                for f in inputs {
+                    untouched.remove(&f.file);
                 }
-                return Err(e);
             }
+            self.run_manual_task(version, &view, &pick)?;
         }
         self.purge_obsolete_files();
         Ok(())
@@ -384,6 +403,18 @@ impl DbInner {
 }
 
 impl DbInner {
+    /// Runs one task of a manual compaction; a failure other than a refused
+    /// pick sets the background error, as in background work.
+    fn run_manual_task(&self, version: Arc<Version>, view: &LsmView, pick: &PickResult) -> Result<()> {
+        let r = self.run_task(version, view, pick);
+        if let Err(e) = &r {
+            if !matches!(e, Error::InvalidArgument(_)) {
+                self.set_bg_error(e);
+            }
+        }
+        r
+    }
+
     /// `compaction_lock`, taken once no merge runs outside it (manual
     /// compaction picks every file in its range, busy or not).
     fn lock_with_nothing_running(&self) -> parking_lot::MutexGuard<'_, ()> {

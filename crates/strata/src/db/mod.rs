@@ -497,6 +497,10 @@ impl Db {
 
     /// Compacts the keys in `[start, end]` (either end open with `None`) down
     /// the tree and waits (RocksDB `CompactRange`); flushes the memtable first.
+    /// With a compaction filter set, the deepest level's files in range that
+    /// no merge from above rewrote are then rewritten in place, so the filter
+    /// sees every entry in range (RocksDB's default `bottommost_level_compaction`,
+    /// `kIfHaveCompactionFilter`); without one, they are left as they are.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.inner.compact_range(start, end)
     }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::{DbInner, DbIterator, DbRawIterator};
+use crate::compaction::merge::SnapshotBounds;
 use crate::error::Result;
 use crate::key::SeqNum;
 use crate::options::ReadOptions;
@@ -41,10 +42,15 @@ impl SnapshotList {
     }
 
     /// The oldest sequence any snapshot pins, or the visible sequence if none
-    /// is live: versions shadowed at or below it are invisible to every reader.
-    pub(crate) fn oldest(&self, visible: &AtomicU64) -> SeqNum {
+    /// is live (versions shadowed at or below it are invisible to every
+    /// reader), and the newest one pinned, if any (the compaction filter may
+    /// touch only entries above it).
+    pub(crate) fn bounds(&self, visible: &AtomicU64) -> SnapshotBounds {
         let live = self.live.lock();
-        live.keys().next().copied().unwrap_or_else(|| visible.load(Ordering::Acquire))
+        SnapshotBounds {
+            oldest: live.keys().next().copied().unwrap_or_else(|| visible.load(Ordering::Acquire)),
+            newest: live.keys().next_back().copied(),
+        }
     }
 }
 

@@ -77,6 +77,10 @@ pub struct CompactionRecord {
     pub bytes_moved_down: u64,
     /// New blocks the compaction warm-up put into the block cache.
     pub warmup_blocks_inserted: u64,
+    /// Entries the compaction filter removed (`Options::with_compaction_filter`).
+    pub filter_removed: u64,
+    /// Values the compaction filter changed.
+    pub filter_changed: u64,
     /// Wall time of the task.
     pub duration: Duration,
     /// Busy and waiting time of the output stages.
@@ -221,6 +225,12 @@ pub struct Stats {
     pub bytes_appended: u64,
     /// Tables rewritten in place for holding too many segments (`lwc`).
     pub table_rewrites: u64,
+    /// Entries compactions removed because the compaction filter said so
+    /// (`Options::with_compaction_filter`; RocksDB's ticker
+    /// `COMPACTION_KEY_DROP_USER`), each written as a tombstone or dropped.
+    pub compaction_filter_removed: u64,
+    /// Values compactions rewrote because the compaction filter said so.
+    pub compaction_filter_changed: u64,
     /// Table segments whose index a point read searched (one per table probe
     /// for tables of one segment; more when a DTable's filters let several through).
     pub get_segment_probes: u64,
@@ -353,6 +363,13 @@ impl fmt::Display for Stats {
                 self.buffer_files_trimmed
             )?;
         }
+        if self.compaction_filter_removed > 0 || self.compaction_filter_changed > 0 {
+            writeln!(
+                f,
+                "compaction filter: {} entries removed, {} values changed",
+                self.compaction_filter_removed, self.compaction_filter_changed
+            )?;
+        }
         if self.seek_candidates > 0 || self.flushes_below_l0 > 0 {
             writeln!(
                 f,
@@ -449,6 +466,8 @@ pub(crate) struct Counters {
     pub moved_down: AtomicU64,
     pub bytes_appended: AtomicU64,
     pub table_rewrites: AtomicU64,
+    pub filter_removed: AtomicU64,
+    pub filter_changed: AtomicU64,
     pub segment_probes: AtomicU64,
     /// Per level (`Options::num_levels` is at most [`MAX_LEVELS`]).
     pub filters: [FilterCounters; MAX_LEVELS],
@@ -517,6 +536,8 @@ impl Counters {
             _ => {}
         }
         Self::add(&self.warmup_blocks, r.warmup_blocks_inserted);
+        Self::add(&self.filter_removed, r.filter_removed);
+        Self::add(&self.filter_changed, r.filter_changed);
         if matches!(r.kind, "merge" | "append") {
             Self::add(&self.moved_down, r.bytes_moved_down);
         }
@@ -592,6 +613,8 @@ impl Counters {
         s.compaction_bytes_moved_down = g(&self.moved_down);
         s.bytes_appended = g(&self.bytes_appended);
         s.table_rewrites = g(&self.table_rewrites);
+        s.compaction_filter_removed = g(&self.filter_removed);
+        s.compaction_filter_changed = g(&self.filter_changed);
         s.get_segment_probes = g(&self.segment_probes);
         s.recent_compactions = self.history.lock().iter().cloned().collect();
     }
