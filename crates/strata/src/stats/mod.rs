@@ -255,6 +255,8 @@ pub struct Stats {
     pub table_rewrites: u64,
     /// Table segments whose index a point read searched (one per table probe
     /// for tables of one segment; more when a DTable's filters let several through).
+    /// The keys of a `multi_get` count as single gets would, also when they
+    /// share one search of a block's index.
     pub get_segment_probes: u64,
     /// Memtable flushes whose table went below L0
     /// (`Options::with_max_mem_compaction_level`).
