@@ -17,6 +17,7 @@ pub const BENCHMARKS: &[&str] = &[
     "waitforcompaction",
     "overwrite",
     "readrandom",
+    "multireadrandom",
     "readmissing",
     "readseq",
     "seekrandom",
@@ -68,7 +69,8 @@ fn parse_bloom_allocation(s: &str) -> Result<strata::BloomAllocation, String> {
 )]
 pub struct Args {
     /// Comma-separated benchmarks, run in order on the same database: fillseq, fillrandom,
-    /// overwrite, readrandom, readmissing (gets of absent keys inside the key range), readseq,
+    /// overwrite, readrandom, multireadrandom (batches of --batch_size random keys, one
+    /// multi-get each), readmissing (gets of absent keys inside the key range), readseq,
     /// seekrandom, seekrandomnext10, seekrandomnext100, readwhilewriting, seekrandomwhilewriting, ycsba..ycsbf. seekrandomnextN is seekrandom
     /// with --seek_nexts=N (a seek, then N nexts: up to N + 1 entries read).
     #[arg(long, value_delimiter = ',', default_value = "fillrandom,readrandom,seekrandom")]
@@ -194,6 +196,17 @@ pub struct Args {
     /// Seed of every random generator (fixed by default so runs are reproducible).
     #[arg(long, default_value_t = 301)]
     pub seed: u64,
+    /// Keys per batch of multireadrandom (db_bench's flag): one operation of the latency
+    /// percentiles is one batch, while ops/s, micros/op and found count keys, as db_bench reports it.
+    #[arg(long, default_value_t = 100)]
+    pub batch_size: usize,
+    /// Point reads of readrandom, readmissing, multireadrandom and readwhilewriting leave values
+    /// where the engine holds them instead of copying each into a `Vec` (db_bench's flag: RocksDB
+    /// `get_pinned` / `batched_multi_get_cf`, Strata `get_pinned` / `multi_get_pinned`, fjall's
+    /// `Slice`). Default false, unlike db_bench (true): the harness's reads have always copied.
+    /// LevelDB's C API copies every value, so it flags the flag UNSUPPORTED.
+    #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub pin_slice: bool,
     /// Next calls after each seek in seekrandom and seekrandomwhilewriting (db_bench's meaning:
     /// a seek then N nexts, up to N + 1 entries read; seekrandomnext10/100 fix N at 10/100).
     #[arg(long, default_value_t = 0)]
@@ -301,6 +314,7 @@ impl Args {
         check(self.key_size >= digits, &format!("--key_size must hold the {digits} digits of --num"))?;
         check(self.value_size != Some(0), "--value_size must be > 0")?;
         check((1..=1024).contains(&self.threads), "--threads must be in 1..=1024")?;
+        check((1..=1_000_000).contains(&self.batch_size), "--batch_size must be in 1..=1000000")?;
         check(
             !self.compaction_warmup || self.cache_size > 0,
             "--compaction_warmup needs a block cache (--cache_size > 0)",
@@ -484,6 +498,10 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+        assert_eq!((a.batch_size, a.pin_slice), (100, false));
+        let m = parse("--benchmarks=multireadrandom --batch_size=7 --pin_slice").unwrap();
+        assert_eq!((m.benchmarks[0].as_str(), m.batch_size, m.pin_slice), ("multireadrandom", 7, true));
+        assert!(!parse("--pin_slice=0").unwrap().pin_slice);
         assert_eq!(a.bloom_allocation, strata::BloomAllocation::Uniform);
         assert_eq!(
             parse("--bloom_allocation=monkey").unwrap().bloom_allocation,
@@ -513,6 +531,8 @@ mod tests {
             "--garnering_c=1.5",
             "--bloom_allocation=skewed",
             "--max_bytes_for_level_multiplier=0.5",
+            "--batch_size=0",
+            "--pin_slice=maybe",
         ] {
             let e = parse(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad}");

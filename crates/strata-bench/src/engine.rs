@@ -56,6 +56,8 @@ pub struct EngineConfig {
     pub sync: bool,
     /// Reuse an existing database (`--use_existing_db`).
     pub use_existing_db: bool,
+    /// Point reads leave values in place (`--pin_slice`; see [`Engine::get_pinned`]).
+    pub pin_slice: bool,
 }
 
 /// [`Engine::scan_keep_last`] over an engine's own forward iterator: reads up
@@ -78,6 +80,19 @@ pub fn tally_scan<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         }
     }
     Ok((count, bytes))
+}
+
+/// (keys found, key + value bytes of those) for a batch of `keys` whose
+/// answers have value lengths `lens`.
+pub fn tally_found(keys: &[Vec<u8>], lens: &[Option<usize>]) -> (u64, u64) {
+    let (mut found, mut bytes) = (0, 0);
+    for (key, len) in keys.iter().zip(lens) {
+        if let Some(len) = len {
+            found += 1;
+            bytes += (key.len() + len) as u64;
+        }
+    }
+    (found, bytes)
 }
 
 impl EngineConfig {
@@ -131,6 +146,7 @@ impl EngineConfig {
             policy: "leveled".into(),
             sync: false,
             use_existing_db: false,
+            pin_slice: false,
         }
     }
 }
@@ -167,6 +183,34 @@ pub trait Engine: Send + Sync {
     fn put(&self, key: &[u8], value: &[u8]) -> BenchResult<()>;
     /// Reads a value.
     fn get(&self, key: &[u8]) -> BenchResult<Option<Vec<u8>>>;
+    /// Reads a value where the engine holds it, without copying it into a
+    /// `Vec` (`--pin_slice`), and returns its length. The default is
+    /// [`Engine::get`]: engines with no such read flag `pin_slice`
+    /// UNSUPPORTED in their option mapping.
+    fn get_pinned(&self, key: &[u8]) -> BenchResult<Option<usize>> {
+        Ok(self.get(key)?.map(|v| v.len()))
+    }
+    /// Reads `keys` as one batch (multireadrandom), copying the values or,
+    /// with `pinned`, leaving them in place; returns (keys found, key + value
+    /// bytes of those). The default is a loop of [`Engine::get`] /
+    /// [`Engine::get_pinned`], for engines without a multi-get
+    /// ([`Engine::has_multi_get`] false).
+    fn multi_get(&self, keys: &[Vec<u8>], pinned: bool) -> BenchResult<(u64, u64)> {
+        let (mut found, mut bytes) = (0, 0);
+        for key in keys {
+            let len = if pinned { self.get_pinned(key)? } else { self.get(key)?.map(|v| v.len()) };
+            if let Some(len) = len {
+                found += 1;
+                bytes += (key.len() + len) as u64;
+            }
+        }
+        Ok((found, bytes))
+    }
+    /// True if [`Engine::multi_get`] is the engine's own batched multi-get,
+    /// false if it is the default loop of gets.
+    fn has_multi_get(&self) -> bool {
+        false
+    }
     /// Deletes a key.
     fn delete(&self, key: &[u8]) -> BenchResult<()>;
     /// Seeks to the first key >= `start` and reads up to `n` entries forward;
@@ -294,7 +338,8 @@ impl StrataEngine {
         let mapping = format!(
             "strata: block_cache_capacity={} row_cache={} compaction_warmup={} bloom_bits_per_key={} bloom_allocation={} write_buffer_size={} target_file_size_base={} \
              compression={:?} use_direct_reads={} max_bytes_for_level_base={} max_bytes_for_level_multiplier={} compaction_style={}{} buffer_trim_interval={:?} buffer_read_misses={} \
-             seek_compaction={} max_mem_compaction_level={} compaction_pipeline={} compaction_subtask_bytes={} sync={}{}",
+             seek_compaction={} max_mem_compaction_level={} compaction_pipeline={} compaction_subtask_bytes={} sync={} \
+             pin_slice={}{}",
             cfg.cache_size,
             cfg.row_cache_size,
             cfg.compaction_warmup,
@@ -319,6 +364,7 @@ impl StrataEngine {
             cfg.compaction_pipeline.name(),
             cfg.compaction_subtask_bytes,
             cfg.sync,
+            if cfg.pin_slice { "true (get_pinned, multi_get_pinned)" } else { "false" },
             if cfg.subcompactions > 1 { " subcompactions=UNSUPPORTED (see compaction_pipeline)" } else { "" },
         );
         let db = strata::Db::open(&cfg.path, opts).map_err(|e| e.to_string())?;
@@ -346,6 +392,23 @@ impl Engine for StrataEngine {
     }
     fn get(&self, key: &[u8]) -> BenchResult<Option<Vec<u8>>> {
         self.db.get(key).map_err(|e| e.to_string())
+    }
+    fn get_pinned(&self, key: &[u8]) -> BenchResult<Option<usize>> {
+        Ok(self.db.get_pinned(key).map_err(|e| e.to_string())?.map(|v| v.len()))
+    }
+    fn multi_get(&self, keys: &[Vec<u8>], pinned: bool) -> BenchResult<(u64, u64)> {
+        let lens: Vec<Option<usize>> = if pinned {
+            let got = self.db.multi_get_pinned(keys);
+            got.into_iter().map(|r| r.map(|v| v.map(|v| v.len()))).collect::<Result<_, _>>()
+        } else {
+            let got = self.db.multi_get(keys);
+            got.into_iter().map(|r| r.map(|v| v.map(|v| v.len()))).collect::<Result<_, _>>()
+        }
+        .map_err(|e| e.to_string())?;
+        Ok(tally_found(keys, &lens))
+    }
+    fn has_multi_get(&self) -> bool {
+        true
     }
     fn delete(&self, key: &[u8]) -> BenchResult<()> {
         self.db.delete_opt(key, &self.wo).map_err(|e| e.to_string())

@@ -43,7 +43,8 @@ pub const SAMPLES_HEADER: [&str; 10] = [
     "db_bytes",
 ];
 
-/// Columns of `op_latencies.csv` (YCSB rows: one line per operation type), in order.
+/// Columns of `op_latencies.csv` (YCSB rows: one line per operation type;
+/// multireadrandom rows: one `BATCH` line), in order.
 pub const OP_LATENCIES_HEADER: [&str; 9] =
     ["engine", "benchmark", "repetition", "op", "count", "found", "p50_us", "p99_us", "p999_us"];
 
@@ -182,7 +183,7 @@ fn write_json(path: &Path, results: &[RunResult]) -> Result<(), String> {
 }
 
 /// Writes `results.csv`, `samples.csv`, `op_latencies.csv` (YCSB's
-/// per-operation-type latencies), `results.json` (all of it) and, for every
+/// per-operation-type latencies, multireadrandom's per-batch ones), `results.json` (all of it) and, for every
 /// benchmark with samples, its SVG charts into `dir` (created if missing).
 /// Returns the paths written.
 pub fn write_outputs(dir: &Path, results: &[RunResult]) -> Result<Vec<PathBuf>, String> {

@@ -144,8 +144,9 @@ pub const TABLE_NOTE: &str = "w-amp, stall s: write amplification and writer sta
                               since the database was opened (include earlier benchmarks in the list); \
                               levels: deepest level holding data at the end; hit %: this benchmark only";
 
-/// YCSB's per-operation-type latencies of every YCSB row, medians over
-/// repetitions; empty when no row has them.
+/// Per-operation-type latencies of every row that has them (YCSB's
+/// operations, multireadrandom's batches), medians over repetitions; empty
+/// when no row has them.
 pub fn format_op_table(results: &[RunResult]) -> String {
     let head = ["benchmark", "engine", "operation", "ops", "p50 µs", "p99 µs", "p99.9 µs"];
     let mut rows: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
@@ -178,7 +179,8 @@ pub fn format_op_table(results: &[RunResult]) -> String {
 }
 
 /// YCSB's own per-operation report lines for one row (`[READ], Operations, 950`,
-/// `[READ], 99thPercentileLatency(us), 12.5`, …); empty for non-YCSB rows.
+/// `[READ], 99thPercentileLatency(us), 12.5`, …; multireadrandom's `[BATCH]`
+/// lines in the same form); empty for other rows.
 pub fn ycsb_op_lines(r: &RunResult) -> String {
     let mut out = String::new();
     for o in &r.op_latencies {

@@ -23,12 +23,13 @@ pub struct Sample {
 /// Latency summary of one YCSB operation type over a phase.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct OpSummary {
-    /// YCSB's name: `READ`, `UPDATE`, `INSERT`, `SCAN`, `READ-MODIFY-WRITE`.
+    /// YCSB's name: `READ`, `UPDATE`, `INSERT`, `SCAN`, `READ-MODIFY-WRITE`;
+    /// `BATCH` for multireadrandom's batches.
     pub op: String,
     /// Operations of this type.
     pub count: u64,
     /// READ and READ-MODIFY-WRITE: reads that found their key; SCAN: entries
-    /// returned in total; 0 for the others.
+    /// returned in total; BATCH: keys found in all batches; 0 for the others.
     pub found: u64,
     /// Median latency, microseconds.
     pub p50_us: f64,
@@ -78,7 +79,8 @@ pub struct RunResult {
     pub found: u64,
     /// Time series, for benchmarks that sample.
     pub samples: Vec<Sample>,
-    /// YCSB phases: latencies per operation type (those that ran).
+    /// YCSB phases: latencies per operation type (those that ran);
+    /// multireadrandom: its batches (`BATCH`).
     #[serde(default)]
     pub op_latencies: Vec<OpSummary>,
     /// The slow-device profile in force (`--device_profile`: limits, device, cgroup version);

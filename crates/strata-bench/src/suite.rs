@@ -204,6 +204,7 @@ impl Plan {
             policy: policy.to_string(),
             sync: a.sync,
             use_existing_db: a.use_existing_db,
+            pin_slice: a.pin_slice,
         }
     }
 }
@@ -355,7 +356,7 @@ pub fn run_main(plan: &Plan) -> BenchResult<()> {
         .map_err(io)?;
     let ops = report::format_op_table(&results);
     if !ops.is_empty() {
-        writeln!(out, "\nYCSB latency per operation type (medians over repetitions):\n{ops}").map_err(io)?;
+        writeln!(out, "\nlatency per operation type (YCSB operations, multireadrandom batches; medians over repetitions):\n{ops}").map_err(io)?;
     }
     let series = report::format_series(&results);
     if !series.is_empty() {

@@ -43,6 +43,12 @@ fn every_benchmark_runs_after_fillseq() {
     assert!(rr.p50_us > 0.0 && rr.p50_us <= rr.p99_us && rr.p99_us <= rr.p999_us, "{rr:?}");
     assert!(rr.hit_ratio.is_some() && rr.write_amplification.is_some());
     assert_eq!(get(&results, "readseq").ops, 800, "each thread scans --reads entries");
+    // multireadrandom: keys counted as ops, latencies per batch of 100.
+    let m = get(&results, "multireadrandom");
+    assert_eq!((m.ops, m.found), (800, 800), "2 threads x 400 keys");
+    assert_eq!(m.op_latencies.len(), 1);
+    assert_eq!((m.op_latencies[0].op.as_str(), m.op_latencies[0].count), ("BATCH", 8));
+    assert!(m.p50_us > 0.0 && m.p50_us <= m.p99_us, "{m:?}");
     for s in ["seekrandom", "seekrandomnext10", "seekrandomnext100"] {
         let r = get(&results, s);
         assert_eq!((r.ops, r.found), (800, 800), "{s}");
@@ -69,6 +75,28 @@ fn readrandom_after_fillrandom_finds_only_written_keys() {
     assert!(r.found > 0 && r.found < r.ops, "{r:?}");
     let share = r.found as f64 / r.ops as f64;
     assert!((0.5..0.75).contains(&share), "found share {share}");
+}
+
+#[test]
+fn pin_slice_and_batch_size_reach_the_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = format!(
+        "strata-bench {TINY} --benchmarks=fillseq,readrandom,multireadrandom,readwhilewriting --threads=1 \
+         --batch_size=7 --pin_slice --db={}",
+        dir.path().display()
+    );
+    let args = parse_args(line.split_whitespace()).unwrap();
+    let mut log = Vec::new();
+    let results = run_plan(&Plan::from_args(&args), &mut log).unwrap();
+    let log = String::from_utf8(log).unwrap();
+    assert!(log.contains("pin_slice=true (get_pinned, multi_get_pinned)"), "{log}");
+    assert!(!log.contains("loop of"), "Strata has a multi-get: {log}");
+    assert_eq!((get(&results, "readrandom").ops, get(&results, "readrandom").found), (400, 400));
+    let m = get(&results, "multireadrandom");
+    assert_eq!((m.ops, m.found, m.op_latencies[0].count), (400, 400, 58), "57 batches of 7 and one of 1");
+    assert!(log.contains("multireadrandom") && log.contains("(400 of 400 found)"), "{log}");
+    let r = get(&results, "readwhilewriting");
+    assert!(r.found > 0, "{r:?}");
 }
 
 #[test]

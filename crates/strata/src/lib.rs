@@ -35,6 +35,7 @@ pub mod key;
 pub mod memtable;
 pub mod options;
 pub(crate) mod paths;
+mod pinned;
 pub mod stats;
 pub mod table;
 pub mod ttl;
@@ -51,6 +52,7 @@ pub use options::{
     BloomAllocation, CompactionPipeline, CompactionStyle, CompressionType, Options, ReadOptions,
     WalRecoveryMode, WriteOptions,
 };
+pub use pinned::PinnedValue;
 pub use stats::{CompactionRecord, LevelStats, StageTimes, Stats};
 pub use ttl::TtlDb;
 pub use vfs::{MemVfs, RealVfs, Vfs};

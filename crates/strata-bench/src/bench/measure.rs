@@ -47,14 +47,16 @@ pub struct ThreadOut {
     pub found: u64,
     /// Key + value bytes moved.
     pub bytes: u64,
-    /// Per-operation latencies.
+    /// Per-operation latencies (per batch for multireadrandom).
     pub hist: Histogram<u64>,
+    /// Batches of multireadrandom (0 for the other benchmarks).
+    pub batches: u64,
 }
 
 impl ThreadOut {
     /// An empty record.
     pub fn new() -> BenchResult<Self> {
-        Ok(ThreadOut { ops: 0, found: 0, bytes: 0, hist: new_hist()? })
+        Ok(ThreadOut { ops: 0, found: 0, bytes: 0, hist: new_hist()?, batches: 0 })
     }
 
     /// Records one operation that took `ns`.
@@ -63,6 +65,17 @@ impl ThreadOut {
         self.ops += 1;
         self.bytes += bytes as u64;
         self.found += u64::from(found);
+        self.hist.saturating_record(ns.max(1));
+    }
+
+    /// Records one batch of `keys` operations that took `ns` (db_bench's
+    /// `FinishedOps` with `num_ops`: one latency sample, `keys` operations).
+    #[inline]
+    pub fn record_batch(&mut self, ns: u64, keys: u64, bytes: u64, found: u64) {
+        self.ops += keys;
+        self.bytes += bytes;
+        self.found += found;
+        self.batches += 1;
         self.hist.saturating_record(ns.max(1));
     }
 }

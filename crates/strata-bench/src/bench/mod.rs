@@ -124,6 +124,11 @@ pub fn run_benchmark(
             let seeds = state.seeds(args.seed, threads);
             read::random_reads(engine, name, args, op, &seeds)?
         }
+        "multireadrandom" => {
+            state.warn_if_empty(name);
+            let seeds = state.seeds(args.seed, threads);
+            read::multi_reads(engine, name, args, &seeds, &mut state.warnings)?
+        }
         "readseq" => {
             state.warn_if_empty(name);
             read::read_seq(engine, name, args, threads)?

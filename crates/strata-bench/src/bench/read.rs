@@ -1,12 +1,15 @@
-//! Closed-loop read benchmarks: readrandom, readseq, seekrandom, seekrandomnext10/100.
+//! Closed-loop read benchmarks: readrandom, multireadrandom, readseq, seekrandom,
+//! seekrandomnext10/100.
 
 use super::measure::{
-    conclude, finish, progress, run_threads, Deadline, ThreadOut, DURATION_CHECK_OPS, PROGRESS_BATCH,
+    conclude, finish, progress, quantile_us, run_threads, Deadline, ThreadOut, DURATION_CHECK_OPS,
+    PROGRESS_BATCH,
 };
 use super::Outcome;
 use crate::cli::Args;
 use crate::engine::{BenchResult, Engine};
 use crate::gen::format_key_into;
+use crate::results::OpSummary;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::time::Instant;
@@ -35,6 +38,15 @@ impl ReadOp {
             ReadOp::Get | ReadOp::GetMissing => 1,
             ReadOp::Seek { nexts } => nexts.saturating_add(1),
         }
+    }
+}
+
+/// A point read of `key`, copied or (`--pin_slice`) left in place; the value's length.
+pub(crate) fn point_get(engine: &dyn Engine, key: &[u8], pinned: bool) -> BenchResult<Option<usize>> {
+    if pinned {
+        engine.get_pinned(key)
+    } else {
+        Ok(engine.get(key)?.map(|v| v.len()))
     }
 }
 
@@ -83,8 +95,8 @@ pub fn random_reads(
             }
             let t0 = Instant::now();
             let (found, bytes) = match op {
-                ReadOp::Get | ReadOp::GetMissing => match engine.get(&key)? {
-                    Some(v) => (true, key.len() + v.len()),
+                ReadOp::Get | ReadOp::GetMissing => match point_get(engine, &key, args.pin_slice)? {
+                    Some(len) => (true, key.len() + len),
                     None => (false, 0),
                 },
                 ReadOp::Seek { .. } => {
@@ -103,6 +115,73 @@ pub fn random_reads(
         Ok(out)
     })?;
     conclude(engine, name, &before, start, &pb, outs)
+}
+
+/// db_bench's multireadrandom: each of `--threads` threads reads `--reads` uniform
+/// random keys in batches of `--batch_size` (the last one smaller), one multi-get
+/// per batch, or until `--duration` runs out. As in db_bench, ops, found and
+/// ops/s count keys while each latency sample is one batch; the result also
+/// carries a `BATCH` line (batches and their latency percentiles). Engines
+/// without a multi-get run each batch as a loop of gets, and the run says so.
+pub fn multi_reads(
+    engine: &dyn Engine,
+    name: &str,
+    args: &Args,
+    seeds: &[u64],
+    warnings: &mut Vec<String>,
+) -> BenchResult<Outcome> {
+    if !engine.has_multi_get() {
+        warnings.push(format!(
+            "{name}: {} has no multi-get; each batch ran as a loop of single gets",
+            engine.name()
+        ));
+    }
+    let reads = args.reads();
+    let pb = progress(args.quiet, reads * seeds.len() as u64, name);
+    let before = engine.stats();
+    let start = Instant::now();
+    let deadline = Deadline::new(start, args.duration);
+    let outs = run_threads(seeds.len(), |t| {
+        let mut rng = SmallRng::seed_from_u64(seeds[t]);
+        let mut out = ThreadOut::new()?;
+        let mut keys: Vec<Vec<u8>> = Vec::with_capacity(args.batch_size);
+        let mut done = 0;
+        while done < reads {
+            let n = (reads - done).min(args.batch_size as u64) as usize;
+            keys.resize_with(n, || Vec::with_capacity(args.key_size));
+            for key in &mut keys {
+                format_key_into(rng.gen_range(0..args.num), args.key_size, key);
+            }
+            let t0 = Instant::now();
+            let (found, bytes) = engine.multi_get(&keys, args.pin_slice)?;
+            out.record_batch(t0.elapsed().as_nanos() as u64, n as u64, bytes, found);
+            let before = done;
+            done += n as u64;
+            // Progress and the clock every PROGRESS_BATCH / DURATION_CHECK_OPS keys, as per-key reads.
+            let ticks = done / PROGRESS_BATCH - before / PROGRESS_BATCH;
+            if ticks > 0 {
+                pb.inc(ticks * PROGRESS_BATCH);
+            }
+            let check = done / DURATION_CHECK_OPS > before / DURATION_CHECK_OPS;
+            if check && deadline.expired() {
+                break;
+            }
+        }
+        Ok(out)
+    })?;
+    let batches: u64 = outs.iter().map(|o| o.batches).sum();
+    let mut outcome = conclude(engine, name, &before, start, &pb, outs)?;
+    if let Some((r, Some(lat))) = outcome.results.last_mut() {
+        r.op_latencies = vec![OpSummary {
+            op: "BATCH".into(),
+            count: batches,
+            found: r.found,
+            p50_us: quantile_us(&lat.all, 0.5),
+            p99_us: quantile_us(&lat.all, 0.99),
+            p999_us: quantile_us(&lat.all, 0.999),
+        }];
+    }
+    Ok(outcome)
 }
 
 /// readseq: each thread scans forward from the first key, up to `--reads` entries

@@ -157,7 +157,9 @@ fn reader(
         }
         let t0 = Instant::now();
         let hit = match op {
-            ReadOp::Get | ReadOp::GetMissing => engine.get(&key)?.is_some(),
+            ReadOp::Get | ReadOp::GetMissing => {
+                super::read::point_get(engine, &key, args.pin_slice)?.is_some()
+            }
             ReadOp::Seek { .. } => {
                 super::read::seek(engine, args, index, &key, &mut end, op.entries())?.0 > 0
             }

@@ -88,6 +88,9 @@ impl FjallEngine {
         );
         mapping.push_str(&cfg.peer_bloom_allocation_note());
         mapping.push_str(cfg.peer_subcompactions_note());
+        if cfg.pin_slice {
+            mapping.push_str(" pin_slice=true (get's Slice read in place)");
+        }
         Ok(FjallEngine { keyspace, part, sync: cfg.sync, mapping, path: cfg.path.clone() })
     }
 
@@ -110,6 +113,10 @@ impl Engine for FjallEngine {
     }
     fn get(&self, key: &[u8]) -> BenchResult<Option<Vec<u8>>> {
         Ok(self.part.get(key).map_err(err)?.map(|v| v.to_vec()))
+    }
+    fn get_pinned(&self, key: &[u8]) -> BenchResult<Option<usize>> {
+        // fjall's own value type (a shared slice): read in place, not copied out.
+        Ok(self.part.get(key).map_err(err)?.map(|v| v.len()))
     }
     fn delete(&self, key: &[u8]) -> BenchResult<()> {
         self.part.remove(key).map_err(err)?;

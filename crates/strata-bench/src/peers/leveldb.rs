@@ -111,7 +111,8 @@ impl LevelDbEngine {
                     " (so --seek_compaction=false or --max_mem_compaction_level other than 2 are UNSUPPORTED)"
                 },
             ) + &cfg.peer_bloom_allocation_note()
-                + cfg.peer_subcompactions_note(),
+                + cfg.peer_subcompactions_note()
+                + if cfg.pin_slice { " pin_slice=UNSUPPORTED (the C API copies every value)" } else { "" },
             path: cfg.path.clone(),
         };
         let o = me.options;

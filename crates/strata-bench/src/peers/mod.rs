@@ -132,6 +132,16 @@ mod tests {
         let (from, to) = (format!("{:016}", 9), format!("{:016}", 12));
         assert_eq!(db.scan_bounded(from.as_bytes(), to.as_bytes(), 10).unwrap(), (2, 2 * 116));
         assert_eq!(db.scan(format!("{:016}", 4998).as_bytes(), 10).unwrap(), (2, 2 * 116));
+        // Batches (the engine's multi-get or a loop of gets) and pinned reads.
+        let mut keys: Vec<Vec<u8>> =
+            [42, 10, 4999, 42].iter().map(|i| format!("{i:016}").into_bytes()).collect();
+        keys.push(b"missing".to_vec());
+        for pinned in [false, true] {
+            assert_eq!(db.multi_get(&keys, pinned).unwrap(), (3, 3 * 116), "pinned {pinned}");
+        }
+        assert_eq!(db.multi_get(&[], false).unwrap(), (0, 0));
+        assert_eq!(db.get_pinned(format!("{:016}", 42).as_bytes()).unwrap(), Some(100));
+        assert_eq!(db.get_pinned(format!("{:016}", 10).as_bytes()).unwrap(), None);
         for i in 0..5000u32 {
             db.get(format!("{i:016}").as_bytes()).unwrap();
         }

@@ -5,7 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, WriteOptions, DB};
+use rocksdb::{
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, Options, WriteOptions, DB,
+    DEFAULT_COLUMN_FAMILY_NAME,
+};
 
 use super::{parse_ticker, strata_defaults as sd, Codec};
 use crate::engine::{BenchResult, Engine, EngineConfig, EngineStats};
@@ -86,7 +89,8 @@ impl RocksDbEngine {
              max_write_buffer_number={} target_file_size_base={} compression={:?} use_direct_reads={} \
              block_size={} block_restart_interval={} level0_triggers={}/{}/{} max_bytes_for_level_base={} \
              level_multiplier={} level_compaction_dynamic_level_bytes=false num_levels={} max_open_files={} max_background_jobs=2 \
-             max_subcompactions={} cache_index_and_filter_blocks=false sync={} statistics=on{}{}{}",
+             max_subcompactions={} cache_index_and_filter_blocks=false sync={} statistics=on \
+             multireadrandom=batched_multi_get_cf{}{}{}{}",
             if cfg.cache_size > 0 {
                 format!("LRU({})", cfg.cache_size)
             } else {
@@ -114,6 +118,7 @@ impl RocksDbEngine {
             sd::MAX_OPEN_FILES,
             cfg.subcompactions.max(1),
             cfg.sync,
+            if cfg.pin_slice { " pin_slice=true (get_pinned; multi-get values read in place)" } else { "" },
             if cfg.compaction_warmup {
                 " compaction_warmup=UNSUPPORTED (prepopulate_block_cache loads flushed blocks only)"
             } else {
@@ -127,8 +132,11 @@ impl RocksDbEngine {
             },
         );
         mapping.push_str(&cfg.peer_bloom_allocation_note());
-        let db =
-            DB::open(&opts, &cfg.path).map_err(|e| format!("rocksdb open {}: {e}", cfg.path.display()))?;
+        // Opened with the default column family named (and its options the
+        // same), so its handle is there for batched_multi_get_cf.
+        let cf = ColumnFamilyDescriptor::new(DEFAULT_COLUMN_FAMILY_NAME, opts.clone());
+        let db = DB::open_cf_descriptors(&opts, &cfg.path, [cf])
+            .map_err(|e| format!("rocksdb open {}: {e}", cfg.path.display()))?;
         let mut wo = WriteOptions::default();
         wo.set_sync(cfg.sync);
         Ok(RocksDbEngine { db, opts, wo, user_bytes: AtomicU64::new(0), mapping, path: cfg.path.clone() })
@@ -145,6 +153,27 @@ impl Engine for RocksDbEngine {
     }
     fn get(&self, key: &[u8]) -> BenchResult<Option<Vec<u8>>> {
         self.db.get(key).map_err(|e| e.to_string())
+    }
+    fn get_pinned(&self, key: &[u8]) -> BenchResult<Option<usize>> {
+        Ok(self.db.get_pinned(key).map_err(|e| e.to_string())?.map(|v| v.len()))
+    }
+    fn multi_get(&self, keys: &[Vec<u8>], pinned: bool) -> BenchResult<(u64, u64)> {
+        let cf = self
+            .db
+            .cf_handle(DEFAULT_COLUMN_FAMILY_NAME)
+            .ok_or("rocksdb: no default column family handle")?;
+        // RocksDB's batched MultiGet (db_bench --multiread_batched): values
+        // come back pinned; without --pin_slice each found one is copied out,
+        // as Strata's multi_get returns copies.
+        let mut lens = Vec::with_capacity(keys.len());
+        for r in self.db.batched_multi_get_cf(cf, keys, false) {
+            let v = r.map_err(|e| e.to_string())?;
+            lens.push(v.map(|v| if pinned { v.len() } else { std::hint::black_box(v.to_vec()).len() }));
+        }
+        Ok(crate::engine::tally_found(keys, &lens))
+    }
+    fn has_multi_get(&self) -> bool {
+        true
     }
     fn delete(&self, key: &[u8]) -> BenchResult<()> {
         self.user_bytes.fetch_add(key.len() as u64, Relaxed);

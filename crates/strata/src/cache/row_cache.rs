@@ -152,7 +152,17 @@ impl RowCache {
     /// newest entry may differ), counting a hit or a miss; a tombstone comes
     /// back as `(ValueKind::Delete, empty)`.
     pub fn get(&self, file_id: u64, state: u64, user_key: &[u8]) -> Option<(ValueKind, Vec<u8>)> {
-        let found = with_key(file_id, state, user_key, |key| {
+        self.get_shared(file_id, state, user_key).map(|(kind, value)| (kind, value.to_vec()))
+    }
+
+    /// [`Self::get`] sharing the cached bytes instead of copying them.
+    pub(crate) fn get_shared(
+        &self,
+        file_id: u64,
+        state: u64,
+        user_key: &[u8],
+    ) -> Option<(ValueKind, Arc<[u8]>)> {
+        with_key(file_id, state, user_key, |key| {
             let mut s = self.shard(key).lock();
             let found = s.lru.get(key).map(|r| (r.kind, Arc::clone(&r.value)));
             if found.is_some() {
@@ -161,8 +171,7 @@ impl RowCache {
                 s.stats.misses += 1;
             }
             found
-        });
-        found.map(|(kind, value)| (kind, value.to_vec()))
+        })
     }
 
     /// Caches the newest entry of `user_key` in file `file_id` in `state`, evicting least

@@ -5,6 +5,8 @@ use std::sync::Arc;
 use super::DbInner;
 use crate::error::Result;
 use crate::key::{parse_internal_key, user_key, ValueKind};
+use crate::pinned::PinnedValue;
+use crate::table::memo::BlockMemo;
 use crate::table::{BlockReadOptions, Table};
 use crate::version::FileMeta;
 
@@ -13,37 +15,41 @@ impl DbInner {
     /// when it is on and `lookup`'s sequence is at least the file's largest:
     /// then the answer is simply the newest entry of the key in the file, the
     /// same for every such read. Reads at older snapshots go to the table.
+    /// `memo` is a batch's last blocks (`None` for a single read).
     pub(super) fn table_get(
         &self,
         table: &Arc<Table>,
         file: &FileMeta,
         lookup: &[u8],
         bro: BlockReadOptions,
-    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        memo: Option<&mut BlockMemo>,
+    ) -> Result<Option<(ValueKind, PinnedValue)>> {
         // The filter first: a key the file cannot hold costs no cache lock.
         if !table.may_contain(user_key(lookup)) {
             return Ok(None);
         }
-        self.table_get_unfiltered(table, file, lookup, bro)
+        self.table_get_unfiltered(table, file, lookup, bro, memo)
     }
 
     /// [`Self::table_get`] for a table whose filter the caller already asked.
+    /// A row cache hit shares the cached row's bytes.
     pub(super) fn table_get_unfiltered(
         &self,
         table: &Arc<Table>,
         file: &FileMeta,
         lookup: &[u8],
         bro: BlockReadOptions,
-    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
-        let Some(rows) = &self.row_cache else { return table.get_unfiltered(lookup, bro) };
+        memo: Option<&mut BlockMemo>,
+    ) -> Result<Option<(ValueKind, PinnedValue)>> {
+        let Some(rows) = &self.row_cache else { return table.get_unfiltered_in(lookup, bro, memo) };
         let target = parse_internal_key(lookup)?;
         if target.seq < file.largest_seq {
-            return table.get_unfiltered(lookup, bro);
+            return table.get_unfiltered_in(lookup, bro, memo);
         }
-        if let Some(hit) = rows.get(file.id, file.size, target.user_key) {
-            return Ok(Some(hit));
+        if let Some((kind, value)) = rows.get_shared(file.id, file.size, target.user_key) {
+            return Ok(Some((kind, PinnedValue::shared(value))));
         }
-        let found = table.get_unfiltered(lookup, bro)?;
+        let found = table.get_unfiltered_in(lookup, bro, memo)?;
         if let (Some((kind, value)), true) = (&found, bro.fill_cache) {
             rows.insert(file.id, file.size, target.user_key, *kind, value);
         }

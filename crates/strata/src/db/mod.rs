@@ -6,6 +6,7 @@ mod bounds;
 mod file_get;
 mod iter;
 mod iter_view;
+mod multi_get;
 mod raw_iter;
 mod read;
 mod read_only;
@@ -39,6 +40,7 @@ use crate::compaction::CompactionPolicy;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::pinned::PinnedValue;
 use crate::stats::{Counters, LevelStats, Stats};
 use crate::version::{Level, Version, VersionSet};
 use crate::vfs::{FileLock, Vfs};
@@ -362,6 +364,159 @@ impl Db {
         self.inner.get_at(key.as_ref(), ro.snapshot.as_ref().map(Snapshot::sequence), ro)
     }
 
+    /// Reads the latest value of a key without copying it out of the table
+    /// block that holds it (rust-rocksdb `get_pinned`, RocksDB `Get` into a
+    /// `PinnableSlice`): see [`PinnedValue`] for what it holds and for how
+    /// long. Same answer, rules and counters as [`Db::get`], which copies.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// db.put(b"k", vec![1u8; 4096])?;
+    /// db.flush()?;
+    /// let v = db.get_pinned(b"k")?.expect("present");
+    /// assert!(v.is_pinned() && v.iter().all(|&b| b == 1));
+    /// assert_eq!(db.get_pinned(b"missing")?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get_pinned(&self, key: impl AsRef<[u8]>) -> Result<Option<PinnedValue>> {
+        self.get_pinned_opt(key, &ReadOptions::default())
+    }
+
+    /// [`Db::get_pinned`] with read options (rust-rocksdb `get_pinned_opt`).
+    /// With `fill_cache(false)` the block read for the value is not cached
+    /// but still pinned by the value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// db.put(b"k", b"old")?;
+    /// let snap = db.snapshot();
+    /// db.put(b"k", b"new")?;
+    /// let v = db.get_pinned_opt(b"k", &ReadOptions::new().with_snapshot(&snap))?;
+    /// assert_eq!(v.as_deref(), Some(&b"old"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get_pinned_opt(&self, key: impl AsRef<[u8]>, ro: &ReadOptions) -> Result<Option<PinnedValue>> {
+        self.inner.get_pinned_at(key.as_ref(), ro.snapshot.as_ref().map(Snapshot::sequence), ro)
+    }
+
+    /// Reads many keys at once (rust-rocksdb `multi_get`, RocksDB's batched
+    /// `MultiGet`): one answer per key, in the order given. The whole batch
+    /// reads one consistent state. Keys are sorted internally, a duplicate is
+    /// looked up once, the keys that fall in one table share its handle and
+    /// those that fall in one data block read it once. An error (a damaged
+    /// block, an unreadable file) is the answer of the keys that needed that
+    /// block or file; the other keys are still answered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// db.put(b"a", b"1")?;
+    /// db.put(b"c", b"3")?;
+    /// let got = db.multi_get([&b"c"[..], b"b", b"a", b"c"]);
+    /// let got: Vec<Option<Vec<u8>>> = got.into_iter().collect::<Result<_, _>>()?;
+    /// assert_eq!(got, [Some(b"3".to_vec()), None, Some(b"1".to_vec()), Some(b"3".to_vec())]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn multi_get<K, I>(&self, keys: I) -> Vec<Result<Option<Vec<u8>>>>
+    where
+        K: AsRef<[u8]>,
+        I: IntoIterator<Item = K>,
+    {
+        self.multi_get_opt(keys, &ReadOptions::default())
+    }
+
+    /// [`Db::multi_get`] with read options (rust-rocksdb `multi_get_opt`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// db.put(b"a", b"1")?;
+    /// let snap = db.snapshot();
+    /// db.delete(b"a")?;
+    /// let got = db.multi_get_opt([b"a"], &ReadOptions::new().with_snapshot(&snap));
+    /// assert_eq!(got[0].as_ref().ok(), Some(&Some(b"1".to_vec())));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn multi_get_opt<K, I>(&self, keys: I, ro: &ReadOptions) -> Vec<Result<Option<Vec<u8>>>>
+    where
+        K: AsRef<[u8]>,
+        I: IntoIterator<Item = K>,
+    {
+        into_vecs(self.multi_get_pinned_opt(keys, ro))
+    }
+
+    /// [`Db::multi_get`] returning [`PinnedValue`]s (rust-rocksdb
+    /// `batched_multi_get_cf`): values found in table blocks are not copied.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// db.put(b"a", b"1")?;
+    /// db.flush()?;
+    /// let got = db.multi_get_pinned([b"a", b"z"]);
+    /// let a = got[0].as_ref().expect("no error").as_ref().expect("present");
+    /// assert!(a.is_pinned() && a == &b"1"[..]);
+    /// assert!(matches!(got[1], Ok(None)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn multi_get_pinned<K, I>(&self, keys: I) -> Vec<Result<Option<PinnedValue>>>
+    where
+        K: AsRef<[u8]>,
+        I: IntoIterator<Item = K>,
+    {
+        self.multi_get_pinned_opt(keys, &ReadOptions::default())
+    }
+
+    /// [`Db::multi_get_pinned`] with read options (rust-rocksdb
+    /// `batched_multi_get_cf_opt`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// db.put(b"a", b"1")?;
+    /// db.flush()?;
+    /// let ro = ReadOptions::new().with_fill_cache(false);
+    /// let got = db.multi_get_pinned_opt([b"a"], &ro);
+    /// assert_eq!(got[0].as_ref().ok().cloned().flatten().map(|v| v.into_vec()), Some(b"1".to_vec()));
+    /// assert_eq!(db.stats().cache.inserts, 0, "the block was read but not cached");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn multi_get_pinned_opt<K, I>(&self, keys: I, ro: &ReadOptions) -> Vec<Result<Option<PinnedValue>>>
+    where
+        K: AsRef<[u8]>,
+        I: IntoIterator<Item = K>,
+    {
+        let keys: Vec<K> = keys.into_iter().collect();
+        let refs: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        self.inner.multi_get_at(&refs, ro.snapshot.as_ref().map(Snapshot::sequence), ro)
+    }
+
     /// Takes a snapshot of the current state (RocksDB `GetSnapshot`).
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::new(self.inner.clone())
@@ -583,6 +738,11 @@ impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.inner.shutdown();
     }
+}
+
+/// `multi_get`'s answers with their values copied out.
+pub(crate) fn into_vecs(answers: Vec<Result<Option<PinnedValue>>>) -> Vec<Result<Option<Vec<u8>>>> {
+    answers.into_iter().map(|a| a.map(|v| v.map(PinnedValue::into_vec))).collect()
 }
 
 /// `strata.compaction-pipeline`: the mode, and where all merges' time went.

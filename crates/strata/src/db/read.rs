@@ -1,18 +1,69 @@
 //! Point reads: memtables newest first, then each level's runs newest first,
 //! consulting only the one file of a run whose key range covers the key, and,
 //! for a run with a compaction buffer, the buffer first (LSbM Algorithm 3).
+//! `get` walks one key down the tree; `multi_get` (multi_get.rs) walks a
+//! sorted batch run by run through the same per-file steps.
 
 use std::sync::atomic::Ordering;
 
 use std::sync::Arc;
 
+use super::multi_get::ReadMemo;
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::key::{lookup_key, SeqNum, ValueKind};
 use crate::options::ReadOptions;
+use crate::pinned::PinnedValue;
 use crate::stats::Counters;
 use crate::table::{BlockReadOptions, CachedGet, Table};
 use crate::version::{Buffer, BufferEntry, FileMeta, Level};
+
+/// One key's point read below the memtables.
+#[derive(Clone, Copy)]
+pub(super) struct KeyRead<'k> {
+    /// The user key.
+    pub key: &'k [u8],
+    /// Its lookup key at the read's sequence.
+    pub lookup: &'k [u8],
+    pub bro: BlockReadOptions,
+    /// `ReadOptions::use_compaction_buffer`.
+    pub use_buffer: bool,
+}
+
+/// What one key's walk down the tree counted: tables probed, and the seek
+/// charge (LevelDB: a read that needs a second run's file charges the first, once).
+pub(super) struct Walk<'a> {
+    pub probes: u64,
+    charge: bool,
+    first: Option<&'a FileMeta>,
+}
+
+impl Walk<'_> {
+    pub(super) fn new(counts_seeks: bool) -> Self {
+        Walk { probes: 0, charge: counts_seeks, first: None }
+    }
+}
+
+/// How a point read reads blocks.
+pub(super) fn block_read_options(ro: &ReadOptions) -> BlockReadOptions {
+    BlockReadOptions {
+        verify_checksums: ro.verify_checksums,
+        fill_cache: ro.fill_cache,
+        readahead: 0,
+        prefetch: false,
+    }
+}
+
+/// The newest entry of `key` at `seq` in the memtables, newest first:
+/// `Some(None)` for a delete, `None` when no memtable has the key.
+pub(super) fn mem_get(sv: &SuperVersion, key: &[u8], seq: SeqNum) -> Option<Option<PinnedValue>> {
+    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        if let Some((kind, value)) = mem.get(key, seq) {
+            return Some((kind == ValueKind::Put).then(|| PinnedValue::owned(value)));
+        }
+    }
+    None
+}
 
 impl DbInner {
     /// The super version to read and the sequence to read it at. Without a
@@ -31,65 +82,109 @@ impl DbInner {
         snapshot: Option<SeqNum>,
         ro: &ReadOptions,
     ) -> Result<Option<Vec<u8>>> {
+        Ok(self.get_pinned_at(key, snapshot, ro)?.map(PinnedValue::into_vec))
+    }
+
+    /// `get` with the value left where it was found (see [`PinnedValue`]).
+    pub(crate) fn get_pinned_at(
+        &self,
+        key: &[u8],
+        snapshot: Option<SeqNum>,
+        ro: &ReadOptions,
+    ) -> Result<Option<PinnedValue>> {
         Counters::add(&self.counters.gets, 1);
         let (sv, seq) = self.read_view(snapshot);
-        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-            if let Some((kind, value)) = mem.get(key, seq) {
-                return Ok((kind == ValueKind::Put).then_some(value));
-            }
+        if let Some(found) = mem_get(&sv, key, seq) {
+            return Ok(found);
         }
         let lookup = lookup_key(key, seq);
-        let bro = BlockReadOptions {
-            verify_checksums: ro.verify_checksums,
-            fill_cache: ro.fill_cache,
-            readahead: 0,
-            prefetch: false,
+        let read = KeyRead {
+            key,
+            lookup: &lookup,
+            bro: block_read_options(ro),
+            use_buffer: ro.use_compaction_buffer,
         };
-        let mut probes = 0;
-        let mut found = None;
         let segments_before = crate::table::reader::segment_probes();
-        // Seek accounting (LevelDB): a read that needs a second run's file
-        // charges the first, once.
-        let mut charge = self.counts_seeks();
-        let mut first = None;
+        let mut walk = Walk::new(self.counts_seeks());
+        let mut found = None;
         'levels: for (l, level) in sv.version.levels.iter().enumerate() {
             for run in &level.runs {
                 let Some(f) = run.find_file(key) else { continue };
-                probes += 1;
-                if charge {
-                    match first {
-                        None => first = Some(f),
-                        Some(wasted) => {
-                            self.charge_seek(wasted);
-                            charge = false;
-                        }
-                    }
-                }
-                let table = self.tables.get(f.id, f.size, &f.segments)?;
-                // The run's filter is asked once, here, and its answer counted
-                // for the level; a table without a filter always says maybe.
-                let maybe = table.filter_check(key).unwrap_or(true);
-                if !maybe {
-                    self.counters.filter_probe(l, false, false);
-                    continue;
-                }
-                let hit = self.run_get(level, run.id, &table, f, key, &lookup, bro, ro, &mut probes)?;
-                self.counters.filter_probe(l, true, hit.is_none());
-                if let Some((kind, value)) = hit {
+                let table = self.table_of(f, None)?;
+                if let Some((kind, value)) =
+                    self.probe_file(l, level, run.id, f, &table, &read, &mut walk, None)?
+                {
                     found = (kind == ValueKind::Put).then_some(value);
                     break 'levels;
                 }
             }
         }
-        Counters::add(&self.counters.get_probes, probes);
-        let segments = crate::table::reader::segment_probes().wrapping_sub(segments_before);
-        Counters::add(&self.counters.segment_probes, segments);
+        self.count_probes(walk.probes, segments_before);
         Ok(found)
     }
 
-    /// The newest entry of `key` visible at `lookup` in one run whose filter
-    /// said it may hold the key: from the run's table, or its compaction
-    /// buffer first (LSbM Algorithm 3).
+    /// Adds a read's table probes, and the segment probes this thread made
+    /// since `segments_before`, to the counters.
+    pub(super) fn count_probes(&self, probes: u64, segments_before: u64) {
+        Counters::add(&self.counters.get_probes, probes);
+        let segments = crate::table::reader::segment_probes().wrapping_sub(segments_before);
+        Counters::add(&self.counters.segment_probes, segments);
+    }
+
+    /// The open table of `f`: from a batch's memo when it has it, else from
+    /// the table cache (and then remembered).
+    pub(super) fn table_of(&self, f: &FileMeta, memo: Option<&mut ReadMemo>) -> Result<Arc<Table>> {
+        match memo {
+            None => self.tables.get(f.id, f.size, &f.segments),
+            Some(m) => {
+                if let Some(t) = m.table(f.id, f.size) {
+                    return Ok(t);
+                }
+                let t = self.tables.get(f.id, f.size, &f.segments)?;
+                m.remember_table(&t);
+                Ok(t)
+            }
+        }
+    }
+
+    /// Asks file `f` of run `run` at level `l` (the run's file covering the
+    /// key, opened as `table`) for the key: counts the probe and the seek
+    /// charge, asks the run's filter once and counts its answer for the level
+    /// (a table without a filter always says maybe), then reads the run.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn probe_file<'a>(
+        &self,
+        l: usize,
+        level: &Level,
+        run: u64,
+        f: &'a FileMeta,
+        table: &Arc<Table>,
+        read: &KeyRead<'_>,
+        walk: &mut Walk<'a>,
+        memo: Option<&mut ReadMemo>,
+    ) -> Result<Option<(ValueKind, PinnedValue)>> {
+        walk.probes += 1;
+        if walk.charge {
+            match walk.first {
+                None => walk.first = Some(f),
+                Some(wasted) => {
+                    self.charge_seek(wasted);
+                    walk.charge = false;
+                }
+            }
+        }
+        if !table.filter_check(read.key).unwrap_or(true) {
+            self.counters.filter_probe(l, false, false);
+            return Ok(None);
+        }
+        let hit = self.run_get(level, run, table, f, read, &mut walk.probes, memo)?;
+        self.counters.filter_probe(l, true, hit.is_none());
+        Ok(hit)
+    }
+
+    /// The newest entry of the key visible at its lookup's sequence in one run
+    /// whose filter said it may hold the key: from the run's table, or its
+    /// compaction buffer first (LSbM Algorithm 3).
     #[allow(clippy::too_many_arguments)]
     fn run_get(
         &self,
@@ -97,18 +192,16 @@ impl DbInner {
         run: u64,
         table: &Arc<Table>,
         f: &FileMeta,
-        key: &[u8],
-        lookup: &[u8],
-        bro: BlockReadOptions,
-        ro: &ReadOptions,
+        read: &KeyRead<'_>,
         probes: &mut u64,
-    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
-        if let Some(buffer) = level.buffer_of(run).filter(|_| ro.use_compaction_buffer) {
+        mut memo: Option<&mut ReadMemo>,
+    ) -> Result<Option<(ValueKind, PinnedValue)>> {
+        if let Some(buffer) = level.buffer_of(run).filter(|_| read.use_buffer) {
             if self.policy.buffer_reads_cached_only() {
                 // LSbM: the run answers when its block is cached (it holds the
                 // newest data, so this is always right, and a hot run costs no
                 // buffer probe); the buffer is asked only to save a device read.
-                match table.get_if_cached_unfiltered(lookup)? {
+                match table.get_if_cached_in(read.lookup, memo.as_deref_mut().map(ReadMemo::blocks))? {
                     CachedGet::Found(kind, value) => return Ok(Some((kind, value))),
                     CachedGet::Absent => return Ok(None),
                     CachedGet::NotCached => {}
@@ -116,16 +209,16 @@ impl DbInner {
             }
             // Otherwise (Algorithm 3) the run's own filter, asked by the caller,
             // decided that the level can hold the key; the buffer holds a subset of it.
-            if let Some(hit) = self.probe_buffer(buffer, key, lookup, bro, probes)? {
+            if let Some(hit) = self.probe_buffer(buffer, read, probes, memo.as_deref_mut())? {
                 Counters::add(&self.counters.buffer_hits, 1);
                 return Ok(Some(hit));
             }
         }
-        self.table_get_unfiltered(table, f, lookup, bro)
+        self.table_get_unfiltered(table, f, read.lookup, read.bro, memo.map(ReadMemo::blocks))
     }
 
     /// Probes a run's buffer tables newest first: the first present file
-    /// covering the key answers if it holds a version visible at `lookup`'s
+    /// covering the key answers if it holds a version visible at the lookup's
     /// sequence; a removed entry ends the probe (a newer version may have
     /// arrived in the run since), and so does running out of tables.
     ///
@@ -138,22 +231,25 @@ impl DbInner {
     fn probe_buffer(
         &self,
         buffer: &Buffer,
-        key: &[u8],
-        lookup: &[u8],
-        bro: BlockReadOptions,
+        read: &KeyRead<'_>,
         probes: &mut u64,
-    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        mut memo: Option<&mut ReadMemo>,
+    ) -> Result<Option<(ValueKind, PinnedValue)>> {
         for t in &buffer.tables {
-            match t.entry_for(key) {
+            match t.entry_for(read.key) {
                 None => continue,
                 Some(BufferEntry::Removed { .. }) => return Ok(None),
                 Some(BufferEntry::Present(f)) => {
                     *probes += 1;
-                    let table = self.tables.get(f.id, f.size, &f.segments)?;
+                    let table = self.table_of(f, memo.as_deref_mut())?;
+                    let blocks = memo.as_deref_mut().map(ReadMemo::blocks);
                     let got = if self.policy.buffer_reads_cached_only() && !self.opts.buffer_read_misses {
-                        table.get_if_cached(lookup)?
+                        if !table.may_contain(read.key) {
+                            continue;
+                        }
+                        table.get_if_cached_in(read.lookup, blocks)?
                     } else {
-                        self.table_get(&table, f, lookup, bro)?
+                        self.table_get(&table, f, read.lookup, read.bro, blocks)?
                             .map_or(CachedGet::Absent, |(k, v)| CachedGet::Found(k, v))
                     };
                     match got {

@@ -14,6 +14,7 @@ use crate::compaction::merge::SnapshotBounds;
 use crate::error::Result;
 use crate::key::SeqNum;
 use crate::options::ReadOptions;
+use crate::pinned::PinnedValue;
 
 /// Live snapshots: sequence number -> how many handles hold it.
 #[derive(Debug, Default)]
@@ -92,6 +93,80 @@ impl Snapshot {
     /// Reads a key as of this snapshot.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.handle.db.get_at(key.as_ref(), Some(self.handle.seq), &ReadOptions::default())
+    }
+
+    /// Reads a key as of this snapshot without copying it out of its table
+    /// block ([`Db::get_pinned`](crate::Db::get_pinned) at this snapshot).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// db.put(b"k", b"old")?;
+    /// db.flush()?;
+    /// let snap = db.snapshot();
+    /// db.put(b"k", b"new")?;
+    /// let v = snap.get_pinned(b"k")?.expect("present");
+    /// assert!(v.is_pinned() && v == &b"old"[..]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get_pinned(&self, key: impl AsRef<[u8]>) -> Result<Option<PinnedValue>> {
+        self.handle.db.get_pinned_at(key.as_ref(), Some(self.handle.seq), &ReadOptions::default())
+    }
+
+    /// Reads many keys as of this snapshot, one answer per key in input order
+    /// ([`Db::multi_get`](crate::Db::multi_get) at this snapshot).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// db.put(b"a", b"1")?;
+    /// let snap = db.snapshot();
+    /// db.put(b"b", b"2")?;
+    /// let got: Vec<_> = snap.multi_get([b"a", b"b"]).into_iter().collect::<Result<_, _>>()?;
+    /// assert_eq!(got, [Some(b"1".to_vec()), None]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn multi_get<K, I>(&self, keys: I) -> Vec<Result<Option<Vec<u8>>>>
+    where
+        K: AsRef<[u8]>,
+        I: IntoIterator<Item = K>,
+    {
+        super::into_vecs(self.multi_get_pinned(keys))
+    }
+
+    /// [`Snapshot::multi_get`] returning [`PinnedValue`]s
+    /// ([`Db::multi_get_pinned`](crate::Db::multi_get_pinned) at this snapshot).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// db.put(b"a", b"1")?;
+    /// let snap = db.snapshot();
+    /// db.delete(b"a")?;
+    /// let got = snap.multi_get_pinned([b"a"]);
+    /// assert_eq!(got[0].as_ref().ok().cloned().flatten().as_deref(), Some(&b"1"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn multi_get_pinned<K, I>(&self, keys: I) -> Vec<Result<Option<PinnedValue>>>
+    where
+        K: AsRef<[u8]>,
+        I: IntoIterator<Item = K>,
+    {
+        let keys: Vec<K> = keys.into_iter().collect();
+        let refs: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        self.handle.db.multi_get_at(&refs, Some(self.handle.seq), &ReadOptions::default())
     }
 
     /// Iterates a key range as of this snapshot.

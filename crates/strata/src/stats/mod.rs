@@ -190,8 +190,40 @@ pub struct Stats {
     pub slowdowns: u64,
     /// Times writers stopped (too many memtables or L0 files).
     pub stops: u64,
-    /// Point lookups served.
+    /// Point lookups served: each `get`, and each distinct key of a `multi_get`.
     pub gets: u64,
+    /// `multi_get` calls (RocksDB's `rocksdb.number.multiget.get`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// db.multi_get([b"a", b"b", b"a"]);
+    /// let s = db.stats();
+    /// // One batch of three keys, two of them distinct: two lookups.
+    /// assert_eq!((s.multi_gets, s.multi_get_keys, s.gets), (1, 3, 2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub multi_gets: u64,
+    /// Keys asked for by `multi_get` calls, duplicates included (RocksDB's
+    /// `rocksdb.number.multiget.keys.read`); each distinct key of a call also
+    /// counts in [`Self::gets`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// db.multi_get([b"x"; 5]);
+    /// assert_eq!((db.stats().multi_get_keys, db.stats().gets), (5, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub multi_get_keys: u64,
     /// Tables probed by point lookups (read amplification = this / gets).
     pub get_table_probes: u64,
     /// Table files deleted from disk.
@@ -233,6 +265,8 @@ pub struct Stats {
     pub compaction_filter_changed: u64,
     /// Table segments whose index a point read searched (one per table probe
     /// for tables of one segment; more when a DTable's filters let several through).
+    /// The keys of a `multi_get` count as single gets would, also when they
+    /// share one search of a block's index.
     pub get_segment_probes: u64,
     /// Memtable flushes whose table went below L0
     /// (`Options::with_max_mem_compaction_level`).
@@ -402,6 +436,13 @@ impl fmt::Display for Stats {
                 r.usage_bytes, r.capacity_bytes, r.entries, r.hits, r.misses, ratio, r.inserts, r.evictions, r.invalidations
             )?;
         }
+        if self.multi_gets > 0 {
+            writeln!(
+                f,
+                "multi-gets {}, {} keys (each distinct key of a call counts as a get)",
+                self.multi_gets, self.multi_get_keys
+            )?;
+        }
         write!(
             f,
             "gets {}, tables probed per get {:.2}; memtables {} B; open tables {} ({} B index+filter)",
@@ -451,6 +492,8 @@ pub(crate) struct Counters {
     pub slowdowns: AtomicU64,
     pub stops: AtomicU64,
     pub gets: AtomicU64,
+    pub multi_gets: AtomicU64,
+    pub multi_get_keys: AtomicU64,
     pub get_probes: AtomicU64,
     pub files_deleted: AtomicU64,
     pub buffer_hits: AtomicU64,
@@ -598,6 +641,8 @@ impl Counters {
         s.slowdowns = g(&self.slowdowns);
         s.stops = g(&self.stops);
         s.gets = g(&self.gets);
+        s.multi_gets = g(&self.multi_gets);
+        s.multi_get_keys = g(&self.multi_get_keys);
         s.get_table_probes = g(&self.get_probes);
         s.files_deleted = g(&self.files_deleted);
         s.buffer_hits = g(&self.buffer_hits);

@@ -235,6 +235,22 @@ impl Block {
     /// leaves its key in `key_buf` (reused across calls, so no allocation once
     /// warm) and returns its value.
     pub(crate) fn seek_ge<'a>(&'a self, target: &[u8], key_buf: &mut Vec<u8>) -> Result<Option<&'a [u8]>> {
+        Ok(self.seek_ge_range(target, key_buf)?.map(|(start, end)| self.bytes(start, end).unwrap_or(&[])))
+    }
+
+    /// The bytes `start..end` of the block's payload, if it holds them.
+    #[inline]
+    pub(crate) fn bytes(&self, start: usize, end: usize) -> Option<&[u8]> {
+        self.data.get(start..end)
+    }
+
+    /// [`Self::seek_ge`] returning where the value lies in the block (for
+    /// [`Self::bytes`]), so a reader can keep the block instead of a copy.
+    pub(crate) fn seek_ge_range(
+        &self,
+        target: &[u8],
+        key_buf: &mut Vec<u8>,
+    ) -> Result<Option<(usize, usize)>> {
         if self.restarts_offset == 0 {
             return Ok(None);
         }
@@ -248,7 +264,7 @@ impl Block {
             key_buf.truncate(e.shared);
             key_buf.extend_from_slice(self.data.get(e.key_start..e.key_end).unwrap_or(&[]));
             if compare_internal(key_buf, target) != Ordering::Less {
-                return Ok(Some(self.data.get(e.key_end..e.value_end).unwrap_or(&[])));
+                return Ok(Some((e.key_end, e.value_end)));
             }
             offset = e.value_end;
         }

@@ -8,6 +8,7 @@ pub mod builder;
 pub mod filter;
 pub mod format;
 pub mod iter;
+pub(crate) mod memo;
 pub(crate) mod pipeline;
 pub mod reader;
 pub mod segment;

@@ -10,11 +10,13 @@ use std::time::Instant;
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key, user_key, ValueKind};
+use crate::pinned::PinnedValue;
 use crate::table::block::Block;
 use crate::table::format::{
     decode_block_contents, read_block_contents, BlockHandle, TableProperties, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
 use crate::table::iter::TableIter;
+use crate::table::memo::BlockMemo;
 use crate::table::segment::{check_segment_list, Segment, SegmentMeta};
 use crate::vfs::RandomAccessFile;
 
@@ -147,15 +149,27 @@ thread_local! {
     static KEY_BUF: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
-/// What [`Table::get_if_cached`] found.
+/// What [`Table::get_if_cached`] found; the read path's own form holds a
+/// [`PinnedValue`] instead of a copy.
 #[derive(Debug, PartialEq, Eq)]
-pub enum CachedGet {
+pub enum CachedGet<V = Vec<u8>> {
     /// The newest entry of the key in this table (a delete has an empty value).
-    Found(ValueKind, Vec<u8>),
+    Found(ValueKind, V),
     /// The table certainly holds no entry of the key.
     Absent,
     /// The block that would answer is not in the block cache.
     NotCached,
+}
+
+impl CachedGet<PinnedValue> {
+    /// The answer with its value copied out.
+    fn into_vec(self) -> CachedGet {
+        match self {
+            CachedGet::Found(kind, value) => CachedGet::Found(kind, value.into_vec()),
+            CachedGet::Absent => CachedGet::Absent,
+            CachedGet::NotCached => CachedGet::NotCached,
+        }
+    }
 }
 
 thread_local! {
@@ -279,6 +293,17 @@ impl Table {
         lookup: &[u8],
         opts: BlockReadOptions,
     ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        Ok(self.get_unfiltered_in(lookup, opts, None)?.map(|(kind, value)| (kind, value.into_vec())))
+    }
+
+    /// [`Self::get_unfiltered`] with the value left in its block, and with a
+    /// batch's memo of the blocks it read last (`None` for a single read).
+    pub(crate) fn get_unfiltered_in(
+        &self,
+        lookup: &[u8],
+        opts: BlockReadOptions,
+        mut memo: Option<&mut BlockMemo>,
+    ) -> Result<Option<(ValueKind, PinnedValue)>> {
         let target_user = user_key(lookup);
         let mut buf = KEY_BUF.with(Cell::take);
         let mut result = Ok(None);
@@ -287,7 +312,7 @@ impl Table {
             if !single && !seg.may_contain(target_user) {
                 continue;
             }
-            result = self.get_with(seg, lookup, target_user, opts, &mut buf);
+            result = self.get_with(seg, lookup, target_user, opts, &mut buf, memo.as_deref_mut());
             if !matches!(result, Ok(None)) {
                 break;
             }
@@ -305,13 +330,24 @@ impl Table {
         target_user: &[u8],
         opts: BlockReadOptions,
         buf: &mut Vec<u8>,
-    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        memo: Option<&mut BlockMemo>,
+    ) -> Result<Option<(ValueKind, PinnedValue)>> {
         count_probe();
-        let Some(handle) = seg.index.seek_ge(lookup, buf)? else {
-            return Ok(None);
+        let remembered = memo.as_deref().and_then(|m| m.find(self.file_id, seg.start, lookup)).cloned();
+        let block = match remembered {
+            Some(block) => block,
+            None => {
+                let Some(handle) = seg.index.seek_ge(lookup, buf)? else {
+                    return Ok(None);
+                };
+                let block = self.read_block_ahead(seg, BlockHandle::decode(handle)?, opts, None)?;
+                if let Some(m) = memo {
+                    m.remember(self.file_id, seg.start, lookup, buf, &block);
+                }
+                block
+            }
         };
-        let block = self.read_block_ahead(seg, BlockHandle::decode(handle)?, opts, None)?;
-        self.entry_in(&block, lookup, target_user, buf)
+        self.entry_in(block, lookup, target_user, buf)
     }
 
     /// [`Self::get`] that reads nothing from the file: when the data block that
@@ -329,6 +365,16 @@ impl Table {
     /// Newest segment first; a segment whose block is not cached makes the
     /// answer `NotCached` (an older segment cannot be trusted past it).
     pub fn get_if_cached_unfiltered(&self, lookup: &[u8]) -> Result<CachedGet> {
+        Ok(self.get_if_cached_in(lookup, None)?.into_vec())
+    }
+
+    /// [`Self::get_if_cached_unfiltered`] with the value left in its block,
+    /// and with a batch's memo of the blocks it used last.
+    pub(crate) fn get_if_cached_in(
+        &self,
+        lookup: &[u8],
+        mut memo: Option<&mut BlockMemo>,
+    ) -> Result<CachedGet<PinnedValue>> {
         let target_user = user_key(lookup);
         let Some(cache) = &self.cache else { return Ok(CachedGet::NotCached) };
         let mut buf = KEY_BUF.with(Cell::take);
@@ -338,15 +384,29 @@ impl Table {
             if !single && !seg.may_contain(target_user) {
                 continue;
             }
+            let memo = memo.as_deref_mut();
             result = (|| {
-                let Some(handle) = seg.index.seek_ge(lookup, &mut buf)? else { return Ok(CachedGet::Absent) };
-                let handle = BlockHandle::decode(handle)?;
-                seg.check_data(handle)?;
-                let Some(block) = cache.get_resident(self.file_id, handle.offset) else {
-                    return Ok(CachedGet::NotCached);
+                let remembered =
+                    memo.as_deref().and_then(|m| m.find(self.file_id, seg.start, lookup)).cloned();
+                let block = match remembered {
+                    Some(block) => block,
+                    None => {
+                        let Some(handle) = seg.index.seek_ge(lookup, &mut buf)? else {
+                            return Ok(CachedGet::Absent);
+                        };
+                        let handle = BlockHandle::decode(handle)?;
+                        seg.check_data(handle)?;
+                        let Some(block) = cache.get_resident(self.file_id, handle.offset) else {
+                            return Ok(CachedGet::NotCached);
+                        };
+                        if let Some(m) = memo {
+                            m.remember(self.file_id, seg.start, lookup, &buf, &block);
+                        }
+                        block
+                    }
                 };
-                Ok(match self.entry_in(&block, lookup, target_user, &mut buf)? {
-                    Some(hit) => CachedGet::Found(hit.0, hit.1),
+                Ok(match self.entry_in(block, lookup, target_user, &mut buf)? {
+                    Some((kind, value)) => CachedGet::Found(kind, value),
                     None => CachedGet::Absent,
                 })
             })();
@@ -360,27 +420,29 @@ impl Table {
         result
     }
 
-    /// The newest entry of `target_user` at or after `lookup` in a data block.
+    /// The newest entry of `target_user` at or after `lookup` in a data block;
+    /// a value stays in the block.
     fn entry_in(
         &self,
-        block: &Block,
+        block: Arc<Block>,
         lookup: &[u8],
         target_user: &[u8],
         buf: &mut Vec<u8>,
-    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
-        let Some(value) = block.seek_ge(lookup, buf)? else {
-            return Err(Error::corruption(format!(
-                "table {}: index key beyond its data block",
-                self.file_id
-            )));
+    ) -> Result<Option<(ValueKind, PinnedValue)>> {
+        let corrupt = |what: &str| Error::corruption(format!("table {}: {what}", self.file_id));
+        let Some((start, end)) = block.seek_ge_range(lookup, buf)? else {
+            return Err(corrupt("index key beyond its data block"));
         };
         let parsed = parse_internal_key(buf)?;
         if parsed.user_key != target_user {
             return Ok(None);
         }
         Ok(Some(match parsed.kind {
-            ValueKind::Put => (ValueKind::Put, value.to_vec()),
-            ValueKind::Delete => (ValueKind::Delete, Vec::new()),
+            ValueKind::Put => (
+                ValueKind::Put,
+                PinnedValue::in_block(block, start, end).ok_or_else(|| corrupt("value outside its block"))?,
+            ),
+            ValueKind::Delete => (ValueKind::Delete, PinnedValue::owned(Vec::new())),
         }))
     }
 

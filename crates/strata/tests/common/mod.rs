@@ -15,8 +15,8 @@ use cursor::{ModelCursor, RawMove};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::{
-    CompactionPipeline, CompactionStyle, CompressionType, Db, DbIterator, MemVfs, Options, ReadOptions,
-    RealVfs, Snapshot, Vfs, WriteBatch, WriteOptions,
+    CompactionPipeline, CompactionStyle, CompressionType, Db, DbIterator, MemVfs, Options, PinnedValue,
+    ReadOptions, RealVfs, Snapshot, Vfs, WriteBatch, WriteOptions,
 };
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -28,6 +28,17 @@ pub enum Op {
     Delete(Vec<u8>),
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
     Get(Vec<u8>),
+    /// Read `keys` in one batch (`multi_get`, or `multi_get_pinned` if
+    /// `pinned`), through snapshot `idx % live` when `snapshot` is given.
+    MultiGet {
+        keys: Vec<Vec<u8>>,
+        snapshot: Option<usize>,
+        pinned: bool,
+    },
+    /// Read a key with `get_pinned` and keep the value (the last few): kept
+    /// values are checked again by later `GetPinned`s and at the end, after
+    /// flushes, compactions and reopens have come and gone.
+    GetPinned(Vec<u8>),
     /// Scan `[lo, hi)` (None = open), forward or reverse, at most `limit` items.
     Scan {
         lo: Option<Vec<u8>>,
@@ -114,7 +125,13 @@ pub fn gen_ops(seed: u64, n: usize, space: u32) -> Vec<Op> {
                     })
                     .collect(),
             ),
-            560..=719 => Op::Get(key(&mut rng, space)),
+            560..=659 => Op::Get(key(&mut rng, space)),
+            660..=689 => Op::MultiGet {
+                keys: (0..rng.gen_range(1..16)).map(|_| key(&mut rng, space)).collect(),
+                snapshot: rng.gen_bool(0.3).then(|| rng.gen()),
+                pinned: rng.gen_bool(0.5),
+            },
+            690..=719 => Op::GetPinned(key(&mut rng, space)),
             720..=744 => {
                 let lo = rng.gen_bool(0.3).then(|| key(&mut rng, space));
                 let hi = rng.gen_bool(0.3).then(|| key(&mut rng, space));
@@ -433,6 +450,9 @@ struct Runner {
     model: Model,
     snapshots: Vec<(Snapshot, Model)>,
     iters: Vec<OpenIter>,
+    /// Values read with `get_pinned` and what they must hold; kept across
+    /// reopens (a pinned value outlives its database).
+    pinned: Vec<(PinnedValue, Vec<u8>)>,
     /// Seek-triggered compactions and flushes below L0 of handles closed by
     /// `Reopen` (counters restart at open; most deep flushes come early).
     closed_seek_counts: (u64, u64),
@@ -468,6 +488,7 @@ impl Runner {
             model: Model::new(),
             snapshots: vec![],
             iters: vec![],
+            pinned: vec![],
             closed_seek_counts: (0, 0),
         };
         r.open();
@@ -539,6 +560,62 @@ impl Runner {
                         self.model.get(k).map(|v| v.len())
                     ));
                 }
+            }
+            Op::MultiGet { keys, snapshot, pinned } => {
+                let (got, model) = match snapshot {
+                    Some(_) if self.snapshots.is_empty() => return Ok(()),
+                    Some(i) => {
+                        let (snap, m) = &self.snapshots[i % self.snapshots.len()];
+                        let got = if *pinned {
+                            pinned_to_vecs(snap.multi_get_pinned(keys))
+                        } else {
+                            snap.multi_get(keys)
+                        };
+                        (got, m)
+                    }
+                    None => {
+                        let db = self.db();
+                        let got = if *pinned {
+                            pinned_to_vecs(db.multi_get_pinned(keys))
+                        } else {
+                            db.multi_get(keys)
+                        };
+                        (got, &self.model)
+                    }
+                };
+                if got.len() != keys.len() {
+                    return Err(format!("multi_get of {} keys: {} answers", keys.len(), got.len()));
+                }
+                for (k, got) in keys.iter().zip(got) {
+                    let got = got.map_err(|e| e.to_string())?;
+                    if got.as_ref() != model.get(k) {
+                        return Err(format!(
+                            "multi_get (snapshot {snapshot:?}, pinned {pinned}) {:?}: got {:?}, want {:?}",
+                            s(k),
+                            got.map(|v| v.len()),
+                            model.get(k).map(|v| v.len())
+                        ));
+                    }
+                }
+            }
+            Op::GetPinned(k) => {
+                let got = self.db().get_pinned(k).map_err(|e| e.to_string())?;
+                if got.as_deref() != self.model.get(k).map(Vec::as_slice) {
+                    return Err(format!(
+                        "get_pinned {:?}: got {:?}, want {:?}",
+                        s(k),
+                        got,
+                        self.model.get(k)
+                    ));
+                }
+                if let Some(v) = got {
+                    let want = v.to_vec();
+                    self.pinned.push((v, want));
+                    if self.pinned.len() > 4 {
+                        self.pinned.remove(0);
+                    }
+                }
+                self.check_pinned()?;
             }
             Op::Scan { lo, hi, reverse, limit } => {
                 let it = match (lo, hi) {
@@ -721,8 +798,19 @@ impl Runner {
         Ok(())
     }
 
+    /// Values kept from `get_pinned` still hold what they held when read.
+    fn check_pinned(&self) -> Result<(), String> {
+        for (i, (v, want)) in self.pinned.iter().enumerate() {
+            if v != want {
+                return Err(format!("pinned value #{i} changed: {} bytes, want {}", v.len(), want.len()));
+            }
+        }
+        Ok(())
+    }
+
     /// Full scan both ways plus a get of every model key.
     fn verify_all(&self) -> Result<(), String> {
+        self.check_pinned()?;
         let got: Vec<_> = self.db().iter().collect::<Result<_, _>>().map_err(|e| e.to_string())?;
         let want: Vec<_> = self.model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         if got != want {
@@ -743,8 +831,19 @@ impl Runner {
                 return Err(format!("final get {:?} differs", s(k)));
             }
         }
+        // Every key in one batch, backwards.
+        let got = self.db().multi_get(self.model.keys().rev());
+        for ((k, v), got) in self.model.iter().rev().zip(got) {
+            if got.map_err(|e| e.to_string())?.as_ref() != Some(v) {
+                return Err(format!("final multi_get {:?} differs", s(k)));
+            }
+        }
         Ok(())
     }
+}
+
+fn pinned_to_vecs(got: Vec<strata::Result<Option<PinnedValue>>>) -> Vec<strata::Result<Option<Vec<u8>>>> {
+    got.into_iter().map(|r| r.map(|v| v.map(PinnedValue::into_vec))).collect()
 }
 
 fn s(k: &[u8]) -> String {

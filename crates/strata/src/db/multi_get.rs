@@ -1,0 +1,185 @@
+//! Batched point reads (RocksDB `MultiGet`): one super version and sequence
+//! for the whole batch, keys sorted and deduplicated, then walked down the
+//! tree run by run. The keys of a run that fall in one file share its table
+//! handle, and sorted keys that fall in one data block share its lookup and
+//! decoding (the memo). Each key's probe is `get`'s own (read.rs), so filter,
+//! row-cache, compaction-buffer and seek rules and counters are the same.
+
+use std::sync::Arc;
+
+use super::read::{block_read_options, mem_get, KeyRead, Walk};
+use super::DbInner;
+use crate::error::Result;
+use crate::key::{lookup_key, SeqNum, ValueKind};
+use crate::options::ReadOptions;
+use crate::pinned::PinnedValue;
+use crate::stats::Counters;
+use crate::table::memo::BlockMemo;
+use crate::table::Table;
+
+/// Table handles a batch keeps at once (a run's file and the buffer files
+/// beside it); older ones are looked up again if needed.
+const TABLES: usize = 8;
+
+/// What a batch of point reads keeps from one key to the next: the table
+/// handles and the data blocks it used last.
+#[derive(Debug, Default)]
+pub(crate) struct ReadMemo {
+    tables: Vec<Arc<Table>>,
+    next_table: usize,
+    blocks: BlockMemo,
+}
+
+impl ReadMemo {
+    /// The remembered handle of table `id` in the state of `size` bytes.
+    pub(super) fn table(&self, id: u64, size: u64) -> Option<Arc<Table>> {
+        self.tables.iter().find(|t| t.file_id() == id && t.file_size() == size).cloned()
+    }
+
+    pub(super) fn remember_table(&mut self, t: &Arc<Table>) {
+        if self.tables.len() < TABLES {
+            self.tables.push(Arc::clone(t));
+        } else {
+            self.tables[self.next_table] = Arc::clone(t);
+            self.next_table = (self.next_table + 1) % TABLES;
+        }
+    }
+
+    pub(super) fn blocks(&mut self) -> &mut BlockMemo {
+        &mut self.blocks
+    }
+}
+
+/// One key's answer: `None` while the walk goes on.
+type Answer = Option<Result<Option<PinnedValue>>>;
+
+impl DbInner {
+    /// The values of `keys` at `snapshot` (or now), in input order; an error
+    /// (a damaged block, an unreadable file) is the answer of the keys that
+    /// needed it, and the others are still answered.
+    pub(crate) fn multi_get_at(
+        &self,
+        keys: &[&[u8]],
+        snapshot: Option<SeqNum>,
+        ro: &ReadOptions,
+    ) -> Vec<Result<Option<PinnedValue>>> {
+        // The distinct keys in order, and each input key's place among them.
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_unstable_by(|&a, &b| keys[a].cmp(keys[b]));
+        let mut distinct: Vec<&[u8]> = Vec::with_capacity(keys.len());
+        let mut slot = vec![0; keys.len()];
+        for &i in &order {
+            if distinct.last() != Some(&keys[i]) {
+                distinct.push(keys[i]);
+            }
+            slot[i] = distinct.len() - 1;
+        }
+        Counters::add(&self.counters.multi_gets, 1);
+        Counters::add(&self.counters.multi_get_keys, keys.len() as u64);
+        Counters::add(&self.counters.gets, distinct.len() as u64);
+
+        let (sv, seq) = self.read_view(snapshot);
+        let mut answers: Vec<Answer> = distinct.iter().map(|k| mem_get(&sv, k, seq).map(Ok)).collect();
+        let pending: Vec<usize> = (0..distinct.len()).filter(|&u| answers[u].is_none()).collect();
+        if !pending.is_empty() {
+            self.walk_tables(&sv.version, seq, ro, &distinct, &mut answers, pending);
+        }
+
+        // Each answer goes to every input position of its key: copies (cheap
+        // unless owned) to all but the last, which takes it.
+        let mut uses = vec![0usize; distinct.len()];
+        for &u in &slot {
+            uses[u] += 1;
+        }
+        slot.iter()
+            .map(|&u| {
+                uses[u] -= 1;
+                let answer = &mut answers[u];
+                let copy = if uses[u] == 0 { answer.take() } else { answer.as_ref().map(duplicate) };
+                copy.unwrap_or(Ok(None))
+            })
+            .collect()
+    }
+
+    /// Walks the sorted `keys` at indices `pending` (not answered by a
+    /// memtable) down the tree, run by run, filling `answers`.
+    fn walk_tables(
+        &self,
+        version: &crate::version::Version,
+        seq: SeqNum,
+        ro: &ReadOptions,
+        keys: &[&[u8]],
+        answers: &mut [Answer],
+        mut pending: Vec<usize>,
+    ) {
+        let bro = block_read_options(ro);
+        let lookups: Vec<Vec<u8>> = (0..keys.len())
+            .map(|u| if answers[u].is_none() { lookup_key(keys[u], seq) } else { Vec::new() })
+            .collect();
+        let segments_before = crate::table::reader::segment_probes();
+        let counts_seeks = self.counts_seeks();
+        let mut walks: Vec<Walk<'_>> = (0..keys.len()).map(|_| Walk::new(counts_seeks)).collect();
+        let mut memo = ReadMemo::default();
+        'levels: for (l, level) in version.levels.iter().enumerate() {
+            for run in &level.runs {
+                let mut i = 0;
+                while i < pending.len() {
+                    let Some(f) = run.find_file(keys[pending[i]]) else {
+                        i += 1;
+                        continue;
+                    };
+                    // The sorted keys from here on that this file covers too.
+                    let end = i + pending[i..].partition_point(|&u| keys[u] <= f.largest_user_key());
+                    match self.table_of(f, Some(&mut memo)) {
+                        Err(e) => {
+                            for &u in &pending[i..end] {
+                                answers[u] = Some(Err(e.duplicate()));
+                            }
+                        }
+                        Ok(table) => {
+                            for &u in &pending[i..end] {
+                                let read = KeyRead {
+                                    key: keys[u],
+                                    lookup: &lookups[u],
+                                    bro,
+                                    use_buffer: ro.use_compaction_buffer,
+                                };
+                                let walk = &mut walks[u];
+                                match self.probe_file(
+                                    l,
+                                    level,
+                                    run.id,
+                                    f,
+                                    &table,
+                                    &read,
+                                    walk,
+                                    Some(&mut memo),
+                                ) {
+                                    Ok(None) => {}
+                                    Ok(Some((kind, value))) => {
+                                        answers[u] = Some(Ok((kind == ValueKind::Put).then_some(value)));
+                                    }
+                                    Err(e) => answers[u] = Some(Err(e)),
+                                }
+                            }
+                        }
+                    }
+                    i = end;
+                }
+                pending.retain(|&u| answers[u].is_none());
+                if pending.is_empty() {
+                    break 'levels;
+                }
+            }
+        }
+        self.count_probes(walks.iter().map(|w| w.probes).sum(), segments_before);
+    }
+}
+
+/// A copy of an answer for a duplicate key.
+fn duplicate(answer: &Result<Option<PinnedValue>>) -> Result<Option<PinnedValue>> {
+    match answer {
+        Ok(v) => Ok(v.clone()),
+        Err(e) => Err(e.duplicate()),
+    }
+}
