@@ -5,6 +5,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::recovery::{
     check_files_present, checked_policy, logs_to_replay, replay_log, table_cache, verify_tables, Parts,
@@ -16,8 +17,47 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::paths::TablePaths;
 use crate::version::VersionSet;
+use crate::vfs::Vfs;
 
+/// How long an open keeps starting again while a writer beside it keeps
+/// changing the tree; the pause between attempts doubles up to 16 ms.
+const RETRY_FOR: Duration = Duration::from_secs(5);
+
+/// Opens read-only. A writer working beside the open may delete a WAL or
+/// table the open already chose to read (after a flush or compaction that its
+/// MANIFEST records); the open then starts again from the newer state, as
+/// long as the MANIFEST keeps moving (for up to [`RETRY_FOR`]). An error with
+/// the MANIFEST unchanged is a real one and is returned at once.
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
+    let vfs = opts.vfs.clone();
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let before = manifest_state(vfs.as_ref(), dir);
+        match open_once(dir, opts.clone()) {
+            Err(_)
+                if start.elapsed() < RETRY_FOR
+                    && before.is_some()
+                    && manifest_state(vfs.as_ref(), dir) != before =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(16));
+            }
+            r => return r,
+        }
+    }
+}
+
+/// What `CURRENT` names and how long that MANIFEST is: every change to the
+/// tree changes one of them.
+fn manifest_state(vfs: &dyn Vfs, dir: &Path) -> Option<(Vec<u8>, u64)> {
+    let current = vfs.read_file(&current_path(dir)).ok()?;
+    let name = std::str::from_utf8(&current).ok()?.trim_end();
+    let size = vfs.file_size(&dir.join(name)).ok()?;
+    Some((current, size))
+}
+
+fn open_once(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let policy = checked_policy(&opts)?;
     let vfs = opts.vfs.clone();
     if !vfs.exists(&current_path(dir)) {
