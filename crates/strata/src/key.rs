@@ -23,6 +23,9 @@ pub enum ValueKind {
     Delete = 0,
     /// A value.
     Put = 1,
+    /// A merge operand, combined with older versions by the
+    /// [`MergeOperator`](crate::MergeOperator) when read.
+    Merge = 2,
 }
 
 impl ValueKind {
@@ -31,6 +34,7 @@ impl ValueKind {
         match b {
             0 => Ok(ValueKind::Delete),
             1 => Ok(ValueKind::Put),
+            2 => Ok(ValueKind::Merge),
             other => Err(Error::corruption(format!("unknown value kind {other}"))),
         }
     }
@@ -38,7 +42,7 @@ impl ValueKind {
 
 /// Kind used when building a lookup key: the largest kind, so that a seek to
 /// `(user, seq, KIND_FOR_SEEK)` lands on the newest entry with sequence `<= seq`.
-pub const KIND_FOR_SEEK: ValueKind = ValueKind::Put;
+pub const KIND_FOR_SEEK: ValueKind = ValueKind::Merge;
 
 /// Packs a sequence number and kind into a trailer value.
 #[inline]
@@ -73,7 +77,7 @@ pub struct ParsedKey<'a> {
     pub user_key: &'a [u8],
     /// Sequence number of the write.
     pub seq: SeqNum,
-    /// Put or delete.
+    /// Put, delete or merge.
     pub kind: ValueKind,
 }
 

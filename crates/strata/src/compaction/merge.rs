@@ -72,7 +72,9 @@ pub(crate) struct DropRules {
     smallest_snapshot: SeqNum,
     current_user: Vec<u8>,
     have_current: bool,
-    last_seq_for_key: SeqNum,
+    /// The sequence of the key's newest put or delete so far: a merge
+    /// operand hides nothing, it needs what is below it.
+    last_base_seq_for_key: SeqNum,
 }
 
 impl DropRules {
@@ -81,7 +83,7 @@ impl DropRules {
             smallest_snapshot,
             current_user: Vec::new(),
             have_current: false,
-            last_seq_for_key: SeqNum::MAX,
+            last_base_seq_for_key: SeqNum::MAX,
         }
     }
 
@@ -99,11 +101,13 @@ impl DropRules {
             self.current_user.clear();
             self.current_user.extend_from_slice(k.user_key);
             self.have_current = true;
-            self.last_seq_for_key = SeqNum::MAX;
+            self.last_base_seq_for_key = SeqNum::MAX;
         }
-        // A newer version of this key is visible to every snapshot.
-        let shadowed = self.last_seq_for_key <= self.smallest_snapshot;
-        self.last_seq_for_key = k.seq;
+        // A newer put or delete of this key is visible to every snapshot.
+        let shadowed = self.last_base_seq_for_key <= self.smallest_snapshot;
+        if k.kind != ValueKind::Merge {
+            self.last_base_seq_for_key = k.seq;
+        }
         if shadowed {
             return Ok(Verdict::Drop);
         }
