@@ -554,9 +554,10 @@ impl Options {
     /// merge operands without one is [`Error::InvalidArgument`](crate::Error);
     /// a merge the operator fails is [`Error::Corruption`](crate::Error). Its
     /// name is not persisted, so reopening with another operator is not
-    /// detected. With an operator set, reads do not consult LSbM/dLSM
-    /// compaction buffers: a buffer may still hold copies of operands that a
-    /// deeper run also holds, which a merge would count twice.
+    /// detected. With an operator set, iterators do not read through LSbM/dLSM
+    /// compaction buffers (point reads still do, but collect a key's operands
+    /// without them): a buffer may still hold copies of operands that a deeper
+    /// run also holds, which a merge would count twice.
     ///
     /// # Examples
     ///

@@ -48,7 +48,9 @@ impl IterView {
         ro: &ReadOptions,
     ) -> Self {
         let (sv, seq) = db.read_view(snapshot);
-        // Not with a merge operator: see `DbInner::point_reads_use_buffer`.
+        // Not with a merge operator: a buffer may still hold copies of
+        // operands that left its run for a deeper one, which this merge of
+        // sources would count twice.
         let use_buffer =
             ro.use_compaction_buffer && db.policy.buffer_serves_ranges() && db.opts.merge_operator.is_none();
         let until_sample = db.counts_seeks().then(super::seek::next_sample_gap);

@@ -117,7 +117,7 @@ impl DbInner {
     ) {
         let version = &sv.version;
         let bro = block_read_options(ro);
-        let use_buffer = self.point_reads_use_buffer(ro);
+        let use_buffer = ro.use_compaction_buffer;
         let lookups: Vec<Vec<u8>> = (0..keys.len())
             .map(|u| if answers[u].is_none() { lookup_key(keys[u], seq) } else { Vec::new() })
             .collect();

@@ -106,7 +106,7 @@ impl DbInner {
             key,
             lookup: &lookup,
             bro: block_read_options(ro),
-            use_buffer: self.point_reads_use_buffer(ro),
+            use_buffer: ro.use_compaction_buffer,
         };
         let segments_before = crate::table::reader::segment_probes();
         let mut walk = Walk::new(self.counts_seeks());
@@ -130,13 +130,6 @@ impl DbInner {
         }
     }
 
-    /// Point reads consult compaction buffers as `ReadOptions` asks, except
-    /// with a merge operator: a buffer may hold copies of operands a deeper
-    /// run holds too, which a merge would count twice.
-    pub(super) fn point_reads_use_buffer(&self, ro: &ReadOptions) -> bool {
-        ro.use_compaction_buffer && self.opts.merge_operator.is_none()
-    }
-
     /// A key's value from its newest visible entry: a put's value, nothing
     /// for a delete, and for a merge operand the merge of all its operands.
     pub(super) fn settle(
@@ -158,8 +151,11 @@ impl DbInner {
     /// The value of a key that has merge operands at `seq`: its visible
     /// versions newest first from every memtable and the file of every run
     /// that covers the key (through the table's own iterator, so lwc
-    /// segments are read as a range read reads them; never a compaction
-    /// buffer), down to a put, a delete or the end, folded by the operator.
+    /// segments are read as a range read reads them), down to a put, a
+    /// delete or the end, folded by the operator. Never from a compaction
+    /// buffer: it may still hold copies of operands that left its run, which
+    /// the deeper run holds too and a merge would count twice (a buffer's
+    /// put or delete is a right answer, so the first probe may use it).
     /// Only keys with operands pay for it.
     fn merged_get(
         &self,
