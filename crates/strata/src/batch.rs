@@ -256,12 +256,14 @@ mod tests {
         b.put("k1", "v1");
         b.delete(b"k2");
         b.put(b"", vec![7u8; 300]);
+        b.merge("k1", "+1");
         b.set_sequence(42);
-        assert_eq!((b.len(), b.sequence()), (3, 42));
+        assert_eq!((b.len(), b.sequence()), (4, 42));
         let ops = collect(&b);
         assert_eq!(ops[0], (ValueKind::Put, b"k1".to_vec(), b"v1".to_vec()));
         assert_eq!(ops[1], (ValueKind::Delete, b"k2".to_vec(), vec![]));
         assert_eq!(ops[2], (ValueKind::Put, vec![], vec![7u8; 300]));
+        assert_eq!(ops[3], (ValueKind::Merge, b"k1".to_vec(), b"+1".to_vec()));
 
         let copy = WriteBatch::from_data(b.data().to_vec()).unwrap();
         assert_eq!(copy, b);
@@ -270,9 +272,9 @@ mod tests {
         c.delete("x");
         let mut joined = b.clone();
         joined.append(&c);
-        assert_eq!(joined.len(), 4);
+        assert_eq!(joined.len(), 5);
         assert_eq!(joined.sequence(), 42);
-        assert_eq!(collect(&joined)[3], (ValueKind::Delete, b"x".to_vec(), vec![]));
+        assert_eq!(collect(&joined)[4], (ValueKind::Delete, b"x".to_vec(), vec![]));
         assert_eq!(joined.size_in_bytes(), b.size_in_bytes() + c.size_in_bytes() - HEADER_LEN);
 
         joined.clear();
