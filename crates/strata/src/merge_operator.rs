@@ -262,8 +262,10 @@ mod tests {
         associative_merge_operator("concat", |_k, e, o| Some([e.unwrap_or_default(), o].concat()))
     }
 
-    /// Versions newest first, as (kind, value).
-    fn newest_first(versions: &[(ValueKind, &str)]) -> Result<Option<Vec<u8>>> {
+    /// A key's versions newest first, as (kind, value).
+    type Versions<'a> = &'a [(ValueKind, &'a str)];
+
+    fn newest_first(versions: Versions<'_>) -> Result<Option<Vec<u8>>> {
         let mut c = NewestFirst::default();
         for (kind, v) in versions {
             if c.push(*kind, v.as_bytes()) {
@@ -273,7 +275,7 @@ mod tests {
         c.finish(Some(&concat()), b"k")
     }
 
-    fn oldest_first(versions: &[(ValueKind, &str)]) -> Result<Option<Vec<u8>>> {
+    fn oldest_first(versions: Versions<'_>) -> Result<Option<Vec<u8>>> {
         let mut c = OldestFirst::default();
         for (kind, v) in versions.iter().rev() {
             c.push(*kind, v.as_bytes());
@@ -284,7 +286,7 @@ mod tests {
     #[test]
     fn operands_fold_onto_the_newest_put_or_delete_in_both_directions() {
         use ValueKind::{Delete as D, Merge as M, Put as P};
-        let cases: &[(&[(ValueKind, &str)], Option<&str>)] = &[
+        let cases: &[(Versions<'_>, Option<&str>)] = &[
             (&[], None),
             (&[(P, "v")], Some("v")),
             (&[(D, "")], None),
