@@ -214,17 +214,28 @@ impl NewestFirst {
 }
 
 /// One key's visible versions fed oldest first (a backward scan): the newest
-/// put or delete so far and the operands after it.
+/// put or delete so far and the operands after it. Reusable from key to key
+/// ([`Self::clear`]), so a scan without operands copies each value into one
+/// buffer, as it did before merges existed.
 #[derive(Debug, Default)]
 pub(crate) struct OldestFirst {
-    base: Option<Vec<u8>>,
-    /// Operands after `base`, oldest first.
+    /// The newest put's value, when `has_base`; the answer after `resolve`.
+    base: Vec<u8>,
+    has_base: bool,
+    /// Operands after the base, oldest first.
     operands: Vec<Vec<u8>>,
     /// The kind of the newest version fed.
     newest: Option<ValueKind>,
 }
 
 impl OldestFirst {
+    /// Forgets the versions fed, keeping the buffers.
+    pub(crate) fn clear(&mut self) {
+        self.has_base = false;
+        self.operands.clear();
+        self.newest = None;
+    }
+
     /// Feeds the next newer version.
     pub(crate) fn push(&mut self, kind: ValueKind, value: &[u8]) {
         self.newest = Some(kind);
@@ -232,25 +243,45 @@ impl OldestFirst {
             ValueKind::Merge => self.operands.push(value.to_vec()),
             ValueKind::Put => {
                 self.operands.clear();
-                self.base = Some(value.to_vec());
+                self.base.clear();
+                self.base.extend_from_slice(value);
+                self.has_base = true;
             }
             ValueKind::Delete => {
                 self.operands.clear();
-                self.base = None;
+                self.has_base = false;
             }
         }
     }
 
-    /// The key's value: `None` when no version was fed or the newest is a delete.
-    pub(crate) fn finish(self, op: Option<&Arc<dyn MergeOperator>>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    /// Whether the key has a value (none when no version was fed or the
+    /// newest is a delete); if so, [`Self::value_mut`] holds it.
+    pub(crate) fn resolve(&mut self, op: Option<&Arc<dyn MergeOperator>>, key: &[u8]) -> Result<bool> {
         match self.newest {
-            None | Some(ValueKind::Delete) => Ok(None),
-            Some(ValueKind::Put) => Ok(self.base),
+            None | Some(ValueKind::Delete) => Ok(false),
+            Some(ValueKind::Put) => Ok(true),
             Some(ValueKind::Merge) => {
                 let operands: Vec<&[u8]> = self.operands.iter().map(Vec::as_slice).collect();
-                full_merge(op, key, self.base.as_deref(), &operands).map(Some)
+                let existing = self.has_base.then_some(self.base.as_slice());
+                self.base = full_merge(op, key, existing, &operands)?;
+                self.has_base = true;
+                Ok(true)
             }
         }
+    }
+
+    /// The value [`Self::resolve`] found (a buffer the caller may swap out).
+    pub(crate) fn value_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.base
+    }
+
+    /// The key's value: `None` when no version was fed or the newest is a delete.
+    pub(crate) fn finish(
+        mut self,
+        op: Option<&Arc<dyn MergeOperator>>,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        Ok(self.resolve(op, key)?.then_some(self.base))
     }
 }
 

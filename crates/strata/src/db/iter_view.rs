@@ -152,6 +152,11 @@ impl IterView {
         versions.finish(self.db.opts.merge_operator.as_ref(), key)
     }
 
+    /// [`OldestFirst::resolve`] with the database's operator.
+    pub fn resolve_backward(&self, versions: &mut OldestFirst, key: &[u8]) -> Result<bool> {
+        versions.resolve(self.db.opts.merge_operator.as_ref(), key)
+    }
+
     pub fn below_upper(&self, uk: &[u8]) -> bool {
         match &self.upper {
             Bound::Included(u) => uk <= u.as_slice(),

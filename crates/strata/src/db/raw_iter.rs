@@ -82,6 +82,8 @@ pub struct DbRawIterator {
     /// Forward: the current key and value are a merge result held in `key`
     /// and `value`, and the merge is past the key's versions.
     merged: bool,
+    /// Reverse: the current key's versions, reused from key to key.
+    versions: OldestFirst,
     /// The internal key of the last seek.
     target: Vec<u8>,
 }
@@ -101,6 +103,7 @@ impl DbRawIterator {
             key: Vec::new(),
             value: Vec::new(),
             merged: false,
+            versions: OldestFirst::default(),
             target: Vec::new(),
         }
     }
@@ -509,19 +512,19 @@ impl DbRawIterator {
             self.key.extend_from_slice(uk);
             // Versions come oldest first: the last visible put or delete
             // decides, merged with the operands after it.
-            let mut versions = OldestFirst::default();
+            self.versions.clear();
             while self.it.valid() {
                 let e = parse_internal_key(self.it.key())?;
                 if e.user_key != self.key.as_slice() {
                     break;
                 }
                 if e.seq <= self.view.seq {
-                    versions.push(e.kind, self.it.value());
+                    self.versions.push(e.kind, self.it.value());
                 }
                 self.it.prev()?;
             }
-            if let Some(v) = self.view.finish_backward(versions, &self.key)? {
-                self.value = v;
+            if self.view.resolve_backward(&mut self.versions, &self.key)? {
+                std::mem::swap(&mut self.value, self.versions.value_mut());
                 self.valid = true;
                 self.view.account_read(&self.key, self.value.len());
                 return Ok(());
