@@ -292,3 +292,31 @@ fn a_failed_merge_is_corruption_naming_the_key() {
     db.put("n", "7").unwrap();
     assert_eq!(db.get("n").unwrap(), Some(b"7".to_vec()), "a put hides the bad operand");
 }
+
+#[test]
+fn repair_keeps_a_keys_operands_down_to_its_put() {
+    let vfs = Arc::new(MemVfs::new());
+    let opts = || Options::default().with_vfs(vfs.clone()).with_merge_operator(append());
+    let db = Db::open("/db", opts()).unwrap();
+    db.put("k", "old").unwrap();
+    db.put("k", "base").unwrap();
+    db.flush().unwrap();
+    db.merge("k", "m1").unwrap();
+    db.merge("only", "m").unwrap();
+    db.flush().unwrap();
+    db.merge("k", "m2").unwrap();
+    db.close().unwrap();
+    strata::repair("/db", opts()).unwrap();
+    let db = Db::open("/db", opts()).unwrap();
+    assert_eq!(db.get("k").unwrap(), Some(b"base.m1.m2".to_vec()));
+    assert_eq!(db.get("only").unwrap(), Some(b"m".to_vec()));
+}
+
+#[test]
+fn ttl_db_refuses_merges() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = strata::TtlDb::open(dir.path(), Options::default(), std::time::Duration::from_secs(60)).unwrap();
+    let mut batch = WriteBatch::new();
+    batch.merge("k", "v");
+    assert!(matches!(db.write(batch), Err(Error::InvalidArgument(_))));
+}
