@@ -1,4 +1,4 @@
-//! [`WriteBatch`]: puts and deletes applied atomically, and the byte format in
+//! [`WriteBatch`]: puts, deletes and merges applied atomically, and the byte format in
 //! which a batch is stored as one WAL record.
 //!
 //! Encoding (all integers little-endian):
@@ -6,9 +6,9 @@
 //! sequence: u64      sequence number of the first operation; op i gets sequence + i
 //! count:    u32      number of operations
 //! then `count` records:
-//!   kind:   u8       ValueKind as u8 (0 = delete, 1 = put)
+//!   kind:   u8       ValueKind as u8 (0 = delete, 1 = put, 2 = merge)
 //!   key:    varint length, bytes
-//!   value:  varint length, bytes       (puts only)
+//!   value:  varint length, bytes       (puts and merges only)
 //! ```
 
 use crate::error::{Error, Result};
@@ -34,11 +34,11 @@ impl Default for WriteBatch {
 /// One operation of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchOp<'a> {
-    /// Put or delete.
+    /// Put, delete or merge.
     pub kind: ValueKind,
     /// The user key.
     pub key: &'a [u8],
-    /// The value (empty for a delete).
+    /// The value (empty for a delete; the operand for a merge).
     pub value: &'a [u8],
 }
 
@@ -53,6 +53,36 @@ impl WriteBatch {
         self.rep.push(ValueKind::Put as u8);
         put_length_prefixed(&mut self.rep, key.as_ref());
         put_length_prefixed(&mut self.rep, value.as_ref());
+        self.set_count(self.count().wrapping_add(1));
+    }
+
+    /// Adds a merge of `operand` into `key` (rust-rocksdb
+    /// `WriteBatch::merge`): reads combine it with the key's older versions
+    /// through the database's [`MergeOperator`](crate::MergeOperator).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{associative_merge_operator, Db, MemVfs, Options, WriteBatch};
+    ///
+    /// let concat = associative_merge_operator("concat", |_key, existing, operand| {
+    ///     Some([existing.unwrap_or_default(), operand].concat())
+    /// });
+    /// let opts = Options::default().with_vfs(Arc::new(MemVfs::new())).with_merge_operator(concat);
+    /// let db = Db::open("/db", opts)?;
+    /// let mut batch = WriteBatch::new();
+    /// batch.put("k", "a");
+    /// batch.merge("k", "b");
+    /// batch.merge("k", "c");
+    /// db.write(batch)?;
+    /// assert_eq!(db.get("k")?, Some(b"abc".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) {
+        self.rep.push(ValueKind::Merge as u8);
+        put_length_prefixed(&mut self.rep, key.as_ref());
+        put_length_prefixed(&mut self.rep, operand.as_ref());
         self.set_count(self.count().wrapping_add(1));
     }
 
@@ -170,7 +200,7 @@ impl<'a> BatchIter<'a> {
         let kind = ValueKind::from_u8(r.u8().ok_or_else(|| truncated("kind"))?)?;
         let key = r.length_prefixed().ok_or_else(|| truncated("key"))?;
         let value = match kind {
-            ValueKind::Put => r.length_prefixed().ok_or_else(|| truncated("value"))?,
+            ValueKind::Put | ValueKind::Merge => r.length_prefixed().ok_or_else(|| truncated("value"))?,
             ValueKind::Delete => &[],
         };
         Ok(BatchOp { kind, key, value })
@@ -226,12 +256,14 @@ mod tests {
         b.put("k1", "v1");
         b.delete(b"k2");
         b.put(b"", vec![7u8; 300]);
+        b.merge("k1", "+1");
         b.set_sequence(42);
-        assert_eq!((b.len(), b.sequence()), (3, 42));
+        assert_eq!((b.len(), b.sequence()), (4, 42));
         let ops = collect(&b);
         assert_eq!(ops[0], (ValueKind::Put, b"k1".to_vec(), b"v1".to_vec()));
         assert_eq!(ops[1], (ValueKind::Delete, b"k2".to_vec(), vec![]));
         assert_eq!(ops[2], (ValueKind::Put, vec![], vec![7u8; 300]));
+        assert_eq!(ops[3], (ValueKind::Merge, b"k1".to_vec(), b"+1".to_vec()));
 
         let copy = WriteBatch::from_data(b.data().to_vec()).unwrap();
         assert_eq!(copy, b);
@@ -240,9 +272,9 @@ mod tests {
         c.delete("x");
         let mut joined = b.clone();
         joined.append(&c);
-        assert_eq!(joined.len(), 4);
+        assert_eq!(joined.len(), 5);
         assert_eq!(joined.sequence(), 42);
-        assert_eq!(collect(&joined)[3], (ValueKind::Delete, b"x".to_vec(), vec![]));
+        assert_eq!(collect(&joined)[4], (ValueKind::Delete, b"x".to_vec(), vec![]));
         assert_eq!(joined.size_in_bytes(), b.size_in_bytes() + c.size_in_bytes() - HEADER_LEN);
 
         joined.clear();

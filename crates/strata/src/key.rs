@@ -23,6 +23,9 @@ pub enum ValueKind {
     Delete = 0,
     /// A value.
     Put = 1,
+    /// A merge operand, combined with older versions by the
+    /// [`MergeOperator`](crate::MergeOperator) when read.
+    Merge = 2,
 }
 
 impl ValueKind {
@@ -31,6 +34,7 @@ impl ValueKind {
         match b {
             0 => Ok(ValueKind::Delete),
             1 => Ok(ValueKind::Put),
+            2 => Ok(ValueKind::Merge),
             other => Err(Error::corruption(format!("unknown value kind {other}"))),
         }
     }
@@ -38,7 +42,7 @@ impl ValueKind {
 
 /// Kind used when building a lookup key: the largest kind, so that a seek to
 /// `(user, seq, KIND_FOR_SEEK)` lands on the newest entry with sequence `<= seq`.
-pub const KIND_FOR_SEEK: ValueKind = ValueKind::Put;
+pub const KIND_FOR_SEEK: ValueKind = ValueKind::Merge;
 
 /// Packs a sequence number and kind into a trailer value.
 #[inline]
@@ -73,7 +77,7 @@ pub struct ParsedKey<'a> {
     pub user_key: &'a [u8],
     /// Sequence number of the write.
     pub seq: SeqNum,
-    /// Put or delete.
+    /// Put, delete or merge.
     pub kind: ValueKind,
 }
 
@@ -126,10 +130,18 @@ mod tests {
         let b1 = make_internal_key(b"b", 1, ValueKind::Delete);
         assert_eq!(compare_internal(&a2, &a1), Ordering::Less);
         assert_eq!(compare_internal(&a1, &b1), Ordering::Less);
-        assert_eq!(compare_internal(&lookup_key(b"a", 1), &a1), Ordering::Equal);
+        // A lookup sorts at or before every entry at its sequence, a merge included.
+        assert_eq!(compare_internal(&lookup_key(b"a", 1), &a1), Ordering::Less);
+        let m1 = make_internal_key(b"a", 1, ValueKind::Merge);
+        assert_eq!(compare_internal(&lookup_key(b"a", 1), &m1), Ordering::Equal);
+        assert_eq!(compare_internal(&m1, &a1), Ordering::Less);
+        assert_eq!(compare_internal(&lookup_key(b"a", 0), &a1), Ordering::Greater);
         assert_eq!(compare_internal(&lookup_key(b"a", 5), &a2), Ordering::Less);
         let p = parse_internal_key(&b1).unwrap();
         assert_eq!((p.user_key, p.seq, p.kind), (&b"b"[..], 1, ValueKind::Delete));
         assert!(parse_internal_key(b"short").is_err());
+        assert_eq!(parse_internal_key(&m1).unwrap().kind, ValueKind::Merge);
+        let unknown = [b'a', 3, 1, 0, 0, 0, 0, 0, 0];
+        assert!(parse_internal_key(&unknown).unwrap_err().to_string().contains("unknown value kind 3"));
     }
 }

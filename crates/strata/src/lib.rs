@@ -33,6 +33,7 @@ pub mod filename;
 pub mod iter;
 pub mod key;
 pub mod memtable;
+mod merge_operator;
 pub mod options;
 pub(crate) mod paths;
 mod pinned;
@@ -48,6 +49,7 @@ pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use compaction::{CompactionFilter, CompactionPolicy, Decision};
 pub use db::{destroy, repair, Db, DbIterator, DbRawIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
+pub use merge_operator::{associative_merge_operator, MergeOperator};
 pub use options::{
     BloomAllocation, CompactionPipeline, CompactionStyle, CompressionType, Options, ReadOptions,
     WalRecoveryMode, WriteOptions,

@@ -296,6 +296,7 @@ pub struct Options {
     pub(crate) wal_recovery_mode: WalRecoveryMode,
     pub(crate) compaction_style: CompactionStyle,
     pub(crate) compaction_filter: Option<Arc<dyn CompactionFilter>>,
+    pub(crate) merge_operator: Option<Arc<dyn crate::MergeOperator>>,
     pub(crate) disable_auto_compactions: bool,
     pub(crate) max_manifest_file_size: u64,
     pub(crate) buffer_trim_interval: std::time::Duration,
@@ -341,6 +342,7 @@ impl Default for Options {
             wal_recovery_mode: WalRecoveryMode::default(),
             compaction_style: CompactionStyle::default(),
             compaction_filter: None,
+            merge_operator: None,
             disable_auto_compactions: false,
             max_manifest_file_size: 64 << 20,
             buffer_trim_interval: std::time::Duration::from_secs(30),
@@ -543,6 +545,40 @@ impl Options {
     #[must_use]
     pub fn with_compaction_filter(mut self, filter: Arc<dyn CompactionFilter>) -> Self {
         self.compaction_filter = Some(filter);
+        self
+    }
+
+    /// The operator that combines merge operands written with
+    /// [`Db::merge`](crate::Db::merge) (RocksDB `merge_operator`, rust-rocksdb
+    /// `Options::set_merge_operator`; default none). Reading a key that has
+    /// merge operands without one is [`Error::InvalidArgument`](crate::Error);
+    /// a merge the operator fails is [`Error::Corruption`](crate::Error). Its
+    /// name is not persisted, so reopening with another operator is not
+    /// detected. With an operator set, iterators do not read through LSbM/dLSM
+    /// compaction buffers (point reads still do, but collect a key's operands
+    /// without them): a buffer may still hold copies of operands that a deeper
+    /// run also holds, which a merge would count twice.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{associative_merge_operator, Db, MemVfs, Options};
+    ///
+    /// let add = associative_merge_operator("add", |_key, existing, operand| {
+    ///     let n = |b: &[u8]| std::str::from_utf8(b).ok()?.parse::<i64>().ok();
+    ///     Some((existing.map_or(Some(0), n)? + n(operand)?).to_string().into_bytes())
+    /// });
+    /// let opts = Options::default().with_vfs(Arc::new(MemVfs::new())).with_merge_operator(add);
+    /// let db = Db::open("/db", opts)?;
+    /// db.merge("n", "40")?;
+    /// db.merge("n", "2")?;
+    /// assert_eq!(db.get("n")?, Some(b"42".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_merge_operator(mut self, op: Arc<dyn crate::MergeOperator>) -> Self {
+        self.merge_operator = Some(op);
         self
     }
 

@@ -47,7 +47,8 @@ fn random_case(policy: &str, seed: u64) -> Case {
         let k = rng.gen_range(0..keys);
         let sync = rng.gen_bool(p_sync);
         steps.push(match rng.gen_range(0..100) {
-            0..=49 => Step::Put { k, len: rng.gen_range(8..400), sync },
+            0..=39 => Step::Put { k, len: rng.gen_range(8..400), sync },
+            40..=49 => Step::Merge { k, len: rng.gen_range(8..40), sync },
             50..=64 => Step::Delete { k, sync },
             65..=84 => Step::Batch {
                 ops: (0..rng.gen_range(1..=6))

@@ -17,12 +17,12 @@ use std::time::Instant;
 use super::apply::{find_file, task_edit};
 use super::executor::{group_runs, record, run_iterators, Env};
 use super::filter::FilterRun;
-use super::merge::{emit, DropRules, SnapshotBounds};
+use super::merge::{DropRules, SnapshotBounds};
 use super::monkey::{table_bits, WriteTarget};
 use super::policy::{CompactionTask, LsmView, PickResult, RunTarget};
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
-use crate::key::{compare_internal, parse_internal_key, SeqNum};
+use crate::key::{compare_internal, user_key, SeqNum};
 use crate::options::CompactionPipeline;
 use crate::stats::CompactionRecord;
 use crate::table::builder::effective_bloom_bits;
@@ -61,7 +61,8 @@ pub(crate) fn execute_append(
     let level_bits = table_bits(env.opts, env.policy, view, &target);
     let mut appender = Appender { env, dests: &dests, level_bits, open: None, grown: Vec::new() };
     let filter = FilterRun::new(env.opts.compaction_filter.as_deref(), *output_level, snapshots.newest);
-    let r = append_stream(&mut input, &mut appender, bounds, snapshots.oldest, filter.as_ref());
+    let rules = DropRules::new(snapshots.oldest).with_merge_operator(env.opts.merge_operator.as_ref());
+    let r = append_stream(&mut input, &mut appender, bounds, rules, filter.as_ref());
     let r = r.and_then(|()| appender.finish_open());
     let grown = std::mem::take(&mut appender.grown);
     let installed = r.and_then(|()| {
@@ -94,21 +95,22 @@ fn append_stream(
     input: &mut dyn InternalIterator,
     out: &mut Appender<'_, '_>,
     bounds: &[Vec<u8>],
-    smallest_snapshot: SeqNum,
+    mut rules: DropRules<'_>,
     filter: Option<&FilterRun<'_>>,
 ) -> Result<()> {
     input.seek_to_first()?;
-    let mut rules = DropRules::new(smallest_snapshot);
+    // An older segment of the target, or a deeper level, may hold what a
+    // tombstone deletes (one the filter wrote too), or what operands need.
+    let is_base = |_: &[u8]| false;
+    let mut sink = |key: &[u8], value: &[u8], seq: SeqNum| {
+        let j = bounds.partition_point(|b| b.as_slice() <= user_key(key));
+        out.add(j, key, value, seq)
+    };
     while input.valid() {
-        let k = parse_internal_key(input.key())?;
-        let (j, seq) = (bounds.partition_point(|b| b.as_slice() <= k.user_key), k.seq);
-        // An older segment of the target, or a deeper level, may hold what a
-        // tombstone deletes (one the filter wrote too): it stays.
-        let verdict = rules.decide(&k, input.value(), |_| false, filter)?;
-        emit(verdict, input.key(), input.value(), |key, value| out.add(j, key, value, seq))?;
+        rules.add(input.key(), input.value(), &is_base, filter, &mut sink)?;
         input.next()?;
     }
-    Ok(())
+    rules.finish(&is_base, &mut sink)
 }
 
 /// The segment being written: target index, builder, sequence bounds.

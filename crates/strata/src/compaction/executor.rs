@@ -120,12 +120,20 @@ pub(crate) fn execute(
                         read: read_opts,
                         smallest_snapshot,
                         filter: filter.as_ref(),
+                        merge_operator: env.opts.merge_operator.as_ref(),
                     };
                     merge_subtasks(&plan, &inputs, threads, &mut out, &is_base)?;
                 }
                 None => {
                     let mut input = MergingIterator::new(run_iterators(env, runs, read_opts));
-                    merge_into(&mut input, &mut out, smallest_snapshot, is_base, filter.as_ref())?;
+                    merge_into(
+                        &mut input,
+                        &mut out,
+                        smallest_snapshot,
+                        is_base,
+                        filter.as_ref(),
+                        env.opts.merge_operator.as_ref(),
+                    )?;
                 }
             }
             // The task thread's reads (all of them without sub-tasks; with

@@ -44,7 +44,9 @@ pub enum Decision {
 /// a value stays as written until a compaction first rewrites it.
 ///
 /// What it sees: only the newest version of a key in the task's input, only
-/// values (tombstones are never passed), and only entries no live snapshot
+/// values (tombstones and merge operands are never passed, nor the value a
+/// compaction makes of a key's operands; a key whose newest version is an
+/// operand is left alone, unlike RocksDB's `FilterMergeOperand`), and only entries no live snapshot
 /// can see (sequence above the newest snapshot, as in RocksDB), so a
 /// snapshot keeps reading what it read. A snapshot taken while a compaction
 /// runs reads the newest state and may see the filter's result once the

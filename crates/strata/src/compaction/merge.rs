@@ -2,16 +2,19 @@
 //! version of each user key stays, and so does every version a live snapshot
 //! can still see; a tombstone goes once no snapshot needs it and no older run
 //! can hold the key it deletes. The compaction filter's decisions are applied
-//! here too, so every path that rewrites entries applies them alike.
+//! here too, so every path that rewrites entries applies them alike, and so
+//! is the combining of merge operands (see [`DropRules::add`]).
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use super::filter::{Decision, FilterRun};
 use super::output::OutputWriter;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{make_internal_key, parse_internal_key, ParsedKey, SeqNum, ValueKind};
+use crate::merge_operator::MergeOperator;
 use crate::version::{Run, Version};
 
 /// Runs that hold data older than the output of a merge into
@@ -68,25 +71,150 @@ pub(crate) enum Verdict {
 /// the newest version of each key when no snapshot sees it. They look at one
 /// user key's versions together, so a stream may be cut into pieces
 /// (sub-tasks) only between user keys.
-pub(crate) struct DropRules {
+pub(crate) struct DropRules<'o> {
     smallest_snapshot: SeqNum,
+    merge_operator: Option<&'o Arc<dyn MergeOperator>>,
+    /// Operands of the current key at or below `smallest_snapshot`, newest
+    /// first, held back by [`Self::add`] until what lies below them is known.
+    held: Vec<(SeqNum, Vec<u8>)>,
     current_user: Vec<u8>,
     have_current: bool,
-    last_seq_for_key: SeqNum,
+    /// The sequence of the key's newest put or delete so far: a merge
+    /// operand hides nothing, it needs what is below it.
+    last_base_seq_for_key: SeqNum,
 }
 
-impl DropRules {
+/// Where [`DropRules::add`] writes: internal key, value, sequence.
+pub(crate) type Sink<'s> = dyn FnMut(&[u8], &[u8], SeqNum) -> Result<()> + 's;
+
+impl<'o> DropRules<'o> {
     pub(crate) fn new(smallest_snapshot: SeqNum) -> Self {
         DropRules {
             smallest_snapshot,
+            merge_operator: None,
+            held: Vec::new(),
             current_user: Vec::new(),
             have_current: false,
-            last_seq_for_key: SeqNum::MAX,
+            last_base_seq_for_key: SeqNum::MAX,
         }
     }
 
+    /// Combines merge operands with `op` in [`Self::add`] (without one they
+    /// are all kept).
+    pub(crate) fn with_merge_operator(mut self, op: Option<&'o Arc<dyn MergeOperator>>) -> Self {
+        self.merge_operator = op;
+        self
+    }
+
+    /// Decides about the entry (`ikey`, `value`), the next in internal-key
+    /// order, and writes what stays to `out`, combining merge operands where
+    /// every reader sees them alike, that is at or below the oldest snapshot
+    /// (so never across a snapshot's boundary): over a put or delete below
+    /// them they become one put (the full merge, at the newest operand's
+    /// sequence); with nothing older anywhere (`is_base`) one put of a merge
+    /// with no existing value; otherwise adjacent ones are partially merged
+    /// when the operator can. A merge the operator fails is left as it was,
+    /// for reads to report. Call [`Self::finish`] after the last entry.
+    pub(crate) fn add(
+        &mut self,
+        ikey: &[u8],
+        value: &[u8],
+        is_base: &dyn Fn(&[u8]) -> bool,
+        filter: Option<&FilterRun<'_>>,
+        out: &mut Sink<'_>,
+    ) -> Result<()> {
+        let k = parse_internal_key(ikey)?;
+        if self.have_current && k.user_key != self.current_user.as_slice() {
+            self.flush_held(is_base, out)?;
+        }
+        let verdict = self.decide(&k, value, is_base, filter)?;
+        if !self.held.is_empty() {
+            // Older than the held operands, so at or below the oldest snapshot too.
+            let base = match (k.kind, &verdict) {
+                (ValueKind::Merge, Verdict::Keep) => {
+                    self.held.push((k.seq, value.to_vec()));
+                    return Ok(());
+                }
+                (ValueKind::Put, Verdict::Keep) => Some(Some(value)),
+                (ValueKind::Put, Verdict::Value(v)) => Some(Some(v.as_slice())),
+                (ValueKind::Delete, _) => Some(None),
+                _ => None,
+            };
+            if let Some(existing) = base {
+                if self.full_merge_held(existing, out)? {
+                    // The put replaces the entry, which hid everything below it.
+                    return Ok(());
+                }
+            }
+            self.write_held(out)?;
+        } else if k.kind == ValueKind::Merge
+            && verdict == Verdict::Keep
+            && k.seq <= self.smallest_snapshot
+            && self.merge_operator.is_some()
+        {
+            self.held.push((k.seq, value.to_vec()));
+            return Ok(());
+        }
+        emit(verdict, ikey, value, |key, v| out(key, v, k.seq))
+    }
+
+    /// Writes what [`Self::add`] holds back for the last key.
+    pub(crate) fn finish(&mut self, is_base: &dyn Fn(&[u8]) -> bool, out: &mut Sink<'_>) -> Result<()> {
+        self.flush_held(is_base, out)
+    }
+
+    /// The held operands of a key whose versions in the stream are all seen.
+    fn flush_held(&mut self, is_base: &dyn Fn(&[u8]) -> bool, out: &mut Sink<'_>) -> Result<()> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        if is_base(&self.current_user) && self.full_merge_held(None, out)? {
+            return Ok(());
+        }
+        self.partial_merge_held();
+        self.write_held(out)
+    }
+
+    /// Writes the held operands merged onto `existing` as one put; false (and
+    /// nothing written) if the operator fails.
+    fn full_merge_held(&mut self, existing: Option<&[u8]>, out: &mut Sink<'_>) -> Result<bool> {
+        let Some(op) = self.merge_operator else { return Ok(false) };
+        let operands: Vec<&[u8]> = self.held.iter().rev().map(|(_, v)| v.as_slice()).collect();
+        let Some(merged) = op.full_merge(&self.current_user, existing, &operands) else { return Ok(false) };
+        let seq = self.held[0].0;
+        self.held.clear();
+        out(&make_internal_key(&self.current_user, seq, ValueKind::Put), &merged, seq).map(|()| true)
+    }
+
+    /// Replaces runs of adjacent held operands by their partial merges,
+    /// each at the newest sequence of its run.
+    fn partial_merge_held(&mut self) {
+        let Some(op) = self.merge_operator else { return };
+        let mut merged: Vec<(SeqNum, Vec<u8>)> = Vec::with_capacity(self.held.len());
+        // Oldest first: each operand joins the newer end of the last run if it can.
+        for (seq, operand) in self.held.drain(..).rev() {
+            if let Some(last) = merged.last_mut() {
+                if let Some(v) = op.partial_merge(&self.current_user, &last.1, &operand) {
+                    *last = (seq, v);
+                    continue;
+                }
+            }
+            merged.push((seq, operand));
+        }
+        merged.reverse();
+        self.held = merged;
+    }
+
+    /// Writes the held operands as they are, newest first.
+    fn write_held(&mut self, out: &mut Sink<'_>) -> Result<()> {
+        for (seq, operand) in self.held.drain(..) {
+            out(&make_internal_key(&self.current_user, seq, ValueKind::Merge), &operand, seq)?;
+        }
+        Ok(())
+    }
+
     /// What to write for the entry `k` with `value` (the next in
-    /// internal-key order).
+    /// internal-key order), merge operands aside.
     pub(crate) fn decide(
         &mut self,
         k: &ParsedKey<'_>,
@@ -99,11 +227,13 @@ impl DropRules {
             self.current_user.clear();
             self.current_user.extend_from_slice(k.user_key);
             self.have_current = true;
-            self.last_seq_for_key = SeqNum::MAX;
+            self.last_base_seq_for_key = SeqNum::MAX;
         }
-        // A newer version of this key is visible to every snapshot.
-        let shadowed = self.last_seq_for_key <= self.smallest_snapshot;
-        self.last_seq_for_key = k.seq;
+        // A newer put or delete of this key is visible to every snapshot.
+        let shadowed = self.last_base_seq_for_key <= self.smallest_snapshot;
+        if k.kind != ValueKind::Merge {
+            self.last_base_seq_for_key = k.seq;
+        }
         if shadowed {
             return Ok(Verdict::Drop);
         }
@@ -146,17 +276,16 @@ pub(crate) fn merge_into(
     smallest_snapshot: SeqNum,
     is_base: impl Fn(&[u8]) -> bool,
     filter: Option<&FilterRun<'_>>,
+    merge_operator: Option<&Arc<dyn MergeOperator>>,
 ) -> Result<()> {
     input.seek_to_first()?;
-    let mut rules = DropRules::new(smallest_snapshot);
+    let mut rules = DropRules::new(smallest_snapshot).with_merge_operator(merge_operator);
+    let mut sink = |key: &[u8], value: &[u8], seq: SeqNum| out.add(key, value, seq);
     while input.valid() {
-        let k = parse_internal_key(input.key())?;
-        let seq = k.seq;
-        let verdict = rules.decide(&k, input.value(), &is_base, filter)?;
-        emit(verdict, input.key(), input.value(), |key, value| out.add(key, value, seq))?;
+        rules.add(input.key(), input.value(), &is_base, filter, &mut sink)?;
         input.next()?;
     }
-    Ok(())
+    rules.finish(&is_base, &mut sink)
 }
 
 #[cfg(test)]
@@ -185,6 +314,106 @@ mod tests {
         assert_eq!(verdicts(6, Some(6), true), (Verdict::Tombstone, Verdict::Keep));
         // A snapshot at 9 sees the newest version: the filter may not touch it.
         assert_eq!(verdicts(9, Some(9), true), (Verdict::Keep, Verdict::Drop));
+    }
+
+    /// A merge operator that concatenates, with or without a partial merge.
+    struct Concat {
+        partial: bool,
+    }
+
+    impl MergeOperator for Concat {
+        fn name(&self) -> &str {
+            "concat"
+        }
+        fn full_merge(&self, _: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+            if operands.contains(&&b"bad"[..]) {
+                return None;
+            }
+            Some(
+                [existing.unwrap_or(b"_")]
+                    .into_iter()
+                    .chain(operands.iter().copied())
+                    .collect::<Vec<_>>()
+                    .concat(),
+            )
+        }
+        fn partial_merge(&self, _: &[u8], left: &[u8], right: &[u8]) -> Option<Vec<u8>> {
+            self.partial.then(|| [left, right].concat())
+        }
+    }
+
+    type Entry = (&'static [u8], SeqNum, ValueKind, &'static str);
+
+    /// What `DropRules::add` writes for `entries` (in internal-key order).
+    fn combine(
+        entries: &[Entry],
+        smallest: SeqNum,
+        base: bool,
+        op: Option<Concat>,
+    ) -> Vec<(Vec<u8>, SeqNum, ValueKind, String)> {
+        let op: Option<Arc<dyn MergeOperator>> = op.map(|o| Arc::new(o) as Arc<dyn MergeOperator>);
+        let mut rules = DropRules::new(smallest).with_merge_operator(op.as_ref());
+        let mut got = Vec::new();
+        let mut sink = |k: &[u8], v: &[u8], seq: SeqNum| {
+            let p = parse_internal_key(k)?;
+            assert_eq!(p.seq, seq);
+            got.push((p.user_key.to_vec(), seq, p.kind, String::from_utf8(v.to_vec()).unwrap()));
+            Ok(())
+        };
+        let is_base = |_: &[u8]| base;
+        for (user, seq, kind, v) in entries {
+            rules
+                .add(&make_internal_key(user, *seq, *kind), v.as_bytes(), &is_base, None, &mut sink)
+                .unwrap();
+        }
+        rules.finish(&is_base, &mut sink).unwrap();
+        got
+    }
+
+    fn out(entries: &[Entry]) -> Vec<(Vec<u8>, SeqNum, ValueKind, String)> {
+        entries.iter().map(|(u, seq, kind, v)| (u.to_vec(), *seq, *kind, v.to_string())).collect()
+    }
+
+    #[test]
+    fn operands_over_a_put_or_delete_become_one_put() {
+        use ValueKind::{Delete as D, Merge as M, Put as P};
+        let full = || Some(Concat { partial: false });
+        let chain: &[Entry] = &[(b"k", 9, M, "9"), (b"k", 8, M, "8"), (b"k", 5, P, "p"), (b"k", 3, P, "old")];
+        assert_eq!(combine(chain, 20, false, full()), out(&[(b"k", 9, P, "p89")]));
+        let deleted: &[Entry] = &[(b"k", 9, M, "9"), (b"k", 5, D, ""), (b"k", 3, P, "old")];
+        assert_eq!(combine(deleted, 20, false, full()), out(&[(b"k", 9, P, "_9")]));
+        // A snapshot at 8: version 9 is above it and stays an operand; the
+        // snapshot's own answer (p8) is what the rest becomes.
+        assert_eq!(combine(chain, 8, false, full()), out(&[(b"k", 9, M, "9"), (b"k", 8, P, "p8")]));
+        // A snapshot at 5 sees only the put; nothing is combined across it.
+        assert_eq!(
+            combine(chain, 5, false, full()),
+            out(&[(b"k", 9, M, "9"), (b"k", 8, M, "8"), (b"k", 5, P, "p")])
+        );
+        // Without an operator, or when it fails, everything the reads need stays.
+        assert_eq!(combine(chain, 20, false, None), out(&chain[..3]));
+        let bad: &[Entry] = &[(b"k", 9, M, "bad"), (b"k", 5, P, "p"), (b"k", 3, P, "old")];
+        assert_eq!(combine(bad, 20, false, full()), out(&bad[..2]));
+        // The next key starts afresh.
+        let two: &[Entry] = &[(b"a", 4, M, "a"), (b"a", 2, P, "x"), (b"b", 3, M, "b")];
+        assert_eq!(combine(two, 20, false, full()), out(&[(b"a", 4, P, "xa"), (b"b", 3, M, "b")]));
+    }
+
+    #[test]
+    fn bare_operands_merge_fully_at_the_bottom_and_partially_above_it() {
+        use ValueKind::Merge as M;
+        let ops: &[Entry] = &[(b"k", 9, M, "9"), (b"k", 8, M, "8"), (b"k", 7, M, "7")];
+        let full_only = || Some(Concat { partial: false });
+        let partial = || Some(Concat { partial: true });
+        assert_eq!(combine(ops, 20, true, full_only()), out(&[(b"k", 9, ValueKind::Put, "_789")]));
+        assert_eq!(combine(ops, 20, false, partial()), out(&[(b"k", 9, M, "789")]));
+        assert_eq!(combine(ops, 20, false, full_only()), out(ops), "no partial merge: all kept");
+        // Above the oldest snapshot nothing is combined, at the bottom or not.
+        assert_eq!(
+            combine(ops, 8, true, partial()),
+            out(&[(b"k", 9, M, "9"), (b"k", 8, ValueKind::Put, "_78")])
+        );
+        assert_eq!(combine(ops, 6, true, partial()), out(ops));
     }
 
     #[test]

@@ -31,7 +31,7 @@ use crossbeam_channel::unbounded;
 use parking_lot::{Condvar, Mutex};
 
 use super::filter::FilterRun;
-use super::merge::{emit, DropRules};
+use super::merge::DropRules;
 use super::output::OutputWriter;
 use crate::cache::TableCache;
 use crate::error::{Error, Result};
@@ -148,6 +148,7 @@ pub(crate) struct SubtaskInputs<'a> {
     pub read: BlockReadOptions,
     pub smallest_snapshot: SeqNum,
     pub filter: Option<&'a FilterRun<'a>>,
+    pub merge_operator: Option<&'a Arc<dyn crate::MergeOperator>>,
 }
 
 /// Most input bytes the read stage holds ahead of the merging threads.
@@ -386,8 +387,12 @@ fn merge_one(
         Some(lo) => it.seek(&make_internal_key(lo, 0, ValueKind::Delete))?,
         None => it.seek_to_first()?,
     }
-    let mut rules = DropRules::new(inputs.smallest_snapshot);
+    let mut rules = DropRules::new(inputs.smallest_snapshot).with_merge_operator(inputs.merge_operator);
     let mut buf = Vec::new();
+    let mut sink = |key: &[u8], value: &[u8], _seq: SeqNum| {
+        encode_entry(&mut buf, key, value);
+        Ok(())
+    };
     while it.valid() {
         let k = parse_internal_key(it.key())?;
         if lo.is_some_and(|lo| k.user_key <= lo) {
@@ -397,13 +402,10 @@ fn merge_one(
         if hi.is_some_and(|hi| k.user_key > hi) {
             break;
         }
-        let verdict = rules.decide(&k, it.value(), is_base, inputs.filter)?;
-        emit(verdict, it.key(), it.value(), |key, value| {
-            encode_entry(&mut buf, key, value);
-            Ok(())
-        })?;
+        rules.add(it.key(), it.value(), is_base, inputs.filter, &mut sink)?;
         it.next()?;
     }
+    rules.finish(is_base, &mut sink)?;
     Ok(buf)
 }
 

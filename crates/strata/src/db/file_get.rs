@@ -50,8 +50,11 @@ impl DbInner {
             return Ok(Some((kind, PinnedValue::shared(value))));
         }
         let found = table.get_unfiltered_in(lookup, bro, memo)?;
+        // A merge operand is not the key's answer: only puts and deletes are cached.
         if let (Some((kind, value)), true) = (&found, bro.fill_cache) {
-            rows.insert(file.id, file.size, target.user_key, *kind, value);
+            if *kind != ValueKind::Merge {
+                rows.insert(file.id, file.size, target.user_key, *kind, value);
+            }
         }
         Ok(found)
     }

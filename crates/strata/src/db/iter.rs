@@ -11,7 +11,10 @@ use super::iter_view::IterView;
 use super::DbInner;
 use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator};
-use crate::key::{make_internal_key, parse_internal_key, user_key, SeqNum, ValueKind, MAX_SEQ};
+use crate::key::{
+    make_internal_key, parse_internal_key, user_key, SeqNum, ValueKind, KIND_FOR_SEEK, MAX_SEQ,
+};
+use crate::merge_operator::{NewestFirst, OldestFirst};
 use crate::options::ReadOptions;
 
 /// A key-value pair yielded by [`DbIterator`].
@@ -59,7 +62,7 @@ impl DbIterator {
                 self.view.record_seek(self.view.key_range().0, true);
                 match &self.view.lower {
                     Bound::Included(k) | Bound::Excluded(k) => {
-                        it.seek(&make_internal_key(k, MAX_SEQ, ValueKind::Put))?
+                        it.seek(&make_internal_key(k, MAX_SEQ, KIND_FOR_SEEK))?
                     }
                     Bound::Unbounded => it.seek_to_first()?,
                 }
@@ -78,23 +81,26 @@ impl DbIterator {
             if !self.view.below_upper(&uk) || self.back_last.as_ref().is_some_and(|b| uk >= *b) {
                 return Ok(None);
             }
-            // The first visible entry of a user key decides it; skip the rest.
-            let mut decided: Option<Option<Vec<u8>>> = None;
+            // The first visible entry of a user key decides it (with the
+            // operands down to a put or delete, if it is one); skip the rest.
+            let mut versions = NewestFirst::default();
+            let mut decided = false;
             while it.valid() && user_key(it.key()) == uk.as_slice() {
-                if decided.is_none() {
+                if !decided {
                     let e = parse_internal_key(it.key())?;
                     if e.seq <= self.view.seq {
-                        decided = Some((e.kind == ValueKind::Put).then(|| it.value().to_vec()));
+                        decided = versions.push(e.kind, it.value());
                     }
                 }
                 it.next()?;
             }
-            if let Some(Some(v)) = decided {
-                if self.view.above_lower(&uk) {
-                    self.view.account_read(&uk, v.len());
-                    self.front_last = Some(uk.clone());
-                    return Ok(Some((uk, v)));
-                }
+            if !self.view.above_lower(&uk) {
+                continue;
+            }
+            if let Some(v) = self.view.finish(versions, &uk)? {
+                self.view.account_read(&uk, v.len());
+                self.front_last = Some(uk.clone());
+                return Ok(Some((uk, v)));
             }
         }
         Ok(None)
@@ -128,21 +134,23 @@ impl DbIterator {
             if !self.view.above_lower(&uk) || self.front_last.as_ref().is_some_and(|f| uk <= *f) {
                 return Ok(None);
             }
-            // Walking backwards meets versions oldest first: the last visible one wins.
-            let mut newest: Option<(ValueKind, Vec<u8>)> = None;
+            // Walking backwards meets versions oldest first: the last visible
+            // put or delete wins, merged with the operands after it.
+            let mut versions = OldestFirst::default();
             while it.valid() && user_key(it.key()) == uk.as_slice() {
                 let e = parse_internal_key(it.key())?;
                 if e.seq <= self.view.seq {
-                    newest = Some((e.kind, it.value().to_vec()));
+                    versions.push(e.kind, it.value());
                 }
                 it.prev()?;
             }
-            if let Some((ValueKind::Put, v)) = newest {
-                if self.view.below_upper(&uk) {
-                    self.view.account_read(&uk, v.len());
-                    self.back_last = Some(uk.clone());
-                    return Ok(Some((uk, v)));
-                }
+            if !self.view.below_upper(&uk) {
+                continue;
+            }
+            if let Some(v) = self.view.finish_backward(versions, &uk)? {
+                self.view.account_read(&uk, v.len());
+                self.back_last = Some(uk.clone());
+                return Ok(Some((uk, v)));
             }
         }
         Ok(None)

@@ -7,8 +7,10 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use super::{DbInner, SuperVersion};
+use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator, RunIterator};
 use crate::key::SeqNum;
+use crate::merge_operator::{NewestFirst, OldestFirst};
 use crate::options::ReadOptions;
 use crate::stats::Counters;
 use crate::table::BlockReadOptions;
@@ -46,7 +48,11 @@ impl IterView {
         ro: &ReadOptions,
     ) -> Self {
         let (sv, seq) = db.read_view(snapshot);
-        let use_buffer = ro.use_compaction_buffer && db.policy.buffer_serves_ranges();
+        // Not with a merge operator: a buffer may still hold copies of
+        // operands that left its run for a deeper one, which this merge of
+        // sources would count twice.
+        let use_buffer =
+            ro.use_compaction_buffer && db.policy.buffer_serves_ranges() && db.opts.merge_operator.is_none();
         let until_sample = db.counts_seeks().then(super::seek::next_sample_gap);
         IterView {
             db,
@@ -133,6 +139,22 @@ impl IterView {
             Bound::Unbounded => None,
         };
         (lo, hi)
+    }
+
+    /// The value of `key` from its visible versions fed newest first (see
+    /// [`NewestFirst`]), merged by the database's operator if it has operands.
+    pub fn finish(&self, versions: NewestFirst, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        versions.finish(self.db.opts.merge_operator.as_ref(), key)
+    }
+
+    /// [`Self::finish`] for versions fed oldest first.
+    pub fn finish_backward(&self, versions: OldestFirst, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        versions.finish(self.db.opts.merge_operator.as_ref(), key)
+    }
+
+    /// [`OldestFirst::resolve`] with the database's operator.
+    pub fn resolve_backward(&self, versions: &mut OldestFirst, key: &[u8]) -> Result<bool> {
+        versions.resolve(self.db.opts.merge_operator.as_ref(), key)
     }
 
     pub fn below_upper(&self, uk: &[u8]) -> bool {

@@ -347,6 +347,59 @@ impl Db {
         self.write_opt(b, wo)
     }
 
+    /// Writes a merge operand for a key (RocksDB `Merge`): reads combine it
+    /// with the key's older versions through the
+    /// [`MergeOperator`](crate::MergeOperator) set with
+    /// [`Options::with_merge_operator`]. Writing needs no operator; reading
+    /// the key without one is [`Error::InvalidArgument`](crate::Error).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{associative_merge_operator, Db, MemVfs, Options};
+    ///
+    /// let append = associative_merge_operator("append", |_key, existing, operand| {
+    ///     Some([existing.unwrap_or_default(), b",", operand].concat())
+    /// });
+    /// let db = Db::open("/db", Options::default().with_vfs(Arc::new(MemVfs::new())).with_merge_operator(append))?;
+    /// db.put("tags", "red")?;
+    /// db.merge("tags", "blue")?;
+    /// assert_eq!(db.get("tags")?, Some(b"red,blue".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        self.merge_opt(key, operand, &WriteOptions::default())
+    }
+
+    /// [`Self::merge`] with write options.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{associative_merge_operator, Db, MemVfs, Options, WriteOptions};
+    ///
+    /// let max = associative_merge_operator("max", |_key, existing, operand| {
+    ///     Some(existing.map_or(operand, |e| e.max(operand)).to_vec())
+    /// });
+    /// let db = Db::open("/db", Options::default().with_vfs(Arc::new(MemVfs::new())).with_merge_operator(max))?;
+    /// db.merge_opt("best", "7", &WriteOptions::default())?;
+    /// db.merge_opt("best", "3", &WriteOptions::default())?;
+    /// assert_eq!(db.get("best")?, Some(b"7".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn merge_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+        wo: &WriteOptions,
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.merge(key, operand);
+        self.write_opt(b, wo)
+    }
+
     /// Applies a batch atomically (RocksDB `Write`).
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         self.write_opt(batch, &WriteOptions::default())

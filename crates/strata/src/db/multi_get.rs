@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::read::{block_read_options, mem_get, KeyRead, Walk};
 use super::DbInner;
 use crate::error::Result;
-use crate::key::{lookup_key, SeqNum, ValueKind};
+use crate::key::{lookup_key, SeqNum};
 use crate::options::ReadOptions;
 use crate::pinned::PinnedValue;
 use crate::stats::Counters;
@@ -79,10 +79,13 @@ impl DbInner {
         Counters::add(&self.counters.gets, distinct.len() as u64);
 
         let (sv, seq) = self.read_view(snapshot);
-        let mut answers: Vec<Answer> = distinct.iter().map(|k| mem_get(&sv, k, seq).map(Ok)).collect();
+        let mut answers: Vec<Answer> = distinct
+            .iter()
+            .map(|k| mem_get(&sv, k, seq).map(|(kind, value)| self.settle(&sv, k, seq, ro, kind, value)))
+            .collect();
         let pending: Vec<usize> = (0..distinct.len()).filter(|&u| answers[u].is_none()).collect();
         if !pending.is_empty() {
-            self.walk_tables(&sv.version, seq, ro, &distinct, &mut answers, pending);
+            self.walk_tables(&sv, seq, ro, &distinct, &mut answers, pending);
         }
 
         // Each answer goes to every input position of its key: copies (cheap
@@ -105,14 +108,16 @@ impl DbInner {
     /// memtable) down the tree, run by run, filling `answers`.
     fn walk_tables(
         &self,
-        version: &crate::version::Version,
+        sv: &super::SuperVersion,
         seq: SeqNum,
         ro: &ReadOptions,
         keys: &[&[u8]],
         answers: &mut [Answer],
         mut pending: Vec<usize>,
     ) {
+        let version = &sv.version;
         let bro = block_read_options(ro);
+        let use_buffer = ro.use_compaction_buffer;
         let lookups: Vec<Vec<u8>> = (0..keys.len())
             .map(|u| if answers[u].is_none() { lookup_key(keys[u], seq) } else { Vec::new() })
             .collect();
@@ -138,12 +143,7 @@ impl DbInner {
                         }
                         Ok(table) => {
                             for &u in &pending[i..end] {
-                                let read = KeyRead {
-                                    key: keys[u],
-                                    lookup: &lookups[u],
-                                    bro,
-                                    use_buffer: ro.use_compaction_buffer,
-                                };
+                                let read = KeyRead { key: keys[u], lookup: &lookups[u], bro, use_buffer };
                                 let walk = &mut walks[u];
                                 match self.probe_file(
                                     l,
@@ -157,7 +157,7 @@ impl DbInner {
                                 ) {
                                     Ok(None) => {}
                                     Ok(Some((kind, value))) => {
-                                        answers[u] = Some(Ok((kind == ValueKind::Put).then_some(value)));
+                                        answers[u] = Some(self.settle(sv, keys[u], seq, ro, kind, value));
                                     }
                                     Err(e) => answers[u] = Some(Err(e)),
                                 }

@@ -7,6 +7,9 @@
 //! versions oldest first and has passed the newest visible one when it knows
 //! which that is, so the key and value are copied into buffers the iterator
 //! reuses. Changing direction re-seeks the merge around the current key.
+//! A key whose newest visible entry is a merge operand is folded with its
+//! older operands into a buffered value either way; moving forward, the merge
+//! is then already past the key.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -18,6 +21,7 @@ use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{
     append_internal_key, parse_internal_key, user_key, SeqNum, ValueKind, KIND_FOR_SEEK, MAX_SEQ,
 };
+use crate::merge_operator::{NewestFirst, OldestFirst};
 use crate::options::ReadOptions;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -73,8 +77,13 @@ pub struct DbRawIterator {
     status: Option<Error>,
     /// Reverse: the current user key. Forward: the key being skipped.
     key: Vec<u8>,
-    /// Reverse: the current value.
+    /// Reverse, or a merged value: the current value.
     value: Vec<u8>,
+    /// Forward: the current key and value are a merge result held in `key`
+    /// and `value`, and the merge is past the key's versions.
+    merged: bool,
+    /// Reverse: the current key's versions, reused from key to key.
+    versions: OldestFirst,
     /// The internal key of the last seek.
     target: Vec<u8>,
 }
@@ -93,6 +102,8 @@ impl DbRawIterator {
             status: None,
             key: Vec::new(),
             value: Vec::new(),
+            merged: false,
+            versions: OldestFirst::default(),
             target: Vec::new(),
         }
     }
@@ -132,8 +143,8 @@ impl DbRawIterator {
             return None;
         }
         Some(match self.dir {
-            Direction::Forward => user_key(self.it.key()),
-            Direction::Reverse => self.key.as_slice(),
+            Direction::Forward if !self.merged => user_key(self.it.key()),
+            _ => self.key.as_slice(),
         })
     }
 
@@ -154,8 +165,8 @@ impl DbRawIterator {
             return None;
         }
         Some(match self.dir {
-            Direction::Forward => self.it.value(),
-            Direction::Reverse => self.value.as_slice(),
+            Direction::Forward if !self.merged => self.it.value(),
+            _ => self.value.as_slice(),
         })
     }
 
@@ -298,6 +309,8 @@ impl DbRawIterator {
         self.apply(|s| {
             s.require_valid("next")?;
             match s.dir {
+                // A merged key's versions are already passed; `key` holds it.
+                Direction::Forward if s.merged => {}
                 Direction::Forward => {
                     s.key.clear();
                     s.key.extend_from_slice(user_key(s.it.key()));
@@ -339,8 +352,10 @@ impl DbRawIterator {
             let skip = s.dir == Direction::Forward;
             if skip {
                 // Put the merge on the last entry before every version of the key.
-                s.key.clear();
-                s.key.extend_from_slice(user_key(s.it.key()));
+                if !s.merged {
+                    s.key.clear();
+                    s.key.extend_from_slice(user_key(s.it.key()));
+                }
                 s.target.clear();
                 append_internal_key(&mut s.target, &s.key, MAX_SEQ, KIND_FOR_SEEK);
                 s.it.seek_for_prev(&s.target)?;
@@ -425,6 +440,7 @@ impl DbRawIterator {
     /// entry of the next user key that is a value. With `skip`, entries of
     /// `self.key` are passed over first.
     fn find_next(&mut self, mut skip: bool) -> Result<()> {
+        self.merged = false;
         while self.it.valid() {
             let e = parse_internal_key(self.it.key())?;
             if !self.view.below_upper(e.user_key) {
@@ -439,6 +455,9 @@ impl DbRawIterator {
                     self.view.account_read(user_key(self.it.key()), self.it.value().len());
                     return Ok(());
                 }
+                if e.kind == ValueKind::Merge {
+                    return self.merge_forward();
+                }
                 // A tombstone hides the older versions that follow it.
                 self.key.clear();
                 self.key.extend_from_slice(e.user_key);
@@ -450,10 +469,35 @@ impl DbRawIterator {
         Ok(())
     }
 
+    /// On the newest visible entry of a key, a merge operand: folds it with
+    /// the key's older versions (all visible: they follow it) into `value`,
+    /// leaving the merge past them.
+    fn merge_forward(&mut self) -> Result<()> {
+        self.key.clear();
+        self.key.extend_from_slice(user_key(self.it.key()));
+        let mut versions = NewestFirst::default();
+        while self.it.valid() {
+            let e = parse_internal_key(self.it.key())?;
+            if e.user_key != self.key.as_slice() || versions.push(e.kind, self.it.value()) {
+                break;
+            }
+            self.it.next()?;
+        }
+        let Some(v) = self.view.finish(versions, &self.key)? else {
+            return Err(crate::Error::corruption("a merge of operands gave no value"));
+        };
+        self.value = v;
+        self.merged = true;
+        self.valid = true;
+        self.view.account_read(&self.key, self.value.len());
+        Ok(())
+    }
+
     /// Moving backward from the merge's position, stops after the user key
     /// whose newest visible entry is a value, with that key and value copied.
     /// With `skip`, entries of `self.key` are passed over first.
     fn find_prev(&mut self, mut skip: bool) -> Result<()> {
+        self.merged = false;
         while self.it.valid() {
             let uk = user_key(self.it.key());
             if (skip && uk == self.key.as_slice()) || !self.view.below_upper(uk) {
@@ -466,23 +510,21 @@ impl DbRawIterator {
             }
             self.key.clear();
             self.key.extend_from_slice(uk);
-            // Versions come oldest first: the last visible one decides.
-            let mut newest = None;
+            // Versions come oldest first: the last visible put or delete
+            // decides, merged with the operands after it.
+            self.versions.clear();
             while self.it.valid() {
                 let e = parse_internal_key(self.it.key())?;
                 if e.user_key != self.key.as_slice() {
                     break;
                 }
                 if e.seq <= self.view.seq {
-                    newest = Some(e.kind);
-                    if e.kind == ValueKind::Put {
-                        self.value.clear();
-                        self.value.extend_from_slice(self.it.value());
-                    }
+                    self.versions.push(e.kind, self.it.value());
                 }
                 self.it.prev()?;
             }
-            if newest == Some(ValueKind::Put) {
+            if self.view.resolve_backward(&mut self.versions, &self.key)? {
+                std::mem::swap(&mut self.value, self.versions.value_mut());
                 self.valid = true;
                 self.view.account_read(&self.key, self.value.len());
                 return Ok(());

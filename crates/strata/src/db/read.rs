@@ -2,7 +2,9 @@
 //! consulting only the one file of a run whose key range covers the key, and,
 //! for a run with a compaction buffer, the buffer first (LSbM Algorithm 3).
 //! `get` walks one key down the tree; `multi_get` (multi_get.rs) walks a
-//! sorted batch run by run through the same per-file steps.
+//! sorted batch run by run through the same per-file steps. A key whose
+//! newest visible entry is a merge operand is read again by `merged_get`,
+//! which collects its operands down to a put, a delete or the end.
 
 use std::sync::atomic::Ordering;
 
@@ -11,7 +13,9 @@ use std::sync::Arc;
 use super::multi_get::ReadMemo;
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
-use crate::key::{lookup_key, SeqNum, ValueKind};
+use crate::iter::{InternalIterator, MergingIterator, RunIterator};
+use crate::key::{lookup_key, parse_internal_key, SeqNum, ValueKind};
+use crate::merge_operator::NewestFirst;
 use crate::options::ReadOptions;
 use crate::pinned::PinnedValue;
 use crate::stats::Counters;
@@ -54,12 +58,12 @@ pub(super) fn block_read_options(ro: &ReadOptions) -> BlockReadOptions {
     }
 }
 
-/// The newest entry of `key` at `seq` in the memtables, newest first:
-/// `Some(None)` for a delete, `None` when no memtable has the key.
-pub(super) fn mem_get(sv: &SuperVersion, key: &[u8], seq: SeqNum) -> Option<Option<PinnedValue>> {
+/// The newest entry of `key` at `seq` in the memtables, newest first;
+/// `None` when no memtable has the key.
+pub(super) fn mem_get(sv: &SuperVersion, key: &[u8], seq: SeqNum) -> Option<(ValueKind, PinnedValue)> {
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
         if let Some((kind, value)) = mem.get(key, seq) {
-            return Some((kind == ValueKind::Put).then(|| PinnedValue::owned(value)));
+            return Some((kind, PinnedValue::owned(value)));
         }
     }
     None
@@ -94,8 +98,8 @@ impl DbInner {
     ) -> Result<Option<PinnedValue>> {
         Counters::add(&self.counters.gets, 1);
         let (sv, seq) = self.read_view(snapshot);
-        if let Some(found) = mem_get(&sv, key, seq) {
-            return Ok(found);
+        if let Some((kind, value)) = mem_get(&sv, key, seq) {
+            return self.settle(&sv, key, seq, ro, kind, value);
         }
         let lookup = lookup_key(key, seq);
         let read = KeyRead {
@@ -114,13 +118,73 @@ impl DbInner {
                 if let Some((kind, value)) =
                     self.probe_file(l, level, run.id, f, &table, &read, &mut walk, None)?
                 {
-                    found = (kind == ValueKind::Put).then_some(value);
+                    found = Some((kind, value));
                     break 'levels;
                 }
             }
         }
         self.count_probes(walk.probes, segments_before);
-        Ok(found)
+        match found {
+            Some((kind, value)) => self.settle(&sv, key, seq, ro, kind, value),
+            None => Ok(None),
+        }
+    }
+
+    /// A key's value from its newest visible entry: a put's value, nothing
+    /// for a delete, and for a merge operand the merge of all its operands.
+    pub(super) fn settle(
+        &self,
+        sv: &SuperVersion,
+        key: &[u8],
+        seq: SeqNum,
+        ro: &ReadOptions,
+        kind: ValueKind,
+        value: PinnedValue,
+    ) -> Result<Option<PinnedValue>> {
+        match kind {
+            ValueKind::Put => Ok(Some(value)),
+            ValueKind::Delete => Ok(None),
+            ValueKind::Merge => Ok(self.merged_get(sv, key, seq, ro)?.map(PinnedValue::owned)),
+        }
+    }
+
+    /// The value of a key that has merge operands at `seq`: its visible
+    /// versions newest first from every memtable and the file of every run
+    /// that covers the key (through the table's own iterator, so lwc
+    /// segments are read as a range read reads them), down to a put, a
+    /// delete or the end, folded by the operator. Never from a compaction
+    /// buffer: it may still hold copies of operands that left its run, which
+    /// the deeper run holds too and a merge would count twice (a buffer's
+    /// put or delete is a right answer, so the first probe may use it).
+    /// Only keys with operands pay for it.
+    fn merged_get(
+        &self,
+        sv: &SuperVersion,
+        key: &[u8],
+        seq: SeqNum,
+        ro: &ReadOptions,
+    ) -> Result<Option<Vec<u8>>> {
+        let mut children: Vec<Box<dyn InternalIterator>> = vec![Box::new(sv.mem.iter())];
+        for m in &sv.imms {
+            children.push(Box::new(m.iter()));
+        }
+        let bro = block_read_options(ro);
+        for run in sv.version.levels.iter().flat_map(|l| l.runs.iter()) {
+            if let Some(f) = run.find_file(key) {
+                children.push(Box::new(RunIterator::new(vec![Arc::clone(f)], self.tables.clone(), bro)));
+            }
+        }
+        let mut it = MergingIterator::new(children);
+        it.seek(&lookup_key(key, seq))?;
+        let mut versions = NewestFirst::default();
+        while it.valid() {
+            let e = parse_internal_key(it.key())?;
+            if e.user_key != key || versions.push(e.kind, it.value()) {
+                break;
+            }
+            it.next()?;
+        }
+        versions.finish(self.opts.merge_operator.as_ref(), key)
     }
 
     /// Adds a read's table probes, and the segment probes this thread made

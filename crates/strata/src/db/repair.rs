@@ -236,14 +236,22 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     let mut merged = MergingIterator::new(sources);
     merged.seek_to_first()?;
     let mut last_user_key: Option<Vec<u8>> = None;
+    // Whether the versions of the current key kept so far are all merge
+    // operands, which need the versions below them.
+    let mut operands_only = false;
     while merged.valid() {
         let k = parse_internal_key(merged.key())?;
         max_seq = max_seq.max(k.seq);
-        // The first entry of a user key is its newest version; a deletion
-        // has nothing below it any more, so it goes too.
+        // The first entry of a user key is its newest version, with the
+        // operands down to a put if it is one; a deletion has nothing below
+        // it any more, so it goes too.
         if last_user_key.as_deref() != Some(k.user_key) {
             last_user_key = Some(k.user_key.to_vec());
-            if k.kind == ValueKind::Put {
+            operands_only = true;
+        }
+        if operands_only {
+            operands_only = k.kind == ValueKind::Merge;
+            if k.kind != ValueKind::Delete {
                 out.add(merged.key(), merged.value(), k.seq)?;
                 report.entries_kept += 1;
             }

@@ -545,7 +545,9 @@ mod tests {
                     }
                 });
                 let value = match kind {
-                    ValueKind::Put => vec![b'a' + (s as u8) * 3 + (v as u8); rng.gen_range(1..40)],
+                    ValueKind::Put | ValueKind::Merge => {
+                        vec![b'a' + (s as u8) * 3 + (v as u8); rng.gen_range(1..40)]
+                    }
                     ValueKind::Delete => vec![],
                 };
                 out.push((make_internal_key(&user, seq, kind), value));

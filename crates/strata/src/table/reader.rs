@@ -438,8 +438,8 @@ impl Table {
             return Ok(None);
         }
         Ok(Some(match parsed.kind {
-            ValueKind::Put => (
-                ValueKind::Put,
+            kind @ (ValueKind::Put | ValueKind::Merge) => (
+                kind,
                 PinnedValue::in_block(block, start, end).ok_or_else(|| corrupt("value outside its block"))?,
             ),
             ValueKind::Delete => (ValueKind::Delete, PinnedValue::owned(Vec::new())),

@@ -18,7 +18,7 @@ pub use read::{TtlIterator, TtlSnapshot};
 
 use crate::batch::WriteBatch;
 use crate::db::Db;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::key::ValueKind;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::stats::Stats;
@@ -255,6 +255,9 @@ impl TtlDb {
             match op.kind {
                 ValueKind::Put => stamped.put(op.key, stamp(op.value, now)),
                 ValueKind::Delete => stamped.delete(op.key),
+                // An operand carries no timestamp, and merging stamped values
+                // would need the operator to know the stamp.
+                ValueKind::Merge => return Err(Error::invalid("TtlDb does not support merge operands")),
             }
         }
         self.db.write_opt(stamped, wo)

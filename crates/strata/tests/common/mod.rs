@@ -15,8 +15,8 @@ use cursor::{ModelCursor, RawMove};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::{
-    CompactionPipeline, CompactionStyle, CompressionType, Db, DbIterator, MemVfs, Options, PinnedValue,
-    ReadOptions, RealVfs, Snapshot, Vfs, WriteBatch, WriteOptions,
+    associative_merge_operator, CompactionPipeline, CompactionStyle, CompressionType, Db, DbIterator, MemVfs,
+    MergeOperator, Options, PinnedValue, ReadOptions, RealVfs, Snapshot, Vfs, WriteBatch, WriteOptions,
 };
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -26,6 +26,8 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 pub enum Op {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
+    /// `Db::merge` of an operand, folded by [`model_merge`].
+    Merge(Vec<u8>, Vec<u8>),
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
     Get(Vec<u8>),
     /// Read `keys` in one batch (`multi_get`, or `multi_get_pinned` if
@@ -114,7 +116,8 @@ pub fn gen_ops(seed: u64, n: usize, space: u32) -> Vec<Op> {
     let mut ops = Vec::with_capacity(n);
     for i in 0..n {
         let op = match rng.gen_range(0..1000) {
-            0..=399 => Op::Put(key(&mut rng, space), value(&mut rng, i)),
+            0..=339 => Op::Put(key(&mut rng, space), value(&mut rng, i)),
+            340..=399 => Op::Merge(key(&mut rng, space), format!("+{i}").into_bytes()),
             400..=479 => Op::Delete(key(&mut rng, space)),
             480..=559 => Op::Batch(
                 (0..rng.gen_range(1..8))
@@ -176,6 +179,24 @@ pub fn gen_ops(seed: u64, n: usize, space: u32) -> Vec<Op> {
         ops.push(op);
     }
     ops
+}
+
+/// Bytes of a merged value the model operator keeps (the newest ones).
+const MERGE_TAIL: usize = 48;
+
+/// The model's merge: `existing` with `operand` appended, cut to its last
+/// `MERGE_TAIL` bytes. Associative, so it partially merges too.
+pub fn model_merge(existing: Option<&[u8]>, operand: &[u8]) -> Vec<u8> {
+    let mut v = [existing.unwrap_or_default(), operand].concat();
+    v.drain(..v.len().saturating_sub(MERGE_TAIL));
+    v
+}
+
+/// [`model_merge`] as the operator every configuration opens with.
+pub fn model_merge_operator() -> Arc<dyn MergeOperator> {
+    associative_merge_operator("model-tail-append", |_key, existing, operand| {
+        Some(model_merge(existing, operand))
+    })
 }
 
 /// Which file system a configuration runs on.
@@ -496,7 +517,8 @@ impl Runner {
     }
 
     fn open(&mut self) {
-        let opts = (self.cfg.options)().with_vfs(self.vfs.clone());
+        let opts =
+            (self.cfg.options)().with_vfs(self.vfs.clone()).with_merge_operator(model_merge_operator());
         self.db = Some(Db::open(&self.path, opts).expect("open"));
     }
 
@@ -520,6 +542,11 @@ impl Runner {
             Op::Delete(k) => {
                 self.db().delete(k).map_err(|e| e.to_string())?;
                 self.model.remove(k);
+            }
+            Op::Merge(k, operand) => {
+                self.db().merge(k, operand).map_err(|e| e.to_string())?;
+                let merged = model_merge(self.model.get(k).map(Vec::as_slice), operand);
+                self.model.insert(k.clone(), merged);
             }
             Op::Batch(ops) => {
                 let mut b = WriteBatch::new();

@@ -5,7 +5,10 @@
 use std::sync::Arc;
 
 use strata::vfs::{CrashFault, CrashMode, CrashOpKind, CrashVfs};
-use strata::{CompactionPipeline, CompactionStyle, Db, Options, WriteBatch, WriteOptions};
+use strata::{
+    associative_merge_operator, CompactionPipeline, CompactionStyle, Db, MergeOperator, Options, WriteBatch,
+    WriteOptions,
+};
 
 use super::history::{value_of, History, Kv, Write};
 
@@ -21,6 +24,8 @@ pub enum Step {
     Put { k: usize, len: usize, sync: bool },
     /// Delete `key(k)`.
     Delete { k: usize, sync: bool },
+    /// Merge an operand of length `len` into `key(k)` ([`merge_operator`]).
+    Merge { k: usize, len: usize, sync: bool },
     /// An atomic batch of puts (`Some(len)`) and deletes (`None`).
     Batch { ops: Vec<(usize, Option<usize>)>, sync: bool },
     /// `Db::flush`.
@@ -130,17 +135,57 @@ pub fn options(policy: &str, vfs: Arc<dyn strata::Vfs>) -> Options {
         // Both read caches on: a crash must never let them serve a lost write.
         .with_row_cache(16 << 10)
         .with_compaction_warmup(true)
+        .with_merge_operator(merge_operator())
         .with_vfs(vfs)
 }
 
-fn step_writes(step: &Step, w: usize) -> Option<(Write, bool)> {
+/// Longest merged value: the newest operands, each naming its write first.
+const MERGED_MAX: usize = 300;
+
+/// The workload's merge: the operand, then what was there, cut to
+/// `MERGED_MAX` bytes. A merged value starts with its newest operand, so it
+/// names the merge write that made it, as the history checker expects.
+fn merged(existing: Option<&[u8]>, operand: &[u8]) -> Vec<u8> {
+    let mut v = operand.to_vec();
+    if let Some(e) = existing {
+        v.push(b'|');
+        v.extend_from_slice(e);
+    }
+    v.truncate(MERGED_MAX);
+    v
+}
+
+/// [`merged`] as an associative operator (cutting to the first bytes
+/// commutes with prepending, so partial merges agree).
+pub fn merge_operator() -> Arc<dyn MergeOperator> {
+    associative_merge_operator("crash-sim-prepend", |_key, existing, operand| Some(merged(existing, operand)))
+}
+
+/// A step's write as the history records it (a merge as the value it makes
+/// over `h`'s state after every issued write), with the merge operand of
+/// each entry that is a merge.
+type StepWrite = (Write, Vec<Option<Vec<u8>>>, bool);
+
+fn step_writes(step: &Step, h: &History) -> Option<StepWrite> {
+    let w = h.next_index();
     let put = |k: usize, len: usize| (key(k), Some(value_of(w, &key(k), len)));
+    let plain = |(write, sync): (Write, bool)| {
+        let operands = vec![None; write.len()];
+        (write, operands, sync)
+    };
     match step {
-        Step::Put { k, len, sync } => Some((vec![put(*k, *len)], *sync)),
-        Step::Delete { k, sync } => Some((vec![(key(*k), None)], *sync)),
-        Step::Batch { ops, sync } => {
-            Some((ops.iter().map(|&(k, len)| len.map_or((key(k), None), |len| put(k, len))).collect(), *sync))
+        Step::Merge { k, len, sync } => {
+            let operand = value_of(w, &key(*k), *len);
+            let before = h.state_after(w);
+            let after = merged(before.get(&key(*k)).map(Vec::as_slice), &operand);
+            Some((vec![(key(*k), Some(after))], vec![Some(operand)], *sync))
         }
+        Step::Put { k, len, sync } => Some(plain((vec![put(*k, *len)], *sync))),
+        Step::Delete { k, sync } => Some(plain((vec![(key(*k), None)], *sync))),
+        Step::Batch { ops, sync } => Some(plain((
+            ops.iter().map(|&(k, len)| len.map_or((key(k), None), |len| put(k, len))).collect(),
+            *sync,
+        ))),
         Step::Flush | Step::Compact | Step::Close => None,
     }
 }
@@ -166,13 +211,14 @@ pub fn run_workload(
         Err(e) => return unexpected("open", e),
     };
     for (i, step) in steps.iter().enumerate() {
-        let r = match step_writes(step, h.next_index()) {
-            Some((write, sync)) => {
+        let r = match step_writes(step, h) {
+            Some((write, operands, sync)) => {
                 let mut b = WriteBatch::new();
-                for (k, v) in &write {
-                    match v {
-                        Some(v) => b.put(k, v),
-                        None => b.delete(k),
+                for ((k, v), operand) in write.iter().zip(&operands) {
+                    match (v, operand) {
+                        (_, Some(op)) => b.merge(k, op),
+                        (Some(v), None) => b.put(k, v),
+                        (None, None) => b.delete(k),
                     }
                 }
                 h.begin(write);
