@@ -36,6 +36,7 @@ pub mod memtable;
 pub mod options;
 pub(crate) mod paths;
 mod pinned;
+mod prefix;
 pub mod stats;
 pub mod table;
 pub mod ttl;
@@ -53,6 +54,7 @@ pub use options::{
     WalRecoveryMode, WriteOptions,
 };
 pub use pinned::PinnedValue;
+pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use stats::{CompactionRecord, LevelStats, StageTimes, Stats};
 pub use ttl::TtlDb;
 pub use vfs::{MemVfs, RealVfs, Vfs};
