@@ -15,7 +15,7 @@ use cursor::{ModelCursor, RawMove};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::{
-    CompactionPipeline, CompactionStyle, CompressionType, Db, DbIterator, MemVfs, Options, PinnedValue,
+    CompactionPipeline, CompactionStyle, CompressionType, Db, DbIterator, FixedPrefix, MemVfs, Options, PinnedValue,
     ReadOptions, RealVfs, Snapshot, Vfs, WriteBatch, WriteOptions,
 };
 
@@ -318,10 +318,18 @@ pub fn configs() -> Vec<Config> {
         Config { name: "dlsm-mem-deep", fs: Fs::Mem, options: || deep_options(CompactionStyle::Dlsm) },
         Config { name: "dlsm-real-deep", fs: Fs::Real, options: || deep_options(CompactionStyle::Dlsm) },
         // Stepped merge: several overlapping runs per level, merged a level at a time.
+        // Prefix filters (keys are `key` + 6 digits: 8 bytes make prefixes of
+        // 10 keys, which most small tables lack): prefix scans of 8 or 9 bytes
+        // skip tables, the others read them all. Overlapping runs make the
+        // skips many.
         Config {
-            name: "tiered-mem",
+            name: "tiered-mem-prefix8",
             fs: Fs::Mem,
-            options: || small_options().with_compaction_style(CompactionStyle::Tiered),
+            options: || {
+                small_options()
+                    .with_compaction_style(CompactionStyle::Tiered)
+                    .with_prefix_extractor(Arc::new(FixedPrefix::new(8)))
+            },
         },
         Config { name: "tiered-real-deep", fs: Fs::Real, options: || deep_options(CompactionStyle::Tiered) },
         // Garnering on a tree deep enough that the level count grows during the op log (and is
@@ -361,6 +369,17 @@ pub fn configs() -> Vec<Config> {
                     .with_compaction_pipeline(CompactionPipeline::Parallel { compute_threads: 2 })
                     .with_compaction_subtask_bytes(2 << 10)
                     .with_paranoid_file_checks(true)
+            },
+        },
+        // DTable segments skipped one by one; filters without whole keys, so
+        // point reads ask none.
+        Config {
+            name: "lwc-mem-deep-seg3-prefix8-nowholekey",
+            fs: Fs::Mem,
+            options: || {
+                lwc_options(3)
+                    .with_prefix_extractor(Arc::new(FixedPrefix::new(8)))
+                    .with_whole_key_filtering(false)
             },
         },
         // Several merges at once: picks skip the running merges' inputs.
