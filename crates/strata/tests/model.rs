@@ -43,7 +43,7 @@ fn every_config_matches_the_model() {
         }
     }
     // Prefix scans asked the prefix filters, and skipped tables, exactly
-    // where an extractor is set.
+    // where an extractor is set (counted over each op log's sessions).
     for (name, (checks, skips)) in prefix {
         let on = name.contains("prefix");
         assert_eq!((checks > 0, skips > 0), (on, on), "{name}: {checks} prefix checks, {skips} skips");

@@ -475,6 +475,8 @@ struct Runner {
     /// Seek-triggered compactions and flushes below L0 of handles closed by
     /// `Reopen` (counters restart at open; most deep flushes come early).
     closed_seek_counts: (u64, u64),
+    /// Prefix filter checks and skips of handles closed by `Reopen`.
+    closed_prefix_counts: (u64, u64),
 }
 
 fn range_of(model: &Model, lo: &Option<Vec<u8>>, hi: &Option<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -509,6 +511,7 @@ impl Runner {
             iters: vec![],
             pinned: vec![],
             closed_seek_counts: (0, 0),
+            closed_prefix_counts: (0, 0),
         };
         r.open();
         r
@@ -810,6 +813,8 @@ impl Runner {
                 let st = self.db().stats();
                 self.closed_seek_counts.0 += st.seek_compactions;
                 self.closed_seek_counts.1 += st.flushes_below_l0;
+                self.closed_prefix_counts.0 += st.prefix_filter_checks;
+                self.closed_prefix_counts.1 += st.prefix_filter_skips;
                 self.db.take().expect("db").close().map_err(|e| e.to_string())?;
                 self.open();
             }
@@ -904,6 +909,8 @@ pub fn run_log(seed: u64, ops: &[Op], cfg: &Config) -> strata::Stats {
     let mut stats = r.db().stats();
     stats.seek_compactions += r.closed_seek_counts.0;
     stats.flushes_below_l0 += r.closed_seek_counts.1;
+    stats.prefix_filter_checks += r.closed_prefix_counts.0;
+    stats.prefix_filter_skips += r.closed_prefix_counts.1;
     r.db.take().expect("db").close().expect("close");
     // The database directory and the data paths the in-memory configs use.
     let dirs = std::iter::once(r.path.clone()).chain(MEM_DATA_PATHS.iter().map(PathBuf::from));
