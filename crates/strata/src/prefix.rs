@@ -176,7 +176,10 @@ mod tests {
         let p = FixedPrefix::new(4);
         assert_eq!(PrefixProbe::for_scan(&p, b"use"), None, "shorter than the prefix");
         let probe = PrefixProbe::for_scan(&p, b"user12").unwrap();
-        assert_eq!((probe.extractor.as_str(), probe.prefix.as_slice()), ("strata.FixedPrefix.4", &b"user"[..]));
+        assert_eq!(
+            (probe.extractor.as_str(), probe.prefix.as_slice()),
+            ("strata.FixedPrefix.4", &b"user"[..])
+        );
         let a: &dyn PrefixExtractor = &FixedPrefix::new(4);
         let b: &dyn PrefixExtractor = &FixedPrefix::new(5);
         assert!(a == a && a != b);

@@ -42,7 +42,11 @@ fn collect(it: strata::DbIterator, reverse: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
 }
 
 fn model_prefix(model: &Model, prefix: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
-    model.range(prefix.to_vec()..).take_while(|(k, _)| k.starts_with(prefix)).map(|(k, v)| (k.clone(), v.clone())).collect()
+    model
+        .range(prefix.to_vec()..)
+        .take_while(|(k, _)| k.starts_with(prefix))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// Every group's prefix (in and out of the domain of `FixedPrefix(5)`: 5
@@ -60,7 +64,12 @@ fn check_all(db: &Db, model: &Model, what: &str) {
             assert_eq!(back, want, "{what}: prefix {prefix} reversed");
         }
         let k = key(g, g % 7);
-        assert_eq!(db.get(&k).unwrap().as_ref(), model.get(&k), "{what}: get {}", String::from_utf8_lossy(&k));
+        assert_eq!(
+            db.get(&k).unwrap().as_ref(),
+            model.get(&k),
+            "{what}: get {}",
+            String::from_utf8_lossy(&k)
+        );
     }
 }
 
@@ -106,7 +115,11 @@ fn an_extractor_changes_no_answer_under_every_policy() {
         let (s, t) = (with.stats(), without.stats());
         assert!(s.prefix_filter_skips > 0, "{style:?}: no table skipped\n{s}");
         assert!(s.prefix_filter_skips <= s.prefix_filter_checks);
-        assert_eq!((t.prefix_filter_checks, t.prefix_filter_skips), (0, 0), "{style:?}: no extractor, no checks");
+        assert_eq!(
+            (t.prefix_filter_checks, t.prefix_filter_skips),
+            (0, 0),
+            "{style:?}: no extractor, no checks"
+        );
     }
 }
 
@@ -151,7 +164,10 @@ fn a_prefix_no_table_holds_reads_no_data_block() {
             assert!(skips < checks, "group {g}: the table holding it was skipped");
         }
     }
-    assert!(all_skipped * 10 >= absent * 9, "only {all_skipped} of {absent} absent prefixes skipped every table");
+    assert!(
+        all_skipped * 10 >= absent * 9,
+        "only {all_skipped} of {absent} absent prefixes skipped every table"
+    );
     // total_order_seek asks no filter and finds the same.
     let before = db.stats().prefix_filter_checks;
     let ro = ReadOptions::default().with_total_order_seek(true);

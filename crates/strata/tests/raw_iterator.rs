@@ -206,7 +206,12 @@ fn raw_iterator_matches_a_model_cursor_under_every_policy() {
             }
             assert!(l0 && deeper, "{style:?}: data never reached both L0 and a deeper level\n{}", db.stats());
             let s = db.stats();
-            assert_eq!(s.prefix_filter_checks > 0, seed == 1, "{style:?} seed {seed}: {} prefix checks", s.prefix_filter_checks);
+            assert_eq!(
+                s.prefix_filter_checks > 0,
+                seed == 1,
+                "{style:?} seed {seed}: {} prefix checks",
+                s.prefix_filter_checks
+            );
         }
     }
 }

@@ -53,7 +53,12 @@ impl DbIterator {
 
     /// Iterates exactly the keys starting with `prefix` (narrowed by `ro`'s
     /// iterate bounds), skipping tables whose prefix filter rules it out.
-    pub(crate) fn prefix(db: Arc<DbInner>, snapshot: Option<SeqNum>, prefix: &[u8], ro: &ReadOptions) -> Self {
+    pub(crate) fn prefix(
+        db: Arc<DbInner>,
+        snapshot: Option<SeqNum>,
+        prefix: &[u8],
+        ro: &ReadOptions,
+    ) -> Self {
         let mut it = Self::new(db, snapshot, &super::bounds::prefix_range(prefix), ro);
         it.view.set_scan_prefix(prefix);
         it

@@ -603,7 +603,12 @@ impl Db {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn prefix_iterator_opt(&self, prefix: impl AsRef<[u8]>, ro: &ReadOptions) -> DbIterator {
-        DbIterator::prefix(self.inner.clone(), ro.snapshot.as_ref().map(Snapshot::sequence), prefix.as_ref(), ro)
+        DbIterator::prefix(
+            self.inner.clone(),
+            ro.snapshot.as_ref().map(Snapshot::sequence),
+            prefix.as_ref(),
+            ro,
+        )
     }
 
     /// A seekable cursor over the latest state (rust-rocksdb `raw_iterator`);

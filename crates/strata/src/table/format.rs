@@ -446,7 +446,11 @@ mod tests {
         }
         // What the filter holds follows the segment start, also for a first segment.
         for (name, whole) in [(Some("strata.FixedPrefix.4"), true), (Some("x"), false), (None, false)] {
-            let q = TableProperties { prefix_extractor: name.map(str::to_owned), whole_key_filtering: whole, ..p.clone() };
+            let q = TableProperties {
+                prefix_extractor: name.map(str::to_owned),
+                whole_key_filtering: whole,
+                ..p.clone()
+            };
             let enc3 = q.encode();
             assert!(enc3.len() > enc.len());
             assert_eq!(TableProperties::decode(&enc3).unwrap(), q);

@@ -16,7 +16,10 @@ fn entries(groups: impl Iterator<Item = u32>, items: u32, seq_base: u64) -> Vec<
     for g in groups {
         for i in 0..items {
             let user = format!("g{g:04}/{i:03}").into_bytes();
-            out.push((make_internal_key(&user, seq_base + u64::from(g * 100 + i), ValueKind::Put), user.clone()));
+            out.push((
+                make_internal_key(&user, seq_base + u64::from(g * 100 + i), ValueKind::Put),
+                user.clone(),
+            ));
         }
     }
     out
@@ -29,7 +32,12 @@ fn opts(extractor: Option<&str>, whole: bool) -> TableBuilderOptions {
             _ => Arc::new(FixedPrefix::new(3)),
         }
     });
-    TableBuilderOptions { block_size: 256, prefix_extractor, whole_key_filtering: whole, ..Default::default() }
+    TableBuilderOptions {
+        block_size: 256,
+        prefix_extractor,
+        whole_key_filtering: whole,
+        ..Default::default()
+    }
 }
 
 /// Appends one segment per (entries, options) to one file; the open table.
@@ -70,7 +78,10 @@ fn a_prefix_filter_rules_out_absent_prefixes_and_never_a_present_one() {
     for whole in [true, false] {
         let table = build(&[(entries((0..2000).step_by(2), 3, 1), opts(Some("fixed5"), whole))]);
         let p = table.properties();
-        assert_eq!((p.prefix_extractor.as_deref(), p.whole_key_filtering), (Some("strata.FixedPrefix.5"), whole));
+        assert_eq!(
+            (p.prefix_extractor.as_deref(), p.whole_key_filtering),
+            (Some("strata.FixedPrefix.5"), whole)
+        );
         for g in (0..2000).step_by(2) {
             assert_eq!(table.prefix_segments(&probe(g)), (vec![0], 1), "present group {g}");
         }
@@ -78,7 +89,8 @@ fn a_prefix_filter_rules_out_absent_prefixes_and_never_a_present_one() {
         assert!(skipped > 950, "only {skipped} of 1000 absent prefixes ruled out");
         // Point reads ask the filter only when it holds whole keys.
         assert_eq!(table.filter_check(b"g0000/000"), whole.then_some(true));
-        let absent_keys = (0..1000).filter(|i| !table.may_contain(format!("g0000/{i:03}x").as_bytes())).count();
+        let absent_keys =
+            (0..1000).filter(|i| !table.may_contain(format!("g0000/{i:03}x").as_bytes())).count();
         assert_eq!(absent_keys > 950, whole, "whole {whole}: {absent_keys} absent keys ruled out");
         assert!(table.may_contain(b"g0002/001"));
     }
@@ -95,7 +107,10 @@ fn tables_of_another_extractor_or_none_are_never_ruled_out() {
     // Without whole keys and without an extractor there is nothing to filter.
     let table = build(&[(entries([4].into_iter(), 3, 1), opts(None, false))]);
     assert_eq!(table.filter_check(b"zzz"), None);
-    assert_eq!((table.properties().prefix_extractor.as_deref(), table.properties().whole_key_filtering), (None, false));
+    assert_eq!(
+        (table.properties().prefix_extractor.as_deref(), table.properties().whole_key_filtering),
+        (None, false)
+    );
 }
 
 #[test]
@@ -120,7 +135,11 @@ fn dtable_segments_are_ruled_out_one_by_one() {
         skipped += 4 - keep.len();
         // Reading only the kept segments finds every key of the prefix.
         let prefix = format!("g{g:04}");
-        assert_eq!(scan(&table, &keep, prefix.as_bytes()), scan(&table, &all, prefix.as_bytes()), "group {g}");
+        assert_eq!(
+            scan(&table, &keep, prefix.as_bytes()),
+            scan(&table, &all, prefix.as_bytes()),
+            "group {g}"
+        );
     }
     assert!(skipped > 380, "only {skipped} segments ruled out in 400 scans");
     assert!(scan(&table, &[], b"g0002").is_empty(), "no segments: nothing");

@@ -15,8 +15,8 @@ use cursor::{ModelCursor, RawMove};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::{
-    CompactionPipeline, CompactionStyle, CompressionType, Db, DbIterator, FixedPrefix, MemVfs, Options, PinnedValue,
-    ReadOptions, RealVfs, Snapshot, Vfs, WriteBatch, WriteOptions,
+    CompactionPipeline, CompactionStyle, CompressionType, Db, DbIterator, FixedPrefix, MemVfs, Options,
+    PinnedValue, ReadOptions, RealVfs, Snapshot, Vfs, WriteBatch, WriteOptions,
 };
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
