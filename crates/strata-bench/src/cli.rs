@@ -302,7 +302,7 @@ impl Args {
 
     /// How key indices become keys (`--key_size`, `--prefix_size`, `--keys_per_prefix`).
     pub fn key_format(&self) -> crate::gen::KeyFormat {
-        let prefixes = if self.keys_per_prefix > 0 { self.num / self.keys_per_prefix } else { 0 };
+        let prefixes = self.num.checked_div(self.keys_per_prefix).unwrap_or(0);
         crate::gen::KeyFormat { key_size: self.key_size, prefix_size: self.prefix_size, prefixes }
     }
 

@@ -15,6 +15,8 @@ use rand::{Rng, SeedableRng};
 use strata::{Db, FixedPrefix, MemVfs, Options, ReadOptions, Vfs};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+/// A named change to the base options.
+type Variant = (&'static str, fn(Options) -> Options);
 
 /// Groups of keys `u<group:04>/<item:02>`; groups `g % 4 == 3` are never written.
 const GROUPS: u32 = 400;
@@ -180,7 +182,7 @@ fn a_prefix_no_table_holds_reads_no_data_block() {
 fn tables_of_another_extractor_or_none_are_read_after_reopening_with_one() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let base = || small(vfs.clone()).with_disable_auto_compactions(true);
-    let variants: [(&str, fn(Options) -> Options); 4] = [
+    let variants: [Variant; 4] = [
         ("none", |o| o),
         ("fixed5", |o| o.with_prefix_extractor(Arc::new(FixedPrefix::new(5)))),
         ("fixed6-prefixes-only", |o| {

@@ -10,8 +10,11 @@ use crate::iter::InternalIterator;
 use crate::key::{make_internal_key, user_key, ValueKind};
 use crate::prefix::{FixedPrefix, PrefixExtractor, PrefixProbe};
 
+/// Sorted (internal key, value) pairs of one segment.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Keys `g<group:04>/<item:03>` for the given groups, `items` per group.
-fn entries(groups: impl Iterator<Item = u32>, items: u32, seq_base: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn entries(groups: impl Iterator<Item = u32>, items: u32, seq_base: u64) -> Entries {
     let mut out = Vec::new();
     for g in groups {
         for i in 0..items {
@@ -41,7 +44,7 @@ fn opts(extractor: Option<&str>, whole: bool) -> TableBuilderOptions {
 }
 
 /// Appends one segment per (entries, options) to one file; the open table.
-fn build(parts: &[(Vec<(Vec<u8>, Vec<u8>)>, TableBuilderOptions)]) -> Arc<Table> {
+fn build(parts: &[(Entries, TableBuilderOptions)]) -> Arc<Table> {
     let file = MemFile::default();
     let mut metas = Vec::new();
     for (entries, o) in parts {
