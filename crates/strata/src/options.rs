@@ -738,6 +738,7 @@ pub struct ReadOptions {
     pub(crate) iterate_lower_bound: Option<Vec<u8>>,
     pub(crate) iterate_upper_bound: Option<Vec<u8>>,
     pub(crate) total_order_seek: bool,
+    pub(crate) prefix_same_as_start: bool,
 }
 
 impl Default for ReadOptions {
@@ -751,6 +752,7 @@ impl Default for ReadOptions {
             iterate_lower_bound: None,
             iterate_upper_bound: None,
             total_order_seek: false,
+            prefix_same_as_start: false,
         }
     }
 }
@@ -782,6 +784,37 @@ impl ReadOptions {
         /// # Ok::<(), strata::Error>(())
         /// ```
         with_total_order_seek, total_order_seek, bool);
+    setter!(/// Confine a raw iterator to the prefix of its seek key (RocksDB
+        /// `prefix_same_as_start`; default false): after `seek(k)` or `seek_for_prev(k)`
+        /// with `k` in the [prefix extractor](Options::with_prefix_extractor)'s domain, it
+        /// shows only keys with `k`'s prefix (within the iterate bounds) and skips tables
+        /// whose prefix filter rules that prefix out (unless `total_order_seek`). Seeks
+        /// outside the domain, `seek_to_first` and `seek_to_last` see every key. Without
+        /// an extractor it changes nothing.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// use strata::{Db, FixedPrefix, Options, ReadOptions};
+        ///
+        /// let dir = tempfile::tempdir()?;
+        /// let db = Db::open(dir.path(), Options::default().with_prefix_extractor(Arc::new(FixedPrefix::new(2))))?;
+        /// for k in ["aa1", "aa2", "ab1"] {
+        ///     db.put(k, "v")?;
+        /// }
+        /// let mut it = db.raw_iterator_opt(&ReadOptions::default().with_prefix_same_as_start(true));
+        /// it.seek("aa2");
+        /// assert_eq!(it.key(), Some(&b"aa2"[..]));
+        /// it.next(); // "ab1" has another prefix
+        /// assert!(!it.valid());
+        /// it.seek_to_first();
+        /// it.next();
+        /// it.next();
+        /// assert_eq!(it.key(), Some(&b"ab1"[..]));
+        /// # Ok::<(), strata::Error>(())
+        /// ```
+        with_prefix_same_as_start, prefix_same_as_start, bool);
     /// Read as of a snapshot (RocksDB `ReadOptions::snapshot`).
     #[must_use]
     pub fn with_snapshot(mut self, snapshot: &Snapshot) -> Self {

@@ -222,3 +222,88 @@ fn tables_of_another_extractor_or_none_are_read_after_reopening_with_one() {
     check_all(&db, &model, "compacted with fixed5");
     assert!(db.stats().prefix_filter_skips > before);
 }
+
+/// The model's entries a raw iterator may show: within the iterate bounds
+/// and, when scoped, with `prefix`.
+fn scoped(model: &Model, lo: &Option<Vec<u8>>, hi: &Option<Vec<u8>>, prefix: Option<&[u8]>) -> Vec<Vec<u8>> {
+    model
+        .keys()
+        .filter(|k| lo.as_ref().is_none_or(|l| *k >= l) && hi.as_ref().is_none_or(|h| *k < h))
+        .filter(|k| prefix.is_none_or(|p| k.starts_with(p)))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn raw_iterators_with_prefix_same_as_start_stay_in_the_seek_prefix() {
+    for style in builtin_policies() {
+        let opts = small(Arc::new(MemVfs::new()))
+            .with_compaction_style(style.clone())
+            .with_prefix_extractor(Arc::new(FixedPrefix::new(5)));
+        let db = Db::open("/db", opts).unwrap();
+        let mut rng = StdRng::seed_from_u64(3);
+        let mut model = Model::new();
+        for round in 0..4 {
+            for i in 0..500 {
+                let k = key(written_group(&mut rng), rng.gen_range(0..12));
+                let v = format!("{round}-{i}").into_bytes();
+                db.put(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+            db.flush().unwrap();
+        }
+        let before = db.stats().prefix_filter_checks;
+        for session in 0..60 {
+            let lo = rng.gen_bool(0.2).then(|| key(rng.gen_range(0..GROUPS), 5));
+            let hi = rng.gen_bool(0.2).then(|| key(rng.gen_range(0..GROUPS), 5));
+            let mut ro = ReadOptions::default().with_prefix_same_as_start(true);
+            if let Some(l) = &lo {
+                ro = ro.with_iterate_lower_bound(l);
+            }
+            if let Some(h) = &hi {
+                ro = ro.with_iterate_upper_bound(h);
+            }
+            let mut it = db.raw_iterator_opt(&ro);
+            for seek in 0..4 {
+                let g = rng.gen_range(0..GROUPS);
+                // In the domain (a group prefix, or a key of it), or not (3 bytes).
+                let target = match rng.gen_range(0..4) {
+                    0 => format!("u{g:04}").into_bytes(),
+                    1 => format!("u{:02}", g % 100).into_bytes(),
+                    _ => key(g, rng.gen_range(0..12)),
+                };
+                let scope = (target.len() >= 5).then(|| target[..5].to_vec());
+                let keys = scoped(&model, &lo, &hi, scope.as_deref());
+                let what =
+                    format!("{style:?} session {session} seek {seek} {:?}", String::from_utf8_lossy(&target));
+                let mut pos: Option<usize> = match rng.gen_range(0..4) {
+                    0 => {
+                        it.seek_for_prev(&target);
+                        keys.partition_point(|k| *k <= target).checked_sub(1)
+                    }
+                    1 if scope.is_none() => {
+                        it.seek_to_last();
+                        keys.len().checked_sub(1)
+                    }
+                    _ => {
+                        it.seek(&target);
+                        Some(keys.partition_point(|k| *k < target)).filter(|&i| i < keys.len())
+                    }
+                };
+                for step in 0..8 {
+                    assert_eq!(it.key(), pos.map(|i| keys[i].as_slice()), "{what} step {step}");
+                    let Some(i) = pos else { break };
+                    if rng.gen_bool(0.6) {
+                        it.next();
+                        pos = Some(i + 1).filter(|&j| j < keys.len());
+                    } else {
+                        it.prev();
+                        pos = i.checked_sub(1);
+                    }
+                }
+                it.status().unwrap();
+            }
+        }
+        assert!(db.stats().prefix_filter_checks > before, "{style:?}: raw seeks asked no prefix filter");
+    }
+}

@@ -91,6 +91,11 @@ impl IterView {
         });
     }
 
+    /// Undoes [`Self::set_scan_prefix`]: every table is read again.
+    pub fn clear_scan_prefix(&mut self) {
+        self.prefix = None;
+    }
+
     /// A cursor over one run's (or buffer's) files, with the scan's prefix skip.
     fn run_iter(&self, files: Vec<Arc<FileMeta>>) -> Box<dyn InternalIterator> {
         let it = RunIterator::new(files, self.db.tables.clone(), self.bro);
