@@ -249,6 +249,8 @@ fn gen_options(input: &mut Input) -> TableBuilderOptions {
             2 => CompactionPipeline::Pipelined,
             _ => CompactionPipeline::Parallel { compute_threads: 2 },
         },
+        // Not drawn from the input, so the committed corpus keeps its meaning.
+        ..TableBuilderOptions::default()
     }
 }
 

@@ -23,6 +23,7 @@ pub const BENCHMARKS: &[&str] = &[
     "seekrandom",
     "seekrandomnext10",
     "seekrandomnext100",
+    "prefixscanrandom",
     "readwhilewriting",
     "seekrandomwhilewriting",
     "ycsba",
@@ -72,7 +73,8 @@ pub struct Args {
     /// overwrite, readrandom, multireadrandom (batches of --batch_size random keys, one
     /// multi-get each), readmissing (gets of absent keys inside the key range), readseq,
     /// seekrandom, seekrandomnext10, seekrandomnext100, readwhilewriting, seekrandomwhilewriting, ycsba..ycsbf. seekrandomnextN is seekrandom
-    /// with --seek_nexts=N (a seek, then N nexts: up to N + 1 entries read).
+    /// with --seek_nexts=N (a seek, then N nexts: up to N + 1 entries read). prefixscanrandom reads
+    /// every key of the --prefix_size-byte prefix of a random key (needs --prefix_size).
     #[arg(long, value_delimiter = ',', default_value = "fillrandom,readrandom,seekrandom")]
     pub benchmarks: Vec<String>,
     /// Number of keys (key space [0, num)); each fill thread writes this many entries.
@@ -84,6 +86,22 @@ pub struct Args {
     /// Key size in bytes (db_bench benchmarks; YCSB keys are `user` + a 64-bit hash).
     #[arg(long, default_value_t = 16)]
     pub key_size: usize,
+    /// Bytes of a key that are its prefix (db_bench's `--prefix_size`; 0 = none): Strata and
+    /// RocksDB get a fixed-prefix extractor (`FixedPrefix` / `NewFixedPrefixTransform`), whose
+    /// filters let prefix scans (prefixscanrandom) skip tables; LevelDB and fjall flag it
+    /// UNSUPPORTED and scan the prefix's range. Compare runs with and without it.
+    #[arg(long, default_value_t = 0)]
+    pub prefix_size: usize,
+    /// Prefix scans ask no prefix filter (db_bench's `--total_order_seek`, RocksDB's and
+    /// Strata's `ReadOptions` `total_order_seek`): prefixscanrandom with and without the prefix
+    /// bloom on the same database. LevelDB and fjall have no prefix filter to skip.
+    #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub total_order_seek: bool,
+    /// Keys sharing each prefix (db_bench's `--keys_per_prefix`; 0 = the prefix is just the
+    /// key's first --prefix_size digits). Above 0, as in db_bench, key index i gets prefix
+    /// i mod (num / keys_per_prefix), written as --prefix_size decimal digits before i's own.
+    #[arg(long, default_value_t = 0)]
+    pub keys_per_prefix: u64,
     /// Value size in bytes [default: 100]. For YCSB workloads the record size (one field of this
     /// many bytes); without it they keep YCSB's default 1000-byte records (10 fields x 100 B).
     #[arg(long)]
@@ -282,6 +300,12 @@ impl Args {
         self.value_size.unwrap_or(DEFAULT_VALUE_SIZE)
     }
 
+    /// How key indices become keys (`--key_size`, `--prefix_size`, `--keys_per_prefix`).
+    pub fn key_format(&self) -> crate::gen::KeyFormat {
+        let prefixes = self.num.checked_div(self.keys_per_prefix).unwrap_or(0);
+        crate::gen::KeyFormat { key_size: self.key_size, prefix_size: self.prefix_size, prefixes }
+    }
+
     /// Reads per reader thread (`--reads`, defaulting to `--num`).
     pub fn reads(&self) -> u64 {
         self.reads.unwrap_or(self.num)
@@ -312,6 +336,24 @@ impl Args {
         // Keys are zero-padded decimal indices; a wider index would make longer keys.
         let digits = self.num.to_string().len();
         check(self.key_size >= digits, &format!("--key_size must hold the {digits} digits of --num"))?;
+        check(self.prefix_size <= self.key_size, "--prefix_size must be at most --key_size")?;
+        check(
+            self.prefix_size > 0 || !self.benchmarks.iter().any(|b| b == "prefixscanrandom"),
+            "prefixscanrandom needs --prefix_size > 0",
+        )?;
+        if self.keys_per_prefix > 0 {
+            check(self.prefix_size > 0, "--keys_per_prefix needs --prefix_size > 0")?;
+            check(self.keys_per_prefix <= self.num, "--keys_per_prefix must be at most --num")?;
+            let prefixes = (self.num / self.keys_per_prefix).saturating_sub(1).to_string().len();
+            check(
+                self.prefix_size >= prefixes,
+                &format!("--prefix_size must hold the {prefixes} digits of a prefix"),
+            )?;
+            check(
+                self.key_size >= self.prefix_size + digits,
+                &format!("--key_size must hold --prefix_size plus the {digits} digits of --num"),
+            )?;
+        }
         check(self.value_size != Some(0), "--value_size must be > 0")?;
         check((1..=1024).contains(&self.threads), "--threads must be in 1..=1024")?;
         check((1..=1_000_000).contains(&self.batch_size), "--batch_size must be in 1..=1000000")?;
@@ -478,6 +520,21 @@ mod tests {
         assert_eq!((a.max_scan_distance, a.no_writer), (0, false));
         assert_eq!(parse("--max_scan_distance=100").unwrap().max_scan_distance, 100);
         assert!(parse("--no_writer").unwrap().no_writer);
+        assert_eq!((a.prefix_size, a.keys_per_prefix), (0, 0));
+        let p = parse("--prefix_size=8 --keys_per_prefix=10 --num=1000 --key_size=16").unwrap();
+        assert_eq!(
+            p.key_format().key(1234 % 1000),
+            b"00000034".iter().chain(b"00000234").copied().collect::<Vec<_>>()
+        );
+        for bad in [
+            "--benchmarks=prefixscanrandom",
+            "--prefix_size=17",
+            "--keys_per_prefix=10",
+            "--prefix_size=2 --keys_per_prefix=1 --num=1000",
+            "--prefix_size=10 --keys_per_prefix=10 --num=1000000",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
         assert!(!parse("--compaction_warmup=0").unwrap().compaction_warmup);
         assert_eq!((a.seek_compaction, a.max_mem_compaction_level), (false, 0));
         let s = parse("--seek_compaction --max_mem_compaction_level=2").unwrap();

@@ -58,6 +58,11 @@ pub struct EngineConfig {
     pub use_existing_db: bool,
     /// Point reads leave values in place (`--pin_slice`; see [`Engine::get_pinned`]).
     pub pin_slice: bool,
+    /// Bytes of a key that are its prefix, 0 = none (`--prefix_size`): Strata's and
+    /// RocksDB's fixed-prefix extractor; LevelDB and fjall have none.
+    pub prefix_size: usize,
+    /// Prefix scans ask no prefix filter (`--total_order_seek`).
+    pub total_order_seek: bool,
 }
 
 /// [`Engine::scan_keep_last`] over an engine's own forward iterator: reads up
@@ -147,8 +152,35 @@ impl EngineConfig {
             sync: false,
             use_existing_db: false,
             pin_slice: false,
+            prefix_size: 0,
+            total_order_seek: false,
         }
     }
+
+    /// For a peer without a prefix extractor (LevelDB, fjall): `--prefix_size`
+    /// and `--total_order_seek` are UNSUPPORTED, prefix scans read the range.
+    pub fn peer_prefix_note(&self) -> String {
+        let mut note = String::new();
+        if self.prefix_size > 0 {
+            note += &format!(
+                " prefix_size={}=UNSUPPORTED (no prefix extractor: prefix scans are range scans)",
+                self.prefix_size
+            );
+        }
+        if self.total_order_seek {
+            note += " total_order_seek=UNSUPPORTED (always)";
+        }
+        note
+    }
+}
+
+/// The smallest key after every key starting with `prefix` (`None`: there is
+/// none, the prefix is empty or all 0xFF): a prefix scan's upper bound.
+pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let last = prefix.iter().rposition(|&b| b != 0xFF)?;
+    let mut succ = prefix[..=last].to_vec();
+    succ[last] += 1;
+    Some(succ)
 }
 
 /// Counters an engine can report; `None` where the engine has no such counter.
@@ -233,6 +265,16 @@ pub trait Engine: Send + Sync {
         n: usize,
         last: Option<&mut Vec<u8>>,
     ) -> BenchResult<(usize, usize)>;
+    /// Reads every entry whose key starts with `prefix` (prefixscanrandom);
+    /// returns (entries read, key+value bytes read). The default scans the
+    /// prefix's range, up to its successor; engines with a prefix extractor
+    /// read through it so their prefix filters can skip tables.
+    fn scan_prefix(&self, prefix: &[u8]) -> BenchResult<(usize, usize)> {
+        match prefix_successor(prefix) {
+            Some(end) => self.scan_keep_last(prefix, Some(&end), usize::MAX, None),
+            None => self.scan_keep_last(prefix, None, usize::MAX, None),
+        }
+    }
     /// Flushes memtables to disk and waits.
     fn flush(&self) -> BenchResult<()>;
     /// Counters since open.
@@ -302,6 +344,8 @@ pub fn strata_style(policy: &str, garnering_c: f64) -> Result<strata::Compaction
 /// Strata, with any of its compaction policies.
 pub struct StrataEngine {
     db: strata::Db,
+    /// Prefix scans' read options (`total_order_seek`).
+    prefix_ro: strata::ReadOptions,
     policy: String,
     mapping: String,
     wo: strata::WriteOptions,
@@ -335,11 +379,15 @@ impl StrataEngine {
             .with_compaction_pipeline(cfg.compaction_pipeline)
             .with_compaction_subtask_bytes(cfg.compaction_subtask_bytes)
             .with_error_if_exists(false);
+        let opts = match cfg.prefix_size {
+            0 => opts,
+            n => opts.with_prefix_extractor(std::sync::Arc::new(strata::FixedPrefix::new(n))),
+        };
         let mapping = format!(
             "strata: block_cache_capacity={} row_cache={} compaction_warmup={} bloom_bits_per_key={} bloom_allocation={} write_buffer_size={} target_file_size_base={} \
              compression={:?} use_direct_reads={} max_bytes_for_level_base={} max_bytes_for_level_multiplier={} compaction_style={}{} buffer_trim_interval={:?} buffer_read_misses={} \
              seek_compaction={} max_mem_compaction_level={} compaction_pipeline={} compaction_subtask_bytes={} sync={} \
-             pin_slice={}{}",
+             pin_slice={} prefix_extractor={} total_order_seek={}{}",
             cfg.cache_size,
             cfg.row_cache_size,
             cfg.compaction_warmup,
@@ -365,11 +413,14 @@ impl StrataEngine {
             cfg.compaction_subtask_bytes,
             cfg.sync,
             if cfg.pin_slice { "true (get_pinned, multi_get_pinned)" } else { "false" },
+            if cfg.prefix_size > 0 { format!("strata.FixedPrefix.{}", cfg.prefix_size) } else { "none".into() },
+            cfg.total_order_seek,
             if cfg.subcompactions > 1 { " subcompactions=UNSUPPORTED (see compaction_pipeline)" } else { "" },
         );
         let db = strata::Db::open(&cfg.path, opts).map_err(|e| e.to_string())?;
         Ok(StrataEngine {
             db,
+            prefix_ro: strata::ReadOptions::default().with_total_order_seek(cfg.total_order_seek),
             policy: cfg.policy.clone(),
             mapping,
             wo: strata::WriteOptions::default().with_sync(cfg.sync),
@@ -425,6 +476,10 @@ impl Engine for StrataEngine {
             None => self.db.range(start..),
         };
         tally_scan(it.map(|kv| kv.map_err(|e| e.to_string())), n, last)
+    }
+    fn scan_prefix(&self, prefix: &[u8]) -> BenchResult<(usize, usize)> {
+        let it = self.db.prefix_iterator_opt(prefix, &self.prefix_ro);
+        tally_scan(it.map(|kv| kv.map_err(|e| e.to_string())), usize::MAX, None)
     }
     fn flush(&self) -> BenchResult<()> {
         self.db.flush().map_err(|e| e.to_string())

@@ -205,6 +205,8 @@ impl Plan {
             sync: a.sync,
             use_existing_db: a.use_existing_db,
             pin_slice: a.pin_slice,
+            prefix_size: a.prefix_size,
+            total_order_seek: a.total_order_seek,
         }
     }
 }

@@ -29,7 +29,8 @@ fn get<'a>(results: &'a [RunResult], bench: &str) -> &'a RunResult {
 #[test]
 fn every_benchmark_runs_after_fillseq() {
     let list = BENCHMARKS.join(",");
-    let results = run(&format!("--benchmarks={list}"));
+    // Prefixes of 14 of the 16 digits: 100 keys each.
+    let results = run(&format!("--benchmarks={list} --prefix_size=14"));
     for r in &results {
         assert!(r.ops > 0, "{} did no operations", r.benchmark);
         assert!(r.ops_per_sec > 0.0 && r.secs > 0.0, "{r:?}");
@@ -53,6 +54,8 @@ fn every_benchmark_runs_after_fillseq() {
         let r = get(&results, s);
         assert_eq!((r.ops, r.found), (800, 800), "{s}");
     }
+    let p = get(&results, "prefixscanrandom");
+    assert_eq!((p.ops, p.found), (800, 800), "every prefix of a written key has keys");
     for t in ["readwhilewriting", "seekrandomwhilewriting"] {
         let r = get(&results, t);
         assert!(r.samples.len() >= 3, "{t}: {} samples", r.samples.len());

@@ -37,6 +37,7 @@ mod merge_operator;
 pub mod options;
 pub(crate) mod paths;
 mod pinned;
+mod prefix;
 pub mod stats;
 pub mod table;
 pub mod ttl;
@@ -55,6 +56,7 @@ pub use options::{
     WalRecoveryMode, WriteOptions,
 };
 pub use pinned::PinnedValue;
+pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use stats::{CompactionRecord, LevelStats, StageTimes, Stats};
 pub use ttl::TtlDb;
 pub use vfs::{MemVfs, RealVfs, Vfs};

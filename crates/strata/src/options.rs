@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::compaction::{CompactionFilter, CompactionPolicy};
 use crate::db::Snapshot;
 use crate::error::{Error, Result};
+use crate::prefix::PrefixExtractor;
 use crate::vfs::{RealVfs, Vfs};
 
 /// Most levels a database may have (`num_levels`).
@@ -279,6 +280,8 @@ pub struct Options {
     pub(crate) block_restart_interval: usize,
     pub(crate) bloom_bits_per_key: f64,
     pub(crate) bloom_allocation: BloomAllocation,
+    pub(crate) prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    pub(crate) whole_key_filtering: bool,
     pub(crate) compression: CompressionType,
     pub(crate) block_cache_capacity: usize,
     pub(crate) row_cache_capacity: usize,
@@ -325,6 +328,8 @@ impl Default for Options {
             block_restart_interval: 16,
             bloom_bits_per_key: 10.0,
             bloom_allocation: BloomAllocation::Uniform,
+            prefix_extractor: None,
+            whole_key_filtering: true,
             compression: CompressionType::Lz4,
             block_cache_capacity: 32 << 20,
             row_cache_capacity: 0,
@@ -404,6 +409,30 @@ impl Options {
     setter!(/// How the bloom bits are spread over the sorted runs (default
         /// [`BloomAllocation::Uniform`]; RocksDB has no equivalent).
         with_bloom_allocation, bloom_allocation, BloomAllocation);
+    setter!(/// Whether table filters hold whole keys (RocksDB
+        /// `BlockBasedTableOptions::whole_key_filtering`; default true). Off, with a
+        /// [prefix extractor](Self::with_prefix_extractor), filters hold only prefixes:
+        /// smaller, but point reads then ask no filter of those tables. Off without an
+        /// extractor, tables get no filter at all. Each table records what its filter
+        /// holds, so reopening with another setting reads every table correctly.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// use strata::{Db, FixedPrefix, Options};
+        ///
+        /// let dir = tempfile::tempdir()?;
+        /// let opts = Options::default()
+        ///     .with_prefix_extractor(Arc::new(FixedPrefix::new(4)))
+        ///     .with_whole_key_filtering(false);
+        /// let db = Db::open(dir.path(), opts)?;
+        /// db.put(b"user0001", b"ada")?;
+        /// db.flush()?;
+        /// assert_eq!(db.get(b"user0001")?.as_deref(), Some(&b"ada"[..]));
+        /// # Ok::<(), strata::Error>(())
+        /// ```
+        with_whole_key_filtering, whole_key_filtering, bool);
     setter!(/// Block compression (RocksDB `compression`; default LZ4).
         with_compression, compression, CompressionType);
     setter!(/// Block cache capacity in bytes, 0 for none (RocksDB `NewLRUCache(capacity)`; default 32 MiB).
@@ -582,6 +611,39 @@ impl Options {
         self
     }
 
+    /// The prefix of each key that table filters also hold (RocksDB
+    /// `prefix_extractor`, rust-rocksdb `Options::set_prefix_extractor`; default
+    /// none). A [`Db::prefix_iterator`](crate::Db::prefix_iterator) whose prefix is
+    /// in the extractor's domain then skips, without reading a data block, every
+    /// table (and every segment of an `lwc` DTable) whose filter says no key has
+    /// that prefix ([`crate::Stats::prefix_filter_checks`] and
+    /// [`crate::Stats::prefix_filter_skips`] count them). Tables record the
+    /// extractor's name; one written with another extractor, or none, is never
+    /// skipped, so changing it between opens is safe and takes effect as
+    /// compactions rewrite the tables. Filters need `bloom_bits_per_key` above 0;
+    /// memtables are always read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{Db, FixedPrefix, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default().with_prefix_extractor(Arc::new(FixedPrefix::new(4))))?;
+    /// db.put(b"user0001", b"ada")?;
+    /// db.flush()?;
+    /// assert_eq!(db.prefix_iterator("item").count(), 0);
+    /// assert_eq!(db.stats().prefix_filter_skips, 1);
+    /// assert_eq!(db.prefix_iterator("user").count(), 1);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_prefix_extractor(mut self, extractor: Arc<dyn PrefixExtractor>) -> Self {
+        self.prefix_extractor = Some(extractor);
+        self
+    }
+
     /// Directories that hold the table files (RocksDB `db_paths`; default none:
     /// tables live in the database directory). Table `N` is written to path
     /// `N mod P`, so consecutive outputs alternate between them and, on separate
@@ -630,6 +692,9 @@ impl Options {
         }
         if !(self.bloom_bits_per_key >= 0.0 && self.bloom_bits_per_key <= 64.0) {
             return bad("bloom_bits_per_key must be between 0 and 64");
+        }
+        if self.prefix_extractor.as_ref().is_some_and(|p| p.name().is_empty() || p.name().len() > 255) {
+            return bad("prefix_extractor name must be 1 to 255 bytes");
         }
         if self.max_manifest_file_size < 1024 {
             return bad("max_manifest_file_size must be at least 1 KiB");
@@ -708,6 +773,8 @@ pub struct ReadOptions {
     pub(crate) use_compaction_buffer: bool,
     pub(crate) iterate_lower_bound: Option<Vec<u8>>,
     pub(crate) iterate_upper_bound: Option<Vec<u8>>,
+    pub(crate) total_order_seek: bool,
+    pub(crate) prefix_same_as_start: bool,
 }
 
 impl Default for ReadOptions {
@@ -720,6 +787,8 @@ impl Default for ReadOptions {
             use_compaction_buffer: true,
             iterate_lower_bound: None,
             iterate_upper_bound: None,
+            total_order_seek: false,
+            prefix_same_as_start: false,
         }
     }
 }
@@ -729,6 +798,59 @@ impl ReadOptions {
     pub fn new() -> Self {
         Self::default()
     }
+    setter!(/// Ask no prefix filter (RocksDB `total_order_seek`; default false): a prefix
+        /// iterator then opens every table covering its prefix, as without a
+        /// [prefix extractor](Options::with_prefix_extractor). The answers are the same;
+        /// it is there to measure, or to bypass an extractor suspected of breaking
+        /// its contract.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// use strata::{Db, FixedPrefix, Options, ReadOptions};
+        ///
+        /// let dir = tempfile::tempdir()?;
+        /// let db = Db::open(dir.path(), Options::default().with_prefix_extractor(Arc::new(FixedPrefix::new(4))))?;
+        /// db.put(b"user0001", b"ada")?;
+        /// db.flush()?;
+        /// let ro = ReadOptions::default().with_total_order_seek(true);
+        /// assert_eq!(db.prefix_iterator_opt("item", &ro).count(), 0);
+        /// assert_eq!(db.stats().prefix_filter_checks, 0);
+        /// # Ok::<(), strata::Error>(())
+        /// ```
+        with_total_order_seek, total_order_seek, bool);
+    setter!(/// Confine a raw iterator to the prefix of its seek key (RocksDB
+        /// `prefix_same_as_start`; default false): after `seek(k)` or `seek_for_prev(k)`
+        /// with `k` in the [prefix extractor](Options::with_prefix_extractor)'s domain, it
+        /// shows only keys with `k`'s prefix (within the iterate bounds) and skips tables
+        /// whose prefix filter rules that prefix out (unless `total_order_seek`). Seeks
+        /// outside the domain, `seek_to_first` and `seek_to_last` see every key. Without
+        /// an extractor it changes nothing.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// use strata::{Db, FixedPrefix, Options, ReadOptions};
+        ///
+        /// let dir = tempfile::tempdir()?;
+        /// let db = Db::open(dir.path(), Options::default().with_prefix_extractor(Arc::new(FixedPrefix::new(2))))?;
+        /// for k in ["aa1", "aa2", "ab1"] {
+        ///     db.put(k, "v")?;
+        /// }
+        /// let mut it = db.raw_iterator_opt(&ReadOptions::default().with_prefix_same_as_start(true));
+        /// it.seek("aa2");
+        /// assert_eq!(it.key(), Some(&b"aa2"[..]));
+        /// it.next(); // "ab1" has another prefix
+        /// assert!(!it.valid());
+        /// it.seek_to_first();
+        /// it.next();
+        /// it.next();
+        /// assert_eq!(it.key(), Some(&b"ab1"[..]));
+        /// # Ok::<(), strata::Error>(())
+        /// ```
+        with_prefix_same_as_start, prefix_same_as_start, bool);
     /// Read as of a snapshot (RocksDB `ReadOptions::snapshot`).
     #[must_use]
     pub fn with_snapshot(mut self, snapshot: &Snapshot) -> Self {

@@ -16,6 +16,7 @@ fn every_config_matches_the_model() {
     let mut seeks = std::collections::BTreeMap::new();
     let mut bits = std::collections::BTreeMap::new();
     let mut lwc = std::collections::BTreeMap::new();
+    let mut prefix = std::collections::BTreeMap::new();
     for seed in 0..SEEDS {
         let ops = gen_ops(seed, OPS, 1500);
         for cfg in configs() {
@@ -31,12 +32,21 @@ fn every_config_matches_the_model() {
             let s = seeks.entry(cfg.name).or_insert((0, 0));
             s.0 += stats.seek_compactions;
             s.1 += stats.flushes_below_l0;
+            let p = prefix.entry(cfg.name).or_insert((0, 0));
+            p.0 += stats.prefix_filter_checks;
+            p.1 += stats.prefix_filter_skips;
             let a = lwc.entry(cfg.name).or_insert((0, 0));
             a.0 += stats.appends;
             a.1 += stats.table_rewrites;
             let levels = stats.levels.iter().filter(|l| l.files > 0);
             bits.entry(cfg.name).or_insert_with(Vec::new).extend(levels.map(|l| l.bloom_bits_per_key));
         }
+    }
+    // Prefix scans asked the prefix filters, and skipped tables, exactly
+    // where an extractor is set (counted over each op log's sessions).
+    for (name, (checks, skips)) in prefix {
+        let on = name.contains("prefix");
+        assert_eq!((checks > 0, skips > 0), (on, on), "{name}: {checks} prefix checks, {skips} skips");
     }
     // Light-weight compaction appended segments (and, allowed one segment,
     // rewrote tables); no other policy does either. The counts are the last

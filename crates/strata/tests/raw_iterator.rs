@@ -14,7 +14,9 @@ use common::{builtin_policies, policy_options};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::vfs::{FaultConfig, FaultOp, FaultVfs, PathFilter};
-use strata::{CompactionStyle, Db, DbIterator, Error, MemVfs, Options, ReadOptions, Snapshot, Stats, Vfs};
+use strata::{
+    CompactionStyle, Db, DbIterator, Error, FixedPrefix, MemVfs, Options, ReadOptions, Snapshot, Stats, Vfs,
+};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -162,7 +164,13 @@ fn levels_with_files(s: &Stats) -> (bool, bool) {
 fn raw_iterator_matches_a_model_cursor_under_every_policy() {
     for style in builtin_policies() {
         for seed in 0..2u64 {
-            let db = Db::open("/db", policy_options(&style, Arc::new(MemVfs::new()))).unwrap();
+            // Seed 1 with prefix filters (keys are `k` + 4 digits: prefixes of
+            // 10 keys), which prefix scans of 4 or 5 bytes ask.
+            let mut opts = policy_options(&style, Arc::new(MemVfs::new()));
+            if seed == 1 {
+                opts = opts.with_prefix_extractor(Arc::new(FixedPrefix::new(4)));
+            }
+            let db = Db::open("/db", opts).unwrap();
             let mut rng = StdRng::seed_from_u64(seed);
             let mut model = Model::new();
             let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
@@ -197,6 +205,13 @@ fn raw_iterator_matches_a_model_cursor_under_every_policy() {
                 }
             }
             assert!(l0 && deeper, "{style:?}: data never reached both L0 and a deeper level\n{}", db.stats());
+            let s = db.stats();
+            assert_eq!(
+                s.prefix_filter_checks > 0,
+                seed == 1,
+                "{style:?} seed {seed}: {} prefix checks",
+                s.prefix_filter_checks
+            );
         }
     }
 }

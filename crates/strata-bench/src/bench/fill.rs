@@ -4,7 +4,7 @@ use super::measure::{conclude, progress, run_threads, Deadline, ThreadOut, PROGR
 use super::Outcome;
 use crate::cli::Args;
 use crate::engine::{BenchResult, Engine};
-use crate::gen::{format_key_into, ValueGen};
+use crate::gen::ValueGen;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -50,7 +50,7 @@ pub fn fill(
                 Order::Random => rng.gen_range(0..args.num),
                 Order::UniqueRandom => shuffled.get(i as usize).copied().unwrap_or(i),
             };
-            format_key_into(index, args.key_size, &mut key);
+            args.key_format().key_into(index, &mut key);
             let value = values.next(args.value_size());
             let t0 = Instant::now();
             engine.put(&key, value)?;

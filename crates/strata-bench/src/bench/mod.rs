@@ -3,6 +3,7 @@
 
 mod fill;
 pub mod measure;
+mod prefix_scan;
 mod read;
 mod timed;
 mod ycsb_step;
@@ -124,6 +125,11 @@ pub fn run_benchmark(
             let seeds = state.seeds(args.seed, threads);
             read::random_reads(engine, name, args, op, &seeds)?
         }
+        "prefixscanrandom" => {
+            state.warn_if_empty(name);
+            let seeds = state.seeds(args.seed, threads);
+            prefix_scan::prefix_scans(engine, name, args, &seeds)?
+        }
         "multireadrandom" => {
             state.warn_if_empty(name);
             let seeds = state.seeds(args.seed, threads);
@@ -173,6 +179,33 @@ mod tests {
         assert_eq!(read_op("readwhilewriting", 7), ReadOp::Get);
         // Seek + N nexts visits up to N + 1 entries.
         assert_eq!(ReadOp::Seek { nexts: 10 }.entries(), 11);
+    }
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn prefixscanrandom_reads_whole_prefixes_through_the_prefix_filter() {
+        for total_order_seek in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let cfg = crate::engine::EngineConfig {
+                prefix_size: 8,
+                total_order_seek,
+                ..crate::engine::EngineConfig::small(dir.path())
+            };
+            let engine = crate::engine::StrataEngine::open(&cfg).unwrap();
+            let line =
+                ["x", "--num=2000", "--reads=300", "--prefix_size=8", "--keys_per_prefix=10", "--quiet"];
+            let args = crate::cli::parse_args(line).unwrap();
+            let mut state = DbState::new(false);
+            run_benchmark(&engine, "fillseq", &args, &mut state).unwrap();
+            engine.flush().unwrap();
+            let o = run_benchmark(&engine, "prefixscanrandom", &args, &mut state).unwrap();
+            let (r, _) = &o.results[0];
+            assert_eq!((r.ops, r.found), (300, 300));
+            // 200 prefixes of 10 keys: each scan read exactly its 10 entries of 16 + 100 bytes.
+            assert_eq!(o.bytes, 300 * 10 * 116);
+            let s = engine.db().stats();
+            assert_eq!(s.prefix_filter_checks > 0, !total_order_seek, "{s}");
+        }
     }
 
     #[test]

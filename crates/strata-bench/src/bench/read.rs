@@ -8,7 +8,6 @@ use super::measure::{
 use super::Outcome;
 use crate::cli::Args;
 use crate::engine::{BenchResult, Engine};
-use crate::gen::format_key_into;
 use crate::results::OpSummary;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -63,7 +62,7 @@ pub(crate) fn seek(
     if args.max_scan_distance == 0 {
         return engine.scan(key, n);
     }
-    format_key_into(index.saturating_add(args.max_scan_distance), args.key_size, end);
+    args.key_format().key_into(index.saturating_add(args.max_scan_distance), end);
     engine.scan_bounded(key, end, n)
 }
 
@@ -89,7 +88,7 @@ pub fn random_reads(
         let mut out = ThreadOut::new()?;
         for i in 0..reads {
             let index = rng.gen_range(0..args.num);
-            format_key_into(index, args.key_size, &mut key);
+            args.key_format().key_into(index, &mut key);
             if op == ReadOp::GetMissing {
                 key.push(b'.');
             }
@@ -150,7 +149,7 @@ pub fn multi_reads(
             let n = (reads - done).min(args.batch_size as u64) as usize;
             keys.resize_with(n, || Vec::with_capacity(args.key_size));
             for key in &mut keys {
-                format_key_into(rng.gen_range(0..args.num), args.key_size, key);
+                args.key_format().key_into(rng.gen_range(0..args.num), key);
             }
             let t0 = Instant::now();
             let (found, bytes) = engine.multi_get(&keys, args.pin_slice)?;

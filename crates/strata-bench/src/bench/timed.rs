@@ -7,7 +7,7 @@ use super::read::ReadOp;
 use super::Outcome;
 use crate::cli::Args;
 use crate::engine::{dir_size, BenchResult, Engine};
-use crate::gen::{format_key_into, make_read_dist, RateLimiter, RecentWrites, ValueGen};
+use crate::gen::{make_read_dist, RateLimiter, RecentWrites, ValueGen};
 use crate::results::{RunResult, Sample};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
@@ -151,7 +151,7 @@ fn reader(
     let mut done = 0;
     while done < limit && !shared.stop.load(Ordering::Relaxed) {
         let index = chooser.next_index(&mut rng);
-        format_key_into(index, args.key_size, &mut key);
+        args.key_format().key_into(index, &mut key);
         if op == ReadOp::GetMissing {
             key.push(b'.');
         }
@@ -183,7 +183,7 @@ fn writer(engine: &dyn Engine, args: &Args, seed: u64, shared: &Shared) -> Bench
     let mut key = Vec::with_capacity(args.key_size);
     while !args.no_writer && !shared.stop.load(Ordering::Relaxed) {
         let index = rng.gen_range(0..args.num);
-        format_key_into(index, args.key_size, &mut key);
+        args.key_format().key_into(index, &mut key);
         let value = values.next(args.value_size());
         let bytes = (key.len() + value.len()) as u64;
         limiter.wait(bytes);

@@ -50,3 +50,37 @@ pub fn format_key_into(index: u64, key_size: usize, buf: &mut Vec<u8>) {
     buf.clear();
     write_decimal(index, key_size, buf);
 }
+
+/// How a key index becomes a key: [`format_key`], or with prefixes db_bench's
+/// `--keys_per_prefix` shape, index `i` as the decimal prefix `i % prefixes`
+/// (`prefix_size` digits) followed by `i` itself (the remaining digits), so
+/// the keys of one prefix are adjacent in key order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyFormat {
+    /// Key bytes (`--key_size`).
+    pub key_size: usize,
+    /// Bytes that are the key's prefix (`--prefix_size`; 0 = none).
+    pub prefix_size: usize,
+    /// Distinct prefixes (`--num / --keys_per_prefix`); 0 = keys are plain indices.
+    pub prefixes: u64,
+}
+
+impl KeyFormat {
+    /// The key of `index` into a reused buffer (cleared first).
+    pub fn key_into(&self, index: u64, buf: &mut Vec<u8>) {
+        buf.clear();
+        if self.prefixes > 0 {
+            write_decimal(index % self.prefixes, self.prefix_size, buf);
+            write_decimal(index, self.key_size.saturating_sub(self.prefix_size), buf);
+        } else {
+            write_decimal(index, self.key_size, buf);
+        }
+    }
+
+    /// The key of `index`.
+    pub fn key(&self, index: u64) -> Vec<u8> {
+        let mut buf = Vec::with_capacity(self.key_size.max(20));
+        self.key_into(index, &mut buf);
+        buf
+    }
+}

@@ -11,7 +11,7 @@ mod value;
 mod zipf;
 
 pub use dist::{RangeHot, Uniform};
-pub use keys::{fnv_hash64, format_key, format_key_into, write_decimal};
+pub use keys::{fnv_hash64, format_key, format_key_into, write_decimal, KeyFormat};
 pub use rate::RateLimiter;
 pub use recent::{LatestOf, RecentWrites};
 pub use value::ValueGen;

@@ -218,6 +218,26 @@ fn format_key_width_and_order() {
 }
 
 #[test]
+fn key_format_with_prefixes_groups_each_prefix_s_keys() {
+    let plain = KeyFormat { key_size: 16, prefix_size: 8, prefixes: 0 };
+    assert_eq!(plain.key(42), format_key(42, 16), "without --keys_per_prefix keys are plain");
+    // 1000 keys, 10 per prefix: index i has prefix i % 100, then i itself.
+    let f = KeyFormat { key_size: 16, prefix_size: 8, prefixes: 100 };
+    assert_eq!(f.key(1234), b"0000003400001234");
+    let mut keys: Vec<Vec<u8>> = (0..1000).map(|i| f.key(i)).collect();
+    assert!(keys.iter().all(|k| k.len() == 16));
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 1000, "keys stay unique");
+    for group in keys.chunks(10) {
+        assert!(group.iter().all(|k| k[..8] == group[0][..8]), "a prefix's keys are adjacent");
+    }
+    let mut buf = b"junk".to_vec();
+    f.key_into(5, &mut buf);
+    assert_eq!(buf, b"0000000500000005");
+}
+
+#[test]
 fn fnv_hash_matches_ycsb() {
     // FNV-1a 64 of eight zero bytes, as YCSB computes it (then Math.abs).
     let mut h: u64 = 0xCBF2_9CE4_8422_2325;

@@ -88,6 +88,7 @@ impl FjallEngine {
         );
         mapping.push_str(&cfg.peer_bloom_allocation_note());
         mapping.push_str(cfg.peer_subcompactions_note());
+        mapping.push_str(&cfg.peer_prefix_note());
         if cfg.pin_slice {
             mapping.push_str(" pin_slice=true (get's Slice read in place)");
         }

@@ -112,6 +112,7 @@ impl LevelDbEngine {
                 },
             ) + &cfg.peer_bloom_allocation_note()
                 + cfg.peer_subcompactions_note()
+                + &cfg.peer_prefix_note()
                 + if cfg.pin_slice { " pin_slice=UNSUPPORTED (the C API copies every value)" } else { "" },
             path: cfg.path.clone(),
         };

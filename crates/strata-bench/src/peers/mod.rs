@@ -99,6 +99,8 @@ mod tests {
         crate::engine::EngineConfig {
             max_file_size: 64 << 10,
             compression: "lz4".into(),
+            // Prefixes of 100 keys (RocksDB's extractor; the others scan ranges).
+            prefix_size: 14,
             ..crate::engine::EngineConfig::small(dir.join("db"))
         }
     }
@@ -132,6 +134,12 @@ mod tests {
         let (from, to) = (format!("{:016}", 9), format!("{:016}", 12));
         assert_eq!(db.scan_bounded(from.as_bytes(), to.as_bytes(), 10).unwrap(), (2, 2 * 116));
         assert_eq!(db.scan(format!("{:016}", 4998).as_bytes(), 10).unwrap(), (2, 2 * 116));
+        // Whole prefixes: 4200..=4299, 0..=99 without the deleted 10, and a
+        // prefix shorter than the extractor's (a range scan): 0..=999 without 10.
+        assert_eq!(db.scan_prefix(b"00000000000042").unwrap(), (100, 100 * 116));
+        assert_eq!(db.scan_prefix(b"00000000000000").unwrap(), (99, 99 * 116));
+        assert_eq!(db.scan_prefix(b"0000000000000").unwrap(), (999, 999 * 116));
+        assert_eq!(db.scan_prefix(b"00000000000099").unwrap(), (0, 0));
         // Batches (the engine's multi-get or a loop of gets) and pinned reads.
         let mut keys: Vec<Vec<u8>> =
             [42, 10, 4999, 42].iter().map(|i| format!("{i:016}").into_bytes()).collect();

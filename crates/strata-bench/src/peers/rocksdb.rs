@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, Options, WriteOptions, DB,
-    DEFAULT_COLUMN_FAMILY_NAME,
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, Options, SliceTransform,
+    WriteOptions, DB, DEFAULT_COLUMN_FAMILY_NAME,
 };
 
 use super::{parse_ticker, strata_defaults as sd, Codec};
@@ -25,6 +25,9 @@ pub struct RocksDbEngine {
     user_bytes: AtomicU64,
     mapping: String,
     path: PathBuf,
+    /// `--prefix_size` (0: no prefix extractor) and `--total_order_seek`, for prefix scans.
+    prefix_size: usize,
+    total_order_seek: bool,
 }
 
 fn compression(codec: Codec) -> DBCompressionType {
@@ -83,6 +86,11 @@ impl RocksDbEngine {
         opts.set_max_background_jobs(2);
         opts.set_max_subcompactions(cfg.subcompactions.max(1));
         opts.enable_statistics();
+        if cfg.prefix_size > 0 {
+            // Full filters then hold prefixes beside whole keys (whole_key_filtering
+            // stays true, RocksDB's default and Strata's).
+            opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(cfg.prefix_size));
+        }
 
         let mut mapping = format!(
             "rocksdb 7.8.3: block_cache={} row_cache={} filter_policy={} write_buffer_size={} \
@@ -90,7 +98,7 @@ impl RocksDbEngine {
              block_size={} block_restart_interval={} level0_triggers={}/{}/{} max_bytes_for_level_base={} \
              level_multiplier={} level_compaction_dynamic_level_bytes=false num_levels={} max_open_files={} max_background_jobs=2 \
              max_subcompactions={} cache_index_and_filter_blocks=false sync={} statistics=on \
-             multireadrandom=batched_multi_get_cf{}{}{}{}",
+             multireadrandom=batched_multi_get_cf prefix_extractor={} total_order_seek={}{}{}{}{}",
             if cfg.cache_size > 0 {
                 format!("LRU({})", cfg.cache_size)
             } else {
@@ -118,6 +126,12 @@ impl RocksDbEngine {
             sd::MAX_OPEN_FILES,
             cfg.subcompactions.max(1),
             cfg.sync,
+            if cfg.prefix_size > 0 {
+                format!("NewFixedPrefixTransform({}) (prefix scans: prefix_same_as_start)", cfg.prefix_size)
+            } else {
+                "none".into()
+            },
+            cfg.total_order_seek,
             if cfg.pin_slice { " pin_slice=true (get_pinned; multi-get values read in place)" } else { "" },
             if cfg.compaction_warmup {
                 " compaction_warmup=UNSUPPORTED (prepopulate_block_cache loads flushed blocks only)"
@@ -139,7 +153,16 @@ impl RocksDbEngine {
             .map_err(|e| format!("rocksdb open {}: {e}", cfg.path.display()))?;
         let mut wo = WriteOptions::default();
         wo.set_sync(cfg.sync);
-        Ok(RocksDbEngine { db, opts, wo, user_bytes: AtomicU64::new(0), mapping, path: cfg.path.clone() })
+        Ok(RocksDbEngine {
+            db,
+            opts,
+            wo,
+            user_bytes: AtomicU64::new(0),
+            mapping,
+            path: cfg.path.clone(),
+            prefix_size: cfg.prefix_size,
+            total_order_seek: cfg.total_order_seek,
+        })
     }
 }
 
@@ -210,6 +233,32 @@ impl Engine for RocksDbEngine {
                 _ => break,
             }
             count += 1;
+            it.next();
+        }
+        it.status().map_err(|e| e.to_string())?;
+        Ok((count, bytes))
+    }
+    fn scan_prefix(&self, prefix: &[u8]) -> BenchResult<(usize, usize)> {
+        // db_bench's prefix seek: prefix_same_as_start when the prefix is in
+        // the extractor's domain, and the prefix's successor as the upper
+        // bound either way (so without an extractor it is a range scan).
+        let mut ro = rocksdb::ReadOptions::default();
+        if let Some(end) = crate::engine::prefix_successor(prefix) {
+            ro.set_iterate_upper_bound(end);
+        }
+        if self.prefix_size > 0 && prefix.len() >= self.prefix_size {
+            ro.set_prefix_same_as_start(true);
+        }
+        ro.set_total_order_seek(self.total_order_seek);
+        let mut it = self.db.raw_iterator_opt(ro);
+        it.seek(prefix);
+        let (mut count, mut bytes) = (0, 0);
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            if !k.starts_with(prefix) {
+                break;
+            }
+            count += 1;
+            bytes += k.len() + v.len();
             it.next();
         }
         it.status().map_err(|e| e.to_string())?;

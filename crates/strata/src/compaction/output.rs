@@ -70,6 +70,8 @@ impl<'a> OutputWriter<'a> {
             bloom_bits_per_key: effective_bloom_bits(bits),
             compression: o.compression,
             pipeline: env.pipeline,
+            prefix_extractor: o.prefix_extractor.clone(),
+            whole_key_filtering: o.whole_key_filtering,
         };
         OutputWriter {
             env,

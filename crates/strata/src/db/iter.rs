@@ -54,6 +54,19 @@ impl DbIterator {
         }
     }
 
+    /// Iterates exactly the keys starting with `prefix` (narrowed by `ro`'s
+    /// iterate bounds), skipping tables whose prefix filter rules it out.
+    pub(crate) fn prefix(
+        db: Arc<DbInner>,
+        snapshot: Option<SeqNum>,
+        prefix: &[u8],
+        ro: &ReadOptions,
+    ) -> Self {
+        let mut it = Self::new(db, snapshot, &super::bounds::prefix_range(prefix), ro);
+        it.view.set_scan_prefix(prefix);
+        it
+    }
+
     fn step_forward(&mut self) -> Result<Option<KvPair>> {
         let mut it = match self.front.take() {
             Some(it) => it,

@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
-use crate::iter::{InternalIterator, MergingIterator, RunIterator};
+use crate::iter::{InternalIterator, MergingIterator, PrefixSkip, RunIterator};
 use crate::key::SeqNum;
 use crate::merge_operator::{NewestFirst, OldestFirst};
 use crate::options::ReadOptions;
+use crate::prefix::PrefixProbe;
 use crate::stats::Counters;
 use crate::table::BlockReadOptions;
 use crate::version::FileMeta;
@@ -29,6 +30,10 @@ pub(crate) struct IterView {
     /// Bytes to return before the next seek-accounting sample; `None` when
     /// seeks are not counted.
     until_sample: Option<u64>,
+    /// `ReadOptions::total_order_seek`: ask no prefix filter.
+    total_order_seek: bool,
+    /// A prefix scan's filter probe for the tables (memtables are always read).
+    prefix: Option<PrefixSkip>,
 }
 
 /// True if a file of the run intersects `[lo, hi]` (`None`: unbounded).
@@ -68,7 +73,42 @@ impl IterView {
             },
             use_buffer,
             until_sample,
+            total_order_seek: ro.total_order_seek,
+            prefix: None,
         }
+    }
+
+    /// Makes this the view of a scan of exactly the keys starting with
+    /// `scan_prefix`: with a prefix extractor whose domain holds it (and no
+    /// `total_order_seek`), tables whose prefix filter rules it out are skipped.
+    pub fn set_scan_prefix(&mut self, scan_prefix: &[u8]) {
+        let Some(extractor) = self.db.opts.prefix_extractor.as_deref() else { return };
+        if self.total_order_seek {
+            return;
+        }
+        let Some(probe) = PrefixProbe::for_scan(extractor, scan_prefix) else { return };
+        let db = Arc::clone(&self.db);
+        self.prefix = Some(PrefixSkip {
+            probe: Arc::new(probe),
+            record: Arc::new(move |checked, skipped| {
+                Counters::add(&db.counters.prefix_filter_checks, checked);
+                Counters::add(&db.counters.prefix_filter_skips, skipped);
+            }),
+        });
+    }
+
+    /// Undoes [`Self::set_scan_prefix`]: every table is read again.
+    pub fn clear_scan_prefix(&mut self) {
+        self.prefix = None;
+    }
+
+    /// A cursor over one run's (or buffer's) files, with the scan's prefix skip.
+    fn run_iter(&self, files: Vec<Arc<FileMeta>>) -> Box<dyn InternalIterator> {
+        let it = RunIterator::new(files, self.db.tables.clone(), self.bro);
+        Box::new(match &self.prefix {
+            Some(skip) => it.with_prefix_skip(skip.clone()),
+            None => it,
+        })
     }
 
     /// LevelDB's read sampling: about once per MiB returned, the current key
@@ -107,11 +147,7 @@ impl IterView {
                     .filter(|_| self.use_buffer && run_overlaps(&run.files, lo, hi))
                     .and_then(|b| b.range_files(lo, hi));
                 let Some(tables) = from_buffer else {
-                    children.push(Box::new(RunIterator::new(
-                        run.files.clone(),
-                        self.db.tables.clone(),
-                        self.bro,
-                    )));
+                    children.push(self.run_iter(run.files.clone()));
                     continue;
                 };
                 // Algorithm 4: the buffer holds a copy of all the run's data
@@ -120,7 +156,7 @@ impl IterView {
                 // kept because their blocks are cached.
                 Counters::add(&self.db.counters.buffer_range_reads, 1);
                 for files in tables {
-                    children.push(Box::new(RunIterator::new(files, self.db.tables.clone(), self.bro)));
+                    children.push(self.run_iter(files));
                 }
             }
         }

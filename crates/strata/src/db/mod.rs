@@ -618,7 +618,9 @@ impl Db {
     /// reversed (rust-rocksdb `prefix_iterator`, fjall `prefix`). The range
     /// ends before the prefix's successor (the prefix without trailing 0xFF
     /// bytes, last byte plus one), so no key past the prefix is read; a
-    /// prefix of only 0xFF bytes (or an empty one) is unbounded above.
+    /// prefix of only 0xFF bytes (or an empty one) is unbounded above. With a
+    /// [prefix extractor](crate::Options::with_prefix_extractor) whose domain
+    /// holds `prefix`, tables whose prefix filter rules it out are not read.
     ///
     /// # Examples
     ///
@@ -657,7 +659,12 @@ impl Db {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn prefix_iterator_opt(&self, prefix: impl AsRef<[u8]>, ro: &ReadOptions) -> DbIterator {
-        self.range_opt(bounds::prefix_range(prefix.as_ref()), ro)
+        DbIterator::prefix(
+            self.inner.clone(),
+            ro.snapshot.as_ref().map(Snapshot::sequence),
+            prefix.as_ref(),
+            ro,
+        )
     }
 
     /// A seekable cursor over the latest state (rust-rocksdb `raw_iterator`);

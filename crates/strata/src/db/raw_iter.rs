@@ -14,6 +14,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
+use super::bounds;
 use super::iter_view::IterView;
 use super::DbInner;
 use crate::error::{Error, Result};
@@ -86,6 +87,12 @@ pub struct DbRawIterator {
     versions: OldestFirst,
     /// The internal key of the last seek.
     target: Vec<u8>,
+    /// `ReadOptions::prefix_same_as_start`, with the iterate bounds it narrows.
+    prefix_same_as_start: bool,
+    user_lower: Option<Vec<u8>>,
+    user_upper: Option<Vec<u8>>,
+    /// The prefix the merge is confined to (by the last seek), if any.
+    scope: Option<Vec<u8>>,
 }
 
 impl DbRawIterator {
@@ -105,7 +112,43 @@ impl DbRawIterator {
             merged: false,
             versions: OldestFirst::default(),
             target: Vec::new(),
+            prefix_same_as_start: ro.prefix_same_as_start,
+            user_lower: ro.iterate_lower_bound.clone(),
+            user_upper: ro.iterate_upper_bound.clone(),
+            scope: None,
         }
+    }
+
+    /// With `prefix_same_as_start`, confines the merge to the keys with the
+    /// prefix of a seek's `target` (in the extractor's domain), so tables
+    /// whose prefix filter rules it out are skipped; other seeks get the
+    /// iterate bounds alone. The merge is rebuilt when the scope changes: it
+    /// must never be trusted outside the bounds it was built for.
+    fn rescope(&mut self, target: Option<&[u8]>) {
+        if !self.prefix_same_as_start {
+            return;
+        }
+        let extractor = self.view.db.opts.prefix_extractor.clone();
+        let want = match (target, extractor) {
+            (Some(k), Some(e)) if e.in_domain(k) => Some(e.transform(k).to_vec()),
+            _ => None,
+        };
+        if want == self.scope {
+            return;
+        }
+        let (lower, upper) = match &want {
+            Some(p) => bounds::prefix_range(p),
+            None => (Bound::Unbounded, Bound::Unbounded),
+        };
+        self.view.lower = bounds::narrow_lower(lower, self.user_lower.as_deref());
+        self.view.upper = bounds::narrow_upper(upper, self.user_upper.as_deref());
+        match &want {
+            Some(p) => self.view.set_scan_prefix(p),
+            None => self.view.clear_scan_prefix(),
+        }
+        self.it = self.view.build();
+        self.valid = false;
+        self.scope = want;
     }
 
     /// True when positioned on a key (RocksDB `Valid`).
@@ -224,6 +267,7 @@ impl DbRawIterator {
     /// ```
     pub fn seek(&mut self, key: impl AsRef<[u8]>) {
         let key = key.as_ref();
+        self.rescope(Some(key));
         self.apply(|s| s.seek_forward(Some(key)));
     }
 
@@ -244,6 +288,7 @@ impl DbRawIterator {
     /// ```
     pub fn seek_for_prev(&mut self, key: impl AsRef<[u8]>) {
         let key = key.as_ref();
+        self.rescope(Some(key));
         self.apply(|s| s.seek_backward(Some(key)));
     }
 
@@ -262,6 +307,7 @@ impl DbRawIterator {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn seek_to_first(&mut self) {
+        self.rescope(None);
         self.apply(|s| s.seek_forward(None));
     }
 
@@ -280,6 +326,7 @@ impl DbRawIterator {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn seek_to_last(&mut self) {
+        self.rescope(None);
         self.apply(|s| s.seek_backward(None));
     }
 

@@ -196,7 +196,12 @@ impl Snapshot {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn prefix_iterator(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
-        self.range(super::bounds::prefix_range(prefix.as_ref()))
+        DbIterator::prefix(
+            self.handle.db.clone(),
+            Some(self.handle.seq),
+            prefix.as_ref(),
+            &ReadOptions::default(),
+        )
     }
 
     /// A seekable cursor as of this snapshot (rust-rocksdb's snapshot

@@ -61,4 +61,5 @@ mod merge;
 mod run;
 
 pub use merge::MergingIterator;
+pub(crate) use run::PrefixSkip;
 pub use run::RunIterator;

@@ -9,12 +9,24 @@ use super::InternalIterator;
 use crate::cache::TableCache;
 use crate::error::Result;
 use crate::key::compare_internal;
+use crate::prefix::PrefixProbe;
 use crate::table::reader::Readahead;
 use crate::table::{BlockReadOptions, TableIter};
 use crate::version::FileMeta;
 
+/// A prefix scan's use of the tables' prefix filters: the probe, and where
+/// to count (segments checked, segments skipped).
+#[derive(Clone)]
+pub(crate) struct PrefixSkip {
+    pub(crate) probe: Arc<PrefixProbe>,
+    pub(crate) record: Arc<dyn Fn(u64, u64) + Send + Sync>,
+}
+
 /// A cursor over all files of a run.
 pub struct RunIterator {
+    /// With a prefix scan, each table is opened over only the segments its
+    /// filter does not rule out (none: the table is skipped unread).
+    prefix: Option<PrefixSkip>,
     files: Vec<Arc<FileMeta>>,
     tables: Arc<TableCache>,
     opts: BlockReadOptions,
@@ -28,7 +40,14 @@ pub struct RunIterator {
 impl RunIterator {
     /// Iterates `files` (sorted, disjoint) of one run.
     pub fn new(files: Vec<Arc<FileMeta>>, tables: Arc<TableCache>, opts: BlockReadOptions) -> Self {
-        RunIterator { files, tables, opts, index: 0, current: None, windows: HashMap::new() }
+        RunIterator { files, tables, opts, index: 0, current: None, windows: HashMap::new(), prefix: None }
+    }
+
+    /// [`Self::new`] for a scan of one prefix: tables (and DTable segments)
+    /// whose prefix filter rules it out are not read.
+    pub(crate) fn with_prefix_skip(mut self, skip: PrefixSkip) -> Self {
+        self.prefix = Some(skip);
+        self
     }
 
     /// [`Self::new`] with bytes already read for some files: file id ->
@@ -43,6 +62,13 @@ impl RunIterator {
         self.current = match self.files.get(index) {
             Some(f) => {
                 let table = self.tables.get(f.id, f.size, &f.segments)?;
+                if let Some(skip) = &self.prefix {
+                    let (keep, checked) = table.prefix_segments(&skip.probe);
+                    let skipped = (table.num_segments() - keep.len()) as u64;
+                    (skip.record)(checked, skipped);
+                    self.current = Some(TableIter::over_segments(table, self.opts, &keep));
+                    return Ok(());
+                }
                 Some(match self.windows.remove(&f.id) {
                     Some((offset, data)) => {
                         TableIter::with_window(table, self.opts, Readahead::seeded(offset, data))

@@ -224,6 +224,46 @@ pub struct Stats {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub multi_get_keys: u64,
+    /// Table segments (a table written once is one) whose prefix filter a
+    /// prefix iterator asked before reading them (RocksDB's
+    /// `rocksdb.bloom.filter.prefix.checked`); see
+    /// [`Options::with_prefix_extractor`](crate::Options::with_prefix_extractor).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{Db, FixedPrefix, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default().with_prefix_extractor(Arc::new(FixedPrefix::new(2))))?;
+    /// db.put(b"ab1", b"x")?;
+    /// db.flush()?;
+    /// assert_eq!(db.prefix_iterator("ab").count(), 1);
+    /// assert_eq!((db.stats().prefix_filter_checks, db.stats().prefix_filter_skips), (1, 0));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub prefix_filter_checks: u64,
+    /// Of [`Self::prefix_filter_checks`], the segments skipped because their
+    /// filter said no key has the prefix: none of their data blocks was read
+    /// (RocksDB's `rocksdb.bloom.filter.prefix.useful`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{Db, FixedPrefix, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default().with_prefix_extractor(Arc::new(FixedPrefix::new(2))))?;
+    /// db.put(b"ab1", b"x")?;
+    /// db.flush()?;
+    /// // "aa" sorts before the table's keys, so the scan opens it: its filter rules "aa" out.
+    /// assert_eq!(db.prefix_iterator("aa").count(), 0);
+    /// assert_eq!((db.stats().prefix_filter_checks, db.stats().prefix_filter_skips), (1, 1));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub prefix_filter_skips: u64,
     /// Tables probed by point lookups (read amplification = this / gets).
     pub get_table_probes: u64,
     /// Table files deleted from disk.
@@ -436,6 +476,13 @@ impl fmt::Display for Stats {
                 r.usage_bytes, r.capacity_bytes, r.entries, r.hits, r.misses, ratio, r.inserts, r.evictions, r.invalidations
             )?;
         }
+        if self.prefix_filter_checks > 0 {
+            writeln!(
+                f,
+                "prefix filter: {} table segments checked, {} skipped",
+                self.prefix_filter_checks, self.prefix_filter_skips
+            )?;
+        }
         if self.multi_gets > 0 {
             writeln!(
                 f,
@@ -495,6 +542,8 @@ pub(crate) struct Counters {
     pub multi_gets: AtomicU64,
     pub multi_get_keys: AtomicU64,
     pub get_probes: AtomicU64,
+    pub prefix_filter_checks: AtomicU64,
+    pub prefix_filter_skips: AtomicU64,
     pub files_deleted: AtomicU64,
     pub buffer_hits: AtomicU64,
     pub buffer_uncached: AtomicU64,
@@ -644,6 +693,8 @@ impl Counters {
         s.multi_gets = g(&self.multi_gets);
         s.multi_get_keys = g(&self.multi_get_keys);
         s.get_table_probes = g(&self.get_probes);
+        s.prefix_filter_checks = g(&self.prefix_filter_checks);
+        s.prefix_filter_skips = g(&self.prefix_filter_skips);
         s.files_deleted = g(&self.files_deleted);
         s.buffer_hits = g(&self.buffer_hits);
         s.buffer_uncached = g(&self.buffer_uncached);

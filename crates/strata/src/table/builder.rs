@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key, user_key, ValueKind};
 use crate::options::{CompactionPipeline, CompressionType};
+use crate::prefix::PrefixExtractor;
 use crate::table::block::BlockBuilder;
 use crate::table::filter::FilterBuilder;
 use crate::table::format::{BlockHandle, Footer, TableProperties};
@@ -33,6 +34,11 @@ pub fn effective_bloom_bits(bloom_bits_per_key: f64) -> f64 {
 /// How a table is laid out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableBuilderOptions {
+    /// Prefixes the filter also holds (RocksDB `prefix_extractor`); its name
+    /// goes into the table's properties.
+    pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    /// Whether the filter holds whole user keys (RocksDB `whole_key_filtering`).
+    pub whole_key_filtering: bool,
     /// Target uncompressed size of a data block; a block is cut once it reaches this.
     pub block_size: usize,
     /// Entries between restart points in data blocks (0 acts as 1).
@@ -53,6 +59,8 @@ impl Default for TableBuilderOptions {
             bloom_bits_per_key: 10.0,
             compression: CompressionType::None,
             pipeline: CompactionPipeline::Sequential,
+            prefix_extractor: None,
+            whole_key_filtering: true,
         }
     }
 }
@@ -105,6 +113,9 @@ pub struct TableBuilder {
     out: BlockOut,
     data_block: BlockBuilder,
     filter: Option<FilterBuilder>,
+    /// The last prefix added to the filter (keys are sorted, so a prefix's
+    /// keys are consecutive and it is added once).
+    last_prefix: Option<Vec<u8>>,
     props: TableProperties,
     /// First key of the data block being filled (the warm-up observer's).
     first_key: Vec<u8>,
@@ -121,11 +132,17 @@ impl TableBuilder {
         let compression = opts.compression;
         let writer = DataWriter::new(file);
         let segment_start = writer.offset;
+        // A filter that would hold nothing is not written.
+        let has_filter = bits > 0.0 && (opts.whole_key_filtering || opts.prefix_extractor.is_some());
+        let prefix_extractor =
+            opts.prefix_extractor.as_ref().filter(|_| has_filter).map(|p| p.name().to_owned());
+        let whole_key_filtering = has_filter && opts.whole_key_filtering;
         TableBuilder {
             out: BlockOut::Inline(writer),
             opts,
             data_block,
-            filter: (bits > 0.0).then(|| FilterBuilder::new(bits)),
+            filter: has_filter.then(|| FilterBuilder::new(bits)),
+            last_prefix: None,
             props: TableProperties {
                 num_entries: 0,
                 num_deletions: 0,
@@ -137,6 +154,8 @@ impl TableBuilder {
                 smallest: Vec::new(),
                 largest: Vec::new(),
                 segment_start,
+                prefix_extractor,
+                whole_key_filtering,
             },
             first_key: Vec::new(),
         }
@@ -162,7 +181,17 @@ impl TableBuilder {
         }
         if let Some(f) = &mut self.filter {
             if first || user_key(&self.props.largest) != parsed.user_key {
-                f.add(parsed.user_key);
+                let uk = parsed.user_key;
+                if self.props.whole_key_filtering {
+                    f.add(uk);
+                }
+                if let Some(p) = self.opts.prefix_extractor.as_ref().filter(|p| p.in_domain(uk)) {
+                    let prefix = p.transform(uk);
+                    if self.last_prefix.as_deref() != Some(prefix) {
+                        f.add(prefix);
+                        self.last_prefix = Some(prefix.to_vec());
+                    }
+                }
             }
         }
         if first {

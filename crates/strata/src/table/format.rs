@@ -211,6 +211,11 @@ pub struct TableProperties {
     /// file can be walked from its last footer back to its first without the
     /// MANIFEST, which is what repair does). Stored only when non-zero.
     pub segment_start: u64,
+    /// Name of the prefix extractor whose prefixes the filter holds (`None`:
+    /// no prefixes). Prefix scans ask the filter only when it is theirs.
+    pub prefix_extractor: Option<String>,
+    /// Whether the filter holds whole user keys (point reads ask it only then).
+    pub whole_key_filtering: bool,
 }
 
 impl TableProperties {
@@ -236,8 +241,16 @@ impl TableProperties {
         put_fixed32(&mut b, level as u32);
         crate::util::coding::put_length_prefixed(&mut b, &self.smallest);
         crate::util::coding::put_length_prefixed(&mut b, &self.largest);
-        if self.segment_start != 0 {
+        let filter_fields = self.prefix_extractor.is_some() || !self.whole_key_filtering;
+        if self.segment_start != 0 || filter_fields {
             put_varint64(&mut b, self.segment_start);
+        }
+        // Written only when not the default (whole keys, no prefixes), so tables
+        // without an extractor keep the format older readers know.
+        if filter_fields {
+            b.push(u8::from(self.whole_key_filtering));
+            let name = self.prefix_extractor.as_deref().unwrap_or("");
+            crate::util::coding::put_length_prefixed(&mut b, name.as_bytes());
         }
         b
     }
@@ -262,6 +275,17 @@ impl TableProperties {
         let smallest = r.length_prefixed().ok_or_else(bad)?.to_vec();
         let largest = r.length_prefixed().ok_or_else(bad)?.to_vec();
         let segment_start = if r.is_empty() { 0 } else { r.varint64().ok_or_else(bad)? };
+        let (whole_key_filtering, prefix_extractor) = if r.is_empty() {
+            (true, None)
+        } else {
+            let whole = match r.u8().ok_or_else(bad)? {
+                0 => false,
+                1 => true,
+                _ => return Err(bad()),
+            };
+            let name = std::str::from_utf8(r.length_prefixed().ok_or_else(bad)?).map_err(|_| bad())?;
+            (whole, (!name.is_empty()).then(|| name.to_owned()))
+        };
         if !r.is_empty() || !bloom_bits_per_key.is_finite() {
             return Err(bad());
         }
@@ -277,6 +301,8 @@ impl TableProperties {
             smallest,
             largest,
             segment_start,
+            prefix_extractor,
+            whole_key_filtering,
         })
     }
 }
@@ -401,6 +427,8 @@ mod tests {
             smallest: b"a\0\0\0\0\0\0\0\0".to_vec(),
             largest: b"zz\0\0\0\0\0\0\0\0".to_vec(),
             segment_start: 0,
+            prefix_extractor: None,
+            whole_key_filtering: true,
         };
         let enc = p.encode();
         assert_eq!(TableProperties::decode(&enc).unwrap(), p);
@@ -415,6 +443,20 @@ mod tests {
         assert_eq!(TableProperties::decode(&enc2[..enc.len()]).unwrap(), p);
         for n in (0..enc2.len()).filter(|&n| n != enc.len()) {
             assert!(TableProperties::decode(&enc2[..n]).is_err());
+        }
+        // What the filter holds follows the segment start, also for a first segment.
+        for (name, whole) in [(Some("strata.FixedPrefix.4"), true), (Some("x"), false), (None, false)] {
+            let q = TableProperties {
+                prefix_extractor: name.map(str::to_owned),
+                whole_key_filtering: whole,
+                ..p.clone()
+            };
+            let enc3 = q.encode();
+            assert!(enc3.len() > enc.len());
+            assert_eq!(TableProperties::decode(&enc3).unwrap(), q);
+            let mut bad_flag = enc3.clone();
+            bad_flag[enc.len() + 1] = 2;
+            assert!(TableProperties::decode(&bad_flag).is_err());
         }
     }
 

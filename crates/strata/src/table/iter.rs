@@ -54,6 +54,24 @@ impl TableIter {
         TableIter { inner }
     }
 
+    /// An iterator over only the segments `segs` (indexes into
+    /// [`Table::segments`]) of `table`: those a prefix scan may find keys in.
+    /// With none it is always invalid and reads nothing.
+    pub(crate) fn over_segments(table: Arc<Table>, opts: BlockReadOptions, segs: &[usize]) -> Self {
+        let inner = match segs {
+            [only] => Inner::One(SegmentIter::new(table, *only, opts, Readahead::default())),
+            _ => Inner::Many(MergingIterator::new(
+                segs.iter()
+                    .map(|&i| {
+                        Box::new(SegmentIter::new(Arc::clone(&table), i, opts, Readahead::default()))
+                            as Box<dyn InternalIterator>
+                    })
+                    .collect(),
+            )),
+        };
+        TableIter { inner }
+    }
+
     fn it(&self) -> &dyn InternalIterator {
         match &self.inner {
             Inner::One(s) => s,

@@ -13,6 +13,9 @@ pub(crate) mod pipeline;
 pub mod reader;
 pub mod segment;
 
+#[cfg(test)]
+mod prefix_filter_tests;
+
 pub use block::{Block, BlockIter};
 pub use builder::{TableBuilder, TableBuilderOptions, TableSummary};
 pub use format::TableProperties;

@@ -11,6 +11,7 @@ use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key, user_key, ValueKind};
 use crate::pinned::PinnedValue;
+use crate::prefix::PrefixProbe;
 use crate::table::block::Block;
 use crate::table::format::{
     decode_block_contents, read_block_contents, BlockHandle, TableProperties, BLOCK_TRAILER_LEN, FOOTER_LEN,
@@ -278,7 +279,7 @@ impl Table {
     /// filter, else false only if the table certainly holds no entry of it.
     /// The read path asks once per table and counts the answers.
     pub fn filter_check(&self, user_key: &[u8]) -> Option<bool> {
-        if self.segs.iter().all(|s| s.filter.is_none()) {
+        if self.segs.iter().all(|s| s.whole_key_filter().is_none()) {
             return None;
         }
         Some(self.may_contain(user_key))
@@ -444,6 +445,20 @@ impl Table {
             ),
             ValueKind::Delete => (ValueKind::Delete, PinnedValue::owned(Vec::new())),
         }))
+    }
+
+    /// The segments (indexes, oldest first) that may hold a key with the
+    /// probe's prefix, and how many segments' filters were asked.
+    pub(crate) fn prefix_segments(&self, probe: &PrefixProbe) -> (Vec<usize>, u64) {
+        let mut checked = 0;
+        let keep = (0..self.segs.len())
+            .filter(|&i| {
+                let answer = self.segs[i].prefix_check(probe);
+                checked += u64::from(answer.is_some());
+                answer != Some(false)
+            })
+            .collect();
+        (keep, checked)
     }
 
     /// A two-level iterator over the whole table.

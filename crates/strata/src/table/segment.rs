@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::prefix::PrefixProbe;
 use crate::table::block::Block;
 use crate::table::filter::BloomFilter;
 use crate::table::format::{read_block_contents, BlockHandle, Footer, TableProperties, FOOTER_LEN};
@@ -132,7 +133,24 @@ impl Segment {
     /// False only if the segment certainly holds no entry of `user_key`.
     #[inline]
     pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
-        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+        self.whole_key_filter().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    /// The filter, if it holds whole keys (a prefix-only filter cannot answer
+    /// for a key).
+    #[inline]
+    pub(crate) fn whole_key_filter(&self) -> Option<&BloomFilter> {
+        self.filter.as_ref().filter(|_| self.props.whole_key_filtering)
+    }
+
+    /// The prefix filter's answer for the probe: `None` unless the filter
+    /// holds the prefixes of that very extractor (any other segment may hold
+    /// the prefix), else false only if no key of the segment has it.
+    pub(crate) fn prefix_check(&self, probe: &PrefixProbe) -> Option<bool> {
+        match (&self.filter, &self.props.prefix_extractor) {
+            (Some(f), Some(name)) if *name == probe.extractor => Some(f.may_contain(&probe.prefix)),
+            _ => None,
+        }
     }
 
     pub(crate) fn memory_usage(&self) -> usize {

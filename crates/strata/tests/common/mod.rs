@@ -15,8 +15,9 @@ use cursor::{ModelCursor, RawMove};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::{
-    associative_merge_operator, CompactionPipeline, CompactionStyle, CompressionType, Db, DbIterator, MemVfs,
-    MergeOperator, Options, PinnedValue, ReadOptions, RealVfs, Snapshot, Vfs, WriteBatch, WriteOptions,
+    associative_merge_operator, CompactionPipeline, CompactionStyle, CompressionType, Db, DbIterator,
+    FixedPrefix, MemVfs, MergeOperator, Options, PinnedValue, ReadOptions, RealVfs, Snapshot, Vfs,
+    WriteBatch, WriteOptions,
 };
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -339,10 +340,18 @@ pub fn configs() -> Vec<Config> {
         Config { name: "dlsm-mem-deep", fs: Fs::Mem, options: || deep_options(CompactionStyle::Dlsm) },
         Config { name: "dlsm-real-deep", fs: Fs::Real, options: || deep_options(CompactionStyle::Dlsm) },
         // Stepped merge: several overlapping runs per level, merged a level at a time.
+        // Prefix filters (keys are `key` + 6 digits: 8 bytes make prefixes of
+        // 10 keys, which most small tables lack): prefix scans of 8 or 9 bytes
+        // skip tables, the others read them all. Overlapping runs make the
+        // skips many.
         Config {
-            name: "tiered-mem",
+            name: "tiered-mem-prefix8",
             fs: Fs::Mem,
-            options: || small_options().with_compaction_style(CompactionStyle::Tiered),
+            options: || {
+                small_options()
+                    .with_compaction_style(CompactionStyle::Tiered)
+                    .with_prefix_extractor(Arc::new(FixedPrefix::new(8)))
+            },
         },
         Config { name: "tiered-real-deep", fs: Fs::Real, options: || deep_options(CompactionStyle::Tiered) },
         // Garnering on a tree deep enough that the level count grows during the op log (and is
@@ -382,6 +391,17 @@ pub fn configs() -> Vec<Config> {
                     .with_compaction_pipeline(CompactionPipeline::Parallel { compute_threads: 2 })
                     .with_compaction_subtask_bytes(2 << 10)
                     .with_paranoid_file_checks(true)
+            },
+        },
+        // DTable segments skipped one by one; filters without whole keys, so
+        // point reads ask none.
+        Config {
+            name: "lwc-mem-deep-seg3-prefix8-nowholekey",
+            fs: Fs::Mem,
+            options: || {
+                lwc_options(3)
+                    .with_prefix_extractor(Arc::new(FixedPrefix::new(8)))
+                    .with_whole_key_filtering(false)
             },
         },
         // Several merges at once: picks skip the running merges' inputs.
@@ -477,6 +497,8 @@ struct Runner {
     /// Seek-triggered compactions and flushes below L0 of handles closed by
     /// `Reopen` (counters restart at open; most deep flushes come early).
     closed_seek_counts: (u64, u64),
+    /// Prefix filter checks and skips of handles closed by `Reopen`.
+    closed_prefix_counts: (u64, u64),
 }
 
 fn range_of(model: &Model, lo: &Option<Vec<u8>>, hi: &Option<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -511,6 +533,7 @@ impl Runner {
             iters: vec![],
             pinned: vec![],
             closed_seek_counts: (0, 0),
+            closed_prefix_counts: (0, 0),
         };
         r.open();
         r
@@ -818,6 +841,8 @@ impl Runner {
                 let st = self.db().stats();
                 self.closed_seek_counts.0 += st.seek_compactions;
                 self.closed_seek_counts.1 += st.flushes_below_l0;
+                self.closed_prefix_counts.0 += st.prefix_filter_checks;
+                self.closed_prefix_counts.1 += st.prefix_filter_skips;
                 self.db.take().expect("db").close().map_err(|e| e.to_string())?;
                 self.open();
             }
@@ -912,6 +937,8 @@ pub fn run_log(seed: u64, ops: &[Op], cfg: &Config) -> strata::Stats {
     let mut stats = r.db().stats();
     stats.seek_compactions += r.closed_seek_counts.0;
     stats.flushes_below_l0 += r.closed_seek_counts.1;
+    stats.prefix_filter_checks += r.closed_prefix_counts.0;
+    stats.prefix_filter_skips += r.closed_prefix_counts.1;
     r.db.take().expect("db").close().expect("close");
     // The database directory and the data paths the in-memory configs use.
     let dirs = std::iter::once(r.path.clone()).chain(MEM_DATA_PATHS.iter().map(PathBuf::from));
