@@ -32,6 +32,9 @@ pub enum Step {
     Flush,
     /// `Db::compact_range(None, None)`.
     Compact,
+    /// `Db::wait_for_compactions`: background work settles (nothing more
+    /// becomes durable than a flush already made so).
+    Wait,
     /// `Db::close`, then reopen (recovery runs on the live VFS, so the crash
     /// point may fall inside it).
     Close,
@@ -186,7 +189,7 @@ fn step_writes(step: &Step, h: &History) -> Option<StepWrite> {
             ops.iter().map(|&(k, len)| len.map_or((key(k), None), |len| put(k, len))).collect(),
             *sync,
         ))),
-        Step::Flush | Step::Compact | Step::Close => None,
+        Step::Flush | Step::Compact | Step::Wait | Step::Close => None,
     }
 }
 
@@ -239,6 +242,7 @@ pub fn run_workload(
                 };
                 Ok(())
             }
+            None if matches!(step, Step::Wait) => db.wait_for_compactions(),
             None => {
                 let r = if matches!(step, Step::Flush) { db.flush() } else { db.compact_range(None, None) };
                 if r.is_ok() {
