@@ -251,18 +251,16 @@ fn bytes_past_the_recorded_length_are_cut_at_open() {
         }
     }
     assert!(!grown.is_empty());
-    let o = opts(&vfs, 64).with_paranoid_checks(true);
+    // No compaction after this open: one could remove a table, or append
+    // to it, before its length is checked (it flaked under load).
+    let o = opts(&vfs, 64).with_paranoid_checks(true).with_disable_auto_compactions(true);
     let db = Db::open("/db", o).unwrap();
-    // A compaction after the open may already have removed some tables.
-    let mut checked = 0;
     for (path, len) in &grown {
-        if vfs.exists(path) {
-            assert_eq!(vfs.file_size(path).unwrap(), *len, "{}", path.display());
-            checked += 1;
-        }
+        assert_eq!(vfs.file_size(path).unwrap(), *len, "{}", path.display());
     }
-    assert!(checked > 0, "no grown table left to check");
     check(&db, &model);
+    db.close().unwrap();
+    let db = Db::open("/db", opts(&vfs, 64).with_paranoid_checks(true)).unwrap();
     load(&db, &mut model, 1, 2000, 3000);
     db.wait_for_compactions().unwrap();
     check(&db, &model);
