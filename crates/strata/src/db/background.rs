@@ -193,6 +193,10 @@ impl DbInner {
                     // went away while nothing else ran are deleted here.
                     self.purge_obsolete_files();
                     let mut st = self.state.lock();
+                    // Idle now, with the compaction lock released: a waiter that
+                    // found it held when the last task finished looks again
+                    // instead of sleeping out its poll.
+                    self.done_cv.notify_all();
                     if !st.shutting_down {
                         self.bg_cv.wait_for(&mut st, interval.min(Duration::from_millis(500)));
                     }
