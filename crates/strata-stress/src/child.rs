@@ -15,7 +15,7 @@ use strata::{Db, Error, RealVfs, WriteBatch, WriteOptions};
 
 use crate::args::Args;
 use crate::config::{self, CycleConfig};
-use crate::expected::{log_path, ExpectedLog, KeyOp};
+use crate::expected::{log_path, Change, ExpectedLog, KeyOp};
 
 /// The key with global index `i`.
 pub fn key(i: u64) -> Vec<u8> {
@@ -91,21 +91,28 @@ fn writer(
         let ops: Vec<KeyOp> = (0..count)
             .map(|j| {
                 let k = key(base + rng.gen_range(0..args.keys_per_thread));
-                let v = (!rng.gen_bool(0.2)).then(|| value(&mut rng, cfg, args.cycle, t, n, j));
-                (k, v)
+                let change = match rng.gen_range(0..10) {
+                    0 | 1 => Change::Delete,
+                    // A short operand naming its write.
+                    2 => Change::Merge(format!("c{}t{t}n{n}j{j}", args.cycle).into_bytes()),
+                    _ => Change::Put(value(&mut rng, cfg, args.cycle, t, n, j)),
+                };
+                (k, change)
             })
             .collect();
         log.intent(n, sync, &ops)?;
         let wo = WriteOptions::default().with_sync(sync);
         let r = match &ops[..] {
-            [(k, Some(v))] => db.put_opt(k, v, &wo),
-            [(k, None)] => db.delete_opt(k, &wo),
+            [(k, Change::Put(v))] => db.put_opt(k, v, &wo),
+            [(k, Change::Delete)] => db.delete_opt(k, &wo),
+            [(k, Change::Merge(v))] => db.merge_opt(k, v, &wo),
             _ => {
                 let mut batch = WriteBatch::new();
-                for (k, v) in &ops {
-                    match v {
-                        Some(v) => batch.put(k, v),
-                        None => batch.delete(k),
+                for (k, change) in &ops {
+                    match change {
+                        Change::Put(v) => batch.put(k, v),
+                        Change::Delete => batch.delete(k),
+                        Change::Merge(v) => batch.merge(k, v),
                     }
                 }
                 db.write_opt(batch, &wo)

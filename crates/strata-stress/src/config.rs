@@ -77,6 +77,7 @@ pub fn derive(seed: u64, cycle: u64, policy: &str, num_levels: usize) -> strata:
     let mut data_paths: Vec<usize> = (0..n_paths).collect();
     data_paths.shuffle(&mut rng);
     let options = Options::default()
+        .with_merge_operator(crate::expected::soak_merge_operator())
         .with_compaction_style(CompactionStyle::from_name(policy)?)
         .with_num_levels(num_levels)
         .with_write_buffer_size(write_buffer)

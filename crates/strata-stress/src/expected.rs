@@ -7,7 +7,7 @@
 //! is ignored (a torn intent was never started, a torn ack leaves it pending).
 //!
 //! Line format (keys and values are printable ASCII without spaces):
-//! `I <n> <sync 0|1> (P <key> <value> | D <key>)...`, `A <n>`, and `F <n> <maybe 0|1>`
+//! `I <n> <sync 0|1> (P <key> <value> | D <key> | M <key> <operand>)...`, `A <n>`, and `F <n> <maybe 0|1>`
 //! for a write that returned an error under `--io-faults` (`maybe`: a sync
 //! failed, so the write may have reached the disk; otherwise it must not have).
 
@@ -15,8 +15,36 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// One key's new state: `Some(value)` for a put, `None` for a delete.
-pub type KeyOp = (Vec<u8>, Option<Vec<u8>>);
+/// What a write does to one key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Sets the value.
+    Put(Vec<u8>),
+    /// Removes the key.
+    Delete,
+    /// Merges an operand into the value ([`soak_merge`]).
+    Merge(Vec<u8>),
+}
+
+/// One key and what a write does to it.
+pub type KeyOp = (Vec<u8>, Change);
+
+/// The soak's merge operator, which the child, the verifier and every reopen
+/// use: operands appended after a `+`, the value kept to its last 256 bytes
+/// (values stay printable, without spaces, as the log needs).
+pub fn soak_merge(existing: Option<&[u8]>, operand: &[u8]) -> Vec<u8> {
+    let mut v = existing.map(<[u8]>::to_vec).unwrap_or_default();
+    v.push(b'+');
+    v.extend_from_slice(operand);
+    v.split_off(v.len().saturating_sub(256))
+}
+
+/// [`soak_merge`] as the engine's operator.
+pub fn soak_merge_operator() -> std::sync::Arc<dyn strata::MergeOperator> {
+    strata::associative_merge_operator("strata-stress.append", |_key, existing, operand| {
+        Some(soak_merge(existing, operand))
+    })
+}
 
 /// A write as the log recorded it.
 #[derive(Debug, Clone)]
@@ -53,8 +81,13 @@ impl ExpectedLog {
     /// Records that write `n` is about to be made.
     pub fn intent(&mut self, n: u64, sync: bool, ops: &[KeyOp]) -> std::io::Result<()> {
         let mut line = format!("I {n} {}", u8::from(sync)).into_bytes();
-        for (k, v) in ops {
-            line.extend_from_slice(if v.is_some() { b" P " } else { b" D " });
+        for (k, change) in ops {
+            let (tag, v): (&[u8], Option<&Vec<u8>>) = match change {
+                Change::Put(v) => (b" P ", Some(v)),
+                Change::Delete => (b" D ", None),
+                Change::Merge(v) => (b" M ", Some(v)),
+            };
+            line.extend_from_slice(tag);
             line.extend_from_slice(k);
             if let Some(v) = v {
                 line.push(b' ');
@@ -109,8 +142,11 @@ pub fn read_log(path: &Path) -> Result<Vec<LoggedWrite>, String> {
                 while let Some(kind) = f.next() {
                     let key = f.next().ok_or_else(|| bad("key"))?.to_vec();
                     match kind {
-                        b"P" => ops.push((key, Some(f.next().ok_or_else(|| bad("value"))?.to_vec()))),
-                        b"D" => ops.push((key, None)),
+                        b"P" => ops.push((key, Change::Put(f.next().ok_or_else(|| bad("value"))?.to_vec()))),
+                        b"D" => ops.push((key, Change::Delete)),
+                        b"M" => {
+                            ops.push((key, Change::Merge(f.next().ok_or_else(|| bad("operand"))?.to_vec())))
+                        }
                         _ => return Err(bad("op kind")),
                     }
                 }
@@ -141,7 +177,11 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("log");
         let mut log = ExpectedLog::create(&p).expect("create");
-        let ops = vec![(b"k1".to_vec(), Some(b"v1".to_vec())), (b"k2".to_vec(), None)];
+        let ops = vec![
+            (b"k1".to_vec(), Change::Put(b"v1".to_vec())),
+            (b"k2".to_vec(), Change::Delete),
+            (b"k1".to_vec(), Change::Merge(b"m1".to_vec())),
+        ];
         log.intent(0, true, &ops).expect("intent");
         log.ack(0, true).expect("ack");
         log.intent(1, false, &ops[1..]).expect("intent");
@@ -166,5 +206,14 @@ mod tests {
         let got = read_log(&p).expect("parse");
         assert_eq!((got[0].failed, got[1].failed), (Some(true), Some(false)));
         assert!(!got[0].acked);
+    }
+
+    #[test]
+    fn soak_merge_appends_and_keeps_the_tail() {
+        assert_eq!(soak_merge(None, b"a"), b"+a");
+        assert_eq!(soak_merge(Some(b"x"), b"a"), b"x+a");
+        let long = soak_merge(Some(&[b'v'; 300]), b"end");
+        assert_eq!(long.len(), 256);
+        assert!(long.ends_with(b"v+end"));
     }
 }

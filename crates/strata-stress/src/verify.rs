@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use strata::Db;
 
-use crate::expected::LoggedWrite;
+use crate::expected::{soak_merge, Change, LoggedWrite};
 
 /// Key -> value of every present key.
 pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -43,9 +43,20 @@ pub fn expected(before: &Model, logs: &[Vec<LoggedWrite>]) -> (Model, Vec<Pendin
     let mut pending = Vec::new();
     for log in logs {
         for w in log {
-            let mut target = BTreeMap::new();
-            for (k, v) in &w.ops {
-                target.insert(k.clone(), v.clone());
+            // A key's new state after the write's ops in batch order; a merge
+            // folds into what the batch or the acknowledged writes left (keys
+            // belong to one thread, and only its last write may be pending).
+            let mut target: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+            for (k, change) in &w.ops {
+                let new = match change {
+                    Change::Put(v) => Some(v.clone()),
+                    Change::Delete => None,
+                    Change::Merge(operand) => {
+                        let old = target.get(k).cloned().unwrap_or_else(|| definite.get(k).cloned());
+                        Some(soak_merge(old.as_deref(), operand))
+                    }
+                };
+                target.insert(k.clone(), new);
             }
             if w.failed == Some(false) {
                 // Refused before it reached the log: it must not be there.
