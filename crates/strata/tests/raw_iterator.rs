@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-use common::cursor::{check_move, gen_moves, ModelCursor, RawMove};
+use common::cursor::{apply_move, check_move, gen_moves, ModelCursor, RawMove};
 use common::{builtin_policies, policy_options};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -280,14 +280,7 @@ fn seeks_outside_the_bounds_are_clamped_and_moves_stop_at_them() {
         (RawMove::Last, Some("e")),
         (RawMove::Next, None),
     ] {
-        match &mv {
-            RawMove::Seek(k) => it.seek(k),
-            RawMove::SeekForPrev(k) => it.seek_for_prev(k),
-            RawMove::First => it.seek_to_first(),
-            RawMove::Last => it.seek_to_last(),
-            RawMove::Next => it.next(),
-            RawMove::Prev => it.prev(),
-        }
+        apply_move(&mut it, &mv);
         assert_eq!(at(&it).as_deref(), want, "{mv:?}");
         it.status().unwrap();
     }

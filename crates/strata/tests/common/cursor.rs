@@ -93,13 +93,8 @@ impl<'a> ModelCursor<'a> {
     }
 }
 
-/// Applies `mv` to the iterator (as a raw iterator move) and the model, and
-/// compares where they are. `Next`/`Prev` on an invalid model are skipped.
-pub fn check_move(it: &mut DbRawIterator, m: &mut ModelCursor<'_>, mv: &RawMove) -> Result<(), String> {
-    if matches!(mv, RawMove::Next | RawMove::Prev) && !m.valid() {
-        return Ok(());
-    }
-    m.apply(mv);
+/// Makes move `mv` on the raw iterator.
+pub fn apply_move(it: &mut DbRawIterator, mv: &RawMove) {
     match mv {
         RawMove::Seek(k) => it.seek(k),
         RawMove::SeekForPrev(k) => it.seek_for_prev(k),
@@ -108,6 +103,16 @@ pub fn check_move(it: &mut DbRawIterator, m: &mut ModelCursor<'_>, mv: &RawMove)
         RawMove::Next => it.next(),
         RawMove::Prev => it.prev(),
     }
+}
+
+/// Applies `mv` to the iterator (as a raw iterator move) and the model, and
+/// compares where they are. `Next`/`Prev` on an invalid model are skipped.
+pub fn check_move(it: &mut DbRawIterator, m: &mut ModelCursor<'_>, mv: &RawMove) -> Result<(), String> {
+    if matches!(mv, RawMove::Next | RawMove::Prev) && !m.valid() {
+        return Ok(());
+    }
+    m.apply(mv);
+    apply_move(it, mv);
     it.status().map_err(|e| format!("{mv:?}: status {e}"))?;
     if it.item() != m.item() || it.valid() != m.valid() || it.key() != m.item().map(|kv| kv.0) {
         let show = |kv: Option<(&[u8], &[u8])>| kv.map(|(k, v)| (lossy(k), v.len()));
