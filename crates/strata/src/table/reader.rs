@@ -285,6 +285,29 @@ impl Table {
         Some(self.may_contain(user_key))
     }
 
+    /// [`Self::filter_check`] for a key whose
+    /// [`filter_hash`](crate::table::filter::filter_hash) is `h`: every
+    /// filter uses the same hash, so a read computes it once for all tables.
+    pub(crate) fn filter_check_hash(&self, h: u64) -> Option<bool> {
+        if self.segs.iter().all(|s| s.whole_key_filter().is_none()) {
+            return None;
+        }
+        Some(self.may_contain_hash(h))
+    }
+
+    /// [`Self::may_contain`] for a key whose filter hash is `h`.
+    pub(crate) fn may_contain_hash(&self, h: u64) -> bool {
+        self.segs.iter().any(|s| s.may_contain_hash(h))
+    }
+
+    /// Prefetches the filter lines [`Self::filter_check_hash`] reads for `h`
+    /// (a hint: a batch asks for every key's lines before testing any).
+    pub(crate) fn prefetch_filter(&self, h: u64) {
+        for f in self.segs.iter().filter_map(Segment::whole_key_filter) {
+            f.prefetch_hash(h);
+        }
+    }
+
     /// [`Self::get`] without asking the filter (the caller did). The segments
     /// of a DTable are probed newest first, each behind its own filter: a
     /// segment appended later came from the level above, so its entries of a
