@@ -10,10 +10,11 @@ use std::sync::Arc;
 use super::read::{block_read_options, mem_get, KeyRead, Walk};
 use super::DbInner;
 use crate::error::Result;
-use crate::key::{lookup_key, SeqNum};
+use crate::key::{append_internal_key, SeqNum, KIND_FOR_SEEK, TRAILER_LEN};
 use crate::options::ReadOptions;
 use crate::pinned::PinnedValue;
 use crate::stats::Counters;
+use crate::table::filter::filter_hash;
 use crate::table::memo::BlockMemo;
 use crate::table::Table;
 
@@ -118,9 +119,9 @@ impl DbInner {
         let version = &sv.version;
         let bro = block_read_options(ro);
         let use_buffer = ro.use_compaction_buffer;
-        let lookups: Vec<Vec<u8>> = (0..keys.len())
-            .map(|u| if answers[u].is_none() { lookup_key(keys[u], seq) } else { Vec::new() })
-            .collect();
+        let lookups = Lookups::new(keys, &pending, seq);
+        let hashes: Vec<u64> =
+            (0..keys.len()).map(|u| if answers[u].is_none() { filter_hash(keys[u]) } else { 0 }).collect();
         let segments_before = crate::table::reader::segment_probes();
         let counts_seeks = self.counts_seeks();
         let mut walks: Vec<Walk<'_>> = (0..keys.len()).map(|_| Walk::new(counts_seeks)).collect();
@@ -142,8 +143,22 @@ impl DbInner {
                             }
                         }
                         Ok(table) => {
-                            for &u in &pending[i..end] {
-                                let read = KeyRead { key: keys[u], lookup: &lookups[u], bro, use_buffer };
+                            let group = &pending[i..end];
+                            if group.len() > 1 {
+                                // Every key's filter lines first, so their
+                                // fetches overlap instead of one per key.
+                                for &u in group {
+                                    table.prefetch_filter(hashes[u]);
+                                }
+                            }
+                            for &u in group {
+                                let read = KeyRead {
+                                    key: keys[u],
+                                    lookup: lookups.get(u),
+                                    hash: hashes[u],
+                                    bro,
+                                    use_buffer,
+                                };
                                 let walk = &mut walks[u];
                                 match self.probe_file(
                                     l,
@@ -173,6 +188,33 @@ impl DbInner {
             }
         }
         self.count_probes(walks.iter().map(|w| w.probes).sum(), segments_before);
+    }
+}
+
+/// The lookup keys of a batch's pending keys at its sequence, in one buffer
+/// (one allocation for the batch, not one per key).
+struct Lookups {
+    bytes: Vec<u8>,
+    /// Key index -> its lookup key's range in `bytes` (empty if not pending).
+    at: Vec<(usize, usize)>,
+}
+
+impl Lookups {
+    fn new(keys: &[&[u8]], pending: &[usize], seq: SeqNum) -> Self {
+        let len = pending.iter().map(|&u| keys[u].len() + TRAILER_LEN).sum();
+        let mut bytes = Vec::with_capacity(len);
+        let mut at = vec![(0, 0); keys.len()];
+        for &u in pending {
+            let start = bytes.len();
+            append_internal_key(&mut bytes, keys[u], seq, KIND_FOR_SEEK);
+            at[u] = (start, bytes.len());
+        }
+        Lookups { bytes, at }
+    }
+
+    fn get(&self, u: usize) -> &[u8] {
+        let (start, end) = self.at[u];
+        &self.bytes[start..end]
     }
 }
 

@@ -19,6 +19,7 @@ use crate::merge_operator::NewestFirst;
 use crate::options::ReadOptions;
 use crate::pinned::PinnedValue;
 use crate::stats::Counters;
+use crate::table::filter::filter_hash;
 use crate::table::{BlockReadOptions, CachedGet, Table};
 use crate::version::{Buffer, BufferEntry, FileMeta, Level};
 
@@ -29,6 +30,8 @@ pub(super) struct KeyRead<'k> {
     pub key: &'k [u8],
     /// Its lookup key at the read's sequence.
     pub lookup: &'k [u8],
+    /// Its filter hash, computed once for every table's filter.
+    pub hash: u64,
     pub bro: BlockReadOptions,
     /// `ReadOptions::use_compaction_buffer`.
     pub use_buffer: bool,
@@ -105,6 +108,7 @@ impl DbInner {
         let read = KeyRead {
             key,
             lookup: &lookup,
+            hash: filter_hash(key),
             bro: block_read_options(ro),
             use_buffer: ro.use_compaction_buffer,
         };
@@ -237,7 +241,7 @@ impl DbInner {
                 }
             }
         }
-        if !table.filter_check(read.key).unwrap_or(true) {
+        if !table.filter_check_hash(read.hash).unwrap_or(true) {
             self.counters.filter_probe(l, false, false);
             return Ok(None);
         }
@@ -308,7 +312,7 @@ impl DbInner {
                     let table = self.table_of(f, memo.as_deref_mut())?;
                     let blocks = memo.as_deref_mut().map(ReadMemo::blocks);
                     let got = if self.policy.buffer_reads_cached_only() && !self.opts.buffer_read_misses {
-                        if !table.may_contain(read.key) {
+                        if !table.may_contain_hash(read.hash) {
                             continue;
                         }
                         table.get_if_cached_in(read.lookup, blocks)?

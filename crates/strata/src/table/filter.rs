@@ -87,12 +87,37 @@ impl BloomFilter {
 
     /// False only if `user_key` was certainly not added.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        let h = filter_hash(user_key);
-        let nbits = (self.bits.len() * 8) as u64;
-        let (h1, h2) = (h & 0xffff_ffff, h >> 32);
-        (0..self.k as u64).all(|i| {
-            let bit = (h1 + i * h2) % nbits;
-            self.bits.get((bit / 8) as usize).is_some_and(|b| b & (1 << (bit % 8)) != 0)
+        self.may_contain_hash(filter_hash(user_key))
+    }
+
+    /// [`Self::may_contain`] for a key whose [`filter_hash`] is `h`: a read
+    /// computes it once for every filter it asks (they all use the same hash).
+    #[inline]
+    pub(crate) fn may_contain_hash(&self, h: u64) -> bool {
+        self.bits_of(h)
+            .all(|bit| self.bits.get((bit / 8) as usize).is_some_and(|b| b & (1 << (bit % 8)) != 0))
+    }
+
+    /// Prefetches the cache lines [`Self::may_contain_hash`] reads for `h`,
+    /// so a batch can ask for all its keys' lines before testing any.
+    #[inline]
+    pub(crate) fn prefetch_hash(&self, h: u64) {
+        for bit in self.bits_of(h) {
+            crate::util::prefetch::prefetch_line(self.bits.as_ptr().wrapping_add((bit / 8) as usize));
+        }
+    }
+
+    /// The bit positions probed for hash `h`: `(h1 + i * h2) mod nbits`,
+    /// stepped by `h2 mod nbits` so a probe costs two divisions, not `k`.
+    #[inline]
+    fn bits_of(&self, h: u64) -> impl Iterator<Item = u64> {
+        let nbits = (self.bits.len() as u64).saturating_mul(8);
+        let (mut bit, step) = ((h & 0xffff_ffff) % nbits, (h >> 32) % nbits);
+        (0..self.k).map(move |_| {
+            let at = bit;
+            // bit + step, mod nbits, without overflow (both are < nbits).
+            bit = if bit >= nbits - step { bit - (nbits - step) } else { bit + step };
+            at
         })
     }
 
@@ -135,6 +160,42 @@ mod tests {
             let k = num_probes(bits) as f64;
             let theory = (1.0 - (-k / bits).exp()).powf(k);
             assert!(rate < max_rate && rate < theory * 1.5, "bits {bits}: rate {rate} theory {theory}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The hashed probe (and its prefetch, a hint) answers what the
+        /// per-key probe answers, for added and other keys alike.
+        #[test]
+        fn hashed_probe_answers_like_the_key_probe(
+            added in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..6), 0..60),
+            asked in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..6), 1..60),
+            bits in 0.5f64..16.0,
+        ) {
+            let mut b = FilterBuilder::new(bits);
+            for k in &added {
+                b.add(k);
+            }
+            let payload = b.finish();
+            let f = BloomFilter::new(payload.clone()).unwrap();
+            // The payload read as the module doc defines it.
+            let (k, m) = (u64::from(payload[payload.len() - 1]), (payload.len() - 1) as u64 * 8);
+            let reference = |key: &[u8]| {
+                let h = xxh3_64(key);
+                (0..k).all(|i| {
+                    let bit = ((h & 0xffff_ffff) + i * (h >> 32)) % m;
+                    payload[(bit / 8) as usize] >> (bit % 8) & 1 == 1
+                })
+            };
+            for key in added.iter().chain(&asked) {
+                let h = filter_hash(key);
+                f.prefetch_hash(h);
+                proptest::prop_assert_eq!(f.may_contain_hash(h), reference(key));
+                proptest::prop_assert_eq!(f.may_contain(key), reference(key));
+            }
+            for k in &added {
+                proptest::prop_assert!(f.may_contain_hash(filter_hash(k)));
+            }
         }
     }
 

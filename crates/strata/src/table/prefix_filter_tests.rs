@@ -147,3 +147,44 @@ fn dtable_segments_are_ruled_out_one_by_one() {
     assert!(skipped > 380, "only {skipped} segments ruled out in 400 scans");
     assert!(scan(&table, &[], b"g0002").is_empty(), "no segments: nothing");
 }
+
+/// The hashed checks a read makes once per key for every table (and the
+/// filter prefetch a batch makes first) answer exactly what the per-key
+/// checks answer: whole-key filters, prefix-only ones, none, and a DTable
+/// mixing them.
+#[test]
+fn hashed_filter_checks_answer_what_key_checks_answer() {
+    let tables = [
+        build(&[(entries((0..300).step_by(2), 3, 1), opts(Some("fixed5"), true))]),
+        build(&[(entries((0..300).step_by(2), 3, 1), opts(Some("fixed5"), false))]),
+        build(&[(entries((0..300).step_by(2), 3, 1), opts(None, false))]),
+        build(&[
+            (entries((0..300).step_by(2), 3, 1), opts(Some("fixed5"), false)),
+            (entries((1..300).step_by(4), 3, 100_000), opts(None, true)),
+            (entries((3..300).step_by(4), 3, 200_000), opts(Some("fixed3"), true)),
+        ]),
+        build(&[
+            (entries((0..300).step_by(2), 3, 1), opts(Some("fixed5"), true)),
+            (entries((1..300).step_by(4), 3, 100_000), opts(None, true)),
+        ]),
+    ];
+    // Whether the table has a whole-key filter, and whether it can rule a
+    // key out (not when a segment has no whole-key filter).
+    let expect_filter = [Some(()), None, None, Some(()), Some(())];
+    let expect_rules_out = [true, false, false, false, true];
+    for (t, table) in tables.iter().enumerate() {
+        let mut ruled_out = 0;
+        for g in 0..300u32 {
+            for i in 0..4u32 {
+                let key = format!("g{g:04}/{i:03}").into_bytes();
+                let h = filter::filter_hash(&key);
+                table.prefetch_filter(h);
+                assert_eq!(table.filter_check_hash(h), table.filter_check(&key), "table {t}, {key:?}");
+                assert_eq!(table.may_contain_hash(h), table.may_contain(&key), "table {t}, {key:?}");
+                ruled_out += usize::from(!table.may_contain_hash(h));
+            }
+        }
+        assert_eq!(table.filter_check(b"g0000/000").map(|_| ()), expect_filter[t], "table {t}");
+        assert_eq!(ruled_out > 0, expect_rules_out[t], "table {t}: {ruled_out} keys ruled out");
+    }
+}

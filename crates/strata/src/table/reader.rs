@@ -13,6 +13,7 @@ use crate::key::{compare_internal, parse_internal_key, user_key, ValueKind};
 use crate::pinned::PinnedValue;
 use crate::prefix::PrefixProbe;
 use crate::table::block::Block;
+use crate::table::filter::filter_hash;
 use crate::table::format::{
     decode_block_contents, read_block_contents, BlockHandle, TableProperties, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
@@ -262,7 +263,7 @@ impl Table {
 
     /// False only if the table certainly holds no entry for `user_key`.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        self.segs.iter().any(|s| s.may_contain(user_key))
+        self.may_contain_hash(filter_hash(user_key))
     }
 
     /// The newest entry with internal key `>= lookup` (from
@@ -279,10 +280,30 @@ impl Table {
     /// filter, else false only if the table certainly holds no entry of it.
     /// The read path asks once per table and counts the answers.
     pub fn filter_check(&self, user_key: &[u8]) -> Option<bool> {
+        self.filter_check_hash(filter_hash(user_key))
+    }
+
+    /// [`Self::filter_check`] for a key whose
+    /// [`filter_hash`](crate::table::filter::filter_hash) is `h`: every
+    /// filter uses the same hash, so a read computes it once for all tables.
+    pub(crate) fn filter_check_hash(&self, h: u64) -> Option<bool> {
         if self.segs.iter().all(|s| s.whole_key_filter().is_none()) {
             return None;
         }
-        Some(self.may_contain(user_key))
+        Some(self.may_contain_hash(h))
+    }
+
+    /// [`Self::may_contain`] for a key whose filter hash is `h`.
+    pub(crate) fn may_contain_hash(&self, h: u64) -> bool {
+        self.segs.iter().any(|s| s.may_contain_hash(h))
+    }
+
+    /// Prefetches the filter lines [`Self::filter_check_hash`] reads for `h`
+    /// (a hint: a batch asks for every key's lines before testing any).
+    pub(crate) fn prefetch_filter(&self, h: u64) {
+        for f in self.segs.iter().filter_map(Segment::whole_key_filter) {
+            f.prefetch_hash(h);
+        }
     }
 
     /// [`Self::get`] without asking the filter (the caller did). The segments

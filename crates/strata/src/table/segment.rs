@@ -136,6 +136,12 @@ impl Segment {
         self.whole_key_filter().is_none_or(|f| f.may_contain(user_key))
     }
 
+    /// [`Self::may_contain`] for a key whose filter hash is `h`.
+    #[inline]
+    pub(crate) fn may_contain_hash(&self, h: u64) -> bool {
+        self.whole_key_filter().is_none_or(|f| f.may_contain_hash(h))
+    }
+
     /// The filter, if it holds whole keys (a prefix-only filter cannot answer
     /// for a key).
     #[inline]
