@@ -551,7 +551,7 @@ mod tests {
                     ValueKind::Put | ValueKind::Merge => {
                         vec![b'a' + (s as u8) * 3 + (v as u8); rng.gen_range(1..40)]
                     }
-                    ValueKind::Delete => vec![],
+                    ValueKind::Delete | ValueKind::RangeDelete => vec![],
                 };
                 out.push((make_internal_key(&user, seq, kind), value));
             }
