@@ -225,3 +225,47 @@ fn every_policy_answers_range_deletes_like_the_model() {
     }
     assert!(cleaned.len() >= 5, "bottoms of one run: {cleaned:?}");
 }
+
+#[test]
+fn repair_keeps_keys_deleted_by_range() {
+    let vfs = Arc::new(MemVfs::new());
+    let opts = || Options::default().with_vfs(vfs.clone()).with_write_buffer_size(16 << 10);
+    let db = Db::open("/db", opts()).expect("open");
+    for i in 0..500 {
+        db.put(k(i), format!("v{i}")).expect("put");
+    }
+    db.flush().expect("flush");
+    db.delete_range(k(100), k(200)).expect("delete_range"); // flushed below
+    db.flush().expect("flush");
+    db.delete_range(k(300), k(350)).expect("delete_range"); // only in the WAL
+    db.put(k(320), "back").expect("put");
+    db.close().expect("close");
+    strata::repair("/db", opts()).expect("repair");
+    let db = Db::open("/db", opts()).expect("open");
+    let keys: Vec<u64> = (0..500).filter(|&i| db.get(k(i)).expect("get").is_some()).collect();
+    let want: Vec<u64> =
+        (0..500).filter(|&i| !(100..200).contains(&i) && !(300..350).contains(&i) || i == 320).collect();
+    assert_eq!(keys, want);
+    assert_eq!(db.get(k(320)).expect("get"), Some(b"back".to_vec()));
+}
+
+#[test]
+fn a_table_of_only_range_tombstones_is_flushed_and_bounds_its_range() {
+    let vfs = Arc::new(MemVfs::new());
+    let db = Db::open("/db", Options::default().with_vfs(vfs)).expect("open");
+    for i in 0..100 {
+        db.put(k(i), "v").expect("put");
+    }
+    db.compact_range(None, None).expect("compact");
+    let snap = db.snapshot();
+    db.delete_range(k(10), k(20)).expect("delete_range");
+    db.flush().expect("flush");
+    assert_eq!(db.property("strata.num-range-deletes").as_deref(), Some("1"));
+    assert_eq!(db.get(k(15)).expect("get"), None);
+    assert_eq!(snap.get(k(15)).expect("get"), Some(b"v".to_vec()));
+    assert_eq!(db.iter().count(), 90);
+    drop(snap);
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(db.property("strata.num-range-deletes").as_deref(), Some("0"));
+    assert_eq!(db.property("strata.num-entries").as_deref(), Some("90"));
+}
