@@ -269,3 +269,27 @@ fn a_table_of_only_range_tombstones_is_flushed_and_bounds_its_range() {
     assert_eq!(db.property("strata.num-range-deletes").as_deref(), Some("0"));
     assert_eq!(db.property("strata.num-entries").as_deref(), Some("90"));
 }
+
+#[test]
+fn a_row_cache_hit_is_never_returned_under_a_newer_range_tombstone() {
+    let vfs = Arc::new(MemVfs::new());
+    let db = Db::open("/db", Options::default().with_vfs(vfs).with_row_cache(1 << 20)).expect("open");
+    for i in 0..50 {
+        db.put(k(i), "v").expect("put");
+    }
+    db.flush().expect("flush");
+    for _ in 0..2 {
+        assert_eq!(db.get(k(7)).expect("get"), Some(b"v".to_vec()));
+    }
+    assert!(db.stats().row_cache.hits > 0, "the row was cached");
+    let snap = db.snapshot();
+    db.delete_range(k(5), k(10)).expect("delete_range");
+    assert_eq!(db.get(k(7)).expect("get"), None);
+    assert_eq!(
+        db.multi_get([k(7), k(10)]).into_iter().map(|r| r.expect("get")).collect::<Vec<_>>(),
+        [None, Some(b"v".to_vec())]
+    );
+    assert_eq!(snap.get(k(7)).expect("get"), Some(b"v".to_vec()));
+    db.flush().expect("flush");
+    assert_eq!(db.get(k(7)).expect("get"), None);
+}
