@@ -15,6 +15,7 @@ pub const BENCHMARKS: &[&str] = &[
     "fillrandom",
     "filluniquerandom",
     "waitforcompaction",
+    "compact",
     "overwrite",
     "readrandom",
     "multireadrandom",
@@ -24,6 +25,8 @@ pub const BENCHMARKS: &[&str] = &[
     "seekrandomnext10",
     "seekrandomnext100",
     "prefixscanrandom",
+    "deleterange",
+    "deletepoint",
     "readwhilewriting",
     "seekrandomwhilewriting",
     "ycsba",
@@ -75,6 +78,13 @@ pub struct Args {
     /// seekrandom, seekrandomnext10, seekrandomnext100, readwhilewriting, seekrandomwhilewriting, ycsba..ycsbf. seekrandomnextN is seekrandom
     /// with --seek_nexts=N (a seek, then N nexts: up to N + 1 entries read). prefixscanrandom reads
     /// every key of the --prefix_size-byte prefix of a random key (needs --prefix_size).
+    /// deleterange deletes --delete_fraction of the keys as --delete_ranges contiguous ranges,
+    /// evenly spaced over the key space, with one range delete each (engines without range
+    /// deletes, LevelDB and fjall, are skipped with a warning); deletepoint deletes exactly the
+    /// same keys with one point delete per key. Both report the time the deletes took; measure
+    /// space (after waitforcompaction or compact) and readrandom/seekrandom after them. compact
+    /// compacts the whole key space (Strata `compact_range`, RocksDB `CompactRange`; engines
+    /// without one wait for their compactions instead, with a warning).
     #[arg(long, value_delimiter = ',', default_value = "fillrandom,readrandom,seekrandom")]
     pub benchmarks: Vec<String>,
     /// Number of keys (key space [0, num)); each fill thread writes this many entries.
@@ -229,6 +239,12 @@ pub struct Args {
     /// a seek then N nexts, up to N + 1 entries read; seekrandomnext10/100 fix N at 10/100).
     #[arg(long, default_value_t = 0)]
     pub seek_nexts: usize,
+    /// Fraction of the key space deleterange and deletepoint delete.
+    #[arg(long, default_value_t = 0.1)]
+    pub delete_fraction: f64,
+    /// Contiguous ranges deleterange and deletepoint spread their deletes over.
+    #[arg(long, default_value_t = 10)]
+    pub delete_ranges: u64,
     /// When > 0, each seek of seekrandom and seekrandomwhilewriting from key index i also stops at
     /// key index i + N, given to the engine as an iterator upper bound (db_bench's
     /// `--max_scan_distance`; RocksDB `iterate_upper_bound`): a bounded range query.
@@ -337,6 +353,15 @@ impl Args {
         let digits = self.num.to_string().len();
         check(self.key_size >= digits, &format!("--key_size must hold the {digits} digits of --num"))?;
         check(self.prefix_size <= self.key_size, "--prefix_size must be at most --key_size")?;
+        let deletes = self.benchmarks.iter().any(|b| b == "deleterange" || b == "deletepoint");
+        check(
+            !deletes || ((0.0..=1.0).contains(&self.delete_fraction) && self.delete_ranges > 0),
+            "--delete_fraction must be in [0, 1] and --delete_ranges > 0",
+        )?;
+        check(
+            !deletes || self.keys_per_prefix == 0,
+            "deleterange and deletepoint need key order = index order (--keys_per_prefix=0)",
+        )?;
         check(
             self.prefix_size > 0 || !self.benchmarks.iter().any(|b| b == "prefixscanrandom"),
             "prefixscanrandom needs --prefix_size > 0",

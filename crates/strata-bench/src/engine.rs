@@ -245,6 +245,20 @@ pub trait Engine: Send + Sync {
     }
     /// Deletes a key.
     fn delete(&self, key: &[u8]) -> BenchResult<()>;
+    /// Compacts the whole key space (the `compact` benchmark); `false` when
+    /// the engine has no such call.
+    fn compact_all(&self) -> BenchResult<bool> {
+        Ok(false)
+    }
+    /// True if [`Engine::delete_range`] is the engine's own range delete
+    /// (LevelDB and fjall have none).
+    fn has_delete_range(&self) -> bool {
+        false
+    }
+    /// Deletes every key in `[start, end)` with one range delete.
+    fn delete_range(&self, _start: &[u8], _end: &[u8]) -> BenchResult<()> {
+        Err(format!("{} has no range delete", self.name()))
+    }
     /// Seeks to the first key >= `start` and reads up to `n` entries forward;
     /// returns (entries read, key+value bytes read).
     fn scan(&self, start: &[u8], n: usize) -> BenchResult<(usize, usize)> {
@@ -463,6 +477,16 @@ impl Engine for StrataEngine {
     }
     fn delete(&self, key: &[u8]) -> BenchResult<()> {
         self.db.delete_opt(key, &self.wo).map_err(|e| e.to_string())
+    }
+    fn compact_all(&self) -> BenchResult<bool> {
+        self.db.compact_range(None, None).map_err(|e| e.to_string())?;
+        Ok(true)
+    }
+    fn has_delete_range(&self) -> bool {
+        true
+    }
+    fn delete_range(&self, start: &[u8], end: &[u8]) -> BenchResult<()> {
+        self.db.delete_range_opt(start, end, &self.wo).map_err(|e| e.to_string())
     }
     fn scan_keep_last(
         &self,

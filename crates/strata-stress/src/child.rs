@@ -90,7 +90,13 @@ fn writer(
         let count = if rng.gen_bool(0.3) { rng.gen_range(2..=8) } else { 1 };
         let ops: Vec<KeyOp> = (0..count)
             .map(|j| {
-                let k = key(base + rng.gen_range(0..args.keys_per_thread));
+                let i = rng.gen_range(0..args.keys_per_thread);
+                let k = key(base + i);
+                if rng.gen_ratio(1, 50) {
+                    // A short range within this thread's keys.
+                    let end = (i + rng.gen_range(1..=4)).min(args.keys_per_thread);
+                    return (k, Change::DeleteRange(key(base + end)));
+                }
                 let change = match rng.gen_range(0..10) {
                     0 | 1 => Change::Delete,
                     // A short operand naming its write.
@@ -106,6 +112,7 @@ fn writer(
             [(k, Change::Put(v))] => db.put_opt(k, v, &wo),
             [(k, Change::Delete)] => db.delete_opt(k, &wo),
             [(k, Change::Merge(v))] => db.merge_opt(k, v, &wo),
+            [(k, Change::DeleteRange(end))] => db.delete_range_opt(k, end, &wo),
             _ => {
                 let mut batch = WriteBatch::new();
                 for (k, change) in &ops {
@@ -113,6 +120,7 @@ fn writer(
                         Change::Put(v) => batch.put(k, v),
                         Change::Delete => batch.delete(k),
                         Change::Merge(v) => batch.merge(k, v),
+                        Change::DeleteRange(end) => batch.delete_range(k, end),
                     }
                 }
                 db.write_opt(batch, &wo)

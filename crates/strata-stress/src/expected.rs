@@ -24,6 +24,9 @@ pub enum Change {
     Delete,
     /// Merges an operand into the value ([`soak_merge`]).
     Merge(Vec<u8>),
+    /// Deletes every key from the op's key (inclusive) to this end
+    /// (exclusive): `Db::delete_range`.
+    DeleteRange(Vec<u8>),
 }
 
 /// One key and what a write does to it.
@@ -86,6 +89,7 @@ impl ExpectedLog {
                 Change::Put(v) => (b" P ", Some(v)),
                 Change::Delete => (b" D ", None),
                 Change::Merge(v) => (b" M ", Some(v)),
+                Change::DeleteRange(end) => (b" R ", Some(end)),
             };
             line.extend_from_slice(tag);
             line.extend_from_slice(k);
@@ -144,6 +148,9 @@ pub fn read_log(path: &Path) -> Result<Vec<LoggedWrite>, String> {
                     match kind {
                         b"P" => ops.push((key, Change::Put(f.next().ok_or_else(|| bad("value"))?.to_vec()))),
                         b"D" => ops.push((key, Change::Delete)),
+                        b"R" => {
+                            ops.push((key, Change::DeleteRange(f.next().ok_or_else(|| bad("end"))?.to_vec())))
+                        }
                         b"M" => {
                             ops.push((key, Change::Merge(f.next().ok_or_else(|| bad("operand"))?.to_vec())))
                         }
@@ -181,6 +188,7 @@ mod tests {
             (b"k1".to_vec(), Change::Put(b"v1".to_vec())),
             (b"k2".to_vec(), Change::Delete),
             (b"k1".to_vec(), Change::Merge(b"m1".to_vec())),
+            (b"k0".to_vec(), Change::DeleteRange(b"k3".to_vec())),
         ];
         log.intent(0, true, &ops).expect("intent");
         log.ack(0, true).expect("ack");

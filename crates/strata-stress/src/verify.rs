@@ -48,9 +48,19 @@ pub fn expected(before: &Model, logs: &[Vec<LoggedWrite>]) -> (Model, Vec<Pendin
             // belong to one thread, and only its last write may be pending).
             let mut target: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
             for (k, change) in &w.ops {
+                if let Change::DeleteRange(end) = change {
+                    // Every key in range the acknowledged writes or the batch so far left.
+                    let present = definite.range(k.clone()..end.clone()).map(|(key, _)| key.clone());
+                    let in_batch = target.range(k.clone()..end.clone()).map(|(key, _)| key.clone());
+                    let doomed: Vec<Vec<u8>> = present.chain(in_batch).collect();
+                    for key in doomed {
+                        target.insert(key, None);
+                    }
+                    continue;
+                }
                 let new = match change {
                     Change::Put(v) => Some(v.clone()),
-                    Change::Delete => None,
+                    Change::Delete | Change::DeleteRange(_) => None,
                     Change::Merge(operand) => {
                         let old = target.get(k).cloned().unwrap_or_else(|| definite.get(k).cloned());
                         Some(soak_merge(old.as_deref(), operand))

@@ -6,9 +6,9 @@
 //! sequence: u64      sequence number of the first operation; op i gets sequence + i
 //! count:    u32      number of operations
 //! then `count` records:
-//!   kind:   u8       ValueKind as u8 (0 = delete, 1 = put, 2 = merge)
-//!   key:    varint length, bytes
-//!   value:  varint length, bytes       (puts and merges only)
+//!   kind:   u8       ValueKind as u8 (0 = delete, 1 = put, 2 = merge, 3 = range delete)
+//!   key:    varint length, bytes       (a range delete's start, inclusive)
+//!   value:  varint length, bytes       (puts, merges; a range delete's end, exclusive)
 //! ```
 
 use crate::error::{Error, Result};
@@ -38,7 +38,8 @@ pub struct BatchOp<'a> {
     pub kind: ValueKind,
     /// The user key.
     pub key: &'a [u8],
-    /// The value (empty for a delete; the operand for a merge).
+    /// The value (empty for a delete; the operand for a merge; the
+    /// exclusive end of a range delete, whose `key` is its start).
     pub value: &'a [u8],
 }
 
@@ -90,6 +91,35 @@ impl WriteBatch {
     pub fn delete(&mut self, key: impl AsRef<[u8]>) {
         self.rep.push(ValueKind::Delete as u8);
         put_length_prefixed(&mut self.rep, key.as_ref());
+        self.set_count(self.count().wrapping_add(1));
+    }
+
+    /// Adds a deletion of every key in `[start, end)` (RocksDB's
+    /// `DeleteRange`: start inclusive, end exclusive). Keys written later in
+    /// the same batch, or by later writes, are not affected. A range with
+    /// `start >= end` is empty: it is recorded, succeeds and deletes nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{Db, MemVfs, Options, WriteBatch};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(Arc::new(MemVfs::new())))?;
+    /// let mut batch = WriteBatch::new();
+    /// batch.put("a", "1");
+    /// batch.put("b", "2");
+    /// batch.delete_range("a", "b");
+    /// batch.put("a", "3");
+    /// db.write(batch)?;
+    /// assert_eq!(db.get("a")?, Some(b"3".to_vec()));
+    /// assert_eq!(db.get("b")?, Some(b"2".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
+        self.rep.push(ValueKind::RangeDelete as u8);
+        put_length_prefixed(&mut self.rep, start.as_ref());
+        put_length_prefixed(&mut self.rep, end.as_ref());
         self.set_count(self.count().wrapping_add(1));
     }
 
@@ -197,10 +227,15 @@ pub struct BatchIter<'a> {
 impl<'a> BatchIter<'a> {
     fn decode(&mut self) -> Result<BatchOp<'a>> {
         let r = &mut self.reader;
-        let kind = ValueKind::from_u8(r.u8().ok_or_else(|| truncated("kind"))?)?;
+        let kind = match r.u8().ok_or_else(|| truncated("kind"))? {
+            3 => ValueKind::RangeDelete,
+            b => ValueKind::from_u8(b)?,
+        };
         let key = r.length_prefixed().ok_or_else(|| truncated("key"))?;
         let value = match kind {
-            ValueKind::Put | ValueKind::Merge => r.length_prefixed().ok_or_else(|| truncated("value"))?,
+            ValueKind::Put | ValueKind::Merge | ValueKind::RangeDelete => {
+                r.length_prefixed().ok_or_else(|| truncated("value"))?
+            }
             ValueKind::Delete => &[],
         };
         Ok(BatchOp { kind, key, value })
@@ -257,13 +292,15 @@ mod tests {
         b.delete(b"k2");
         b.put(b"", vec![7u8; 300]);
         b.merge("k1", "+1");
+        b.delete_range("a", "c");
         b.set_sequence(42);
-        assert_eq!((b.len(), b.sequence()), (4, 42));
+        assert_eq!((b.len(), b.sequence()), (5, 42));
         let ops = collect(&b);
         assert_eq!(ops[0], (ValueKind::Put, b"k1".to_vec(), b"v1".to_vec()));
         assert_eq!(ops[1], (ValueKind::Delete, b"k2".to_vec(), vec![]));
         assert_eq!(ops[2], (ValueKind::Put, vec![], vec![7u8; 300]));
         assert_eq!(ops[3], (ValueKind::Merge, b"k1".to_vec(), b"+1".to_vec()));
+        assert_eq!(ops[4], (ValueKind::RangeDelete, b"a".to_vec(), b"c".to_vec()));
 
         let copy = WriteBatch::from_data(b.data().to_vec()).unwrap();
         assert_eq!(copy, b);
@@ -272,9 +309,9 @@ mod tests {
         c.delete("x");
         let mut joined = b.clone();
         joined.append(&c);
-        assert_eq!(joined.len(), 5);
+        assert_eq!(joined.len(), 6);
         assert_eq!(joined.sequence(), 42);
-        assert_eq!(collect(&joined)[4], (ValueKind::Delete, b"x".to_vec(), vec![]));
+        assert_eq!(collect(&joined)[5], (ValueKind::Delete, b"x".to_vec(), vec![]));
         assert_eq!(joined.size_in_bytes(), b.size_in_bytes() + c.size_in_bytes() - HEADER_LEN);
 
         joined.clear();
@@ -309,7 +346,9 @@ mod tests {
         let mut b = WriteBatch::new();
         for i in 0..20u32 {
             let key: Vec<u8> = (0..rng.gen_range(0..20)).map(|_| rng.gen()).collect();
-            if rng.gen_bool(0.3) {
+            if rng.gen_bool(0.1) {
+                b.delete_range(&key, [&key[..], b"z"].concat());
+            } else if rng.gen_bool(0.3) {
                 b.delete(&key);
             } else {
                 b.put(&key, vec![i as u8; rng.gen_range(0..200)]);

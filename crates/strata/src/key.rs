@@ -26,6 +26,12 @@ pub enum ValueKind {
     /// A merge operand, combined with older versions by the
     /// [`MergeOperator`](crate::MergeOperator) when read.
     Merge = 2,
+    /// A range deletion (batch records only): the record's key is the range's
+    /// start (inclusive) and its value the end (exclusive). Never part of an
+    /// internal key: range tombstones are kept apart from point entries
+    /// (memtable lists, tables' range-deletion blocks), so
+    /// [`parse_internal_key`] refuses this kind.
+    RangeDelete = 3,
 }
 
 impl ValueKind {
@@ -40,7 +46,8 @@ impl ValueKind {
     }
 }
 
-/// Kind used when building a lookup key: the largest kind, so that a seek to
+/// Kind used when building a lookup key: the largest kind of a point entry
+/// (range deletions never appear in internal keys), so that a seek to
 /// `(user, seq, KIND_FOR_SEEK)` lands on the newest entry with sequence `<= seq`.
 pub const KIND_FOR_SEEK: ValueKind = ValueKind::Merge;
 

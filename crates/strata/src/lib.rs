@@ -38,6 +38,7 @@ pub mod options;
 pub(crate) mod paths;
 mod pinned;
 mod prefix;
+pub(crate) mod range_del;
 pub mod stats;
 pub mod table;
 pub mod ttl;

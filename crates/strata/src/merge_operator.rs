@@ -197,7 +197,8 @@ impl NewestFirst {
                 return false;
             }
             ValueKind::Put => self.base = Some(Some(value.to_vec())),
-            ValueKind::Delete => self.base = Some(None),
+            // (A range delete never reaches a fold; it would end it like a delete.)
+            ValueKind::Delete | ValueKind::RangeDelete => self.base = Some(None),
         }
         true
     }
@@ -247,7 +248,7 @@ impl OldestFirst {
                 self.base.extend_from_slice(value);
                 self.has_base = true;
             }
-            ValueKind::Delete => {
+            ValueKind::Delete | ValueKind::RangeDelete => {
                 self.operands.clear();
                 self.has_base = false;
             }
@@ -258,7 +259,7 @@ impl OldestFirst {
     /// newest is a delete); if so, [`Self::value_mut`] holds it.
     pub(crate) fn resolve(&mut self, op: Option<&Arc<dyn MergeOperator>>, key: &[u8]) -> Result<bool> {
         match self.newest {
-            None | Some(ValueKind::Delete) => Ok(false),
+            None | Some(ValueKind::Delete | ValueKind::RangeDelete) => Ok(false),
             Some(ValueKind::Put) => Ok(true),
             Some(ValueKind::Merge) => {
                 let operands: Vec<&[u8]> = self.operands.iter().map(Vec::as_slice).collect();

@@ -49,7 +49,11 @@ fn random_case(policy: &str, seed: u64) -> Case {
         steps.push(match rng.gen_range(0..100) {
             0..=39 => Step::Put { k, len: rng.gen_range(8..400), sync },
             40..=49 => Step::Merge { k, len: rng.gen_range(8..40), sync },
-            50..=64 => Step::Delete { k, sync },
+            50..=59 => Step::Delete { k, sync },
+            60..=64 => {
+                let hi = (k + rng.gen_range(0..=4)).min(keys);
+                Step::DeleteRange { lo: k, hi, sync }
+            }
             65..=84 => Step::Batch {
                 ops: (0..rng.gen_range(1..=6))
                     .map(|_| (rng.gen_range(0..keys), rng.gen_bool(0.8).then(|| rng.gen_range(8..300))))

@@ -1,6 +1,7 @@
 //! db_bench's benchmarks with db_bench's semantics, plus YCSB workloads, run in
 //! order on one open database.
 
+mod delete;
 mod fill;
 pub mod measure;
 mod prefix_scan;
@@ -145,6 +146,11 @@ pub fn run_benchmark(
             let seeds = state.seeds(args.seed, threads + 1);
             timed::run(engine, name, args, op, &seeds)?
         }
+        "deleterange" | "deletepoint" => {
+            state.warn_if_empty(name);
+            delete::deletes(engine, name, args, &mut state.warnings)?
+        }
+        "compact" => delete::compact(engine, name, args, &mut state.warnings)?,
         "waitforcompaction" => {
             let pb = measure::progress(true, 1, name);
             let before = engine.stats();

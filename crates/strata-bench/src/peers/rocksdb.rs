@@ -202,6 +202,21 @@ impl Engine for RocksDbEngine {
         self.user_bytes.fetch_add(key.len() as u64, Relaxed);
         self.db.delete_opt(key, &self.wo).map_err(|e| e.to_string())
     }
+    fn compact_all(&self) -> BenchResult<bool> {
+        self.db.compact_range::<&[u8], &[u8]>(None, None);
+        Ok(true)
+    }
+    fn has_delete_range(&self) -> bool {
+        true
+    }
+    fn delete_range(&self, start: &[u8], end: &[u8]) -> BenchResult<()> {
+        let cf = self
+            .db
+            .cf_handle(DEFAULT_COLUMN_FAMILY_NAME)
+            .ok_or("rocksdb: no default column family handle")?;
+        self.user_bytes.fetch_add((start.len() + end.len()) as u64, Relaxed);
+        self.db.delete_range_cf_opt(cf, start, end, &self.wo).map_err(|e| e.to_string())
+    }
     fn scan_keep_last(
         &self,
         start: &[u8],

@@ -212,6 +212,7 @@ impl Appender<'_, '_> {
             largest_seq: meta.largest_seq.max(o.largest_seq),
             bloom_bits_per_key: meta.bloom_bits_per_key,
             segments,
+            num_range_dels: meta.num_range_dels,
         };
         self.grown.push((Arc::clone(&meta), nf.clone()));
         self.verify(&nf).map_err(|e| {

@@ -104,6 +104,8 @@ mod tests {
                 ..StageTimes::default()
             },
             pipeline: mode,
+            range_dels_written: 0,
+            range_dels_dropped: 0,
         }
     }
 

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::apply::{find_file, resolve_run, task_edit};
 use super::filter::FilterRun;
-use super::merge::{merge_into, older_runs, SnapshotBounds};
+use super::merge::{input_range_dels, merge_into, older_runs, output_range_dels, SnapshotBounds};
 use super::monkey::WriteTarget;
 use super::output::OutputWriter;
 use super::policy::{BufferAction, CompactionTask, FileRef, LsmView, PickResult};
@@ -20,6 +20,7 @@ use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator, RunIterator};
 use crate::key::compare_internal;
 use crate::options::{CompactionPipeline, Options};
+use crate::range_del::RangeDelSkip;
 use crate::stats::{CompactionRecord, StageTimes};
 use crate::table::BlockReadOptions;
 use crate::version::{FileMeta, Version, VersionEdit, VersionSet};
@@ -99,8 +100,12 @@ pub(crate) fn execute(
             let warmup = Warmup::for_merge(env, &metas)?;
             let entries = metas.iter().map(|m| m.num_entries).sum();
             let target = WriteTarget { level: *output_level, run: *output_run, inputs, entries };
-            let mut out =
-                OutputWriter::new(env, view, &target, *target_file_size).with_warmup(warmup.clone());
+            let range_dels = Arc::new(input_range_dels(env.tables, &metas)?);
+            let (kept_range_dels, range_dels_dropped) =
+                output_range_dels(&range_dels, smallest_snapshot, &older);
+            let mut out = OutputWriter::new(env, view, &target, *target_file_size)
+                .with_warmup(warmup.clone())
+                .with_range_dels(kept_range_dels);
             let is_base = |uk: &[u8]| !older.iter().any(|r| r.find_file(uk).is_some());
             let filter =
                 FilterRun::new(env.opts.compaction_filter.as_deref(), *output_level, snapshots.newest);
@@ -121,11 +126,16 @@ pub(crate) fn execute(
                         smallest_snapshot,
                         filter: filter.as_ref(),
                         merge_operator: env.opts.merge_operator.as_ref(),
+                        range_dels: &range_dels,
                     };
                     merge_subtasks(&plan, &inputs, threads, &mut out, &is_base)?;
                 }
                 None => {
-                    let mut input = MergingIterator::new(run_iterators(env, runs, read_opts));
+                    let mut input = RangeDelSkip::new(
+                        MergingIterator::new(run_iterators(env, runs, read_opts)),
+                        Arc::clone(&range_dels),
+                        smallest_snapshot,
+                    );
                     merge_into(
                         &mut input,
                         &mut out,
@@ -142,9 +152,13 @@ pub(crate) fn execute(
             let stages = out.progress();
             let outputs = out.finish()?;
             let written: u64 = outputs.iter().map(|o| o.size).sum();
+            let range_dels_written = outputs.iter().map(|o| o.num_range_dels).sum();
             let n_out = outputs.len();
             let filtered = filter.as_ref().map_or((0, 0), FilterRun::counts);
-            let unbuffered = (filtered != (0, 0)).then(|| without_buffer_appends(pick));
+            // Range tombstones too: covered entries were dropped, and a buffer must
+            // not keep copies of what a tombstone here deletes.
+            let unbuffered =
+                (filtered != (0, 0) || !range_dels.is_empty()).then(|| without_buffer_appends(pick));
             install(task_edit(version, unbuffered.as_ref().unwrap_or(pick), Some(out_run), outputs)?)?;
             let read: u64 = metas.iter().map(|m| m.size).sum();
             let mut r = record("merge", reason, *output_level, metas.len(), n_out, read, written, start);
@@ -154,6 +168,7 @@ pub(crate) fn execute(
             r.warmup_blocks_inserted = warmup.map_or(0, |w| w.inserted());
             r.stages = stages.times();
             (r.filter_removed, r.filter_changed) = filtered;
+            (r.range_dels_written, r.range_dels_dropped) = (range_dels_written, range_dels_dropped);
             r
         }
     };
@@ -196,6 +211,8 @@ pub(super) fn record(
         duration: start.elapsed(),
         stages: StageTimes::default(),
         pipeline: CompactionPipeline::Sequential,
+        range_dels_written: 0,
+        range_dels_dropped: 0,
     }
 }
 

@@ -151,6 +151,7 @@ impl LwcPolicy {
         let Some(lvl) = view.level(*output_level) else { return pick };
         let Some(r) = lvl.run(*run) else { return pick };
         let victim_views: Vec<&FileView> = victims.iter().filter_map(|v| view.file(v)).collect();
+        let victim_range_dels = victim_views.iter().any(|v| v.num_range_dels > 0);
         let Some((lo, hi)) = key_range(victim_views) else { return pick };
         let files = r.overlapping(lo, hi);
         let mut sorted = targets.clone();
@@ -163,6 +164,11 @@ impl LwcPolicy {
             lvl.buffers.iter().flat_map(|b| &b.tables).flat_map(|t| &t.entries).any(|e| e.file == Some(id))
         };
         if files.iter().any(|f| buffered(f.id)) {
+            return pick;
+        }
+        // Range tombstones stay out of appended segments: a merge places
+        // them under the level's bounds rules and drops what they cover.
+        if victim_range_dels || files.iter().any(|f| f.num_range_dels > 0) {
             return pick;
         }
         let bounds = files.windows(2).map(|w| gap_bound(&w[0], &w[1])).collect();

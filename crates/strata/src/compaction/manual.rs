@@ -166,6 +166,7 @@ pub const BOTTOMMOST_REWRITE: &str = "manual compaction: bottommost rewrite";
 ///     being_compacted: false,
 ///     bloom_bits_per_key: None,
 ///     segments: 1,
+///     num_range_dels: 0,
 /// };
 /// let mut view = LsmView::new(3);
 /// view.levels[2].runs = vec![RunView { id: 1, files: vec![file] }];

@@ -11,11 +11,13 @@ use std::sync::Arc;
 
 use super::filter::{Decision, FilterRun};
 use super::output::OutputWriter;
+use crate::cache::TableCache;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{make_internal_key, parse_internal_key, ParsedKey, SeqNum, ValueKind};
 use crate::merge_operator::MergeOperator;
-use crate::version::{Run, Version};
+use crate::range_del::{inclusive_end, Fragments};
+use crate::version::{FileMeta, Run, Version};
 
 /// Runs that hold data older than the output of a merge into
 /// (`level`, `out_run`): every run of deeper levels, and runs of the output
@@ -36,6 +38,31 @@ pub(crate) fn older_runs<'v>(
         }
     }
     v
+}
+
+/// The range tombstones of a merge's input files, fragmented.
+pub(crate) fn input_range_dels(tables: &TableCache, metas: &[Arc<FileMeta>]) -> Result<Fragments> {
+    let mut tombs: Vec<(Vec<u8>, Vec<u8>, SeqNum)> = Vec::new();
+    for m in metas.iter().filter(|m| m.num_range_dels > 0) {
+        let t = tables.get(m.id, m.size, &m.segments)?;
+        for f in t.range_dels().fragments() {
+            tombs.extend(f.seqs.iter().map(|&s| (f.start.clone(), f.end.clone(), s)));
+        }
+    }
+    Ok(Fragments::new(tombs.iter().map(|(s, e, q)| (s.as_slice(), e.as_slice(), *q))))
+}
+
+/// What a merge writes of its inputs' range tombstones `frags`: per
+/// fragment, the sequences above the oldest snapshot and the newest at or
+/// below it, which goes too when no run older than the output (`older`)
+/// has a file overlapping the fragment: the merge drops every entry it
+/// covers (see [`RangeDelSkip`](crate::range_del::RangeDelSkip)), and
+/// nothing else can be under it. Returns them and how many were dropped.
+pub(crate) fn output_range_dels(frags: &Fragments, oldest: SeqNum, older: &[&Run]) -> (Fragments, u64) {
+    frags.collapse(oldest, |start, end| {
+        let last = inclusive_end(end);
+        older.iter().all(|r| r.overlapping(start, last).is_empty())
+    })
 }
 
 /// The snapshots a compaction task runs under, read together.

@@ -9,7 +9,8 @@ use super::policy::LsmView;
 use super::warmup::Warmup;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
-use crate::key::{user_key, SeqNum};
+use crate::key::{compare_internal, make_internal_key, user_key, SeqNum, ValueKind, KIND_FOR_SEEK, MAX_SEQ};
+use crate::range_del::{inclusive_end, successor, Fragments};
 use crate::table::builder::effective_bloom_bits;
 use crate::table::pipeline::Progress;
 use crate::table::{BlockReadOptions, TableBuilder, TableBuilderOptions, TableSummary};
@@ -21,7 +22,7 @@ use crate::version::NewFile;
 /// are never split across files).
 pub(crate) struct OutputSplitter {
     target_size: u64,
-    last_user_key: Option<Vec<u8>>,
+    pub(crate) last_user_key: Option<Vec<u8>>,
 }
 
 impl OutputSplitter {
@@ -54,6 +55,11 @@ pub(crate) struct OutputWriter<'a> {
     created: Vec<u64>,
     warmup: Option<Arc<Warmup>>,
     progress: Arc<Progress>,
+    /// Range tombstones of the whole output, shared out to its files.
+    range_dels: Fragments,
+    /// The first key the next file's tombstones may cover: the successor of
+    /// the previous file's last key (see [`Self::finish_current`]).
+    range_dels_from: Option<Vec<u8>>,
 }
 
 impl<'a> OutputWriter<'a> {
@@ -82,7 +88,15 @@ impl<'a> OutputWriter<'a> {
             created: Vec::new(),
             warmup: None,
             progress: Arc::default(),
+            range_dels: Fragments::default(),
+            range_dels_from: None,
         }
+    }
+
+    /// Range tombstones to write with the output, cut among its files.
+    pub(crate) fn with_range_dels(mut self, range_dels: Fragments) -> Self {
+        self.range_dels = range_dels;
+        self
     }
 
     /// Stage times of every table this writer writes (final once `finish` returns).
@@ -104,18 +118,10 @@ impl<'a> OutputWriter<'a> {
             None => None,
         };
         if self.splitter.should_cut(open, uk) {
-            self.finish_current()?;
+            self.finish_current(false)?;
         }
         if self.current.is_none() {
-            let id = self.env.versions.new_file_number();
-            self.created.push(id);
-            let file = self.env.vfs.create(&self.env.tables.paths().table(id))?;
-            let mut builder = TableBuilder::new(file, self.builder_opts.clone());
-            builder.set_progress(Arc::clone(&self.progress));
-            if let Some(w) = &self.warmup {
-                builder.set_observer(w.observer(id));
-            }
-            self.current = Some((id, builder, seq, seq));
+            self.open_file(seq)?;
         }
         if let Some((_, b, lo, hi)) = &mut self.current {
             b.add(ikey, value)?;
@@ -126,23 +132,72 @@ impl<'a> OutputWriter<'a> {
         Ok(())
     }
 
-    fn finish_current(&mut self) -> Result<()> {
-        if let Some((id, b, lo, hi)) = self.current.take() {
-            let s = b.finish()?;
-            self.verify(id, &s)?;
-            self.outputs.push(NewFile {
-                id,
-                size: s.file_size,
-                smallest: s.smallest,
-                largest: s.largest,
-                num_entries: s.num_entries,
-                num_deletions: s.num_deletions,
-                smallest_seq: lo,
-                largest_seq: hi,
-                bloom_bits_per_key: Some(self.builder_opts.bloom_bits_per_key),
-                segments: Vec::new(),
-            });
+    fn open_file(&mut self, seq: SeqNum) -> Result<()> {
+        let id = self.env.versions.new_file_number();
+        self.created.push(id);
+        let file = self.env.vfs.create(&self.env.tables.paths().table(id))?;
+        let mut builder = TableBuilder::new(file, self.builder_opts.clone());
+        builder.set_progress(Arc::clone(&self.progress));
+        if let Some(w) = &self.warmup {
+            builder.set_observer(w.observer(id));
         }
+        self.current = Some((id, builder, seq, seq));
+        Ok(())
+    }
+
+    /// Finishes the open file with its share of the range tombstones. A
+    /// level's files must stay disjoint in user keys, so every file but the
+    /// `last` covers tombstones only up to its last key L (clipped to end at
+    /// L's successor, which keeps L its largest key), and the next file's
+    /// share starts there (covering the gap between the two files). Only the
+    /// last file may cover a tombstone past its last point key; its largest
+    /// key is then the tombstone's end (see `range_del::inclusive_end`).
+    fn finish_current(&mut self, last: bool) -> Result<()> {
+        let Some((id, mut b, mut lo, mut hi)) = self.current.take() else { return Ok(()) };
+        let upper = match (last, &self.splitter.last_user_key) {
+            (false, Some(k)) => Some(successor(k)),
+            _ => None,
+        };
+        let tombs = self.range_dels.clipped(self.range_dels_from.as_deref(), upper.as_deref());
+        if let Some(u) = upper {
+            self.range_dels_from = Some(u);
+        }
+        let num_range_dels = tombs.len() as u64;
+        let mut bounds = None;
+        if let (Some(first), Some(last_t)) = (tombs.first(), tombs.last()) {
+            lo = tombs.iter().map(|t| t.seq).fold(lo, SeqNum::min);
+            hi = tombs.iter().map(|t| t.seq).fold(hi, SeqNum::max);
+            let end = tombs.iter().map(|t| t.end.as_slice()).max().unwrap_or(&last_t.end);
+            bounds = Some((
+                make_internal_key(&first.start, MAX_SEQ, KIND_FOR_SEEK),
+                make_internal_key(inclusive_end(end), 0, ValueKind::Delete),
+            ));
+            b.set_range_dels(tombs);
+        }
+        let s = b.finish()?;
+        self.verify(id, &s)?;
+        let (mut smallest, mut largest) = (s.smallest, s.largest);
+        if let Some((t_lo, t_hi)) = bounds {
+            if smallest.is_empty() || compare_internal(&t_lo, &smallest).is_lt() {
+                smallest = t_lo;
+            }
+            if largest.is_empty() || compare_internal(&t_hi, &largest).is_gt() {
+                largest = t_hi;
+            }
+        }
+        self.outputs.push(NewFile {
+            id,
+            size: s.file_size,
+            smallest,
+            largest,
+            num_entries: s.num_entries,
+            num_deletions: s.num_deletions,
+            smallest_seq: lo,
+            largest_seq: hi,
+            bloom_bits_per_key: Some(self.builder_opts.bloom_bits_per_key),
+            segments: Vec::new(),
+            num_range_dels,
+        });
         Ok(())
     }
 
@@ -194,7 +249,7 @@ impl<'a> OutputWriter<'a> {
             last.extend_from_slice(it.key());
             it.next()?;
         }
-        if n != s.num_entries || first.as_deref() != Some(&s.smallest[..]) || last != s.largest {
+        if n != s.num_entries || first.unwrap_or_default() != s.smallest || last != s.largest {
             return Err(Error::corruption(format!(
                 "read back {n} entries, {} written, or the key bounds differ",
                 s.num_entries
@@ -206,7 +261,14 @@ impl<'a> OutputWriter<'a> {
     /// Finishes the last table and syncs the directory, so that the files are
     /// durable before a MANIFEST edit names them.
     pub(crate) fn finish(mut self) -> Result<Vec<NewFile>> {
-        let r = self.finish_current().and_then(|_| {
+        let tombs_left = !self.range_dels.clipped(self.range_dels_from.as_deref(), None).is_empty();
+        if self.current.is_none() && tombs_left {
+            // Tombstones past the last file (or an output of tombstones only).
+            let seq =
+                self.range_dels.fragments().iter().flat_map(|f| f.seqs.iter().copied()).min().unwrap_or(0);
+            self.open_file(seq)?;
+        }
+        let r = self.finish_current(true).and_then(|_| {
             let ids: Vec<u64> = self.outputs.iter().map(|o| o.id).collect();
             self.env.tables.paths().sync_data_dirs(self.env.vfs, &ids)
         });

@@ -34,6 +34,8 @@ pub struct FileView {
     /// Sorted segments the table holds: 1, or more for a DTable that light-
     /// weight compactions appended to.
     pub segments: usize,
+    /// Number of range tombstones the file holds (`Db::delete_range`).
+    pub num_range_dels: u64,
 }
 
 impl FileView {
@@ -806,6 +808,7 @@ pub(crate) mod tests {
             being_compacted: false,
             bloom_bits_per_key: None,
             segments: 1,
+            num_range_dels: 0,
         }
     }
 

@@ -268,6 +268,7 @@ impl Sim {
             largest_seq: entries.iter().map(|e| e.1).max().unwrap_or(0),
             bloom_bits_per_key: None,
             segments: Vec::new(),
+            num_range_dels: 0,
         };
         self.entries.insert(id, entries);
         nf
@@ -427,6 +428,7 @@ impl Sim {
                 largest_seq: old.largest_seq.max(add.iter().map(|e| e.1).max().unwrap_or(0)),
                 bloom_bits_per_key: old.bloom_bits_per_key,
                 segments,
+                num_range_dels: 0,
             });
             self.entries.insert(r.file, entries);
         }

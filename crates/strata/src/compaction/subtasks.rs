@@ -149,6 +149,8 @@ pub(crate) struct SubtaskInputs<'a> {
     pub smallest_snapshot: SeqNum,
     pub filter: Option<&'a FilterRun<'a>>,
     pub merge_operator: Option<&'a Arc<dyn crate::MergeOperator>>,
+    /// The inputs' range tombstones: entries they hide are not merged.
+    pub range_dels: &'a Arc<crate::range_del::Fragments>,
 }
 
 /// Most input bytes the read stage holds ahead of the merging threads.
@@ -381,7 +383,11 @@ fn merge_one(
                 as Box<dyn InternalIterator>
         })
         .collect();
-    let mut it = MergingIterator::new(children);
+    let mut it = crate::range_del::RangeDelSkip::new(
+        MergingIterator::new(children),
+        Arc::clone(inputs.range_dels),
+        inputs.smallest_snapshot,
+    );
     match lo {
         // The last internal key of `lo` (sequence 0, the lowest kind).
         Some(lo) => it.seek(&make_internal_key(lo, 0, ValueKind::Delete))?,

@@ -41,6 +41,7 @@ pub(crate) fn view_of(
         being_compacted: busy.contains(&f.id),
         bloom_bits_per_key: f.bloom_bits_per_key,
         segments: f.num_segments(),
+        num_range_dels: f.num_range_dels,
     };
     let entry_view = |e: &BufferEntry| {
         let (lo, hi) = e.range();

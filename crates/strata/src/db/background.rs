@@ -21,6 +21,7 @@ use crate::filename::wal_path;
 use crate::iter::InternalIterator;
 use crate::key::{parse_internal_key, user_key};
 use crate::memtable::MemTable;
+use crate::range_del::Fragments;
 use crate::stats::{CompactionRecord, Counters};
 use crate::version::{NewFile, Version, VersionEdit};
 
@@ -80,7 +81,8 @@ impl DbInner {
         let env = self.env();
         let view = build_view(&self.versions.current(), &self.versions, &HashSet::new());
         let target = WriteTarget { level: 0, run: RunTarget::New, inputs: &[], entries: mem.len() as u64 };
-        let mut out = OutputWriter::new(&env, &view, &target, u64::MAX);
+        let mut out = OutputWriter::new(&env, &view, &target, u64::MAX)
+            .with_range_dels(Fragments::of(&mem.range_dels(crate::key::MAX_SEQ)));
         let mut it = mem.iter();
         it.seek_to_first()?;
         while it.valid() {
@@ -100,6 +102,7 @@ impl DbInner {
         };
         edit.log_number = Some(next_log);
         let written: u64 = outputs.iter().map(|f| f.size).sum();
+        let range_dels_written = outputs.iter().map(|f| f.num_range_dels).sum();
         let n = outputs.len();
         // A placement below L0 is decided and installed with no compaction
         // running, so none can put older data above the table meanwhile; if
@@ -143,6 +146,8 @@ impl DbInner {
             duration: start.elapsed(),
             stages,
             pipeline,
+            range_dels_written,
+            range_dels_dropped: 0,
         });
         self.purge_obsolete_files();
         self.done_cv.notify_all();
@@ -373,9 +378,15 @@ impl DbInner {
             let version = self.versions.current();
             let view = build_view(&version, &self.versions, &HashSet::new());
             let deepest = manual::deepest_overlapping_level(&view, &range);
+            // Without a filter only files with range tombstones: rewritten
+            // alone at the bottom, they drop what nothing below needs.
+            let filter = self.opts.compaction_filter.is_some();
             let ids: HashSet<u64> = view
                 .level(deepest)
-                .map(|l| l.runs.iter().flat_map(|r| &r.files).map(|f| f.id).collect())
+                .map(|l| {
+                    let files = l.runs.iter().flat_map(|r| &r.files);
+                    files.filter(|f| filter || f.num_range_dels > 0).map(|f| f.id).collect()
+                })
                 .unwrap_or_default();
             (deepest, ids)
         };
@@ -386,9 +397,10 @@ impl DbInner {
             self.run_manual_task(version, &view, &pick)?;
         }
         // With a filter, the deepest level's files no merge above reached are
-        // rewritten too, so the filter sees every entry in range.
+        // rewritten too, so the filter sees every entry in range; so are
+        // those with range tombstones, which can go at the bottom.
         let target = self.opts.target_file_size_base;
-        while self.opts.compaction_filter.is_some() {
+        while !untouched.is_empty() {
             let version = self.versions.current();
             let view = build_view(&version, &self.versions, &HashSet::new());
             let Some(pick) = manual::bottommost_rewrite(&view, deepest, &range, &untouched, target) else {

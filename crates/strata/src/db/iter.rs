@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use super::bounds::{narrow_lower, narrow_upper, owned};
 use super::iter_view::IterView;
+use super::iter_view::ViewIter;
 use super::DbInner;
 use crate::error::Result;
-use crate::iter::{InternalIterator, MergingIterator};
+use crate::iter::InternalIterator;
 use crate::key::{
     make_internal_key, parse_internal_key, user_key, SeqNum, ValueKind, KIND_FOR_SEEK, MAX_SEQ,
 };
@@ -25,8 +26,8 @@ pub type KvPair = (Vec<u8>, Vec<u8>);
 /// them. It pins the files it reads until dropped.
 pub struct DbIterator {
     view: IterView,
-    front: Option<MergingIterator>,
-    back: Option<MergingIterator>,
+    front: Option<ViewIter>,
+    back: Option<ViewIter>,
     front_last: Option<Vec<u8>>,
     back_last: Option<Vec<u8>>,
     front_done: bool,
@@ -87,7 +88,7 @@ impl DbIterator {
         r
     }
 
-    fn scan_forward(&mut self, it: &mut MergingIterator) -> Result<Option<KvPair>> {
+    fn scan_forward(&mut self, it: &mut ViewIter) -> Result<Option<KvPair>> {
         while it.valid() {
             let k = parse_internal_key(it.key())?;
             let uk = k.user_key.to_vec();
@@ -141,7 +142,7 @@ impl DbIterator {
         r
     }
 
-    fn scan_backward(&mut self, it: &mut MergingIterator) -> Result<Option<KvPair>> {
+    fn scan_backward(&mut self, it: &mut ViewIter) -> Result<Option<KvPair>> {
         while it.valid() {
             let uk = user_key(it.key()).to_vec();
             if !self.view.above_lower(&uk) || self.front_last.as_ref().is_some_and(|f| uk <= *f) {

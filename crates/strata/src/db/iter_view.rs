@@ -6,6 +6,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
+use super::range_read::FailingIter;
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator, PrefixSkip, RunIterator};
@@ -13,6 +14,7 @@ use crate::key::SeqNum;
 use crate::merge_operator::{NewestFirst, OldestFirst};
 use crate::options::ReadOptions;
 use crate::prefix::PrefixProbe;
+use crate::range_del::{Fragments, RangeDelSkip};
 use crate::stats::Counters;
 use crate::table::BlockReadOptions;
 use crate::version::FileMeta;
@@ -34,6 +36,25 @@ pub(crate) struct IterView {
     total_order_seek: bool,
     /// A prefix scan's filter probe for the tables (memtables are always read).
     prefix: Option<PrefixSkip>,
+    /// The view's range tombstones visible at `seq` within the bounds, or
+    /// the error met loading them (reported by every positioning).
+    range_dels: std::result::Result<Arc<Fragments>, crate::error::Error>,
+}
+
+/// The merged sources of a view with the entries its range tombstones hide skipped.
+pub(crate) type ViewIter = RangeDelSkip<MergingIterator>;
+
+/// The user-key range of bounds as inclusive-ish bounds for choosing files.
+fn key_range<'a>(lower: &'a Bound<Vec<u8>>, upper: &'a Bound<Vec<u8>>) -> (&'a [u8], Option<&'a [u8]>) {
+    let lo = match lower {
+        Bound::Included(k) | Bound::Excluded(k) => k.as_slice(),
+        Bound::Unbounded => &[],
+    };
+    let hi = match upper {
+        Bound::Included(k) | Bound::Excluded(k) => Some(k.as_slice()),
+        Bound::Unbounded => None,
+    };
+    (lo, hi)
 }
 
 /// True if a file of the run intersects `[lo, hi]` (`None`: unbounded).
@@ -59,6 +80,8 @@ impl IterView {
         let use_buffer =
             ro.use_compaction_buffer && db.policy.buffer_serves_ranges() && db.opts.merge_operator.is_none();
         let until_sample = db.counts_seeks().then(super::seek::next_sample_gap);
+        let (lo, hi) = key_range(&lower, &upper);
+        let range_dels = db.view_range_dels(&sv, seq, lo, hi);
         IterView {
             db,
             sv,
@@ -75,6 +98,7 @@ impl IterView {
             until_sample,
             total_order_seek: ro.total_order_seek,
             prefix: None,
+            range_dels,
         }
     }
 
@@ -134,8 +158,15 @@ impl IterView {
     /// A merge of every source that may hold keys within the bounds. The
     /// result must never be trusted outside them: a compaction buffer stands
     /// in for its run only over the bounds' range.
-    pub fn build(&self) -> MergingIterator {
+    pub fn build(&self) -> ViewIter {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let frags = match &self.range_dels {
+            Ok(f) => Arc::clone(f),
+            Err(e) => {
+                children.push(Box::new(FailingIter::new(e)));
+                Arc::default()
+            }
+        };
         children.push(Box::new(self.sv.mem.iter()));
         for m in &self.sv.imms {
             children.push(Box::new(m.iter()));
@@ -160,21 +191,13 @@ impl IterView {
                 }
             }
         }
-        MergingIterator::new(children)
+        RangeDelSkip::new(MergingIterator::new(children), frags, self.seq)
     }
 
     /// The user-key range as inclusive-ish bounds for choosing files:
     /// excluded bounds widen to included, which only adds files.
     pub fn key_range(&self) -> (&[u8], Option<&[u8]>) {
-        let lo = match &self.lower {
-            Bound::Included(k) | Bound::Excluded(k) => k.as_slice(),
-            Bound::Unbounded => &[],
-        };
-        let hi = match &self.upper {
-            Bound::Included(k) | Bound::Excluded(k) => Some(k.as_slice()),
-            Bound::Unbounded => None,
-        };
-        (lo, hi)
+        key_range(&self.lower, &self.upper)
     }
 
     /// The value of `key` from its visible versions fed newest first (see

@@ -82,7 +82,16 @@ impl DbInner {
         let (sv, seq) = self.read_view(snapshot);
         let mut answers: Vec<Answer> = distinct
             .iter()
-            .map(|k| mem_get(&sv, k, seq).map(|(kind, value)| self.settle(&sv, k, seq, ro, kind, value)))
+            .map(|k| match self.max_range_del(&sv, k, seq) {
+                Err(e) => Some(Err(e)),
+                // Under a range tombstone: get's own read of a covered key.
+                Ok(Some(t)) => {
+                    Some(self.merged_get(&sv, k, seq, ro, Some(t)).map(|v| v.map(PinnedValue::owned)))
+                }
+                Ok(None) => {
+                    mem_get(&sv, k, seq).map(|(kind, value)| self.settle(&sv, k, seq, ro, kind, value))
+                }
+            })
             .collect();
         let pending: Vec<usize> = (0..distinct.len()).filter(|&u| answers[u].is_none()).collect();
         if !pending.is_empty() {

@@ -16,9 +16,10 @@ use std::sync::Arc;
 
 use super::bounds;
 use super::iter_view::IterView;
+use super::iter_view::ViewIter;
 use super::DbInner;
 use crate::error::{Error, Result};
-use crate::iter::{InternalIterator, MergingIterator};
+use crate::iter::InternalIterator;
 use crate::key::{
     append_internal_key, parse_internal_key, user_key, SeqNum, ValueKind, KIND_FOR_SEEK, MAX_SEQ,
 };
@@ -71,7 +72,7 @@ enum Direction {
 /// ```
 pub struct DbRawIterator {
     view: IterView,
-    it: MergingIterator,
+    it: ViewIter,
     dir: Direction,
     valid: bool,
     /// The first error met; once set nothing moves.

@@ -101,6 +101,9 @@ impl DbInner {
     ) -> Result<Option<PinnedValue>> {
         Counters::add(&self.counters.gets, 1);
         let (sv, seq) = self.read_view(snapshot);
+        if let Some(t) = self.max_range_del(&sv, key, seq)? {
+            return Ok(self.merged_get(&sv, key, seq, ro, Some(t))?.map(PinnedValue::owned));
+        }
         if let Some((kind, value)) = mem_get(&sv, key, seq) {
             return self.settle(&sv, key, seq, ro, kind, value);
         }
@@ -147,8 +150,8 @@ impl DbInner {
     ) -> Result<Option<PinnedValue>> {
         match kind {
             ValueKind::Put => Ok(Some(value)),
-            ValueKind::Delete => Ok(None),
-            ValueKind::Merge => Ok(self.merged_get(sv, key, seq, ro)?.map(PinnedValue::owned)),
+            ValueKind::Delete | ValueKind::RangeDelete => Ok(None),
+            ValueKind::Merge => Ok(self.merged_get(sv, key, seq, ro, None)?.map(PinnedValue::owned)),
         }
     }
 
@@ -160,13 +163,16 @@ impl DbInner {
     /// buffer: it may still hold copies of operands that left its run, which
     /// the deeper run holds too and a merge would count twice (a buffer's
     /// put or delete is a right answer, so the first probe may use it).
-    /// Only keys with operands pay for it.
-    fn merged_get(
+    /// Only keys with operands pay for it. A key a range tombstone at
+    /// `deleted_at` covers is read here too: its versions older than the
+    /// tombstone end the fold like a delete (no row cache, no buffer).
+    pub(super) fn merged_get(
         &self,
         sv: &SuperVersion,
         key: &[u8],
         seq: SeqNum,
         ro: &ReadOptions,
+        deleted_at: Option<SeqNum>,
     ) -> Result<Option<Vec<u8>>> {
         let mut children: Vec<Box<dyn InternalIterator>> = vec![Box::new(sv.mem.iter())];
         for m in &sv.imms {
@@ -183,7 +189,8 @@ impl DbInner {
         let mut versions = NewestFirst::default();
         while it.valid() {
             let e = parse_internal_key(it.key())?;
-            if e.user_key != key || versions.push(e.kind, it.value()) {
+            if e.user_key != key || deleted_at.is_some_and(|t| e.seq < t) || versions.push(e.kind, it.value())
+            {
                 break;
             }
             it.next()?;

@@ -28,6 +28,7 @@ use crate::key::parse_internal_key;
 use crate::memtable::MemTable;
 use crate::options::{CompactionStyle, Options};
 use crate::paths::TablePaths;
+use crate::range_del::Fragments;
 use crate::stats::Counters;
 use crate::version::{Version, VersionEdit, VersionSet};
 use crate::vfs::{FileLock, Vfs};
@@ -216,7 +217,7 @@ impl Parts<'_> {
         let read_only = wal.is_none();
         let mem = Arc::new(mem);
         let last = self.versions.last_sequence();
-        let sv = SuperVersion { mem: mem.clone(), imms: Vec::new(), version: self.versions.current() };
+        let sv = SuperVersion::new(mem.clone(), Vec::new(), self.versions.current());
         let row_cache =
             (self.opts.row_cache_capacity > 0).then(|| Arc::new(RowCache::new(self.opts.row_cache_capacity)));
         Arc::new(DbInner {
@@ -333,7 +334,7 @@ pub(super) fn replay_log(
             .map_err(|e| Error::corruption(format!("WAL {:06}.log: {e}", log)))?;
         for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
             let op = op?;
-            mem.add(seq, op.kind, op.key, op.value);
+            mem.add_op(seq, &op);
             *max_seq = (*max_seq).max(seq);
         }
         after_record(mem)?;
@@ -345,7 +346,8 @@ fn flush_recovered(env: &Env<'_>, mem: MemTable, edit: &mut VersionEdit) -> Resu
     let mem = Arc::new(mem);
     let view = build_view(&env.versions.current(), env.versions, &HashSet::new());
     let target = WriteTarget { level: 0, run: RunTarget::New, inputs: &[], entries: mem.len() as u64 };
-    let mut out = OutputWriter::new(env, &view, &target, u64::MAX);
+    let mut out = OutputWriter::new(env, &view, &target, u64::MAX)
+        .with_range_dels(Fragments::of(&mem.range_dels(crate::key::MAX_SEQ)));
     let mut it = mem.iter();
     it.seek_to_first()?;
     while it.valid() {

@@ -30,10 +30,12 @@ use crate::compaction::RunTarget;
 use crate::error::{Error, Result};
 use crate::filename::{lock_path, parse_file_name, table_path, wal_path, FileKind};
 use crate::iter::{InternalIterator, MergingIterator};
+use crate::key::MAX_SEQ;
 use crate::key::{parse_internal_key, ValueKind};
 use crate::memtable::MemTable;
 use crate::options::{Options, WalRecoveryMode};
 use crate::paths::TablePaths;
+use crate::range_del::{Fragments, RangeDelSkip, RangeTombstone};
 use crate::table::format::BlockHandle;
 use crate::table::{discover_segments, BlockIter, BlockReadOptions, SegmentMeta, Table};
 use crate::version::{set_current, ManifestWriter, VersionEdit, VersionSet};
@@ -189,10 +191,12 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     let mut counters = Vec::new();
     // Full paths of damaged files (tables may be in any data path).
     let mut lost: Vec<PathBuf> = Vec::new();
+    let mut range_dels: Vec<RangeTombstone> = Vec::new();
     for &t in &use_tables {
         report.tables_scanned += 1;
         match salvage_table(vfs.as_ref(), &paths.table(t), t, recorded.get(&t)) {
-            Ok((iters, damaged)) => {
+            Ok((iters, damaged, frags)) => {
+                range_dels.extend(frags.clipped(None, None));
                 sources.extend(iters.into_iter().map(|it| Box::new(it) as Box<dyn InternalIterator>));
                 counters.push((t, damaged));
             }
@@ -215,6 +219,7 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     }
     let mem = Arc::new(mem);
     sources.push(Box::new(mem.iter()));
+    range_dels.extend(mem.range_dels(crate::key::MAX_SEQ));
 
     // Write the new run with numbers above everything on disk.
     let scratch = VersionSet::scratch(vfs.clone(), dir, opts.num_levels, max_number + 1);
@@ -233,7 +238,10 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     // One run holds everything: any allocation gives it the configured bits.
     let target = WriteTarget { level, run: RunTarget::New, inputs: &[], entries: 1 };
     let mut out = OutputWriter::new(&env, &view, &target, opts.target_file_size_base);
-    let mut merged = MergingIterator::new(sources);
+    // The new run is the only one and no snapshot exists: range tombstones
+    // are applied here (every entry they cover is left out) instead of kept.
+    let mut merged =
+        RangeDelSkip::new(MergingIterator::new(sources), Arc::new(Fragments::of(&range_dels)), MAX_SEQ);
     merged.seek_to_first()?;
     let mut last_user_key: Option<Vec<u8>> = None;
     // Whether the versions of the current key kept so far are all merge
@@ -391,7 +399,7 @@ fn replay_wal(
                 let ops: Result<Vec<_>> = batch.iter().collect();
                 let Ok(ops) = ops else { continue };
                 for (seq, op) in (batch.sequence()..).zip(ops) {
-                    mem.add(seq, op.kind, op.key, op.value);
+                    mem.add_op(seq, &op);
                     *max_seq = (*max_seq).max(seq);
                 }
                 records += 1;
@@ -417,7 +425,7 @@ fn salvage_table(
     path: &Path,
     id: u64,
     recorded: Option<&(u64, Vec<SegmentMeta>)>,
-) -> Result<(Vec<SalvageIter>, Arc<AtomicU64>)> {
+) -> Result<(Vec<SalvageIter>, Arc<AtomicU64>, Arc<Fragments>)> {
     let file = vfs.open_random(path, RandomOpenOptions::default())?;
     let damaged = Arc::new(AtomicU64::new(0));
     let (segments, len) = discover_segments(&*file, id, file.len())?;
@@ -440,7 +448,8 @@ fn salvage_table(
         let table = Arc::clone(&table);
         iters.push(SalvageIter { table, handles, next_block: 0, block: None, damaged: damaged.clone() });
     }
-    Ok((iters, damaged))
+    let frags = Arc::clone(table.range_dels());
+    Ok((iters, damaged, frags))
 }
 
 /// A forward-only cursor over a table's intact data blocks: a block that

@@ -158,7 +158,7 @@ impl DbInner {
         let mut user_bytes = 0u64;
         for op in batch.iter() {
             let op = op?;
-            mem.add(seq, op.kind, op.key, op.value);
+            mem.add_op(seq, &op);
             user_bytes += (op.key.len() + op.value.len()) as u64;
             seq += 1;
         }

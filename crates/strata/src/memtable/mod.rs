@@ -8,8 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use crossbeam_skiplist::SkipMap;
+use parking_lot::RwLock;
 
 use crate::key::{self, SeqNum, ValueKind, TRAILER_LEN};
+use crate::range_del::RangeTombstone;
 
 mod iter;
 
@@ -109,6 +111,10 @@ impl Eq for Entry {}
 pub struct MemTable {
     map: SkipMap<Entry, ()>,
     usage: AtomicUsize,
+    /// Range tombstones, apart from the point entries (see `range_del.rs`).
+    range_dels: RwLock<Vec<RangeTombstone>>,
+    /// `range_dels.len()`, read without the lock (zero: reads pay nothing).
+    num_range_dels: AtomicUsize,
 }
 
 impl std::fmt::Debug for MemTable {
@@ -134,6 +140,51 @@ impl MemTable {
         buf.extend_from_slice(value);
         self.map.insert(Entry { head: head_of(user_key), buf: buf.into_boxed_slice(), key_len }, ());
         self.usage.fetch_add(key_len + value.len() + ENTRY_OVERHEAD, AtomicOrdering::Relaxed);
+    }
+
+    /// Records the deletion of `[start, end)` at `seq`; an empty range is
+    /// not kept.
+    pub(crate) fn add_range_delete(&self, seq: SeqNum, start: &[u8], end: &[u8]) {
+        if start >= end {
+            return;
+        }
+        let mut list = self.range_dels.write();
+        list.push(RangeTombstone { start: start.to_vec(), end: end.to_vec(), seq });
+        self.num_range_dels.store(list.len(), AtomicOrdering::Release);
+        self.usage.fetch_add(start.len() + end.len() + ENTRY_OVERHEAD, AtomicOrdering::Relaxed);
+    }
+
+    /// Applies one batch operation at `seq`.
+    pub(crate) fn add_op(&self, seq: SeqNum, op: &crate::batch::BatchOp<'_>) {
+        match op.kind {
+            ValueKind::RangeDelete => self.add_range_delete(seq, op.key, op.value),
+            kind => self.add(seq, kind, op.key, op.value),
+        }
+    }
+
+    /// True if the memtable holds range tombstones.
+    pub(crate) fn has_range_dels(&self) -> bool {
+        self.num_range_dels.load(AtomicOrdering::Acquire) > 0
+    }
+
+    /// The range tombstones with a sequence `<= seq`.
+    pub(crate) fn range_dels(&self, seq: SeqNum) -> Vec<RangeTombstone> {
+        if !self.has_range_dels() {
+            return Vec::new();
+        }
+        self.range_dels.read().iter().filter(|t| t.seq <= seq).cloned().collect()
+    }
+
+    /// The newest sequence `<= seq` of a range tombstone covering `user_key`.
+    pub(crate) fn max_range_del(&self, user_key: &[u8], seq: SeqNum) -> Option<SeqNum> {
+        if !self.has_range_dels() {
+            return None;
+        }
+        let list = self.range_dels.read();
+        list.iter()
+            .filter(|t| t.seq <= seq && t.start.as_slice() <= user_key && user_key < t.end.as_slice())
+            .map(|t| t.seq)
+            .max()
     }
 
     /// The newest entry for `user_key` with a sequence number `<= seq`
@@ -162,14 +213,14 @@ impl MemTable {
         self.usage.load(AtomicOrdering::Relaxed)
     }
 
-    /// Number of entries.
+    /// Number of point entries.
     pub fn len(&self) -> usize {
         self.map.len()
     }
 
-    /// True if nothing was added.
+    /// True if nothing was added (no point entry, no range tombstone).
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.map.is_empty() && !self.has_range_dels()
     }
 
     /// A bidirectional cursor over all entries that keeps the memtable alive.

@@ -87,6 +87,11 @@ pub struct CompactionRecord {
     pub stages: StageTimes,
     /// The output pipeline the task ran with (`Auto` resolved).
     pub pipeline: crate::options::CompactionPipeline,
+    /// Range tombstones written to the output tables (`Db::delete_range`).
+    pub range_dels_written: u64,
+    /// Range tombstones the task dropped (no snapshot needs them and nothing
+    /// older lies under them).
+    pub range_dels_dropped: u64,
 }
 
 /// The `reason` of a merge that rewrites one table in place (`lwc`).
@@ -160,6 +165,10 @@ impl LevelStats {
 pub struct Stats {
     /// Key + value bytes the user wrote.
     pub user_bytes_written: u64,
+    /// Range tombstones written to tables by flushes and compactions.
+    pub range_dels_written: u64,
+    /// Range tombstones compactions dropped.
+    pub range_dels_dropped: u64,
     /// Bytes appended to WALs.
     pub wal_bytes_written: u64,
     /// Table bytes written by flushes.
@@ -514,6 +523,8 @@ pub(crate) struct FilterCounters {
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub user_bytes: AtomicU64,
+    pub range_dels_written: AtomicU64,
+    pub range_dels_dropped: AtomicU64,
     pub wal_bytes: AtomicU64,
     pub flush_bytes: AtomicU64,
     pub compaction_read: AtomicU64,
@@ -593,6 +604,8 @@ impl Counters {
     }
 
     pub fn record(&self, r: CompactionRecord) {
+        Self::add(&self.range_dels_written, r.range_dels_written);
+        Self::add(&self.range_dels_dropped, r.range_dels_dropped);
         match r.kind {
             "flush" => {
                 Self::add(&self.flushes, 1);
@@ -658,6 +671,8 @@ impl Counters {
     pub fn fill(&self, s: &mut Stats) {
         let g = |c: &AtomicU64| c.load(Relaxed);
         s.user_bytes_written = g(&self.user_bytes);
+        s.range_dels_written = g(&self.range_dels_written);
+        s.range_dels_dropped = g(&self.range_dels_dropped);
         s.wal_bytes_written = g(&self.wal_bytes);
         s.flush_bytes_written = g(&self.flush_bytes);
         s.compaction_bytes_read = g(&self.compaction_read);

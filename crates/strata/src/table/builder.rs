@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key, user_key, ValueKind};
 use crate::options::{CompactionPipeline, CompressionType};
 use crate::prefix::PrefixExtractor;
+use crate::range_del::RangeTombstone;
 use crate::table::block::BlockBuilder;
 use crate::table::filter::FilterBuilder;
 use crate::table::format::{BlockHandle, Footer, TableProperties};
@@ -117,6 +118,8 @@ pub struct TableBuilder {
     /// keys are consecutive and it is added once).
     last_prefix: Option<Vec<u8>>,
     props: TableProperties,
+    /// Range tombstones for the range-deletion block (see `range_del.rs`).
+    range_dels: Vec<RangeTombstone>,
     /// First key of the data block being filled (the warm-up observer's).
     first_key: Vec<u8>,
 }
@@ -156,7 +159,9 @@ impl TableBuilder {
                 segment_start,
                 prefix_extractor,
                 whole_key_filtering,
+                range_del: None,
             },
+            range_dels: Vec::new(),
             first_key: Vec::new(),
         }
     }
@@ -299,6 +304,11 @@ impl TableBuilder {
         Ok(())
     }
 
+    /// Range tombstones to store in the table's range-deletion block.
+    pub(crate) fn set_range_dels(&mut self, tombs: Vec<RangeTombstone>) {
+        self.range_dels = tombs;
+    }
+
     /// Writes the remaining data, the filter, properties and index blocks and
     /// the footer, then syncs the file.
     pub fn finish(mut self) -> Result<TableSummary> {
@@ -315,6 +325,10 @@ impl TableBuilder {
             Some(f) => w.write_block(&f.finish(), CompressionType::None)?,
             None => BlockHandle::default(),
         };
+        if !self.range_dels.is_empty() {
+            let block = crate::range_del::encode_block(&self.range_dels);
+            self.props.range_del = Some(w.write_block(&block, CompressionType::None)?);
+        }
         let properties = w.write_block(&self.props.encode(), CompressionType::None)?;
         let index_raw = w.index_block.finish().to_vec();
         let index = w.write_block(&index_raw, self.opts.compression)?;

@@ -216,6 +216,9 @@ pub struct TableProperties {
     pub prefix_extractor: Option<String>,
     /// Whether the filter holds whole user keys (point reads ask it only then).
     pub whole_key_filtering: bool,
+    /// The range-deletion block, if the table has range tombstones. Stored
+    /// only then, so tables without any keep the format older readers know.
+    pub range_del: Option<BlockHandle>,
 }
 
 impl TableProperties {
@@ -241,7 +244,10 @@ impl TableProperties {
         put_fixed32(&mut b, level as u32);
         crate::util::coding::put_length_prefixed(&mut b, &self.smallest);
         crate::util::coding::put_length_prefixed(&mut b, &self.largest);
-        let filter_fields = self.prefix_extractor.is_some() || !self.whole_key_filtering;
+        // Optional trailing fields: each is written when it or a later one is
+        // not the default.
+        let filter_fields =
+            self.prefix_extractor.is_some() || !self.whole_key_filtering || self.range_del.is_some();
         if self.segment_start != 0 || filter_fields {
             put_varint64(&mut b, self.segment_start);
         }
@@ -251,6 +257,9 @@ impl TableProperties {
             b.push(u8::from(self.whole_key_filtering));
             let name = self.prefix_extractor.as_deref().unwrap_or("");
             crate::util::coding::put_length_prefixed(&mut b, name.as_bytes());
+        }
+        if let Some(h) = self.range_del {
+            h.encode_to(&mut b);
         }
         b
     }
@@ -286,6 +295,11 @@ impl TableProperties {
             let name = std::str::from_utf8(r.length_prefixed().ok_or_else(bad)?).map_err(|_| bad())?;
             (whole, (!name.is_empty()).then(|| name.to_owned()))
         };
+        let range_del = if r.is_empty() {
+            None
+        } else {
+            Some(BlockHandle { offset: r.varint64().ok_or_else(bad)?, size: r.varint64().ok_or_else(bad)? })
+        };
         if !r.is_empty() || !bloom_bits_per_key.is_finite() {
             return Err(bad());
         }
@@ -303,6 +317,7 @@ impl TableProperties {
             segment_start,
             prefix_extractor,
             whole_key_filtering,
+            range_del,
         })
     }
 }
@@ -429,6 +444,7 @@ mod tests {
             segment_start: 0,
             prefix_extractor: None,
             whole_key_filtering: true,
+            range_del: None,
         };
         let enc = p.encode();
         assert_eq!(TableProperties::decode(&enc).unwrap(), p);
@@ -457,6 +473,22 @@ mod tests {
             let mut bad_flag = enc3.clone();
             bad_flag[enc.len() + 1] = 2;
             assert!(TableProperties::decode(&bad_flag).is_err());
+        }
+        // A range-deletion block's handle comes last, after the filter fields.
+        let r = TableProperties { range_del: Some(BlockHandle { offset: 300, size: 40 }), ..p.clone() };
+        let enc4 = r.encode();
+        assert_eq!(TableProperties::decode(&enc4).unwrap(), r);
+        // Cut before it, it reads as a table without one (the block checksum
+        // guards truncation); cut inside it, it is an error.
+        let mut handle = Vec::new();
+        BlockHandle { offset: 300, size: 40 }.encode_to(&mut handle);
+        let without = enc4.len() - handle.len();
+        assert_eq!(
+            TableProperties::decode(&enc4[..without]).unwrap(),
+            TableProperties { range_del: None, ..r }
+        );
+        for n in without + 1..enc4.len() {
+            assert!(TableProperties::decode(&enc4[..n]).is_err(), "cut at {n}");
         }
     }
 

@@ -551,7 +551,7 @@ mod tests {
                     ValueKind::Put | ValueKind::Merge => {
                         vec![b'a' + (s as u8) * 3 + (v as u8); rng.gen_range(1..40)]
                     }
-                    ValueKind::Delete => vec![],
+                    ValueKind::Delete | ValueKind::RangeDelete => vec![],
                 };
                 out.push((make_internal_key(&user, seq, kind), value));
             }
@@ -933,5 +933,55 @@ mod tests {
         // Nothing that chains back to offset 0: an error.
         let f = MemFile(Arc::new(parking_lot::Mutex::new(vec![7u8; 300])));
         assert!(discover_segments(&f, 7, 300).is_err());
+    }
+}
+
+#[cfg(test)]
+mod range_del_tests {
+    use super::test_util::MemFile;
+    use super::*;
+    use crate::key::{make_internal_key, ValueKind};
+    use crate::range_del::RangeTombstone;
+
+    fn table_with_range_dels(points: bool) -> Vec<u8> {
+        let file = MemFile::default();
+        let mut b = TableBuilder::new(Box::new(file.clone()), TableBuilderOptions::default());
+        if points {
+            b.add(&make_internal_key(b"a", 1, ValueKind::Put), b"1").unwrap();
+        }
+        b.set_range_dels(vec![
+            RangeTombstone { start: b"b".to_vec(), end: b"d".to_vec(), seq: 7 },
+            RangeTombstone { start: b"c".to_vec(), end: b"f".to_vec(), seq: 9 },
+        ]);
+        b.finish().unwrap();
+        file.bytes()
+    }
+
+    #[test]
+    fn range_deletions_are_read_back_and_a_table_may_hold_only_them() {
+        for points in [true, false] {
+            let bytes = table_with_range_dels(points);
+            let len = bytes.len() as u64;
+            let t = Table::open(MemFile::with(bytes), 1, len, None).unwrap();
+            assert_eq!(t.properties().num_entries, u64::from(points));
+            assert_eq!(t.range_dels().max_covering(b"c", 100), Some(9));
+            assert_eq!(t.range_dels().max_covering(b"b", 100), Some(7));
+            assert_eq!(t.range_dels().max_covering(b"f", 100), None);
+        }
+    }
+
+    #[test]
+    fn a_damaged_range_deletion_block_is_corruption() {
+        let bytes = table_with_range_dels(true);
+        let len = bytes.len() as u64;
+        let t = Table::open(MemFile::with(bytes.clone()), 1, len, None).unwrap();
+        let h = t.properties().range_del.expect("a range-deletion block");
+        // Every byte of the block and its trailer: a checksum failure, never a panic.
+        for i in h.offset..h.end().unwrap() {
+            let mut d = bytes.clone();
+            d[i as usize] ^= 0x10;
+            let e = Table::open(MemFile::with(d), 1, len, None).unwrap_err();
+            assert!(e.is_corruption(), "byte {i}: {e}");
+        }
     }
 }

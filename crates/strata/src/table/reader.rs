@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key, user_key, ValueKind};
 use crate::pinned::PinnedValue;
 use crate::prefix::PrefixProbe;
+use crate::range_del::Fragments;
 use crate::table::block::Block;
 use crate::table::filter::filter_hash;
 use crate::table::format::{
@@ -201,6 +202,8 @@ pub struct Table {
     segs: Vec<Segment>,
     /// The segments' properties summed (bounds and counts over all of them).
     props: TableProperties,
+    /// Every segment's range tombstones, fragmented (shared with readers).
+    range_dels: Arc<Fragments>,
 }
 
 impl fmt::Debug for Table {
@@ -258,7 +261,10 @@ impl Table {
             segs
         };
         let props = sum_properties(&segs);
-        Ok(Table { file, file_id, file_size, cache, segs, props })
+        let range_dels = Arc::new(Fragments::new(
+            segs.iter().flat_map(|s| &s.range_dels).map(|t| (t.start.as_slice(), t.end.as_slice(), t.seq)),
+        ));
+        Ok(Table { file, file_id, file_size, cache, segs, props, range_dels })
     }
 
     /// False only if the table certainly holds no entry for `user_key`.
@@ -464,7 +470,7 @@ impl Table {
                 kind,
                 PinnedValue::in_block(block, start, end).ok_or_else(|| corrupt("value outside its block"))?,
             ),
-            ValueKind::Delete => (ValueKind::Delete, PinnedValue::owned(Vec::new())),
+            ValueKind::Delete | ValueKind::RangeDelete => (ValueKind::Delete, PinnedValue::owned(Vec::new())),
         }))
     }
 
@@ -597,6 +603,11 @@ impl Table {
     /// Number of data blocks.
     pub fn num_data_blocks(&self) -> u64 {
         self.props.num_data_blocks
+    }
+
+    /// The table's range tombstones, fragmented.
+    pub(crate) fn range_dels(&self) -> &Arc<Fragments> {
+        &self.range_dels
     }
 
     /// The properties block (of a DTable: its segments' counts summed, their

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::prefix::PrefixProbe;
+use crate::range_del::{decode_block, RangeTombstone};
 use crate::table::block::Block;
 use crate::table::filter::BloomFilter;
 use crate::table::format::{read_block_contents, BlockHandle, Footer, TableProperties, FOOTER_LEN};
@@ -71,6 +72,8 @@ pub(crate) struct Segment {
     pub(crate) index: Arc<Block>,
     pub(crate) filter: Option<BloomFilter>,
     pub(crate) props: TableProperties,
+    /// The range-deletion block's tombstones (empty without one).
+    pub(crate) range_dels: Vec<RangeTombstone>,
 }
 
 impl Segment {
@@ -114,8 +117,19 @@ impl Segment {
         } else {
             Some(BloomFilter::new(read_block_contents(file, footer.filter, true)?)?)
         };
-        let data_end = handles.map(|h| h.offset).min().unwrap_or(footer_at);
-        Ok(Segment { start, data_end, index, filter, props })
+        let range_dels = match props.range_del {
+            None => Vec::new(),
+            Some(h) => {
+                if h.offset < start {
+                    return Err(bad(format!("range-deletion block at {} before the segment", h.offset)));
+                }
+                h.check_within(footer_at, "range-deletion")?;
+                decode_block(&read_block_contents(file, h, true)?).map_err(|e| bad(e.to_string()))?
+            }
+        };
+        let data_end =
+            handles.map(|h| h.offset).chain(props.range_del.map(|h| h.offset)).min().unwrap_or(footer_at);
+        Ok(Segment { start, data_end, index, filter, props, range_dels })
     }
 
     /// Checks that a data block handle lies in this segment's data area.

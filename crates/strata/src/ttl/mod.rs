@@ -255,12 +255,33 @@ impl TtlDb {
             match op.kind {
                 ValueKind::Put => stamped.put(op.key, stamp(op.value, now)),
                 ValueKind::Delete => stamped.delete(op.key),
+                ValueKind::RangeDelete => stamped.delete_range(op.key, op.value),
                 // An operand carries no timestamp, and merging stamped values
                 // would need the operator to know the stamp.
                 ValueKind::Merge => return Err(Error::invalid("TtlDb does not support merge operands")),
             }
         }
         self.db.write_opt(stamped, wo)
+    }
+
+    /// Deletes every key in `[start, end)` (see [`Db::delete_range`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::TtlDb::open(dir.path(), strata::Options::default(), std::time::Duration::from_secs(60))?;
+    /// db.put(b"a1", b"1")?;
+    /// db.put(b"b1", b"2")?;
+    /// db.delete_range(b"a", b"b")?;
+    /// assert_eq!(db.get(b"a1")?, None);
+    /// assert_eq!(db.get(b"b1")?.as_deref(), Some(&b"2"[..]));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(start, end);
+        self.db.write(b)
     }
 
     /// Reads the value of a key; `None` if it is absent or has expired.

@@ -32,6 +32,9 @@ const TAG_FILE_BLOOM_BITS: u64 = 12;
 /// policy): count, then each segment's end offset and footer CRC. Not
 /// ignorable: without it the file would read as its last segment alone.
 const TAG_FILE_SEGMENTS: u64 = 14;
+/// A listed file's count of range tombstones, when it has any. Not
+/// ignorable: a reader that does not know it would miss the deletions.
+const TAG_FILE_RANGE_DELS: u64 = 15;
 /// Tags with this bit set carry a length-prefixed payload that a reader which
 /// does not know the tag may skip: information that only makes something
 /// better (RocksDB's `kTagSafeIgnoreMask`). Every other unknown tag changes
@@ -192,6 +195,15 @@ impl VersionEdit {
         for f in self.listed_files().filter(|f| !f.segments.is_empty()) {
             segments.entry(f.id).or_insert(&f.segments);
         }
+        let mut range_dels = BTreeMap::new();
+        for f in self.listed_files().filter(|f| f.num_range_dels > 0) {
+            range_dels.entry(f.id).or_insert(f.num_range_dels);
+        }
+        for (id, n) in range_dels {
+            put_varint64(&mut b, TAG_FILE_RANGE_DELS);
+            put_varint64(&mut b, id);
+            put_varint64(&mut b, n);
+        }
         for (id, segs) in segments {
             put_varint64(&mut b, TAG_FILE_SEGMENTS);
             put_varint64(&mut b, id);
@@ -220,6 +232,7 @@ impl VersionEdit {
         let mut e = VersionEdit::default();
         let mut bloom_bits = BTreeMap::new();
         let mut segments = BTreeMap::new();
+        let mut range_dels = BTreeMap::new();
         while !r.is_empty() {
             let tag = r.varint64().ok_or_else(|| bad("tag"))?;
             match tag {
@@ -300,6 +313,15 @@ impl VersionEdit {
                         )));
                     }
                 }
+                TAG_FILE_RANGE_DELS => {
+                    let id = varint(&mut r, "range deletions file")?;
+                    let n = varint(&mut r, "range deletion count")?;
+                    if n == 0 || range_dels.insert(id, n).is_some() {
+                        return Err(Error::corruption(format!(
+                            "version edit: range deletion count of file {id} zero or given twice"
+                        )));
+                    }
+                }
                 other if other & TAG_SAFE_TO_IGNORE != 0 => {
                     r.length_prefixed().ok_or_else(|| bad("ignorable field"))?;
                 }
@@ -318,6 +340,22 @@ impl VersionEdit {
             }
             if !listed {
                 return Err(Error::corruption(format!("version edit: bloom bits of unlisted file {id}")));
+            }
+        }
+        for (id, n) in range_dels {
+            let appended = e.buffer_ops.iter_mut().filter_map(|op| match op {
+                BufferOp::Append { file, .. } => Some(file),
+                _ => None,
+            });
+            let mut listed = false;
+            for f in e.new_files.iter_mut().map(|(_, _, f)| f).chain(appended).filter(|f| f.id == id) {
+                f.num_range_dels = n;
+                listed = true;
+            }
+            if !listed {
+                return Err(Error::corruption(format!(
+                    "version edit: range deletions of unlisted file {id}"
+                )));
             }
         }
         for (id, segs) in segments {
@@ -387,6 +425,7 @@ fn new_file(r: &mut Reader<'_>) -> Result<NewFile> {
         largest_seq: seq(r, "largest seq")?,
         bloom_bits_per_key: None,
         segments: Vec::new(),
+        num_range_dels: 0,
     })
 }
 
@@ -440,6 +479,7 @@ mod tests {
                         largest_seq: num(rng) & MAX_SEQ,
                         bloom_bits_per_key: None,
                         segments: Vec::new(),
+                        num_range_dels: 0,
                     };
                     (rng.gen_range(0..10), num(rng), f)
                 })
@@ -485,15 +525,26 @@ mod tests {
     }
 
     /// [`random_edit`] with bloom bits on most files, segments on some.
+    /// Range tombstone counts are recorded per file id, like bloom bits.
+    fn range_dels_of(id: u64) -> u64 {
+        if id.is_multiple_of(3) {
+            id % 997 + 1
+        } else {
+            0
+        }
+    }
+
     pub(crate) fn random_edit_with_bits(rng: &mut SmallRng) -> VersionEdit {
         let mut e = random_edit(rng);
         for (_, _, f) in &mut e.new_files {
             f.bloom_bits_per_key = bits_of(f.id);
+            f.num_range_dels = range_dels_of(f.id);
             segments_of(f);
         }
         for op in &mut e.buffer_ops {
             if let BufferOp::Append { file, .. } = op {
                 file.bloom_bits_per_key = bits_of(file.id);
+                file.num_range_dels = range_dels_of(file.id);
                 segments_of(file);
             }
         }

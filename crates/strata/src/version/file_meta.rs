@@ -69,6 +69,8 @@ pub struct NewFile {
     /// The table's segments when it has several (a DTable appended to);
     /// empty for a table written once.
     pub segments: Vec<SegmentMeta>,
+    /// Number of range tombstones in the table's range-deletion block.
+    pub num_range_dels: u64,
 }
 
 /// The physical file behind one or more states ([`FileMeta`]s) of a table.
@@ -112,6 +114,9 @@ pub struct FileMeta {
     pub bloom_bits_per_key: Option<f64>,
     /// Segments of a DTable (empty: one segment of `size` bytes).
     pub segments: Vec<SegmentMeta>,
+    /// Number of range tombstones (reads and compactions open only the
+    /// tables that have some to look for them).
+    pub num_range_dels: u64,
     backing: Arc<TableBacking>,
     /// Seeks left before a seek-triggered compaction (LevelDB's `allowed_seeks`).
     allowed_seeks: AtomicI64,
@@ -151,6 +156,7 @@ impl FileMeta {
             largest_seq: f.largest_seq,
             bloom_bits_per_key: f.bloom_bits_per_key,
             segments: f.segments,
+            num_range_dels: f.num_range_dels,
             backing,
             allowed_seeks: AtomicI64::new(initial_allowed_seeks(f.size)),
         }
@@ -169,6 +175,7 @@ impl FileMeta {
             largest_seq: self.largest_seq,
             bloom_bits_per_key: self.bloom_bits_per_key,
             segments: self.segments.clone(),
+            num_range_dels: self.num_range_dels,
         }
     }
 
@@ -184,6 +191,7 @@ impl FileMeta {
             && self.largest_seq == f.largest_seq
             && same_bits(self.bloom_bits_per_key, f.bloom_bits_per_key)
             && self.segments == f.segments
+            && self.num_range_dels == f.num_range_dels
     }
 
     /// True if `f` is this table with segments appended: same file, longer,

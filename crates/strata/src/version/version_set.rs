@@ -481,6 +481,7 @@ mod tests {
             // Some files as older MANIFESTs recorded them, without bloom bits.
             bloom_bits_per_key: (!id.is_multiple_of(4)).then_some(id as f64 / 8.0),
             segments: Vec::new(),
+            num_range_dels: id % 3,
         }
     }
 

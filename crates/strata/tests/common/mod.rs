@@ -27,6 +27,8 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 pub enum Op {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
+    /// `Db::delete_range` of `[start, end)` (empty when `start >= end`).
+    DeleteRange(Vec<u8>, Vec<u8>),
     /// `Db::merge` of an operand, folded by [`model_merge`].
     Merge(Vec<u8>, Vec<u8>),
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
@@ -119,7 +121,23 @@ pub fn gen_ops(seed: u64, n: usize, space: u32) -> Vec<Op> {
         let op = match rng.gen_range(0..1000) {
             0..=339 => Op::Put(key(&mut rng, space), value(&mut rng, i)),
             340..=399 => Op::Merge(key(&mut rng, space), format!("+{i}").into_bytes()),
-            400..=479 => Op::Delete(key(&mut rng, space)),
+            400..=464 => Op::Delete(key(&mut rng, space)),
+            465..=479 => {
+                // Short ranges mostly, a few wide or empty ones.
+                let start = key(&mut rng, space);
+                let n: u32 = std::str::from_utf8(&start[3..]).expect("ascii").parse().expect("number");
+                let len = match rng.gen_range(0..10) {
+                    0 => 0,
+                    1 => space / 4,
+                    _ => rng.gen_range(1..space / 50 + 3),
+                };
+                let mut end = format!("key{:06}", n + len).into_bytes();
+                if rng.gen_bool(0.2) {
+                    // An end between stored keys.
+                    end.truncate(rng.gen_range(4..end.len()));
+                }
+                Op::DeleteRange(start, end)
+            }
             480..=559 => Op::Batch(
                 (0..rng.gen_range(1..8))
                     .map(|_| {
@@ -565,6 +583,16 @@ impl Runner {
             Op::Delete(k) => {
                 self.db().delete(k).map_err(|e| e.to_string())?;
                 self.model.remove(k);
+            }
+            Op::DeleteRange(a, b) => {
+                self.db().delete_range(a, b).map_err(|e| e.to_string())?;
+                if a < b {
+                    let doomed: Vec<Vec<u8>> =
+                        self.model.range(a.clone()..b.clone()).map(|(k, _)| k.clone()).collect();
+                    for k in doomed {
+                        self.model.remove(&k);
+                    }
+                }
             }
             Op::Merge(k, operand) => {
                 self.db().merge(k, operand).map_err(|e| e.to_string())?;

@@ -24,6 +24,8 @@ pub enum Step {
     Put { k: usize, len: usize, sync: bool },
     /// Delete `key(k)`.
     Delete { k: usize, sync: bool },
+    /// `Db::delete_range(key(lo), key(hi))`: deletes keys `lo..hi`.
+    DeleteRange { lo: usize, hi: usize, sync: bool },
     /// Merge an operand of length `len` into `key(k)` ([`merge_operator`]).
     Merge { k: usize, len: usize, sync: bool },
     /// An atomic batch of puts (`Some(len)`) and deletes (`None`).
@@ -166,25 +168,31 @@ pub fn merge_operator() -> Arc<dyn MergeOperator> {
 
 /// A step's write as the history records it (a merge as the value it makes
 /// over `h`'s state after every issued write), with the merge operand of
-/// each entry that is a merge.
-type StepWrite = (Write, Vec<Option<Vec<u8>>>, bool);
+/// each entry that is a merge, whether it syncs, and for a range delete its
+/// range (the write then lists the keys of the range as deletes).
+type StepWrite = (Write, Vec<Option<Vec<u8>>>, bool, Option<(Vec<u8>, Vec<u8>)>);
 
 fn step_writes(step: &Step, h: &History) -> Option<StepWrite> {
     let w = h.next_index();
     let put = |k: usize, len: usize| (key(k), Some(value_of(w, &key(k), len)));
     let plain = |(write, sync): (Write, bool)| {
         let operands = vec![None; write.len()];
-        (write, operands, sync)
+        (write, operands, sync, None)
     };
     match step {
         Step::Merge { k, len, sync } => {
             let operand = value_of(w, &key(*k), *len);
             let before = h.state_after(w);
             let after = merged(before.get(&key(*k)).map(Vec::as_slice), &operand);
-            Some((vec![(key(*k), Some(after))], vec![Some(operand)], *sync))
+            Some((vec![(key(*k), Some(after))], vec![Some(operand)], *sync, None))
         }
         Step::Put { k, len, sync } => Some(plain((vec![put(*k, *len)], *sync))),
         Step::Delete { k, sync } => Some(plain((vec![(key(*k), None)], *sync))),
+        Step::DeleteRange { lo, hi, sync } => {
+            let write: Write = (*lo..*hi).map(|k| (key(k), None)).collect();
+            let operands = vec![None; write.len()];
+            Some((write, operands, *sync, Some((key(*lo), key(*hi)))))
+        }
         Step::Batch { ops, sync } => Some(plain((
             ops.iter().map(|&(k, len)| len.map_or((key(k), None), |len| put(k, len))).collect(),
             *sync,
@@ -215,13 +223,18 @@ pub fn run_workload(
     };
     for (i, step) in steps.iter().enumerate() {
         let r = match step_writes(step, h) {
-            Some((write, operands, sync)) => {
+            Some((write, operands, sync, range)) => {
                 let mut b = WriteBatch::new();
-                for ((k, v), operand) in write.iter().zip(&operands) {
-                    match (v, operand) {
-                        (_, Some(op)) => b.merge(k, op),
-                        (Some(v), None) => b.put(k, v),
-                        (None, None) => b.delete(k),
+                match &range {
+                    Some((lo, hi)) => b.delete_range(lo, hi),
+                    None => {
+                        for ((k, v), operand) in write.iter().zip(&operands) {
+                            match (v, operand) {
+                                (_, Some(op)) => b.merge(k, op),
+                                (Some(v), None) => b.put(k, v),
+                                (None, None) => b.delete(k),
+                            }
+                        }
                     }
                 }
                 h.begin(write);
