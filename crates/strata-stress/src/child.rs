@@ -11,11 +11,12 @@ use std::sync::Arc;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use strata::vfs::{FaultConfig, FaultKind, FaultVfs};
-use strata::{Db, Error, RealVfs, WriteBatch, WriteOptions};
+use strata::{Db, Error, Keyspace, RealVfs, WriteBatch, WriteOptions};
 
 use crate::args::Args;
 use crate::config::{self, CycleConfig};
 use crate::expected::{log_path, Change, ExpectedLog, KeyOp};
+use crate::keyspaces::keyspace_of;
 
 /// The key with global index `i`.
 pub fn key(i: u64) -> Vec<u8> {
@@ -39,7 +40,8 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         f.set_enabled(false);
         cfg.options = cfg.options.clone().with_vfs(Arc::new(f.clone()));
     }
-    let db = Arc::new(Db::open(dir.join("db"), cfg.options_at(dir))?);
+    let (db, handles) = crate::keyspaces::open(&dir.join("db"), cfg.options_at(dir))?;
+    let (db, ks) = (Arc::new(db), Arc::new(handles));
     if let Some(f) = &faults {
         let mut rng = SmallRng::seed_from_u64(config::sub_seed(seed, args.cycle, 8));
         if rng.gen_bool(0.5) {
@@ -51,10 +53,10 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     std::io::stdout().flush()?;
     let handles: Vec<_> = (0..args.threads)
         .map(|t| {
-            let (db, cfg, args) = (Arc::clone(&db), cfg.clone(), args.clone());
+            let (db, ks, cfg, args) = (Arc::clone(&db), Arc::clone(&ks), cfg.clone(), args.clone());
             let state = dir.join("state");
             std::thread::spawn(move || {
-                if let Err(e) = writer(&db, &cfg, &args, seed, t, &state) {
+                if let Err(e) = writer(&db, &ks, &cfg, &args, seed, t, &state) {
                     eprintln!("child thread {t}: {e}");
                     std::process::exit(3);
                 }
@@ -76,6 +78,7 @@ pub const FAULT_STOP: u8 = 4;
 
 fn writer(
     db: &Db,
+    ks: &[Keyspace],
     cfg: &CycleConfig,
     args: &Args,
     seed: u64,
@@ -109,18 +112,24 @@ fn writer(
         log.intent(n, sync, &ops)?;
         let wo = WriteOptions::default().with_sync(sync);
         let r = match &ops[..] {
-            [(k, Change::Put(v))] => db.put_opt(k, v, &wo),
-            [(k, Change::Delete)] => db.delete_opt(k, &wo),
-            [(k, Change::Merge(v))] => db.merge_opt(k, v, &wo),
-            [(k, Change::DeleteRange(end))] => db.delete_range_opt(k, end, &wo),
+            [(k, Change::Put(v))] => ks[keyspace_of(k)].put_opt(k, v, &wo),
+            [(k, Change::Delete)] => ks[keyspace_of(k)].delete_opt(k, &wo),
+            [(k, Change::Merge(v))] => ks[keyspace_of(k)].merge_opt(k, v, &wo),
             _ => {
+                // One batch across the keyspaces its keys belong to.
                 let mut batch = WriteBatch::new();
                 for (k, change) in &ops {
+                    let h = &ks[keyspace_of(k)];
                     match change {
-                        Change::Put(v) => batch.put(k, v),
-                        Change::Delete => batch.delete(k),
-                        Change::Merge(v) => batch.merge(k, v),
-                        Change::DeleteRange(end) => batch.delete_range(k, end),
+                        Change::Put(v) => batch.put_cf(h, k, v),
+                        Change::Delete => batch.delete_cf(h, k),
+                        Change::Merge(v) => batch.merge_cf(h, k, v),
+                        // A range spans every keyspace's share of it.
+                        Change::DeleteRange(end) => {
+                            for h in ks {
+                                batch.delete_range_cf(h, k, end);
+                            }
+                        }
                     }
                 }
                 db.write_opt(batch, &wo)

@@ -6,12 +6,15 @@
 //! reopens the database and verifies it against the expected-state logs the
 //! child kept, then starts the next cycle on the same database. Every few
 //! cycles a new epoch starts: a fresh database under the next built-in policy.
+//! The workload spreads its keys over three keyspaces with different policies
+//! (the epoch's, `lsbm`, `lwc`); batches span them.
 //! Exit status: 0 when every cycle verified, 1 on any failure, 2 on bad usage.
 
 mod args;
 mod child;
 mod config;
 mod expected;
+mod keyspaces;
 mod parent;
 mod verify;
 

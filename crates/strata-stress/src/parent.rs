@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata::{CompactionStyle, Db};
+use strata::CompactionStyle;
 
 use crate::args::Args;
 use crate::config::{self, CycleConfig};
@@ -162,13 +162,15 @@ fn run_cycle(
     let killed = kill_at_random(&mut child, &mut rng, args, early);
     let child_err = std::fs::read_to_string(&stderr_path).unwrap_or_default();
     let fault_stop = killed.map_err(|e| format!("{e}; child stderr: {child_err}"))?;
-    let db = Db::open(work.join("db"), cfg.options_at(work)).map_err(|e| format!("reopen failed: {e}"))?;
+    let (db, ks) = crate::keyspaces::open(&work.join("db"), cfg.options_at(work))
+        .map_err(|e| format!("reopen failed: {e}"))?;
     let logs =
         (0..args.threads).map(|t| read_log(&log_path(&state, cycle, t))).collect::<Result<Vec<_>, _>>()?;
     if args.inject_bug {
-        inject_bug(&db, truth, &logs, &mut rng)?;
+        inject_bug(&ks, truth, &logs, &mut rng)?;
     }
-    let outcome = verify::verify(&db, truth, &logs)?;
+    let outcome = verify::verify(&ks, truth, &logs)?;
+    drop(ks);
     db.close().map_err(|e| format!("close failed: {e}"))?;
     for t in 0..args.threads {
         let _ = std::fs::remove_file(log_path(&state, cycle, t));
@@ -220,7 +222,7 @@ fn kill_at_random(child: &mut Child, rng: &mut StdRng, args: &Args, early: bool)
 
 /// Test hook: deletes one acknowledged key, as a write-losing engine would.
 fn inject_bug(
-    db: &Db,
+    ks: &[strata::Keyspace],
     truth: &Model,
     logs: &[Vec<crate::expected::LoggedWrite>],
     rng: &mut StdRng,
@@ -229,7 +231,7 @@ fn inject_bug(
     let candidates: Vec<&Vec<u8>> =
         definite.keys().filter(|k| !pending.iter().any(|p| p.contains_key(*k))).collect();
     if let Some(k) = candidates.get(rng.gen_range(0..candidates.len().max(1))) {
-        db.delete(k).map_err(|e| format!("inject: {e}"))?;
+        ks[crate::keyspaces::keyspace_of(k)].delete(k).map_err(|e| format!("inject: {e}"))?;
     }
     Ok(())
 }

@@ -8,7 +8,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use strata::Db;
+use strata::Keyspace;
+
+use crate::keyspaces::keyspace_of;
 
 use crate::expected::{soak_merge, Change, LoggedWrite};
 
@@ -88,7 +90,7 @@ pub fn expected(before: &Model, logs: &[Vec<LoggedWrite>]) -> (Model, Vec<Pendin
 }
 
 /// Checks the reopened database; `Err` describes the first violation.
-pub fn verify(db: &Db, before: &Model, logs: &[Vec<LoggedWrite>]) -> Result<Outcome, String> {
+pub fn verify(ks: &[Keyspace], before: &Model, logs: &[Vec<LoggedWrite>]) -> Result<Outcome, String> {
     let (definite, pending) = expected(before, logs);
     let mut out = Outcome::default();
     for w in logs.iter().flatten() {
@@ -97,9 +99,15 @@ pub fn verify(db: &Db, before: &Model, logs: &[Vec<LoggedWrite>]) -> Result<Outc
         out.pending += u64::from(!w.acked && w.failed != Some(false));
         out.failed += u64::from(w.failed.is_some());
     }
-    for kv in db.iter() {
-        let (k, v) = kv.map_err(|e| format!("scan failed: {e}"))?;
-        out.observed.insert(k, v);
+    // Every keyspace's scan; a key found outside its own keyspace is an error.
+    for (i, h) in ks.iter().enumerate() {
+        for kv in h.iter() {
+            let (k, v) = kv.map_err(|e| format!("scan of {} failed: {e}", h.name()))?;
+            if keyspace_of(&k) != i {
+                return Err(format!("key {} found in keyspace {}", String::from_utf8_lossy(&k), h.name()));
+            }
+            out.observed.insert(k, v);
+        }
     }
     let maybe: BTreeMap<&Vec<u8>, &Option<Vec<u8>>> = pending.iter().flatten().collect();
     let keys: BTreeSet<&Vec<u8>> =
@@ -125,7 +133,7 @@ pub fn verify(db: &Db, before: &Model, logs: &[Vec<LoggedWrite>]) -> Result<Outc
             }
             None => return Err(format!("key {name}: found {:?}, expected {:?}", show(obs), show(def))),
         }
-        let got = db.get(k).map_err(|e| format!("get {name} failed: {e}"))?;
+        let got = ks[keyspace_of(k)].get(k).map_err(|e| format!("get {name} failed: {e}"))?;
         if got.as_ref() != obs {
             return Err(format!(
                 "key {name}: get returned {:?}, the scan {:?}",

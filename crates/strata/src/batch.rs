@@ -6,14 +6,22 @@
 //! sequence: u64      sequence number of the first operation; op i gets sequence + i
 //! count:    u32      number of operations
 //! then `count` records:
+//!   [0x40, varint32 keyspace id]      only for an op of a keyspace other than the default (id 0)
 //!   kind:   u8       ValueKind as u8 (0 = delete, 1 = put, 2 = merge, 3 = range delete)
 //!   key:    varint length, bytes       (a range delete's start, inclusive)
 //!   value:  varint length, bytes       (puts, merges; a range delete's end, exclusive)
 //! ```
+//! Ops of the default keyspace carry no prefix, so batches without keyspaces
+//! are byte-identical to those of older versions.
 
 use crate::error::{Error, Result};
 use crate::key::{SeqNum, ValueKind};
-use crate::util::coding::{decode_fixed32, decode_fixed64, put_length_prefixed, Reader};
+use crate::util::coding::{decode_fixed32, decode_fixed64, put_length_prefixed, put_varint32, Reader};
+use crate::Keyspace;
+
+/// Marks the next op as one of the keyspace whose id follows (a varint).
+/// Not a `ValueKind`, so an older reader refuses it as an unknown kind.
+const KEYSPACE_PREFIX: u8 = 0x40;
 
 /// Bytes of the sequence + count header.
 const HEADER_LEN: usize = 12;
@@ -41,6 +49,8 @@ pub struct BatchOp<'a> {
     /// The value (empty for a delete; the operand for a merge; the
     /// exclusive end of a range delete, whose `key` is its start).
     pub value: &'a [u8],
+    /// The keyspace the op belongs to (0: the default keyspace).
+    pub keyspace: u32,
 }
 
 impl WriteBatch {
@@ -51,9 +61,86 @@ impl WriteBatch {
 
     /// Adds a put of `key` -> `value`.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-        self.rep.push(ValueKind::Put as u8);
-        put_length_prefixed(&mut self.rep, key.as_ref());
-        put_length_prefixed(&mut self.rep, value.as_ref());
+        self.push_op(0, ValueKind::Put, key.as_ref(), value.as_ref());
+    }
+
+    /// Adds a put of `key` -> `value` in keyspace `ks` (rust-rocksdb
+    /// `WriteBatch::put_cf`); the batch stays atomic across keyspaces.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, KeyspaceOptions, MemVfs, Options, WriteBatch};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let users = db.create_keyspace("users", KeyspaceOptions::default())?;
+    /// let mut batch = WriteBatch::new();
+    /// batch.put_cf(&users, "u1", "ada");
+    /// batch.put("count", "1");
+    /// db.write(batch)?;
+    /// assert_eq!(users.get("u1")?, Some(b"ada".to_vec()));
+    /// assert_eq!(db.get("u1")?, None);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn put_cf(&mut self, ks: &Keyspace, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        self.push_op(ks.id(), ValueKind::Put, key.as_ref(), value.as_ref());
+    }
+
+    /// Adds a delete of `key` in keyspace `ks` (rust-rocksdb `WriteBatch::delete_cf`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, KeyspaceOptions, MemVfs, Options, WriteBatch};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let ks = db.create_keyspace("ks", KeyspaceOptions::default())?;
+    /// ks.put("k", "v")?;
+    /// let mut batch = WriteBatch::new();
+    /// batch.delete_cf(&ks, "k");
+    /// db.write(batch)?;
+    /// assert_eq!(ks.get("k")?, None);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn delete_cf(&mut self, ks: &Keyspace, key: impl AsRef<[u8]>) {
+        self.push_op(ks.id(), ValueKind::Delete, key.as_ref(), &[]);
+    }
+
+    /// Adds a merge of `operand` into `key` in keyspace `ks` (rust-rocksdb
+    /// `WriteBatch::merge_cf`), combined by that keyspace's merge operator.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{associative_merge_operator, Db, KeyspaceOptions, MemVfs, Options, WriteBatch};
+    ///
+    /// let concat = associative_merge_operator("concat", |_k, existing, operand| {
+    ///     Some([existing.unwrap_or_default(), operand].concat())
+    /// });
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let ks = db.create_keyspace("log", KeyspaceOptions::default().with_merge_operator(concat))?;
+    /// let mut batch = WriteBatch::new();
+    /// batch.merge_cf(&ks, "k", "a");
+    /// batch.merge_cf(&ks, "k", "b");
+    /// db.write(batch)?;
+    /// assert_eq!(ks.get("k")?, Some(b"ab".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn merge_cf(&mut self, ks: &Keyspace, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) {
+        self.push_op(ks.id(), ValueKind::Merge, key.as_ref(), operand.as_ref());
+    }
+
+    /// Appends one op of keyspace `keyspace`.
+    pub(crate) fn push_op(&mut self, keyspace: u32, kind: ValueKind, key: &[u8], value: &[u8]) {
+        if keyspace != 0 {
+            self.rep.push(KEYSPACE_PREFIX);
+            put_varint32(&mut self.rep, keyspace);
+        }
+        self.rep.push(kind as u8);
+        put_length_prefixed(&mut self.rep, key);
+        if kind != ValueKind::Delete {
+            put_length_prefixed(&mut self.rep, value);
+        }
         self.set_count(self.count().wrapping_add(1));
     }
 
@@ -81,17 +168,12 @@ impl WriteBatch {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) {
-        self.rep.push(ValueKind::Merge as u8);
-        put_length_prefixed(&mut self.rep, key.as_ref());
-        put_length_prefixed(&mut self.rep, operand.as_ref());
-        self.set_count(self.count().wrapping_add(1));
+        self.push_op(0, ValueKind::Merge, key.as_ref(), operand.as_ref());
     }
 
     /// Adds a delete of `key`.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) {
-        self.rep.push(ValueKind::Delete as u8);
-        put_length_prefixed(&mut self.rep, key.as_ref());
-        self.set_count(self.count().wrapping_add(1));
+        self.push_op(0, ValueKind::Delete, key.as_ref(), &[]);
     }
 
     /// Adds a deletion of every key in `[start, end)` (RocksDB's
@@ -117,10 +199,30 @@ impl WriteBatch {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
-        self.rep.push(ValueKind::RangeDelete as u8);
-        put_length_prefixed(&mut self.rep, start.as_ref());
-        put_length_prefixed(&mut self.rep, end.as_ref());
-        self.set_count(self.count().wrapping_add(1));
+        self.push_op(0, ValueKind::RangeDelete, start.as_ref(), end.as_ref());
+    }
+
+    /// Adds a deletion of every key in `[start, end)` of keyspace `ks`
+    /// (rust-rocksdb `WriteBatch::delete_range_cf`); see [`Self::delete_range`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, KeyspaceOptions, MemVfs, Options, WriteBatch};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let ks = db.create_keyspace("ks", KeyspaceOptions::default())?;
+    /// ks.put("a", "1")?;
+    /// db.put("a", "1")?;
+    /// let mut batch = WriteBatch::new();
+    /// batch.delete_range_cf(&ks, "a", "b");
+    /// db.write(batch)?;
+    /// assert_eq!(ks.get("a")?, None);
+    /// assert_eq!(db.get("a")?, Some(b"1".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn delete_range_cf(&mut self, ks: &Keyspace, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
+        self.push_op(ks.id(), ValueKind::RangeDelete, start.as_ref(), end.as_ref());
     }
 
     /// Number of operations.
@@ -227,7 +329,13 @@ pub struct BatchIter<'a> {
 impl<'a> BatchIter<'a> {
     fn decode(&mut self) -> Result<BatchOp<'a>> {
         let r = &mut self.reader;
-        let kind = match r.u8().ok_or_else(|| truncated("kind"))? {
+        let mut first = r.u8().ok_or_else(|| truncated("kind"))?;
+        let mut keyspace = 0;
+        if first == KEYSPACE_PREFIX {
+            keyspace = r.varint32().filter(|&id| id != 0).ok_or_else(|| truncated("keyspace id"))?;
+            first = r.u8().ok_or_else(|| truncated("kind"))?;
+        }
+        let kind = match first {
             3 => ValueKind::RangeDelete,
             b => ValueKind::from_u8(b)?,
         };
@@ -238,7 +346,7 @@ impl<'a> BatchIter<'a> {
             }
             ValueKind::Delete => &[],
         };
-        Ok(BatchOp { kind, key, value })
+        Ok(BatchOp { kind, key, value, keyspace })
     }
 }
 

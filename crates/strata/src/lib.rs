@@ -32,6 +32,7 @@ pub mod error;
 pub mod filename;
 pub mod iter;
 pub mod key;
+mod keyspace_options;
 pub mod memtable;
 mod merge_operator;
 pub mod options;
@@ -49,8 +50,9 @@ pub mod wal;
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use compaction::{CompactionFilter, CompactionPolicy, Decision};
-pub use db::{destroy, repair, Db, DbIterator, DbRawIterator, RepairReport, Snapshot};
+pub use db::{destroy, repair, Db, DbIterator, DbRawIterator, Keyspace, RepairReport, Snapshot};
 pub use error::{Error, Result};
+pub use keyspace_options::KeyspaceOptions;
 pub use merge_operator::{associative_merge_operator, MergeOperator};
 pub use options::{
     BloomAllocation, CompactionPipeline, CompactionStyle, CompressionType, Options, ReadOptions,

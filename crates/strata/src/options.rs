@@ -308,6 +308,8 @@ pub struct Options {
     pub(crate) seek_compaction: bool,
     pub(crate) max_mem_compaction_level: usize,
     pub(crate) vfs: Arc<dyn Vfs>,
+    pub(crate) max_total_wal_size: u64,
+    pub(crate) keyspaces: Vec<(String, crate::KeyspaceOptions)>,
 }
 
 impl Default for Options {
@@ -356,6 +358,8 @@ impl Default for Options {
             seek_compaction: false,
             max_mem_compaction_level: 0,
             vfs: Arc::new(RealVfs::new()),
+            max_total_wal_size: 0,
+            keyspaces: Vec::new(),
         }
     }
 }
@@ -541,6 +545,54 @@ impl Options {
         with_max_mem_compaction_level, max_mem_compaction_level, usize);
     setter!(/// The file system (RocksDB `Env`); default the real one.
         with_vfs, vfs, Arc<dyn Vfs>);
+    setter!(/// Bytes of live WAL files above which the keyspaces whose unflushed
+        /// writes hold the oldest WAL are flushed, so a rarely written keyspace
+        /// cannot keep every WAL alive (RocksDB `max_total_wal_size`). 0, the
+        /// default, means four times the sum of the open keyspaces' write buffers.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// let opts = strata::Options::default().with_max_total_wal_size(64 << 20);
+        /// # let _ = opts;
+        /// ```
+        with_max_total_wal_size, max_total_wal_size, u64);
+
+    /// Options for keyspace `name` at open (RocksDB's column family
+    /// descriptors): an existing keyspace uses them instead of the options
+    /// persisted when it was created — the only way to give it back its trait
+    /// objects (merge operator, compaction filter, prefix extractor) — and
+    /// its policy must be the one it was created with (changing it is
+    /// refused); a keyspace the database does not have yet is created with
+    /// them once the open has recovered (fjall's open-or-create). Keyspaces
+    /// not named here reopen with their persisted options. Naming
+    /// `"default"` is refused: the default keyspace uses these `Options`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{associative_merge_operator, Db, KeyspaceOptions, MemVfs, Options};
+    ///
+    /// let vfs = Arc::new(MemVfs::new());
+    /// let concat = associative_merge_operator("concat", |_k, e, o| Some([e.unwrap_or_default(), o].concat()));
+    /// let ks_opts = KeyspaceOptions::default().with_merge_operator(concat);
+    /// let db = Db::open("/db", Options::default().with_vfs(vfs.clone()))?;
+    /// db.create_keyspace("log", ks_opts.clone())?.merge("k", "a")?;
+    /// db.close()?;
+    /// let db = Db::open("/db", Options::default().with_vfs(vfs).with_keyspace("log", ks_opts))?;
+    /// let log = db.keyspace("log")?;
+    /// log.merge("k", "b")?;
+    /// assert_eq!(log.get("k")?, Some(b"ab".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_keyspace(mut self, name: impl Into<String>, opts: crate::KeyspaceOptions) -> Self {
+        let name = name.into();
+        self.keyspaces.retain(|(n, _)| *n != name);
+        self.keyspaces.push((name, opts));
+        self
+    }
 
     /// A filter that removes or rewrites values as compactions rewrite them
     /// (RocksDB `compaction_filter`, rust-rocksdb `Options::set_compaction_filter`;

@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::keyspaces::run_keyspace_log;
 use common::{configs, gen_ops, run_log, Op};
 
 const SEEDS: u64 = 6;
@@ -113,4 +114,13 @@ fn harness_detects_a_lost_write() {
     ops.push(Op::ModelOnlyPut(b"ghost".to_vec(), b"boo".to_vec()));
     ops.push(Op::Get(b"ghost".to_vec()));
     run_log(1, &ops, &configs()[0]);
+}
+
+/// Keyspaces under different policies in one database, with batches across
+/// them, snapshot reads, reopens and drop/re-create, each matching its model.
+#[test]
+fn keyspaces_match_their_models() {
+    for seed in 0..4 {
+        run_keyspace_log(seed, 3000, 800);
+    }
 }

@@ -17,7 +17,6 @@ use crate::compaction::{
     PickResult, RunTarget,
 };
 use crate::error::{Error, Result};
-use crate::filename::wal_path;
 use crate::iter::InternalIterator;
 use crate::key::{parse_internal_key, user_key};
 use crate::memtable::MemTable;
@@ -68,15 +67,15 @@ impl DbInner {
                     self.bg_cv.wait(&mut st);
                 }
             };
-            if let Err(e) = self.flush_memtable(&job.0, job.1) {
+            if let Err(e) = self.flush_memtable(&job.0) {
                 self.set_bg_error(&e);
             }
         }
     }
 
     /// Writes the oldest immutable memtable to an L0 table, records it and
-    /// retires its WAL.
-    fn flush_memtable(&self, mem: &Arc<MemTable>, wal: u64) -> Result<()> {
+    /// deletes the WALs no keyspace needs any more.
+    fn flush_memtable(&self, mem: &Arc<MemTable>) -> Result<()> {
         let start = Instant::now();
         let env = self.env();
         let view = build_view(&self.versions.current(), &self.versions, &HashSet::new());
@@ -101,6 +100,9 @@ impl DbInner {
             st.imms.get(1).map(|(_, w)| *w).unwrap_or(st.mem_wal)
         };
         edit.log_number = Some(next_log);
+        // WAL numbers come from the root MANIFEST: a keyspace's own counter
+        // must not hand the number out as a table.
+        self.versions.mark_file_number_used(next_log);
         let written: u64 = outputs.iter().map(|f| f.size).sum();
         let range_dels_written = outputs.iter().map(|f| f.num_range_dels).sum();
         let n = outputs.len();
@@ -130,7 +132,7 @@ impl DbInner {
             st.imms.pop_front();
             self.install_super_version(&st);
         }
-        let _ = self.vfs.remove_file(&wal_path(&self.dir, wal));
+        self.shared.delete_obsolete_wals();
         self.counters.record(CompactionRecord {
             kind: "flush",
             reason: "memtable full",
@@ -274,7 +276,7 @@ impl DbInner {
             running.push(ids.clone());
             self.counters.running_peak.fetch_max(running.len() as u64, std::sync::atomic::Ordering::Relaxed);
         }
-        let snapshots = self.snapshots.bounds(&self.visible_seq);
+        let snapshots = self.shared.snapshots.bounds(&self.shared.visible_seq);
         drop(guard);
         // Installed under the lock, so picks and flush placements see a
         // MANIFEST edit whole; the inputs stay busy until it is applied.
@@ -318,7 +320,7 @@ impl DbInner {
         let pick = refiltered.as_ref().unwrap_or(pick);
         validate_task(view, &pick.task)?;
         validate_buffer_actions(view, pick)?;
-        let snapshots = self.snapshots.bounds(&self.visible_seq);
+        let snapshots = self.shared.snapshots.bounds(&self.shared.visible_seq);
         if matches!(pick.task, CompactionTask::Merge { .. }) {
             self.counters.running_peak.fetch_max(1, std::sync::atomic::Ordering::Relaxed);
         }
@@ -333,7 +335,7 @@ impl DbInner {
     /// nothing to pick (RocksDB `WaitForCompact`). With auto compactions off it
     /// only waits for flushes.
     pub(crate) fn wait_for_compactions(&self) -> Result<()> {
-        if self.read_only {
+        if self.shared.read_only {
             return Ok(());
         }
         loop {

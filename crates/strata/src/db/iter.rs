@@ -32,6 +32,9 @@ pub struct DbIterator {
     back_last: Option<Vec<u8>>,
     front_done: bool,
     back_done: bool,
+    /// Yielded (once, by either end) before anything else: the iterator was
+    /// made on a keyspace that can no longer be read.
+    error: Option<crate::error::Error>,
 }
 
 impl DbIterator {
@@ -52,6 +55,7 @@ impl DbIterator {
             back_last: None,
             front_done: false,
             back_done: false,
+            error: None,
         }
     }
 
@@ -66,6 +70,20 @@ impl DbIterator {
         let mut it = Self::new(db, snapshot, &super::bounds::prefix_range(prefix), ro);
         it.view.set_scan_prefix(prefix);
         it
+    }
+
+    /// An iterator that yields `e` and ends.
+    pub(crate) fn with_error(mut self, e: crate::error::Error) -> Self {
+        self.error = Some(e);
+        self
+    }
+
+    /// The pending error, ending both directions.
+    fn take_error(&mut self) -> Option<crate::error::Error> {
+        let e = self.error.take()?;
+        self.front_done = true;
+        self.back_done = true;
+        Some(e)
     }
 
     fn step_forward(&mut self) -> Result<Option<KvPair>> {
@@ -175,6 +193,9 @@ impl Iterator for DbIterator {
     type Item = Result<KvPair>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if let Some(e) = self.take_error() {
+            return Some(Err(e));
+        }
         if self.front_done {
             return None;
         }
@@ -194,6 +215,9 @@ impl Iterator for DbIterator {
 
 impl DoubleEndedIterator for DbIterator {
     fn next_back(&mut self) -> Option<Self::Item> {
+        if let Some(e) = self.take_error() {
+            return Some(Err(e));
+        }
         if self.back_done {
             return None;
         }

@@ -6,6 +6,8 @@ mod bounds;
 mod file_get;
 mod iter;
 mod iter_view;
+mod keyspace;
+mod ks_recovery;
 mod multi_get;
 mod range_read;
 mod raw_iter;
@@ -14,6 +16,7 @@ mod read_only;
 mod recovery;
 mod repair;
 mod seek;
+mod shared;
 mod snapshot;
 mod write;
 
@@ -21,7 +24,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::ops::RangeBounds;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -29,6 +32,7 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 
 pub use iter::DbIterator;
+pub use keyspace::Keyspace;
 pub use raw_iter::DbRawIterator;
 pub use repair::{destroy, repair, RepairReport};
 pub use snapshot::Snapshot;
@@ -44,10 +48,8 @@ use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::pinned::PinnedValue;
 use crate::stats::{Counters, LevelStats, Stats};
 use crate::version::{Level, Version, VersionSet};
-use crate::vfs::{FileLock, Vfs};
-use crate::wal::LogWriter;
-use snapshot::SnapshotList;
-use write::WriterQueue;
+use crate::vfs::Vfs;
+use shared::Shared;
 
 /// What readers see: the memtables and the tree, swapped atomically together.
 pub(crate) struct SuperVersion {
@@ -70,11 +72,18 @@ pub(crate) struct DbState {
     pub shutting_down: bool,
 }
 
+/// One keyspace's LSM tree (the default keyspace's is the root directory's).
 pub(crate) struct DbInner {
+    /// The keyspace id: 0 for the default keyspace.
+    pub id: u32,
+    /// The keyspace name ("default" for id 0).
+    pub name: String,
+    /// Set once the keyspace is dropped: its handles refuse every operation.
+    pub dropped: AtomicBool,
     pub dir: PathBuf,
     pub opts: Options,
     pub vfs: Arc<dyn Vfs>,
-    pub versions: VersionSet,
+    pub versions: Arc<VersionSet>,
     pub tables: Arc<TableCache>,
     pub block_cache: Option<Arc<BlockCache>>,
     /// Point-lookup results by (file, user key); `None` when `row_cache_capacity` is 0.
@@ -86,13 +95,6 @@ pub(crate) struct DbInner {
     pub bg_cv: Condvar,
     /// Signalled when a flush or compaction finishes (stalled writers, `flush()`).
     pub done_cv: Condvar,
-    /// The active WAL; only the write-group leader (or `flush`) holds it.
-    pub wal: Mutex<Option<LogWriter>>,
-    pub writers: Mutex<WriterQueue>,
-    pub writers_cv: Condvar,
-    /// Highest sequence number whose write is fully applied to the memtable.
-    pub visible_seq: AtomicU64,
-    pub snapshots: SnapshotList,
     pub counters: Counters,
     /// Picking and installing tasks, background or manual, one at a time
     /// (flushes placed below L0 take it too, so no compaction lands under them
@@ -104,12 +106,8 @@ pub(crate) struct DbInner {
     /// Ids of tables that used up their allowed seeks, oldest first.
     pub seek_candidates: Mutex<Vec<u64>>,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
-    pub lock_file: Mutex<Option<Box<dyn FileLock>>>,
-    pub closed: AtomicBool,
-    /// A write since open skipped the WAL: close must flush to keep it.
-    pub unlogged_writes: AtomicBool,
-    /// Opened with `Db::open_read_only`: nothing is ever written.
-    pub read_only: bool,
+    /// What all keyspaces of the database share (WAL, sequences, snapshots, lock).
+    pub shared: Arc<Shared>,
 }
 
 impl DbInner {
@@ -147,7 +145,7 @@ impl DbInner {
 
     /// Refuses a change on a read-only handle.
     pub(crate) fn check_writable(&self) -> Result<()> {
-        if self.read_only {
+        if self.shared.read_only {
             return Err(Error::ReadOnly("database opened read-only".into()));
         }
         Ok(())
@@ -201,7 +199,7 @@ impl DbInner {
         }
     }
 
-    fn stats(&self) -> Stats {
+    pub(crate) fn stats(&self) -> Stats {
         let mut s = Stats::default();
         self.counters.fill(&mut s);
         let version = self.versions.current();
@@ -248,46 +246,138 @@ impl DbInner {
         s
     }
 
-    /// Flushes memtables holding writes that skipped the WAL (unless
-    /// `avoid_flush_during_shutdown`), stops background work, syncs the WAL
-    /// unless it failed, and releases the directory lock. Returns the first
-    /// error: a flush that could not run means those writes are lost.
-    fn shutdown(&self) -> Result<()> {
-        if self.read_only {
-            // Nothing to flush, sync, delete or unlock.
-            self.closed.store(true, Ordering::SeqCst);
-            return Ok(());
+    /// `Db::property` / `Keyspace::property` for this tree.
+    pub(crate) fn property(&self, name: &str) -> Option<String> {
+        let run_files = |sv: &SuperVersion| -> Vec<Arc<crate::version::FileMeta>> {
+            sv.version.levels.iter().flat_map(|l| &l.runs).flat_map(|r| r.files.iter().cloned()).collect()
+        };
+        match name {
+            "strata.num-entries" => {
+                let sv = self.sv.load_full();
+                return Some(run_files(&sv).iter().map(|f| f.num_entries).sum::<u64>().to_string());
+            }
+            "strata.num-range-deletes" => {
+                let sv = self.sv.load_full();
+                let mems = std::iter::once(&sv.mem).chain(&sv.imms);
+                let in_mem: u64 = mems.map(|m| m.range_dels(crate::key::MAX_SEQ).len() as u64).sum();
+                let in_tables: u64 = run_files(&sv).iter().map(|f| f.num_range_dels).sum();
+                return Some((in_mem + in_tables).to_string());
+            }
+            _ => {}
         }
-        if self.closed.load(Ordering::SeqCst) {
-            return Ok(());
+        let s = self.stats();
+        match name {
+            "strata.stats" => Some(s.to_string()),
+            "strata.levels" => {
+                let text = s.to_string();
+                Some(text.lines().take(s.levels.len() + 1).collect::<Vec<_>>().join("\n"))
+            }
+            "strata.policy" => Some(self.policy.name().to_string()),
+            "strata.compaction-pipeline" => Some(pipeline_report(&s, self.opts.compaction_pipeline)),
+            "strata.compactions" => Some(
+                s.recent_compactions
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "{} ({}) -> L{}: {} in, {} out, read {} B, wrote {} B, {:?}{}",
+                            c.kind,
+                            c.reason,
+                            c.output_level,
+                            c.input_files,
+                            c.output_files,
+                            c.bytes_read,
+                            c.bytes_written,
+                            c.duration,
+                            match c.warmup_blocks_inserted {
+                                0 => String::new(),
+                                n => format!(", warmed {n} blocks"),
+                            }
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            other => {
+                let n: usize = other.strip_prefix("strata.num-files-at-level")?.parse().ok()?;
+                s.levels.get(n).map(|l| l.files.to_string())
+            }
         }
-        let mut result = Ok(());
-        if self.unlogged_writes.load(Ordering::Acquire) && !self.opts.avoid_flush_during_shutdown {
-            result = self.flush().map_err(|e| {
-                Error::ReadOnly(format!(
-                    "close could not flush writes made without the WAL, so they are lost: {e}"
-                ))
-            });
+    }
+
+    /// The oldest WAL this tree's unflushed writes need.
+    pub(crate) fn oldest_needed_wal(&self) -> u64 {
+        let st = self.state.lock();
+        st.imms.front().map_or(st.mem_wal, |(_, w)| *w)
+    }
+
+    /// Refuses operations on a dropped keyspace or a closed database.
+    pub(crate) fn check_live(&self) -> Result<()> {
+        if self.dropped.load(Ordering::Acquire) {
+            return Err(Error::invalid(format!("keyspace {:?} was dropped", self.name)));
         }
-        if self.closed.swap(true, Ordering::SeqCst) {
-            return result;
+        if self.shared.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
         }
+        Ok(())
+    }
+
+    /// Stops this tree's background threads and waits for them.
+    pub(crate) fn stop_background(&self) {
         self.state.lock().shutting_down = true;
         self.bg_cv.notify_all();
         self.done_cv.notify_all();
-        self.writers_cv.notify_all();
         let threads: Vec<_> = self.threads.lock().drain(..).collect();
         for t in threads {
             let _ = t.join();
         }
-        if let Some(w) = self.wal.lock().as_mut() {
+    }
+
+    /// Flushes memtables holding writes that skipped the WAL (unless
+    /// `avoid_flush_during_shutdown`), stops every keyspace's background
+    /// work, syncs the WAL unless it failed, and releases the directory lock.
+    /// Returns the first error: a flush that could not run means those
+    /// writes are lost. Called on the default keyspace's tree.
+    fn shutdown(&self) -> Result<()> {
+        let shared = &self.shared;
+        if shared.read_only {
+            // Nothing to flush, sync, delete or unlock.
+            shared.closed.store(true, Ordering::SeqCst);
+            shared.trees.write().clear();
+            return Ok(());
+        }
+        if shared.closed.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let trees = shared.all_trees();
+        let mut result = Ok(());
+        if shared.unlogged_writes.load(Ordering::Acquire) && !self.opts.avoid_flush_during_shutdown {
+            for t in &trees {
+                let r = t.flush().map_err(|e| {
+                    Error::ReadOnly(format!(
+                        "close could not flush writes made without the WAL, so they are lost: {e}"
+                    ))
+                });
+                result = result.and(r);
+            }
+        }
+        if shared.closed.swap(true, Ordering::SeqCst) {
+            return result;
+        }
+        for t in &trees {
+            t.stop_background();
+        }
+        shared.writers_cv.notify_all();
+        if let Some(w) = shared.wal.lock().as_mut() {
             // A WAL that failed is never written again; its writer saw the error.
             if !w.failed() {
                 result = result.and(w.sync());
             }
         }
-        self.purge_obsolete_files();
-        self.lock_file.lock().take();
+        for t in &trees {
+            t.purge_obsolete_files();
+        }
+        shared.trees.write().clear();
+        shared.lock_file.lock().take();
         result
     }
 }
@@ -307,7 +397,15 @@ impl Db {
     /// Opens (or creates, with `create_if_missing`) the database in `path`.
     /// Fails with [`Error::Locked`] if another handle or process has it open.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        recovery::open(path.as_ref(), opts).map(|inner| Db { inner })
+        let wanted = opts.keyspaces.clone();
+        let db = recovery::open(path.as_ref(), opts).map(|inner| Db { inner })?;
+        // Keyspaces named with `Options::with_keyspace` that do not exist yet.
+        for (name, ks_opts) in wanted {
+            if db.keyspace(&name).is_err() {
+                db.create_keyspace(&name, ks_opts)?;
+            }
+        }
+        Ok(db)
     }
 
     /// Opens an existing database for reads only (RocksDB `OpenForReadOnly`),
@@ -823,60 +921,7 @@ impl Db {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn property(&self, name: &str) -> Option<String> {
-        let run_files = |sv: &SuperVersion| -> Vec<Arc<crate::version::FileMeta>> {
-            sv.version.levels.iter().flat_map(|l| &l.runs).flat_map(|r| r.files.iter().cloned()).collect()
-        };
-        match name {
-            "strata.num-entries" => {
-                let sv = self.inner.sv.load_full();
-                return Some(run_files(&sv).iter().map(|f| f.num_entries).sum::<u64>().to_string());
-            }
-            "strata.num-range-deletes" => {
-                let sv = self.inner.sv.load_full();
-                let mems = std::iter::once(&sv.mem).chain(&sv.imms);
-                let in_mem: u64 = mems.map(|m| m.range_dels(crate::key::MAX_SEQ).len() as u64).sum();
-                let in_tables: u64 = run_files(&sv).iter().map(|f| f.num_range_dels).sum();
-                return Some((in_mem + in_tables).to_string());
-            }
-            _ => {}
-        }
-        let s = self.inner.stats();
-        match name {
-            "strata.stats" => Some(s.to_string()),
-            "strata.levels" => {
-                let text = s.to_string();
-                Some(text.lines().take(s.levels.len() + 1).collect::<Vec<_>>().join("\n"))
-            }
-            "strata.policy" => Some(self.inner.policy.name().to_string()),
-            "strata.compaction-pipeline" => Some(pipeline_report(&s, self.inner.opts.compaction_pipeline)),
-            "strata.compactions" => Some(
-                s.recent_compactions
-                    .iter()
-                    .map(|c| {
-                        format!(
-                            "{} ({}) -> L{}: {} in, {} out, read {} B, wrote {} B, {:?}{}",
-                            c.kind,
-                            c.reason,
-                            c.output_level,
-                            c.input_files,
-                            c.output_files,
-                            c.bytes_read,
-                            c.bytes_written,
-                            c.duration,
-                            match c.warmup_blocks_inserted {
-                                0 => String::new(),
-                                n => format!(", warmed {n} blocks"),
-                            }
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
-            other => {
-                let n: usize = other.strip_prefix("strata.num-files-at-level")?.parse().ok()?;
-                s.levels.get(n).map(|l| l.files.to_string())
-            }
-        }
+        self.inner.property(name)
     }
 
     /// The directory this database lives in.

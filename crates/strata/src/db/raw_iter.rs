@@ -120,6 +120,13 @@ impl DbRawIterator {
         }
     }
 
+    /// A cursor that is never valid and whose status is `e`.
+    pub(crate) fn with_error(mut self, e: crate::error::Error) -> Self {
+        self.valid = false;
+        self.status = Some(e);
+        self
+    }
+
     /// With `prefix_same_as_start`, confines the merge to the keys with the
     /// prefix of a seek's `target` (in the extractor's domain), so tables
     /// whose prefix filter rules it out are skipped; other seeks get the

@@ -79,7 +79,7 @@ impl DbInner {
     /// or below the then-visible sequence, which is <= ours.
     pub(crate) fn read_view(&self, snapshot: Option<SeqNum>) -> (Arc<SuperVersion>, SeqNum) {
         let sv = self.sv.load_full();
-        let seq = snapshot.unwrap_or_else(|| self.visible_seq.load(Ordering::Acquire));
+        let seq = snapshot.unwrap_or_else(|| self.shared.visible_seq.load(Ordering::Acquire));
         (sv, seq)
     }
 

@@ -1,15 +1,18 @@
 //! `Db::open_read_only`: recovery that writes nothing. The MANIFEST is
 //! replayed but not rewritten, the WALs are replayed into one in-memory
 //! memtable instead of new tables, no LOCK is taken and no thread is started,
-//! so a database on a full or read-only disk can still be read.
+//! so a database on a full or read-only disk can still be read. Only the
+//! default keyspace is opened: other keyspaces' WAL ops are skipped.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::recovery::{
-    check_files_present, checked_policy, logs_to_replay, replay_log, table_cache, verify_tables, Parts,
+    check_files_present, check_wal_present, checked_policy, logs_to_replay, replay_log, table_cache,
+    verify_tables, Parts,
 };
+use super::shared::{Shared, SharedParts};
 use super::DbInner;
 use crate::error::{Error, Result};
 use crate::filename::current_path;
@@ -70,9 +73,15 @@ fn open_once(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     // A read-only open creates no data path and deletes nothing.
     let paths = Arc::new(TablePaths::new(dir, &opts.db_paths));
     paths.scan(vfs.as_ref(), false)?;
+    let mut root_log = 0;
     let versions = VersionSet::load_read_only(vfs.clone(), dir, opts.num_levels, |v, log| {
-        check_files_present(vfs.as_ref(), dir, &paths, v, log)
+        root_log = log;
+        check_files_present(vfs.as_ref(), dir, &paths, v, 0)
     })?;
+    // As at a writable open: with keyspaces, the root's log number may name a deleted WAL.
+    if !versions.ever_had_keyspaces() {
+        check_wal_present(vfs.as_ref(), dir, root_log)?;
+    }
     let (tables, block_cache) = table_cache(&paths, &opts);
     if opts.paranoid_checks {
         verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
@@ -80,9 +89,23 @@ fn open_once(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let mut mem = MemTable::new();
     let mut max_seq = versions.last_sequence();
     for log in logs_to_replay(&entries, &versions) {
-        replay_log(dir, &opts, vfs.as_ref(), log, &mut mem, &mut max_seq, |_| Ok(()))?;
+        replay_log(dir, &opts, vfs.as_ref(), log, &mut mem, &mut max_seq)?;
     }
     versions.set_last_sequence(max_seq);
-    let parts = Parts { dir, opts, versions, tables, block_cache, policy };
-    Ok(parts.assemble(mem, 0, None, None))
+    let versions = Arc::new(versions);
+    let shared = Arc::new(Shared::new(SharedParts {
+        dir: dir.to_path_buf(),
+        vfs: vfs.clone(),
+        root_versions: versions.clone(),
+        wal: None,
+        wal_number: 0,
+        lock: None,
+        last_seq: max_seq,
+        max_total_wal_size: opts.max_total_wal_size,
+    }));
+    let name = "default".to_string();
+    let parts = Parts { id: 0, name, dir: dir.to_path_buf(), opts, versions, tables, block_cache, policy };
+    let inner = parts.assemble(mem, 0, shared.clone());
+    shared.trees.write().insert(0, inner.clone());
+    Ok(inner)
 }

@@ -4,14 +4,16 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 
+use super::ks_recovery;
+use super::shared::{Shared, SharedParts};
 use super::{DbInner, DbState, SuperVersion};
-use crate::batch::WriteBatch;
+use crate::batch::{BatchOp, WriteBatch};
 use crate::cache::{BlockCache, RowCache, TableCache};
 use crate::compaction::executor::Env;
 use crate::compaction::monkey::WriteTarget;
@@ -31,7 +33,7 @@ use crate::paths::TablePaths;
 use crate::range_del::Fragments;
 use crate::stats::Counters;
 use crate::version::{Version, VersionEdit, VersionSet};
-use crate::vfs::{FileLock, Vfs};
+use crate::vfs::Vfs;
 use crate::wal::{LogReader, LogWriter};
 
 /// LSbM and dLSM write files of a quarter of `target_file_size_base` and
@@ -122,13 +124,22 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let paths = Arc::new(TablePaths::new(dir, &opts.db_paths));
     let located = paths.scan(vfs.as_ref(), true)?;
     let has_current = vfs.exists(&current_path(dir));
+    let mut root_log = 0;
     let versions = if has_current {
         if opts.error_if_exists {
             return Err(Error::invalid(format!("{} already exists (error_if_exists)", dir.display())));
         }
-        VersionSet::recover_checked(vfs.clone(), dir, opts.num_levels, |v, log| {
-            check_files_present(vfs.as_ref(), dir, &paths, v, log)
-        })?
+        let vs = VersionSet::recover_checked(vfs.clone(), dir, opts.num_levels, |v, log| {
+            root_log = log;
+            check_files_present(vfs.as_ref(), dir, &paths, v, 0)
+        })?;
+        // With keyspaces, a cold keyspace's log number may name a WAL that
+        // every keyspace has moved past (and that was deleted): only a
+        // database that never had keyspaces can insist on it.
+        if !vs.ever_had_keyspaces() {
+            check_wal_present(vfs.as_ref(), dir, root_log)?;
+        }
+        vs
     } else {
         // Tables or WALs without CURRENT: data we cannot interpret; never overwrite it.
         let data = entries
@@ -176,52 +187,76 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
     }
     remove_unreferenced(dir, vfs.as_ref(), &versions, &entries, &located);
-    // The new WAL exists (durably) before the edit that retires the old ones.
+    let versions = Arc::new(versions);
+    let mut trees = vec![Parts {
+        id: 0,
+        name: "default".into(),
+        dir: dir.to_path_buf(),
+        opts: opts.clone(),
+        versions: versions.clone(),
+        tables,
+        block_cache,
+        policy,
+    }];
+    trees.extend(ks_recovery::recover_keyspaces(dir, &opts, &versions)?);
+    // The new WAL exists (durably) before the edits that retire the old ones.
     let wal_number = versions.new_file_number();
     let wal_file = vfs.create(&wal_path(dir, wal_number))?;
     vfs.sync_dir(dir)?;
-    replay_wals(dir, &opts, &vfs, &versions, &tables, policy.as_ref(), &entries, wal_number)?;
-    // Logs before the new one were replayed into tables named by the MANIFEST.
+    let last_seq = ks_recovery::replay_wals(dir, &opts, &trees, &entries, wal_number)?;
+    // Logs before the new one were replayed into tables every keyspace's MANIFEST names.
     for n in &entries {
         if let Some(FileKind::Wal(k)) = parse_file_name(n) {
             let _ = vfs.remove_file(&wal_path(dir, k));
         }
     }
-
-    let parts = Parts { dir, opts, versions, tables, block_cache, policy };
-    let inner = parts.assemble(MemTable::new(), wal_number, Some(LogWriter::new(wal_file)), Some(lock));
-    inner.spawn_background()?;
-    Ok(inner)
+    let shared = Arc::new(Shared::new(SharedParts {
+        dir: dir.to_path_buf(),
+        vfs: vfs.clone(),
+        root_versions: versions,
+        wal: Some(LogWriter::new(wal_file)),
+        wal_number,
+        lock: Some(lock),
+        last_seq,
+        max_total_wal_size: opts.max_total_wal_size,
+    }));
+    let inners: Vec<Arc<DbInner>> =
+        trees.into_iter().map(|p| p.assemble(MemTable::new(), wal_number, shared.clone())).collect();
+    shared.trees.write().extend(inners.iter().map(|t| (t.id, t.clone())));
+    for t in &inners {
+        if let Err(e) = t.spawn_background() {
+            let _ = inners[0].shutdown();
+            return Err(e);
+        }
+    }
+    Ok(inners[0].clone())
 }
 
 /// What a recovered database is built from.
-pub(super) struct Parts<'a> {
-    pub dir: &'a Path,
+pub(super) struct Parts {
+    pub id: u32,
+    pub name: String,
+    pub dir: PathBuf,
     pub opts: Options,
-    pub versions: VersionSet,
+    pub versions: Arc<VersionSet>,
     pub tables: Arc<TableCache>,
     pub block_cache: Option<Arc<BlockCache>>,
     pub policy: Arc<dyn CompactionPolicy>,
 }
 
-impl Parts<'_> {
-    /// The database state around the active memtable `mem` (logged to WAL
-    /// `mem_wal` by `wal`); no WAL and no lock make it read-only.
-    pub(super) fn assemble(
-        self,
-        mem: MemTable,
-        mem_wal: u64,
-        wal: Option<LogWriter>,
-        lock: Option<Box<dyn FileLock>>,
-    ) -> Arc<DbInner> {
-        let read_only = wal.is_none();
+impl Parts {
+    /// The keyspace tree around the active memtable `mem` (logged from WAL
+    /// `mem_wal` on), in the database `shared`.
+    pub(super) fn assemble(self, mem: MemTable, mem_wal: u64, shared: Arc<Shared>) -> Arc<DbInner> {
         let mem = Arc::new(mem);
-        let last = self.versions.last_sequence();
         let sv = SuperVersion::new(mem.clone(), Vec::new(), self.versions.current());
         let row_cache =
             (self.opts.row_cache_capacity > 0).then(|| Arc::new(RowCache::new(self.opts.row_cache_capacity)));
         Arc::new(DbInner {
-            dir: self.dir.to_path_buf(),
+            id: self.id,
+            name: self.name,
+            dropped: AtomicBool::new(false),
+            dir: self.dir,
             vfs: self.opts.vfs.clone(),
             opts: self.opts,
             versions: self.versions,
@@ -239,66 +274,14 @@ impl Parts<'_> {
             }),
             bg_cv: Condvar::new(),
             done_cv: Condvar::new(),
-            wal: Mutex::new(wal),
-            writers: Mutex::new(Default::default()),
-            writers_cv: Condvar::new(),
-            visible_seq: AtomicU64::new(last),
-            snapshots: Default::default(),
             counters: Counters::default(),
             compaction_lock: Mutex::new(()),
             running: Mutex::new(Vec::new()),
             seek_candidates: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
-            lock_file: Mutex::new(lock),
-            closed: AtomicBool::new(false),
-            unlogged_writes: AtomicBool::new(false),
-            read_only,
+            shared,
         })
     }
-}
-
-/// Replays WALs at or after the MANIFEST's log number into L0 tables and
-/// records them, the highest sequence seen and the new log number in one edit,
-/// so a crash during recovery never replays a log twice.
-#[allow(clippy::too_many_arguments)]
-fn replay_wals(
-    dir: &Path,
-    opts: &Options,
-    vfs: &Arc<dyn Vfs>,
-    versions: &VersionSet,
-    tables: &Arc<TableCache>,
-    policy: &dyn CompactionPolicy,
-    entries: &[String],
-    new_log: u64,
-) -> Result<()> {
-    let pipeline = crate::compaction::auto::resolve_without_history(opts.compaction_pipeline);
-    let env = Env {
-        vfs: vfs.as_ref(),
-        versions,
-        tables,
-        opts,
-        policy,
-        pipeline,
-        split_merges: Env::splits(opts.compaction_pipeline),
-    };
-    let mut edit = VersionEdit { log_number: Some(new_log), ..Default::default() };
-    let mut max_seq = versions.last_sequence();
-    let mut mem = MemTable::new();
-    for log in logs_to_replay(entries, versions) {
-        replay_log(dir, opts, vfs.as_ref(), log, &mut mem, &mut max_seq, |mem| {
-            if mem.approximate_memory_usage() >= opts.write_buffer_size {
-                flush_recovered(&env, std::mem::take(mem), &mut edit)?;
-            }
-            Ok(())
-        })?;
-    }
-    if !mem.is_empty() {
-        flush_recovered(&env, mem, &mut edit)?;
-    }
-    edit.last_sequence = Some(max_seq);
-    versions.set_last_sequence(max_seq);
-    versions.log_and_apply(edit)?;
-    Ok(())
 }
 
 /// WALs at or after the MANIFEST's log number, oldest first: the logs recovery replays.
@@ -314,8 +297,9 @@ pub(super) fn logs_to_replay(entries: &[String], versions: &VersionSet) -> Vec<u
     logs
 }
 
-/// Adds every record of WAL `log` that `wal_recovery_mode` keeps to `mem`,
-/// raising `max_seq`; calls `after_record(mem)` after each record.
+/// Adds every default-keyspace op of WAL `log` that `wal_recovery_mode`
+/// keeps to `mem`, raising `max_seq` (the read-only open: other keyspaces'
+/// ops are not read).
 pub(super) fn replay_log(
     dir: &Path,
     opts: &Options,
@@ -323,7 +307,24 @@ pub(super) fn replay_log(
     log: u64,
     mem: &mut MemTable,
     max_seq: &mut u64,
-    mut after_record: impl FnMut(&mut MemTable) -> Result<()>,
+) -> Result<()> {
+    replay_log_ops(dir, opts, vfs, log, |seq, op| {
+        if op.keyspace == 0 {
+            mem.add_op(seq, &op);
+        }
+        *max_seq = (*max_seq).max(seq);
+        Ok(())
+    })
+}
+
+/// Calls `on_op(seq, op)` for every op of every record of WAL `log` that
+/// `wal_recovery_mode` keeps, in log order.
+pub(super) fn replay_log_ops(
+    dir: &Path,
+    opts: &Options,
+    vfs: &dyn Vfs,
+    log: u64,
+    mut on_op: impl FnMut(u64, BatchOp<'_>) -> Result<()>,
 ) -> Result<()> {
     let file = vfs.open_sequential(&wal_path(dir, log))?;
     let mut reader = LogReader::new(file, opts.wal_recovery_mode);
@@ -333,16 +334,13 @@ pub(super) fn replay_log(
         let batch = WriteBatch::from_data(record)
             .map_err(|e| Error::corruption(format!("WAL {:06}.log: {e}", log)))?;
         for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
-            let op = op?;
-            mem.add_op(seq, &op);
-            *max_seq = (*max_seq).max(seq);
+            on_op(seq, op?)?;
         }
-        after_record(mem)?;
     }
     Ok(())
 }
 
-fn flush_recovered(env: &Env<'_>, mem: MemTable, edit: &mut VersionEdit) -> Result<()> {
+pub(super) fn flush_recovered(env: &Env<'_>, mem: MemTable, edit: &mut VersionEdit) -> Result<()> {
     let mem = Arc::new(mem);
     let view = build_view(&env.versions.current(), env.versions, &HashSet::new());
     let target = WriteTarget { level: 0, run: RunTarget::New, inputs: &[], entries: mem.len() as u64 };
@@ -363,7 +361,7 @@ fn flush_recovered(env: &Env<'_>, mem: MemTable, edit: &mut VersionEdit) -> Resu
 
 /// Removes tables no version names (outputs of an interrupted compaction),
 /// temp files and old MANIFESTs.
-fn remove_unreferenced(
+pub(super) fn remove_unreferenced(
     dir: &Path,
     vfs: &dyn Vfs,
     versions: &VersionSet,
@@ -392,7 +390,7 @@ fn remove_unreferenced(
 /// a light-weight compaction whose edit never became durable (a crash between
 /// the append and the edit): the bytes past the recorded length are cut off,
 /// so the next append starts where the recorded segments end.
-fn cut_uncommitted_appends(vfs: &dyn Vfs, version: &Version, tables: &TableCache) -> Result<()> {
+pub(super) fn cut_uncommitted_appends(vfs: &dyn Vfs, version: &Version, tables: &TableCache) -> Result<()> {
     for f in version.live_files() {
         let path = tables.paths().table(f.id);
         match vfs.file_size(&path) {
@@ -445,15 +443,23 @@ pub(super) fn check_files_present(
             "the MANIFEST names {what}, which does not exist: it lost acknowledged edits, or files were removed"
         ))
     };
-    if log_number > 0 && !vfs.exists(&wal_path(dir, log_number)) {
-        return Err(missing(format!("WAL {log_number:06}.log as the oldest log to replay")));
-    }
+    check_wal_present(vfs, dir, log_number)?;
     let mut ids: Vec<u64> = version.all_file_ids().into_iter().collect();
     ids.sort_unstable();
     for id in ids {
         if !vfs.exists(&paths.table(id)) {
             return Err(missing(format!("table {id:06}.sst (looked in {})", paths.table(id).display())));
         }
+    }
+    Ok(())
+}
+
+/// The WAL of the oldest unflushed memtable (`log_number`) exists.
+pub(super) fn check_wal_present(vfs: &dyn Vfs, dir: &Path, log_number: u64) -> Result<()> {
+    if log_number > 0 && !vfs.exists(&wal_path(dir, log_number)) {
+        return Err(Error::corruption(format!(
+            "the MANIFEST names WAL {log_number:06}.log as the oldest log to replay, which does not exist: it lost acknowledged edits, or files were removed"
+        )));
     }
     Ok(())
 }

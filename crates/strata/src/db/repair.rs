@@ -111,7 +111,8 @@ impl fmt::Display for RepairReport {
 /// a damaged data block loses its own entries (and, as in any repair, a
 /// deletion or newer version it held), an unreadable table or log record is
 /// lost, and damaged files are moved into `lost/` rather than deleted. Fails
-/// with [`Error::Locked`] while the database is open.
+/// with [`Error::Locked`] while the database is open, and with
+/// [`Error::InvalidArgument`] for a database with keyspaces (not supported yet).
 pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     let dir = path.as_ref();
     let policy = checked_policy(&opts)?;
@@ -121,6 +122,15 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     }
     let _lock = vfs.lock(&lock_path(dir))?;
     let entries = vfs.list_dir(dir)?;
+    // The rebuilt root MANIFEST would lose the keyspace registry, and the
+    // next open would then delete every keyspace's directory.
+    let ks_dir = dir.join(super::ks_recovery::KEYSPACES_DIR);
+    if vfs.exists(&ks_dir) && !vfs.list_dir(&ks_dir)?.is_empty() {
+        return Err(Error::invalid(format!(
+            "{} has keyspaces: repair handles only databases without keyspaces",
+            dir.display()
+        )));
+    }
     // Tables in every data path (the main directory's included).
     let paths = Arc::new(TablePaths::new(dir, &opts.db_paths));
     let located = paths.scan(vfs.as_ref(), true)?;
@@ -340,8 +350,8 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     Ok(report)
 }
 
-/// Removes a database's files (LevelDB `DestroyDB`): CURRENT, LOCK,
-/// MANIFESTs, logs, tables and temp files, the tables in its data paths
+/// Removes a database's files (LevelDB `DestroyDB`): its keyspaces'
+/// directories, CURRENT, LOCK, MANIFESTs, logs, tables and temp files, the tables in its data paths
 /// (`Options::with_db_paths`), then each directory if nothing else is in it. Other files stay. A missing directory is not an error. Fails
 /// with [`Error::Locked`] while the database is open.
 pub fn destroy(path: impl AsRef<Path>, opts: Options) -> Result<()> {
@@ -352,6 +362,17 @@ pub fn destroy(path: impl AsRef<Path>, opts: Options) -> Result<()> {
     }
     let names = vfs.list_dir(dir)?;
     let lock = vfs.lock(&lock_path(dir))?;
+    let ks_dir = dir.join(super::ks_recovery::KEYSPACES_DIR);
+    if vfs.exists(&ks_dir) {
+        for n in vfs.list_dir(&ks_dir)? {
+            if n.parse::<u32>().is_ok() {
+                super::ks_recovery::remove_tree_dir(vfs.as_ref(), &ks_dir.join(n));
+            }
+        }
+        if vfs.list_dir(&ks_dir)?.is_empty() {
+            let _ = vfs.remove_dir(&ks_dir);
+        }
+    }
     for n in &names {
         match parse_file_name(n) {
             Some(FileKind::Lock) | None => {}
@@ -399,6 +420,10 @@ fn replay_wal(
                 let ops: Result<Vec<_>> = batch.iter().collect();
                 let Ok(ops) = ops else { continue };
                 for (seq, op) in (batch.sequence()..).zip(ops) {
+                    // Never another keyspace's op into the default keyspace.
+                    if op.keyspace != 0 {
+                        continue;
+                    }
                     mem.add_op(seq, &op);
                     *max_seq = (*max_seq).max(seq);
                 }

@@ -27,7 +27,7 @@ impl DbInner {
     /// compactions off).
     #[inline]
     pub(crate) fn counts_seeks(&self) -> bool {
-        self.opts.seek_compaction && !self.read_only && !self.opts.disable_auto_compactions
+        self.opts.seek_compaction && !self.shared.read_only && !self.opts.disable_auto_compactions
     }
 
     /// Charges one wasted seek to `file`; queues it when its budget runs out.

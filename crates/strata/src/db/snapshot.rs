@@ -62,7 +62,7 @@ struct Handle {
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        self.db.snapshots.release(self.seq);
+        self.db.shared.snapshots.release(self.seq);
     }
 }
 
@@ -81,7 +81,7 @@ impl fmt::Debug for Snapshot {
 
 impl Snapshot {
     pub(crate) fn new(db: Arc<DbInner>) -> Self {
-        let seq = db.snapshots.acquire(&db.visible_seq);
+        let seq = db.shared.snapshots.acquire(&db.shared.visible_seq);
         Snapshot { handle: Arc::new(Handle { db, seq }) }
     }
 

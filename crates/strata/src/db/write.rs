@@ -1,7 +1,7 @@
 //! The write path: group commit (one WAL write and at most one sync for all
 //! writers queued behind a leader), memtable switches and write stalls.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -74,7 +74,7 @@ impl DbInner {
             disable_wal: wo.disable_wal,
             result: Mutex::new(None),
         });
-        let mut q = self.writers.lock();
+        let mut q = self.shared.writers.lock();
         q.queue.push_back(slot.clone());
         loop {
             if let Some(r) = slot.result.lock().take() {
@@ -83,11 +83,11 @@ impl DbInner {
             if q.queue.front().is_some_and(|f| Arc::ptr_eq(f, &slot)) {
                 break;
             }
-            if self.closed.load(Ordering::Acquire) {
+            if self.shared.closed.load(Ordering::Acquire) {
                 q.queue.retain(|s| !Arc::ptr_eq(s, &slot));
                 return Err(Error::Closed);
             }
-            self.writers_cv.wait(&mut q);
+            self.shared.writers_cv.wait(&mut q);
         }
         // Leader: take a group from the front of the queue.
         let mut group = Vec::new();
@@ -101,7 +101,7 @@ impl DbInner {
         }
         drop(q);
         let result = self.commit_group(&group);
-        let mut q = self.writers.lock();
+        let mut q = self.shared.writers.lock();
         for s in &group {
             q.queue.pop_front();
             if !Arc::ptr_eq(s, &slot) {
@@ -112,17 +112,16 @@ impl DbInner {
             }
         }
         drop(q);
-        self.writers_cv.notify_all();
+        self.shared.writers_cv.notify_all();
         result
     }
 
     fn commit_group(&self, group: &[Arc<WriteSlot>]) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
+        let shared = &self.shared;
+        if shared.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        let mut wal_guard = self.wal.lock();
-        let mem = self.make_room_for_write(&mut wal_guard)?;
-        let wal = wal_guard.as_mut().ok_or(Error::Closed)?;
+        let mut wal_guard = shared.wal.lock();
         let mut batch = WriteBatch::new();
         for s in group {
             if let Some(b) = s.batch.lock().take() {
@@ -133,7 +132,22 @@ impl DbInner {
                 }
             }
         }
-        let first_seq = self.versions.last_sequence() + 1;
+        // The trees the group writes to, each with room made in it.
+        let mut ids = BTreeSet::new();
+        for op in batch.iter() {
+            ids.insert(op?.keyspace);
+        }
+        let mut trees = BTreeMap::new();
+        for id in ids {
+            trees.insert(id, shared.tree(id)?);
+        }
+        self.flush_oldest_if_wal_full(&mut wal_guard)?;
+        let mut mems = BTreeMap::new();
+        for (id, t) in &trees {
+            mems.insert(*id, t.make_room_for_write(&mut wal_guard)?);
+        }
+        let wal = wal_guard.as_mut().ok_or(Error::Closed)?;
+        let first_seq = shared.root_versions.last_sequence() + 1;
         batch.set_sequence(first_seq);
         let sync = group.iter().any(|s| s.sync);
         if group.iter().any(|s| !s.disable_wal) {
@@ -141,7 +155,7 @@ impl DbInner {
             let r = wal.add_record(batch.data()).and_then(|_| if sync { wal.sync() } else { wal.flush() });
             if let Err(e) = r {
                 // The WAL may now hold a partial record: no later write may follow it.
-                self.set_bg_error(&e);
+                shared.set_bg_error_all(&e);
                 return Err(e);
             }
             Counters::add(&self.counters.wal_bytes, wal.len() - before);
@@ -150,7 +164,7 @@ impl DbInner {
             }
         } else {
             // Only a flush can persist these; `close` does one (see `shutdown`).
-            self.unlogged_writes.store(true, Ordering::Release);
+            shared.unlogged_writes.store(true, Ordering::Release);
         }
         Counters::add(&self.counters.write_groups, 1);
         Counters::add(&self.counters.writes, group.len() as u64);
@@ -158,19 +172,45 @@ impl DbInner {
         let mut user_bytes = 0u64;
         for op in batch.iter() {
             let op = op?;
+            let mem =
+                mems.get(&op.keyspace).ok_or_else(|| Error::corruption("batch changed while committed"))?;
             mem.add_op(seq, &op);
             user_bytes += (op.key.len() + op.value.len()) as u64;
             seq += 1;
         }
         Counters::add(&self.counters.user_bytes, user_bytes);
-        self.versions.set_last_sequence(seq - 1);
-        self.visible_seq.store(seq - 1, Ordering::Release);
+        shared.root_versions.set_last_sequence(seq - 1);
+        for t in trees.values() {
+            t.versions.set_last_sequence(seq - 1);
+        }
+        shared.visible_seq.store(seq - 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// `max_total_wal_size`: when the live WALs outgrow it, switches the
+    /// memtable of every keyspace whose unflushed writes hold the oldest WAL,
+    /// so its flush frees that WAL (a cold keyspace cannot pin the log forever).
+    fn flush_oldest_if_wal_full(&self, wal: &mut Option<LogWriter>) -> Result<()> {
+        let Some(active) = wal.as_ref().map(|w| w.len()) else { return Ok(()) };
+        let shared = &self.shared;
+        if shared.old_wals.lock().is_empty() || shared.total_wal_bytes(active) <= shared.wal_limit() {
+            return Ok(());
+        }
+        let oldest = shared.oldest_needed_wal();
+        for t in shared.all_trees() {
+            let mut st = t.state.lock();
+            let holds_oldest = st.imms.is_empty() && !st.mem.is_empty() && st.mem_wal <= oldest;
+            if holds_oldest && st.bg_error.is_none() && !st.shutting_down {
+                t.switch_memtable(wal, &mut st)?;
+                Counters::add(&t.counters.wal_size_flushes, 1);
+            }
+        }
         Ok(())
     }
 
     /// Waits out stalls and switches a full memtable; returns the memtable to
     /// write into. The caller holds the WAL lock (it is the only writer).
-    fn make_room_for_write(&self, wal: &mut Option<LogWriter>) -> Result<Arc<MemTable>> {
+    pub(crate) fn make_room_for_write(&self, wal: &mut Option<LogWriter>) -> Result<Arc<MemTable>> {
         let mut allow_delay = true;
         let mut st = self.state.lock();
         loop {
@@ -217,10 +257,11 @@ impl DbInner {
         wal: &mut Option<LogWriter>,
         st: &mut MutexGuard<'_, DbState>,
     ) -> Result<()> {
-        let number = self.versions.new_file_number();
+        let shared = &self.shared;
+        let number = shared.root_versions.new_file_number();
         let r = MutexGuard::unlocked(st, || -> Result<LogWriter> {
-            let file = self.vfs.create(&wal_path(&self.dir, number))?;
-            self.vfs.sync_dir(&self.dir)?;
+            let file = self.vfs.create(&wal_path(&shared.dir, number))?;
+            self.vfs.sync_dir(&shared.dir)?;
             // The old log must be complete on disk before newer writes depend on it.
             if let Some(old) = wal.as_mut() {
                 old.sync()?;
@@ -234,12 +275,26 @@ impl DbInner {
                 return Err(e);
             }
         };
-        *wal = Some(writer);
+        if let Some(old) = wal.replace(writer) {
+            let old_number = shared.wal_number.swap(number, Ordering::SeqCst);
+            shared.old_wals.lock().insert(old_number, old.len());
+        }
         let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new()));
         let old_wal = std::mem::replace(&mut st.mem_wal, number);
         st.imms.push_back((old, old_wal));
         self.install_super_version(st);
         self.bg_cv.notify_all();
+        // A keyspace with nothing unflushed needs no older WAL. (Its
+        // MANIFEST's log number stays older: replaying those WALs finds
+        // nothing of it.) Switches are serialised by the WAL lock.
+        for t in shared.all_trees() {
+            if t.id != self.id {
+                let mut other = t.state.lock();
+                if other.mem.is_empty() && other.imms.is_empty() {
+                    other.mem_wal = number;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -248,7 +303,7 @@ impl DbInner {
     pub(crate) fn flush(&self) -> Result<()> {
         self.check_writable()?;
         {
-            let mut wal = self.wal.lock();
+            let mut wal = self.shared.wal.lock();
             let mut st = self.state.lock();
             if let Some(e) = &st.bg_error {
                 return Err(Error::ReadOnly(e.clone()));

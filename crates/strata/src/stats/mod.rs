@@ -296,6 +296,9 @@ pub struct Stats {
     pub seek_candidates: u64,
     /// Tasks run because a table used up its allowed seeks.
     pub seek_compactions: u64,
+    /// Memtables switched (then flushed) because the live WALs outgrew
+    /// `max_total_wal_size` while this keyspace held the oldest one.
+    pub wal_size_flushes: u64,
     /// Light-weight compactions (`lwc`): victims appended to next-level tables.
     pub appends: u64,
     /// Bytes of compaction inputs that came from a level above the task's
@@ -564,6 +567,7 @@ pub(crate) struct Counters {
     pub buffer_files_trimmed: AtomicU64,
     pub seek_candidates: AtomicU64,
     pub seek_compactions: AtomicU64,
+    pub wal_size_flushes: AtomicU64,
     pub flushes_below_l0: AtomicU64,
     pub appends: AtomicU64,
     pub moved_down: AtomicU64,
@@ -719,6 +723,7 @@ impl Counters {
         s.buffer_files_trimmed = g(&self.buffer_files_trimmed);
         s.seek_candidates = g(&self.seek_candidates);
         s.seek_compactions = g(&self.seek_compactions);
+        s.wal_size_flushes = g(&self.wal_size_flushes);
         s.flushes_below_l0 = g(&self.flushes_below_l0);
         s.appends = g(&self.appends);
         s.compaction_bytes_moved_down = g(&self.moved_down);

@@ -35,6 +35,12 @@ const TAG_FILE_SEGMENTS: u64 = 14;
 /// A listed file's count of range tombstones, when it has any. Not
 /// ignorable: a reader that does not know it would miss the deletions.
 const TAG_FILE_RANGE_DELS: u64 = 15;
+/// The keyspace registry (root MANIFEST only): a keyspace added (id, name,
+/// persisted options), a keyspace dropped (id), and the next id to hand out.
+/// Written only by databases that create keyspaces.
+const TAG_KEYSPACE_ADD: u64 = 20;
+const TAG_KEYSPACE_DROP: u64 = 21;
+const TAG_NEXT_KEYSPACE_ID: u64 = 22;
 /// Tags with this bit set carry a length-prefixed payload that a reader which
 /// does not know the tag may skip: information that only makes something
 /// better (RocksDB's `kTagSafeIgnoreMask`). Every other unknown tag changes
@@ -92,6 +98,25 @@ pub enum BufferOp {
     },
 }
 
+/// A change to the keyspace registry kept in the root MANIFEST.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KeyspaceOp {
+    /// A keyspace was created.
+    Add {
+        /// Its id (never reused).
+        id: u32,
+        /// Its name.
+        name: String,
+        /// Its persisted options (see `KeyspaceOptions`).
+        options: Vec<u8>,
+    },
+    /// A keyspace was dropped.
+    Drop {
+        /// Its id.
+        id: u32,
+    },
+}
+
 /// One atomic change to the version state. Deletions apply before additions, so
 /// an edit can move a file between runs or levels.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -112,6 +137,10 @@ pub struct VersionEdit {
     pub policy_state: Option<Vec<u8>>,
     /// Compaction-buffer changes, applied in order after the file changes.
     pub buffer_ops: Vec<BufferOp>,
+    /// Keyspace registry changes (root MANIFEST only), applied in order.
+    pub keyspace_ops: Vec<KeyspaceOp>,
+    /// The next keyspace id to hand out.
+    pub next_keyspace_id: Option<u32>,
 }
 
 impl VersionEdit {
@@ -178,6 +207,24 @@ impl VersionEdit {
                     put_varint64(&mut b, *run);
                 }
             }
+        }
+        for op in &self.keyspace_ops {
+            match op {
+                KeyspaceOp::Add { id, name, options } => {
+                    put_varint64(&mut b, TAG_KEYSPACE_ADD);
+                    put_varint64(&mut b, u64::from(*id));
+                    put_length_prefixed(&mut b, name.as_bytes());
+                    put_length_prefixed(&mut b, options);
+                }
+                KeyspaceOp::Drop { id } => {
+                    put_varint64(&mut b, TAG_KEYSPACE_DROP);
+                    put_varint64(&mut b, u64::from(*id));
+                }
+            }
+        }
+        if let Some(n) = self.next_keyspace_id {
+            put_varint64(&mut b, TAG_NEXT_KEYSPACE_ID);
+            put_varint64(&mut b, u64::from(n));
         }
         // One per file, after every listing of it.
         let mut bits = BTreeMap::new();
@@ -322,6 +369,22 @@ impl VersionEdit {
                         )));
                     }
                 }
+                TAG_KEYSPACE_ADD => {
+                    let id = keyspace_id(&mut r)?;
+                    let name = r.length_prefixed().ok_or_else(|| bad("keyspace name"))?;
+                    let name = String::from_utf8(name.to_vec()).map_err(|_| bad("keyspace name"))?;
+                    let options = r.length_prefixed().ok_or_else(|| bad("keyspace options"))?.to_vec();
+                    e.keyspace_ops.push(KeyspaceOp::Add { id, name, options });
+                }
+                TAG_KEYSPACE_DROP => {
+                    let id = keyspace_id(&mut r)?;
+                    e.keyspace_ops.push(KeyspaceOp::Drop { id });
+                }
+                TAG_NEXT_KEYSPACE_ID => {
+                    let n = u32::try_from(varint(&mut r, "next keyspace id")?)
+                        .map_err(|_| bad("next keyspace id"))?;
+                    set_once(&mut e.next_keyspace_id, Some(n), "next keyspace id")?;
+                }
                 other if other & TAG_SAFE_TO_IGNORE != 0 => {
                     r.length_prefixed().ok_or_else(|| bad("ignorable field"))?;
                 }
@@ -384,6 +447,11 @@ fn bad(what: &str) -> Error {
 
 fn varint(r: &mut Reader<'_>, what: &str) -> Result<u64> {
     r.varint64().ok_or_else(|| bad(what))
+}
+
+/// A keyspace id: 1 to `u32::MAX` (0 is the default keyspace, never registered).
+fn keyspace_id(r: &mut Reader<'_>) -> Result<u32> {
+    u32::try_from(varint(r, "keyspace id")?).ok().filter(|&id| id != 0).ok_or_else(|| bad("keyspace id"))
 }
 
 fn level(r: &mut Reader<'_>) -> Result<usize> {
@@ -505,6 +573,18 @@ mod tests {
                     }
                 })
                 .collect(),
+            keyspace_ops: (0..rng.gen_range(0..3))
+                .map(|_| {
+                    let id = rng.gen_range(1..=u32::MAX);
+                    if rng.gen_bool(0.5) {
+                        KeyspaceOp::Drop { id }
+                    } else {
+                        let name = format!("ks{}", num(rng));
+                        KeyspaceOp::Add { id, name, options: bytes(rng, 12) }
+                    }
+                })
+                .collect(),
+            next_keyspace_id: rng.gen_bool(0.3).then(|| rng.gen()),
         }
     }
 

@@ -14,10 +14,11 @@ mod version_set;
 
 pub use buffer::{Buffer, BufferEntry, BufferTable};
 pub(crate) use builder::Builder;
-pub use edit::{BufferOp, VersionEdit};
+pub use edit::{BufferOp, KeyspaceOp, VersionEdit};
 pub use file_meta::{FileMeta, NewFile, ObsoleteFiles};
 pub(crate) use manifest::ManifestWriter;
 pub use manifest::{read_current, read_manifest, set_current};
+pub use policy_meta::KeyspaceEntry;
 pub(crate) use policy_meta::PolicyMeta;
 pub use version::{Level, Run, Version};
 pub use version_set::VersionSet;

@@ -1,9 +1,21 @@
 //! What the MANIFEST keeps for the compaction policy besides the tree:
-//! round-robin cursors and the policy's own state blob.
+//! round-robin cursors and the policy's own state blob, and (root MANIFEST
+//! only) the keyspace registry.
+
+use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 
-use super::edit::VersionEdit;
+use super::edit::{KeyspaceOp, VersionEdit};
+
+/// A registered keyspace: its name and persisted options.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyspaceEntry {
+    /// The keyspace's name.
+    pub name: String,
+    /// Its options as persisted (`KeyspaceOptions` encoding).
+    pub options: Vec<u8>,
+}
 
 /// State persisted alongside the files, read by compaction policies.
 #[derive(Clone, Debug)]
@@ -12,12 +24,21 @@ pub(crate) struct PolicyMeta {
     pub(crate) compact_pointers: Vec<Option<Vec<u8>>>,
     /// The policy's opaque state, as it last returned it.
     pub(crate) policy_state: Option<Vec<u8>>,
+    /// Live keyspaces by id (root MANIFEST only).
+    pub(crate) keyspaces: BTreeMap<u32, KeyspaceEntry>,
+    /// The next keyspace id; 0 while no keyspace was ever created.
+    pub(crate) next_keyspace_id: u32,
 }
 
 impl PolicyMeta {
     /// No cursors and no state, for `num_levels` levels.
     pub(crate) fn new(num_levels: usize) -> Self {
-        PolicyMeta { compact_pointers: vec![None; num_levels], policy_state: None }
+        PolicyMeta {
+            compact_pointers: vec![None; num_levels],
+            policy_state: None,
+            keyspaces: BTreeMap::new(),
+            next_keyspace_id: 0,
+        }
     }
 
     /// Takes the edit's cursors and blob; an empty blob clears the stored one.
@@ -31,6 +52,29 @@ impl PolicyMeta {
         }
         if let Some(state) = &edit.policy_state {
             self.policy_state = Some(state.clone()).filter(|s| !s.is_empty());
+        }
+        for op in &edit.keyspace_ops {
+            match op {
+                KeyspaceOp::Add { id, name, options } => {
+                    if *id == 0
+                        || self.keyspaces.contains_key(id)
+                        || self.keyspaces.values().any(|e| &e.name == name)
+                    {
+                        return Err(Error::invalid(format!("keyspace {id} ({name:?}) added twice")));
+                    }
+                    self.keyspaces
+                        .insert(*id, KeyspaceEntry { name: name.clone(), options: options.clone() });
+                    self.next_keyspace_id = self.next_keyspace_id.max(id.saturating_add(1));
+                }
+                KeyspaceOp::Drop { id } => {
+                    if self.keyspaces.remove(id).is_none() {
+                        return Err(Error::invalid(format!("dropping keyspace {id}, which does not exist")));
+                    }
+                }
+            }
+        }
+        if let Some(n) = edit.next_keyspace_id {
+            self.next_keyspace_id = self.next_keyspace_id.max(n);
         }
         Ok(())
     }

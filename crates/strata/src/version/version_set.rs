@@ -16,10 +16,10 @@ use crate::vfs::Vfs;
 
 use super::buffer::BufferEntry;
 use super::builder::Builder;
-use super::edit::{BufferOp, VersionEdit};
+use super::edit::{BufferOp, KeyspaceOp, VersionEdit};
 use super::file_meta::ObsoleteFiles;
 use super::manifest::{read_current, read_manifest, set_current, ManifestWriter};
-use super::policy_meta::PolicyMeta;
+use super::policy_meta::{KeyspaceEntry, PolicyMeta};
 use super::version::Version;
 
 /// Highest level count a MANIFEST may describe (bounds memory on garbage input).
@@ -269,6 +269,21 @@ impl VersionSet {
         self.meta.lock().policy_state.clone()
     }
 
+    /// The keyspace registry (root MANIFEST): live keyspaces by id.
+    pub fn keyspaces(&self) -> std::collections::BTreeMap<u32, KeyspaceEntry> {
+        self.meta.lock().keyspaces.clone()
+    }
+
+    /// The next keyspace id to hand out (ids start at 1 and are never reused).
+    pub fn next_keyspace_id(&self) -> u32 {
+        self.meta.lock().next_keyspace_id.max(1)
+    }
+
+    /// True once a keyspace was ever created in this (root) MANIFEST.
+    pub fn ever_had_keyspaces(&self) -> bool {
+        self.meta.lock().next_keyspace_id > 0
+    }
+
     /// The queue of file ids that no Version references any more.
     pub fn obsolete_files(&self) -> Arc<ObsoleteFiles> {
         self.obsolete.clone()
@@ -432,6 +447,11 @@ fn snapshot(
             .collect(),
         policy_state: meta.policy_state.clone(),
         buffer_ops,
+        keyspace_ops: (meta.keyspaces.iter())
+            .map(|(id, e)| KeyspaceOp::Add { id: *id, name: e.name.clone(), options: e.options.clone() })
+            .collect(),
+        // Only databases that ever created a keyspace write the registry.
+        next_keyspace_id: (meta.next_keyspace_id > 0).then_some(meta.next_keyspace_id),
     }
 }
 

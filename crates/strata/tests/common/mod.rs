@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod cursor;
+pub mod keyspaces;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;

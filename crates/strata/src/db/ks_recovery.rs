@@ -1,0 +1,223 @@
+//! Keyspaces at open: where they live, the options they reopen with, their
+//! recovered trees, and the WAL replay that sends each op to its keyspace.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::recovery::{
+    check_files_present, checked_policy, cut_uncommitted_appends, flush_recovered, remove_unreferenced,
+    replay_log_ops, table_cache, verify_tables, Parts,
+};
+use crate::compaction::executor::Env;
+use crate::error::{Error, Result};
+use crate::filename::{current_path, parse_file_name, FileKind};
+use crate::keyspace_options::{KeyspaceOptions, PersistedStyle};
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::paths::TablePaths;
+use crate::version::{KeyspaceEntry, VersionEdit, VersionSet};
+use crate::vfs::Vfs;
+
+/// The directory under the root that holds one directory per keyspace.
+pub(crate) const KEYSPACES_DIR: &str = "keyspaces";
+
+/// Where keyspace `id` (> 0) keeps its MANIFEST, CURRENT and tables.
+pub(crate) fn keyspace_dir(root: &Path, id: u32) -> PathBuf {
+    root.join(KEYSPACES_DIR).join(id.to_string())
+}
+
+/// The options registered keyspace `name` opens with: those given with
+/// `Options::with_keyspace` (same policy required), else the persisted ones.
+pub(crate) fn resolve_options(db: &Options, name: &str, persisted: &[u8]) -> Result<Options> {
+    let (stored, style) = KeyspaceOptions::decode(persisted)
+        .map_err(|e| Error::corruption(format!("keyspace {name:?}: {e}")))?;
+    let chosen = match db.keyspaces.iter().find(|(n, _)| n == name) {
+        Some((_, supplied)) => {
+            let given = supplied.compaction_style().name();
+            if given != style.name() {
+                return Err(Error::invalid(format!(
+                    "keyspace {name:?} was created with policy {}, but Options::with_keyspace gives {given}: \
+                     changing a keyspace's policy is not supported",
+                    style.name()
+                )));
+            }
+            supplied.clone()
+        }
+        None => {
+            if let PersistedStyle::Custom(policy) = &style {
+                return Err(Error::invalid(format!(
+                    "keyspace {name:?} uses the custom policy {policy:?}, which cannot be persisted: \
+                     give it again with Options::with_keyspace"
+                )));
+            }
+            stored
+        }
+    };
+    Ok(chosen.apply(db))
+}
+
+/// Recovers every keyspace the root MANIFEST registers (not the default
+/// one), after removing directories of keyspaces it does not (a create
+/// that crashed before it was logged, a drop that crashed before the
+/// directory was removed).
+pub(crate) fn recover_keyspaces(
+    root: &Path,
+    opts: &Options,
+    root_versions: &VersionSet,
+) -> Result<Vec<Parts>> {
+    let registry = root_versions.keyspaces();
+    if opts.keyspaces.iter().any(|(n, _)| n == super::keyspace::DEFAULT_KEYSPACE) {
+        return Err(Error::invalid(
+            "Options::with_keyspace cannot name the default keyspace: its options are the database's",
+        ));
+    }
+    remove_orphans(opts.vfs.as_ref(), root, &registry);
+    let mut trees = Vec::new();
+    for (id, entry) in registry {
+        let tree_opts = resolve_options(opts, &entry.name, &entry.options)?;
+        trees.push(recover_tree(root, id, entry.name, tree_opts)?);
+    }
+    Ok(trees)
+}
+
+fn recover_tree(root: &Path, id: u32, name: String, opts: Options) -> Result<Parts> {
+    let policy = checked_policy(&opts)?;
+    let vfs = opts.vfs.clone();
+    let dir = keyspace_dir(root, id);
+    if !vfs.exists(&current_path(&dir)) {
+        return Err(Error::corruption(format!(
+            "keyspace {name:?} (id {id}) is registered but {} has no CURRENT file",
+            dir.display()
+        )));
+    }
+    let entries = vfs.list_dir(&dir)?;
+    let paths = Arc::new(TablePaths::new(&dir, &[]));
+    let located = paths.scan(vfs.as_ref(), true)?;
+    // Keyspace directories hold no WAL: the root's WALs are checked there.
+    let versions = VersionSet::recover_checked(vfs.clone(), &dir, opts.num_levels, |v, _| {
+        check_files_present(vfs.as_ref(), &dir, &paths, v, 0)
+    })?;
+    versions.set_max_manifest_size(opts.max_manifest_file_size);
+    for n in &entries {
+        if let Some(FileKind::Table(k) | FileKind::Temp(k) | FileKind::Manifest(k)) = parse_file_name(n) {
+            versions.mark_file_number_used(k)
+        }
+    }
+    let (tables, block_cache) = table_cache(&paths, &opts);
+    cut_uncommitted_appends(vfs.as_ref(), &versions.current(), &tables)?;
+    if opts.paranoid_checks {
+        verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
+    }
+    remove_unreferenced(&dir, vfs.as_ref(), &versions, &entries, &located);
+    Ok(Parts { id, name, dir, opts, versions: Arc::new(versions), tables, block_cache, policy })
+}
+
+/// Removes keyspace directories the registry does not name.
+fn remove_orphans(vfs: &dyn Vfs, root: &Path, registry: &BTreeMap<u32, KeyspaceEntry>) {
+    let base = root.join(KEYSPACES_DIR);
+    if !vfs.exists(&base) {
+        return;
+    }
+    let Ok(names) = vfs.list_dir(&base) else { return };
+    for n in names {
+        match n.parse::<u32>() {
+            Ok(id) if !registry.contains_key(&id) => remove_tree_dir(vfs, &base.join(&n)),
+            _ => {}
+        }
+    }
+}
+
+/// Deletes a keyspace directory: its files, then the directory (best
+/// effort; what is left is removed by the next open).
+pub(crate) fn remove_tree_dir(vfs: &dyn Vfs, dir: &Path) {
+    if let Ok(names) = vfs.list_dir(dir) {
+        for n in names {
+            let _ = vfs.remove_file(&dir.join(n));
+        }
+    }
+    let _ = vfs.sync_dir(dir);
+    let _ = vfs.remove_dir(dir);
+    if let Some(parent) = dir.parent() {
+        let _ = vfs.sync_dir(parent);
+    }
+}
+
+/// Replays the WALs every keyspace may still need (from the smallest log
+/// number on) into each keyspace's L0 tables: an op goes to its keyspace
+/// only if the WAL's number is at or after that keyspace's log number; ops of
+/// dropped keyspaces are skipped; an op of an id never handed out is
+/// `Corruption`. Each keyspace records its tables, the highest sequence seen
+/// and the new log number in one edit, so a crash during recovery never
+/// replays a log twice into one keyspace. Returns the last sequence.
+pub(crate) fn replay_wals(
+    root: &Path,
+    opts: &Options,
+    trees: &[Parts],
+    entries: &[String],
+    new_log: u64,
+) -> Result<u64> {
+    let root_versions = &trees[0].versions;
+    let next_id = root_versions.next_keyspace_id();
+    let pipeline = crate::compaction::auto::resolve_without_history(opts.compaction_pipeline);
+    let envs: Vec<Env<'_>> = trees
+        .iter()
+        .map(|t| Env {
+            vfs: t.opts.vfs.as_ref(),
+            versions: &t.versions,
+            tables: &t.tables,
+            opts: &t.opts,
+            policy: t.policy.as_ref(),
+            pipeline,
+            split_merges: Env::splits(t.opts.compaction_pipeline),
+        })
+        .collect();
+    let index: HashMap<u32, usize> = trees.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
+    let min_log = trees.iter().map(|t| t.versions.log_number()).min().unwrap_or(0);
+    let mut logs: Vec<u64> = entries
+        .iter()
+        .filter_map(|n| match parse_file_name(n) {
+            Some(FileKind::Wal(k)) if k >= min_log => Some(k),
+            _ => None,
+        })
+        .collect();
+    logs.sort_unstable();
+    let mut mems: Vec<MemTable> = trees.iter().map(|_| MemTable::new()).collect();
+    let mut edits: Vec<VersionEdit> =
+        trees.iter().map(|_| VersionEdit { log_number: Some(new_log), ..Default::default() }).collect();
+    let mut max_seq = trees.iter().map(|t| t.versions.last_sequence()).max().unwrap_or(0);
+    for log in logs {
+        replay_log_ops(root, opts, opts.vfs.as_ref(), log, |seq, op| {
+            max_seq = max_seq.max(seq);
+            let Some(&i) = index.get(&op.keyspace) else {
+                if op.keyspace < next_id {
+                    return Ok(()); // a dropped keyspace
+                }
+                return Err(Error::corruption(format!(
+                    "WAL {log:06}.log: an op of keyspace id {}, which was never created",
+                    op.keyspace
+                )));
+            };
+            if log < trees[i].versions.log_number() {
+                return Ok(()); // already in that keyspace's tables
+            }
+            mems[i].add_op(seq, &op);
+            if mems[i].approximate_memory_usage() >= trees[i].opts.write_buffer_size {
+                flush_recovered(&envs[i], std::mem::take(&mut mems[i]), &mut edits[i])?;
+            }
+            Ok(())
+        })?;
+    }
+    for (i, (mem, mut edit)) in mems.into_iter().zip(edits).enumerate() {
+        if !mem.is_empty() {
+            flush_recovered(&envs[i], mem, &mut edit)?;
+        }
+        let versions = &trees[i].versions;
+        // WAL numbers come from the root MANIFEST: never a keyspace's table number.
+        versions.mark_file_number_used(new_log);
+        edit.last_sequence = Some(max_seq);
+        versions.set_last_sequence(max_seq);
+        versions.log_and_apply(edit)?;
+    }
+    Ok(max_seq)
+}

@@ -1,0 +1,146 @@
+//! What every keyspace tree of one database shares: the WAL and the writer
+//! queue, the sequence numbers and snapshots, the LOCK file, the registry of
+//! open trees, and whether the database is open at all.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use super::snapshot::SnapshotList;
+use super::write::WriterQueue;
+use super::DbInner;
+use crate::error::{Error, Result};
+use crate::filename::wal_path;
+use crate::version::VersionSet;
+use crate::vfs::{FileLock, Vfs};
+use crate::wal::LogWriter;
+
+pub(crate) struct Shared {
+    /// The database's root directory: the default keyspace, the WALs, LOCK.
+    pub dir: PathBuf,
+    pub vfs: Arc<dyn Vfs>,
+    /// The default keyspace's versions, whose MANIFEST is the root one: it
+    /// hands out WAL numbers, holds the keyspace registry and the sequence.
+    pub root_versions: Arc<VersionSet>,
+    /// The active WAL; only the write-group leader (or a memtable switch) holds it.
+    pub wal: Mutex<Option<LogWriter>>,
+    /// Number of the active WAL.
+    pub wal_number: AtomicU64,
+    /// Older WALs still on disk (number -> size); each is deleted once no
+    /// keyspace's unflushed memtable needs it.
+    pub old_wals: Mutex<BTreeMap<u64, u64>>,
+    /// `Options::max_total_wal_size`; 0: four times the keyspaces' write buffers.
+    pub max_total_wal_size: u64,
+    pub writers: Mutex<WriterQueue>,
+    pub writers_cv: Condvar,
+    /// Highest sequence number whose write is fully applied to the memtables.
+    pub visible_seq: AtomicU64,
+    pub snapshots: SnapshotList,
+    pub lock_file: Mutex<Option<Box<dyn FileLock>>>,
+    pub closed: AtomicBool,
+    /// A write since open skipped the WAL: close must flush to keep it.
+    pub unlogged_writes: AtomicBool,
+    /// Opened with `Db::open_read_only`: nothing is ever written.
+    pub read_only: bool,
+    /// Open keyspace trees by id (0: the default keyspace). Cleared at close,
+    /// which breaks the cycle tree -> shared -> tree.
+    pub trees: RwLock<BTreeMap<u32, Arc<DbInner>>>,
+    /// Serialises keyspace creation and drops.
+    pub ddl: Mutex<()>,
+}
+
+pub(crate) struct SharedParts {
+    pub dir: PathBuf,
+    pub vfs: Arc<dyn Vfs>,
+    pub root_versions: Arc<VersionSet>,
+    pub wal: Option<LogWriter>,
+    pub wal_number: u64,
+    pub lock: Option<Box<dyn FileLock>>,
+    pub last_seq: u64,
+    pub max_total_wal_size: u64,
+}
+
+impl Shared {
+    pub(crate) fn new(p: SharedParts) -> Shared {
+        Shared {
+            dir: p.dir,
+            vfs: p.vfs,
+            root_versions: p.root_versions,
+            read_only: p.wal.is_none(),
+            wal: Mutex::new(p.wal),
+            wal_number: AtomicU64::new(p.wal_number),
+            old_wals: Mutex::new(BTreeMap::new()),
+            max_total_wal_size: p.max_total_wal_size,
+            writers: Mutex::new(Default::default()),
+            writers_cv: Condvar::new(),
+            visible_seq: AtomicU64::new(p.last_seq),
+            snapshots: Default::default(),
+            lock_file: Mutex::new(p.lock),
+            closed: AtomicBool::new(false),
+            unlogged_writes: AtomicBool::new(false),
+            trees: RwLock::new(BTreeMap::new()),
+            ddl: Mutex::new(()),
+        }
+    }
+
+    /// The open tree of keyspace `id`.
+    pub(crate) fn tree(&self, id: u32) -> Result<Arc<DbInner>> {
+        if let Some(t) = self.trees.read().get(&id) {
+            return Ok(t.clone());
+        }
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Err(Error::invalid(format!("keyspace id {id} does not exist in this database (dropped?)")))
+    }
+
+    /// Every open tree, the default keyspace first.
+    pub(crate) fn all_trees(&self) -> Vec<Arc<DbInner>> {
+        self.trees.read().values().cloned().collect()
+    }
+
+    /// A failed WAL write or sync stops every keyspace.
+    pub(crate) fn set_bg_error_all(&self, e: &Error) {
+        for t in self.all_trees() {
+            t.set_bg_error(e);
+        }
+    }
+
+    /// The oldest WAL some keyspace's unflushed memtable still needs.
+    pub(crate) fn oldest_needed_wal(&self) -> u64 {
+        self.all_trees().iter().map(|t| t.oldest_needed_wal()).min().unwrap_or(u64::MAX)
+    }
+
+    /// Deletes the WALs no keyspace needs any more.
+    pub(crate) fn delete_obsolete_wals(&self) {
+        if self.trees.read().is_empty() {
+            return; // closed: nothing decides what is needed any more
+        }
+        let needed = self.oldest_needed_wal();
+        let gone: Vec<u64> = {
+            let mut old = self.old_wals.lock();
+            let keep = old.split_off(&needed);
+            std::mem::replace(&mut *old, keep).into_keys().collect()
+        };
+        for n in gone {
+            let _ = self.vfs.remove_file(&wal_path(&self.dir, n));
+        }
+    }
+
+    /// Bytes in live WALs: the older ones and the active one.
+    pub(crate) fn total_wal_bytes(&self, active_len: u64) -> u64 {
+        self.old_wals.lock().values().sum::<u64>() + active_len
+    }
+
+    /// The WAL size above which the keyspace holding the oldest WAL is flushed.
+    pub(crate) fn wal_limit(&self) -> u64 {
+        if self.max_total_wal_size > 0 {
+            return self.max_total_wal_size;
+        }
+        let buffers: u64 = self.all_trees().iter().map(|t| t.opts.write_buffer_size as u64).sum();
+        buffers.saturating_mul(4)
+    }
+}

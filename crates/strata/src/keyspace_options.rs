@@ -1,0 +1,459 @@
+//! [`KeyspaceOptions`]: the per-tree part of [`Options`] a keyspace has its
+//! own copy of, and the byte encoding persisted in the keyspace registry.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::compaction::CompactionFilter;
+use crate::error::{Error, Result};
+use crate::options::{BloomAllocation, CompactionStyle, CompressionType, Options};
+use crate::prefix::PrefixExtractor;
+use crate::util::coding::{put_fixed64, put_length_prefixed, put_varint64, Reader};
+
+/// Options of one keyspace (RocksDB `ColumnFamilyOptions`): its compaction
+/// policy and parameters, memtable size, level shape, filters, block format
+/// and per-tree hooks. Everything else (the file system, caches, WAL and
+/// recovery settings, background threads) is the database's [`Options`].
+/// The numeric and enum settings are persisted when the keyspace is created
+/// and used when it is reopened without options; the trait objects (merge
+/// operator, compaction filter, prefix extractor) cannot be persisted and
+/// are given again with [`Options::with_keyspace`] at open.
+///
+/// # Examples
+///
+/// ```
+/// use strata::{CompactionStyle, Db, KeyspaceOptions, MemVfs, Options};
+///
+/// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+/// let opts = KeyspaceOptions::default()
+///     .with_compaction_style(CompactionStyle::Lsbm)
+///     .with_write_buffer_size(1 << 20)
+///     .with_bloom_bits_per_key(14.0);
+/// let hot = db.create_keyspace("hot", opts)?;
+/// hot.put("k", "v")?;
+/// assert_eq!(hot.property("strata.policy").as_deref(), Some("lsbm"));
+/// # Ok::<(), strata::Error>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct KeyspaceOptions {
+    /// Holds the per-tree fields; the others are never read.
+    tree: Options,
+}
+
+impl fmt::Debug for KeyspaceOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = &self.tree;
+        f.debug_struct("KeyspaceOptions")
+            .field("compaction_style", &t.compaction_style)
+            .field("write_buffer_size", &t.write_buffer_size)
+            .field("num_levels", &t.num_levels)
+            .finish_non_exhaustive()
+    }
+}
+
+macro_rules! ks_setter {
+    ($(#[$doc:meta])* $name:ident, $field:ident, $ty:ty) => {
+        $(#[$doc])*
+        #[must_use]
+        pub fn $name(mut self, v: $ty) -> Self {
+            self.tree.$field = v;
+            self
+        }
+    };
+}
+
+impl KeyspaceOptions {
+    /// The defaults of [`Options`] for every per-tree setting.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let opts = strata::KeyspaceOptions::new();
+    /// assert_eq!(opts.compaction_style().name(), "leveled");
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The per-tree settings of `opts` (for a keyspace shaped like the default one).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{CompactionStyle, KeyspaceOptions, Options};
+    ///
+    /// let db_opts = Options::default().with_compaction_style(CompactionStyle::Tiered);
+    /// assert_eq!(KeyspaceOptions::from_options(&db_opts).compaction_style().name(), "tiered");
+    /// ```
+    pub fn from_options(opts: &Options) -> Self {
+        KeyspaceOptions { tree: opts.clone() }
+    }
+
+    /// The compaction policy.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{CompactionStyle, KeyspaceOptions};
+    ///
+    /// let o = KeyspaceOptions::new().with_compaction_style(CompactionStyle::Lwc { max_segments: 4 });
+    /// assert_eq!(o.compaction_style().name(), "lwc");
+    /// ```
+    pub fn compaction_style(&self) -> &CompactionStyle {
+        &self.tree.compaction_style
+    }
+
+    ks_setter!(/// The compaction policy (RocksDB `compaction_style`; default leveled).
+        with_compaction_style, compaction_style, CompactionStyle);
+    ks_setter!(/// Memtable size before it is switched and flushed (RocksDB `write_buffer_size`; default 64 MiB).
+        with_write_buffer_size, write_buffer_size, usize);
+    ks_setter!(/// Memtables (active + immutable) before writes stop (RocksDB `max_write_buffer_number`; default 2).
+        with_max_write_buffer_number, max_write_buffer_number, usize);
+    ks_setter!(/// L0 files that trigger a compaction (RocksDB `level0_file_num_compaction_trigger`; default 4).
+        with_level0_file_num_compaction_trigger, level0_file_num_compaction_trigger, usize);
+    ks_setter!(/// L0 files at which writes slow down (RocksDB `level0_slowdown_writes_trigger`; default 20).
+        with_level0_slowdown_writes_trigger, level0_slowdown_writes_trigger, usize);
+    ks_setter!(/// L0 files at which writes stop (RocksDB `level0_stop_writes_trigger`; default 36).
+        with_level0_stop_writes_trigger, level0_stop_writes_trigger, usize);
+    ks_setter!(/// Capacity of level 1 in bytes (RocksDB `max_bytes_for_level_base`; default 256 MiB).
+        with_max_bytes_for_level_base, max_bytes_for_level_base, u64);
+    ks_setter!(/// Size ratio between adjacent levels (RocksDB `max_bytes_for_level_multiplier`; default 10).
+        with_max_bytes_for_level_multiplier, max_bytes_for_level_multiplier, f64);
+    ks_setter!(/// Number of levels including L0 (RocksDB `num_levels`; default 7).
+        with_num_levels, num_levels, usize);
+    ks_setter!(/// Target size of compaction output files (RocksDB `target_file_size_base`; default 64 MiB).
+        with_target_file_size_base, target_file_size_base, u64);
+    ks_setter!(/// Uncompressed data block size (RocksDB `BlockBasedTableOptions::block_size`; default 4 KiB).
+        with_block_size, block_size, usize);
+    ks_setter!(/// Keys between restart points in a block (RocksDB `block_restart_interval`; default 16).
+        with_block_restart_interval, block_restart_interval, usize);
+    ks_setter!(/// Bloom filter bits per key, 0 for none (RocksDB `NewBloomFilterPolicy(bits)`; default 10).
+        with_bloom_bits_per_key, bloom_bits_per_key, f64);
+    ks_setter!(/// How the bloom bits are spread over the sorted runs (default uniform; see [`BloomAllocation`]).
+        with_bloom_allocation, bloom_allocation, BloomAllocation);
+    ks_setter!(/// Whether table filters hold whole keys (RocksDB `whole_key_filtering`; default true).
+        with_whole_key_filtering, whole_key_filtering, bool);
+    ks_setter!(/// Block compression (RocksDB `compression`; default LZ4).
+        with_compression, compression, CompressionType);
+    ks_setter!(/// Turn background compactions off (RocksDB `disable_auto_compactions`).
+        with_disable_auto_compactions, disable_auto_compactions, bool);
+    ks_setter!(/// LSbM: how often the trim runs (default 30 s).
+        with_buffer_trim_interval, buffer_trim_interval, Duration);
+    ks_setter!(/// LSbM: cached-block fraction under which a buffer file is trimmed (default 0.8).
+        with_buffer_trim_threshold, buffer_trim_threshold, f64);
+    ks_setter!(/// LSbM: whether a read may fetch a buffer file's block from the device (default false).
+        with_buffer_read_misses, buffer_read_misses, bool);
+    ks_setter!(/// Seek-triggered compaction (LevelDB's `allowed_seeks`; default false).
+        with_seek_compaction, seek_compaction, bool);
+    ks_setter!(/// Deepest level a flushed memtable's table may go to (RocksDB's former
+        /// `max_mem_compaction_level`; default 0).
+        with_max_mem_compaction_level, max_mem_compaction_level, usize);
+
+    /// The keyspace's compaction filter (RocksDB `compaction_filter`); not persisted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{CompactionFilter, Decision, KeyspaceOptions};
+    ///
+    /// struct DropAll;
+    /// impl CompactionFilter for DropAll {
+    ///     fn name(&self) -> &str { "drop-all" }
+    ///     fn filter(&self, _level: usize, _key: &[u8], _value: &[u8]) -> Decision { Decision::Remove }
+    /// }
+    /// let _opts = KeyspaceOptions::new().with_compaction_filter(Arc::new(DropAll));
+    /// ```
+    #[must_use]
+    pub fn with_compaction_filter(mut self, filter: Arc<dyn CompactionFilter>) -> Self {
+        self.tree.compaction_filter = Some(filter);
+        self
+    }
+
+    /// The keyspace's merge operator (RocksDB `merge_operator`); not persisted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{associative_merge_operator, KeyspaceOptions};
+    ///
+    /// let add = associative_merge_operator("concat", |_k, e, o| Some([e.unwrap_or_default(), o].concat()));
+    /// let _opts = KeyspaceOptions::new().with_merge_operator(add);
+    /// ```
+    #[must_use]
+    pub fn with_merge_operator(mut self, op: Arc<dyn crate::MergeOperator>) -> Self {
+        self.tree.merge_operator = Some(op);
+        self
+    }
+
+    /// The keyspace's prefix extractor (RocksDB `prefix_extractor`); not persisted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{FixedPrefix, KeyspaceOptions};
+    ///
+    /// let _opts = KeyspaceOptions::new().with_prefix_extractor(std::sync::Arc::new(FixedPrefix::new(4)));
+    /// ```
+    #[must_use]
+    pub fn with_prefix_extractor(mut self, extractor: Arc<dyn PrefixExtractor>) -> Self {
+        self.tree.prefix_extractor = Some(extractor);
+        self
+    }
+
+    /// The options a keyspace tree runs with: the database's, with this
+    /// keyspace's per-tree settings. Tables of keyspaces are kept in the
+    /// keyspace's own directory, so `db_paths` does not apply to them.
+    pub(crate) fn apply(&self, db: &Options) -> Options {
+        let t = &self.tree;
+        let mut o = db.clone();
+        o.write_buffer_size = t.write_buffer_size;
+        o.max_write_buffer_number = t.max_write_buffer_number;
+        o.level0_file_num_compaction_trigger = t.level0_file_num_compaction_trigger;
+        o.level0_slowdown_writes_trigger = t.level0_slowdown_writes_trigger;
+        o.level0_stop_writes_trigger = t.level0_stop_writes_trigger;
+        o.max_bytes_for_level_base = t.max_bytes_for_level_base;
+        o.max_bytes_for_level_multiplier = t.max_bytes_for_level_multiplier;
+        o.num_levels = t.num_levels;
+        o.target_file_size_base = t.target_file_size_base;
+        o.block_size = t.block_size;
+        o.block_restart_interval = t.block_restart_interval;
+        o.bloom_bits_per_key = t.bloom_bits_per_key;
+        o.bloom_allocation = t.bloom_allocation;
+        o.whole_key_filtering = t.whole_key_filtering;
+        o.compression = t.compression;
+        o.compaction_style = t.compaction_style.clone();
+        o.disable_auto_compactions = t.disable_auto_compactions;
+        o.buffer_trim_interval = t.buffer_trim_interval;
+        o.buffer_trim_threshold = t.buffer_trim_threshold;
+        o.buffer_read_misses = t.buffer_read_misses;
+        o.seek_compaction = t.seek_compaction;
+        o.max_mem_compaction_level = t.max_mem_compaction_level;
+        o.compaction_filter = t.compaction_filter.clone();
+        o.merge_operator = t.merge_operator.clone();
+        o.prefix_extractor = t.prefix_extractor.clone();
+        o.db_paths = Vec::new();
+        o
+    }
+
+    /// The persisted form: every numeric and enum setting as (field, value).
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let t = &self.tree;
+        let mut b = Vec::new();
+        let int = |b: &mut Vec<u8>, field: u64, v: u64| {
+            put_varint64(b, field);
+            put_varint64(b, v);
+        };
+        int(&mut b, F_WRITE_BUFFER_SIZE, t.write_buffer_size as u64);
+        int(&mut b, F_MAX_WRITE_BUFFER_NUMBER, t.max_write_buffer_number as u64);
+        int(&mut b, F_L0_TRIGGER, t.level0_file_num_compaction_trigger as u64);
+        int(&mut b, F_L0_SLOWDOWN, t.level0_slowdown_writes_trigger as u64);
+        int(&mut b, F_L0_STOP, t.level0_stop_writes_trigger as u64);
+        int(&mut b, F_LEVEL_BASE, t.max_bytes_for_level_base);
+        int(&mut b, F_NUM_LEVELS, t.num_levels as u64);
+        int(&mut b, F_TARGET_FILE_SIZE, t.target_file_size_base);
+        int(&mut b, F_BLOCK_SIZE, t.block_size as u64);
+        int(&mut b, F_RESTART_INTERVAL, t.block_restart_interval as u64);
+        int(&mut b, F_BLOOM_ALLOCATION, matches!(t.bloom_allocation, BloomAllocation::Monkey) as u64);
+        int(&mut b, F_WHOLE_KEY_FILTERING, t.whole_key_filtering as u64);
+        int(&mut b, F_DISABLE_AUTO, t.disable_auto_compactions as u64);
+        int(&mut b, F_TRIM_INTERVAL_NANOS, t.buffer_trim_interval.as_nanos().min(u64::MAX as u128) as u64);
+        int(&mut b, F_READ_MISSES, t.buffer_read_misses as u64);
+        int(&mut b, F_SEEK_COMPACTION, t.seek_compaction as u64);
+        int(&mut b, F_MAX_MEM_LEVEL, t.max_mem_compaction_level as u64);
+        for (field, v) in [
+            (F_MULTIPLIER, t.max_bytes_for_level_multiplier),
+            (F_BLOOM_BITS, t.bloom_bits_per_key),
+            (F_TRIM_THRESHOLD, t.buffer_trim_threshold),
+        ] {
+            put_varint64(&mut b, field);
+            put_fixed64(&mut b, v.to_bits());
+        }
+        put_varint64(&mut b, F_COMPRESSION);
+        match t.compression {
+            CompressionType::None => put_varint64(&mut b, 0),
+            CompressionType::Lz4 => put_varint64(&mut b, 1),
+            CompressionType::Zstd(l) => {
+                put_varint64(&mut b, 2);
+                put_varint64(&mut b, l.clamp(1, 22) as u64);
+            }
+        }
+        put_varint64(&mut b, F_STYLE);
+        match &t.compaction_style {
+            CompactionStyle::Garnering { c } => {
+                put_length_prefixed(&mut b, b"garnering");
+                put_fixed64(&mut b, c.to_bits());
+            }
+            CompactionStyle::Lwc { max_segments } => {
+                put_length_prefixed(&mut b, b"lwc");
+                put_varint64(&mut b, *max_segments as u64);
+            }
+            // A custom policy is persisted by name; it must be supplied again at open.
+            other => put_length_prefixed(&mut b, other.name().as_bytes()),
+        }
+        b
+    }
+
+    /// Reads the persisted form back. Trait objects are absent; a custom
+    /// policy comes back as its name only (see [`PersistedStyle`]).
+    pub(crate) fn decode(data: &[u8]) -> Result<(KeyspaceOptions, PersistedStyle)> {
+        let bad = |what: &str| Error::corruption(format!("keyspace options: bad {what}"));
+        let mut r = Reader::new(data);
+        let mut o = KeyspaceOptions::default();
+        let mut style = None;
+        while !r.is_empty() {
+            let field = r.varint64().ok_or_else(|| bad("field"))?;
+            let t = &mut o.tree;
+            if matches!(field, F_MULTIPLIER | F_BLOOM_BITS | F_TRIM_THRESHOLD) {
+                let v = f64::from_bits(r.fixed64().ok_or_else(|| bad("number"))?);
+                match field {
+                    F_MULTIPLIER => t.max_bytes_for_level_multiplier = v,
+                    F_BLOOM_BITS => t.bloom_bits_per_key = v,
+                    _ => t.buffer_trim_threshold = v,
+                }
+                continue;
+            }
+            if field == F_STYLE {
+                let name = r.length_prefixed().ok_or_else(|| bad("policy"))?;
+                let name = std::str::from_utf8(name).map_err(|_| bad("policy"))?.to_string();
+                style = Some(match name.as_str() {
+                    "garnering" => {
+                        let c = f64::from_bits(r.fixed64().ok_or_else(|| bad("garnering c"))?);
+                        PersistedStyle::Builtin(CompactionStyle::Garnering { c })
+                    }
+                    "lwc" => {
+                        let n = r.varint64().ok_or_else(|| bad("lwc segments"))?;
+                        PersistedStyle::Builtin(CompactionStyle::Lwc { max_segments: n as usize })
+                    }
+                    n if CompactionStyle::builtin_names().contains(&n) => {
+                        PersistedStyle::Builtin(CompactionStyle::from_name(n)?)
+                    }
+                    _ => PersistedStyle::Custom(name),
+                });
+                continue;
+            }
+            let v = r.varint64().ok_or_else(|| bad("value"))?;
+            let us = usize::try_from(v).map_err(|_| bad("value"))?;
+            match field {
+                F_WRITE_BUFFER_SIZE => t.write_buffer_size = us,
+                F_MAX_WRITE_BUFFER_NUMBER => t.max_write_buffer_number = us,
+                F_L0_TRIGGER => t.level0_file_num_compaction_trigger = us,
+                F_L0_SLOWDOWN => t.level0_slowdown_writes_trigger = us,
+                F_L0_STOP => t.level0_stop_writes_trigger = us,
+                F_LEVEL_BASE => t.max_bytes_for_level_base = v,
+                F_NUM_LEVELS => t.num_levels = us,
+                F_TARGET_FILE_SIZE => t.target_file_size_base = v,
+                F_BLOCK_SIZE => t.block_size = us,
+                F_RESTART_INTERVAL => t.block_restart_interval = us,
+                F_BLOOM_ALLOCATION => {
+                    t.bloom_allocation =
+                        if v == 1 { BloomAllocation::Monkey } else { BloomAllocation::Uniform }
+                }
+                F_WHOLE_KEY_FILTERING => t.whole_key_filtering = v != 0,
+                F_DISABLE_AUTO => t.disable_auto_compactions = v != 0,
+                F_TRIM_INTERVAL_NANOS => t.buffer_trim_interval = Duration::from_nanos(v),
+                F_READ_MISSES => t.buffer_read_misses = v != 0,
+                F_SEEK_COMPACTION => t.seek_compaction = v != 0,
+                F_MAX_MEM_LEVEL => t.max_mem_compaction_level = us,
+                F_COMPRESSION => {
+                    t.compression = match v {
+                        0 => CompressionType::None,
+                        1 => CompressionType::Lz4,
+                        2 => {
+                            let l = r.varint64().ok_or_else(|| bad("zstd level"))?;
+                            CompressionType::Zstd(i32::try_from(l).map_err(|_| bad("zstd level"))?)
+                        }
+                        _ => return Err(bad("compression")),
+                    }
+                }
+                other => {
+                    return Err(Error::corruption(format!(
+                        "keyspace options: unknown field {other} (written by a newer version?)"
+                    )))
+                }
+            }
+        }
+        let style = style.ok_or_else(|| bad("policy (missing)"))?;
+        if let PersistedStyle::Builtin(s) = &style {
+            o.tree.compaction_style = s.clone();
+        }
+        Ok((o, style))
+    }
+}
+
+/// The policy a keyspace was created with, as the registry recorded it.
+#[derive(Debug)]
+pub(crate) enum PersistedStyle {
+    /// A built-in policy, rebuilt with its parameters.
+    Builtin(CompactionStyle),
+    /// A custom policy's name: the user must supply the policy at open.
+    Custom(String),
+}
+
+impl PersistedStyle {
+    pub(crate) fn name(&self) -> String {
+        match self {
+            PersistedStyle::Builtin(s) => s.name(),
+            PersistedStyle::Custom(n) => n.clone(),
+        }
+    }
+}
+
+const F_WRITE_BUFFER_SIZE: u64 = 1;
+const F_MAX_WRITE_BUFFER_NUMBER: u64 = 2;
+const F_L0_TRIGGER: u64 = 3;
+const F_L0_SLOWDOWN: u64 = 4;
+const F_L0_STOP: u64 = 5;
+const F_LEVEL_BASE: u64 = 6;
+const F_MULTIPLIER: u64 = 7;
+const F_NUM_LEVELS: u64 = 8;
+const F_TARGET_FILE_SIZE: u64 = 9;
+const F_BLOCK_SIZE: u64 = 10;
+const F_RESTART_INTERVAL: u64 = 11;
+const F_BLOOM_BITS: u64 = 12;
+const F_BLOOM_ALLOCATION: u64 = 13;
+const F_WHOLE_KEY_FILTERING: u64 = 14;
+const F_COMPRESSION: u64 = 15;
+const F_STYLE: u64 = 16;
+const F_DISABLE_AUTO: u64 = 17;
+const F_TRIM_INTERVAL_NANOS: u64 = 18;
+const F_TRIM_THRESHOLD: u64 = 19;
+const F_READ_MISSES: u64 = 20;
+const F_SEEK_COMPACTION: u64 = 21;
+const F_MAX_MEM_LEVEL: u64 = 22;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn persisted_options_round_trip() {
+        let o = KeyspaceOptions::new()
+            .with_compaction_style(CompactionStyle::Garnering { c: 0.5 })
+            .with_write_buffer_size(12345)
+            .with_max_bytes_for_level_multiplier(7.5)
+            .with_compression(CompressionType::Zstd(5))
+            .with_bloom_allocation(BloomAllocation::Monkey)
+            .with_buffer_trim_interval(Duration::from_millis(1500))
+            .with_seek_compaction(true);
+        let (back, style) = KeyspaceOptions::decode(&o.encode()).unwrap();
+        assert_eq!(back.encode(), o.encode());
+        assert_eq!(style.name(), "garnering");
+        let (_, lwc) = KeyspaceOptions::decode(
+            &KeyspaceOptions::new().with_compaction_style(CompactionStyle::Lwc { max_segments: 3 }).encode(),
+        )
+        .unwrap();
+        assert!(matches!(lwc, PersistedStyle::Builtin(CompactionStyle::Lwc { max_segments: 3 })));
+    }
+
+    #[test]
+    fn damaged_persisted_options_are_corruption() {
+        let good = KeyspaceOptions::new().encode();
+        for i in 0..good.len() {
+            let _ = KeyspaceOptions::decode(&good[..i]);
+        }
+        assert!(KeyspaceOptions::decode(&[99, 1]).unwrap_err().is_corruption());
+        assert!(KeyspaceOptions::decode(&[]).unwrap_err().is_corruption(), "no policy");
+    }
+}

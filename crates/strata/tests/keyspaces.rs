@@ -1,0 +1,512 @@
+//! Keyspaces: several trees with different compaction policies in one
+//! database, one WAL, atomic batches across them, recovery with per-keyspace
+//! log numbers, create/drop durability, snapshots, `max_total_wal_size`, and
+//! the errors.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use strata::vfs::{CrashMode, CrashVfs};
+use strata::{
+    associative_merge_operator, CompactionStyle, Db, Error, KeyspaceOptions, MemVfs, Options, ReadOptions,
+    Vfs, WriteBatch, WriteOptions,
+};
+
+fn opts(vfs: Arc<dyn Vfs>) -> Options {
+    Options::default()
+        .with_vfs(vfs)
+        .with_write_buffer_size(16 << 10)
+        .with_target_file_size_base(8 << 10)
+        .with_max_bytes_for_level_base(32 << 10)
+        .with_block_cache_capacity(1 << 20)
+        .with_compression(strata::CompressionType::None)
+}
+
+fn small(style: CompactionStyle) -> KeyspaceOptions {
+    KeyspaceOptions::default()
+        .with_compaction_style(style)
+        .with_write_buffer_size(16 << 10)
+        .with_target_file_size_base(8 << 10)
+        .with_max_bytes_for_level_base(32 << 10)
+        .with_compression(strata::CompressionType::None)
+}
+
+fn styles() -> Vec<(&'static str, CompactionStyle)> {
+    vec![
+        ("hot", CompactionStyle::Lsbm),
+        ("ingest", CompactionStyle::Lwc { max_segments: 4 }),
+        ("index", CompactionStyle::Garnering { c: 0.8 }),
+    ]
+}
+
+fn key(i: u32) -> String {
+    format!("key{i:06}")
+}
+
+fn value(ks: &str, i: u32, round: u32) -> String {
+    format!("{ks}-{i}-{round}-{}", "x".repeat((i % 50) as usize))
+}
+
+fn wal_files(vfs: &dyn Vfs, dir: &str) -> usize {
+    vfs.list_dir(Path::new(dir)).unwrap().iter().filter(|n| n.ends_with(".log")).count()
+}
+
+#[test]
+fn three_policies_in_one_database_written_concurrently_and_reopened() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let db = Arc::new(Db::open("/db", opts(vfs.clone())).unwrap());
+    for (name, style) in styles() {
+        db.create_keyspace(name, small(style)).unwrap();
+    }
+    assert_eq!(db.list_keyspaces(), ["default", "hot", "ingest", "index"]);
+    let names = ["default", "hot", "ingest", "index"];
+    std::thread::scope(|s| {
+        for name in names {
+            let db = db.clone();
+            s.spawn(move || {
+                let ks = db.keyspace(name).unwrap();
+                for round in 0..3 {
+                    for i in 0..600 {
+                        ks.put(key(i), value(name, i, round)).unwrap();
+                    }
+                    for i in (0..600).step_by(7) {
+                        ks.delete(key(i)).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    let check = |db: &Db| {
+        for name in names {
+            let ks = db.keyspace(name).unwrap();
+            for i in 0..600 {
+                let want = (i % 7 != 0).then(|| value(name, i, 2).into_bytes());
+                assert_eq!(ks.get(key(i)).unwrap(), want, "{name} {i}");
+            }
+            let n = ks.iter().count();
+            assert_eq!(n, 600 - 600_usize.div_ceil(7), "{name}");
+        }
+    };
+    for name in names {
+        db.keyspace(name).unwrap().wait_for_compactions().unwrap();
+    }
+    check(&db);
+    for (name, style) in styles() {
+        let ks = db.keyspace(name).unwrap();
+        assert_eq!(ks.property("strata.policy"), Some(style.name()));
+        assert!(ks.stats().flushes > 0, "{name} flushed: {}", ks.stats());
+    }
+    assert_eq!(db.property("strata.policy").as_deref(), Some("leveled"));
+    Arc::try_unwrap(db).unwrap().close().unwrap();
+    // Reopened without options: the persisted policies come back.
+    let db = Db::open("/db", opts(vfs)).unwrap();
+    check(&db);
+    for (name, style) in styles() {
+        assert_eq!(db.keyspace(name).unwrap().property("strata.policy"), Some(style.name()));
+    }
+}
+
+#[test]
+fn a_batch_across_keyspaces_is_seen_whole_or_not_at_all() {
+    let db = Arc::new(Db::open("/db", opts(Arc::new(MemVfs::new()))).unwrap());
+    let a = db.create_keyspace("a", small(CompactionStyle::Lsbm)).unwrap();
+    let b = db.create_keyspace("b", small(CompactionStyle::Tiered)).unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for round in 0..400u32 {
+                let mut batch = WriteBatch::new();
+                for k in 0..5 {
+                    batch.put_cf(&a, key(k), round.to_string());
+                    batch.put_cf(&b, key(k), round.to_string());
+                    batch.put(key(k), round.to_string());
+                }
+                db.write(batch).unwrap();
+            }
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        s.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let snap = db.snapshot();
+                let ro = ReadOptions::default().with_snapshot(&snap);
+                let want = db.get_opt(key(0), &ro).unwrap();
+                for k in 0..5 {
+                    assert_eq!(a.get_opt(key(k), &ro).unwrap(), want);
+                    assert_eq!(b.get_opt(key(k), &ro).unwrap(), want);
+                    assert_eq!(db.get_opt(key(k), &ro).unwrap(), want);
+                }
+            }
+        });
+    });
+    assert_eq!(a.get(key(4)).unwrap(), Some(b"399".to_vec()));
+}
+
+#[test]
+fn reopen_replays_the_wal_into_each_keyspace_after_its_own_log_number() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let db = Db::open("/db", opts(vfs.clone())).unwrap();
+    let flushed = db.create_keyspace("flushed", small(CompactionStyle::Leveled)).unwrap();
+    let unflushed = db.create_keyspace("unflushed", small(CompactionStyle::Garnering { c: 0.5 })).unwrap();
+    for i in 0..50 {
+        flushed.put(key(i), "f").unwrap();
+        unflushed.put(key(i), "u").unwrap();
+        db.put(key(i), "d").unwrap();
+    }
+    flushed.flush().unwrap();
+    assert_eq!(flushed.stats().levels[0].files, 1);
+    for i in 50..60 {
+        flushed.put(key(i), "f2").unwrap();
+    }
+    // Dropping the handle does not flush: the reopen replays the WAL.
+    drop(db);
+    let db = Db::open("/db", opts(vfs)).unwrap();
+    let flushed = db.keyspace("flushed").unwrap();
+    let unflushed = db.keyspace("unflushed").unwrap();
+    // The flushed keyspace's 50 keys were not replayed again: one table from
+    // its flush, one from the replay of the 10 later keys.
+    assert_eq!(flushed.stats().levels[0].files, 2, "{}", flushed.stats());
+    for i in 0..50 {
+        assert_eq!(flushed.get(key(i)).unwrap().as_deref(), Some(&b"f"[..]));
+        assert_eq!(unflushed.get(key(i)).unwrap().as_deref(), Some(&b"u"[..]));
+        assert_eq!(db.get(key(i)).unwrap().as_deref(), Some(&b"d"[..]));
+    }
+    for i in 50..60 {
+        assert_eq!(flushed.get(key(i)).unwrap().as_deref(), Some(&b"f2"[..]));
+        assert_eq!(unflushed.get(key(i)).unwrap(), None);
+    }
+    // Sequence numbers stay global: a new write shadows the replayed ones.
+    unflushed.put(key(0), "new").unwrap();
+    assert_eq!(unflushed.get(key(0)).unwrap().as_deref(), Some(&b"new"[..]));
+}
+
+#[test]
+fn drop_removes_data_and_directory_and_the_name_is_reusable() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let db = Db::open("/db", opts(vfs.clone())).unwrap();
+    let tmp = db.create_keyspace("tmp", small(CompactionStyle::Lsbm)).unwrap();
+    for i in 0..200 {
+        tmp.put(key(i), value("tmp", i, 0)).unwrap();
+    }
+    tmp.flush().unwrap();
+    tmp.put("unflushed", "in the WAL only").unwrap();
+    let dir = format!("/db/keyspaces/{}", tmp.id());
+    assert!(vfs.exists(Path::new(&dir)));
+    db.drop_keyspace("tmp").unwrap();
+    assert!(!vfs.exists(Path::new(&dir)), "directory removed");
+    assert!(matches!(tmp.get(key(1)), Err(Error::InvalidArgument(_))));
+    assert!(tmp.put("k", "v").is_err());
+    assert!(tmp.iter().next().unwrap().is_err());
+    assert!(tmp.flush().is_err());
+    let mut batch = WriteBatch::new();
+    batch.put_cf(&tmp, "k", "v");
+    assert!(db.write(batch).is_err(), "a batch naming a dropped keyspace is refused");
+    assert!(db.keyspace("tmp").is_err());
+    assert_eq!(db.list_keyspaces(), ["default"]);
+    drop(db);
+    // The WAL still holds an op of the dropped id: replay skips it.
+    let db = Db::open("/db", opts(vfs.clone())).unwrap();
+    assert_eq!(db.list_keyspaces(), ["default"]);
+    let again = db.create_keyspace("tmp", small(CompactionStyle::Leveled)).unwrap();
+    assert_ne!(again.id(), tmp.id(), "ids are never reused");
+    assert_eq!(again.get(key(1)).unwrap(), None);
+    assert_eq!(again.get("unflushed").unwrap(), None);
+    assert_eq!(again.iter().count(), 0);
+}
+
+#[test]
+fn an_orphan_keyspace_directory_is_removed_at_open() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let db = Db::open("/db", opts(vfs.clone())).unwrap();
+    db.create_keyspace("kept", KeyspaceOptions::default()).unwrap().put("k", "v").unwrap();
+    db.close().unwrap();
+    // What a create that crashed before the root MANIFEST recorded it leaves.
+    vfs.create_dir_all(Path::new("/db/keyspaces/9")).unwrap();
+    let mut f = vfs.create(Path::new("/db/keyspaces/9/MANIFEST-000001")).unwrap();
+    f.append(b"junk").unwrap();
+    f.sync().unwrap();
+    drop(f);
+    let db = Db::open("/db", opts(vfs.clone())).unwrap();
+    assert!(!vfs.exists(Path::new("/db/keyspaces/9")));
+    assert_eq!(db.keyspace("kept").unwrap().get("k").unwrap(), Some(b"v".to_vec()));
+}
+
+#[test]
+fn a_snapshot_reads_every_keyspace_at_one_point() {
+    let db = Db::open("/db", opts(Arc::new(MemVfs::new()))).unwrap();
+    let a = db.create_keyspace("a", small(CompactionStyle::Lwc { max_segments: 4 })).unwrap();
+    let b = db.create_keyspace("b", small(CompactionStyle::Garnering { c: 0.8 })).unwrap();
+    for i in 0..300 {
+        a.put(key(i), "old").unwrap();
+        b.put(key(i), "old").unwrap();
+    }
+    let snap = db.snapshot();
+    for i in 0..300 {
+        a.put(key(i), "new").unwrap();
+        b.delete(key(i)).unwrap();
+    }
+    a.compact_range(None, None).unwrap();
+    b.compact_range(None, None).unwrap();
+    let ro = ReadOptions::default().with_snapshot(&snap);
+    for i in (0..300).step_by(13) {
+        assert_eq!(a.get_opt(key(i), &ro).unwrap().as_deref(), Some(&b"old"[..]));
+        assert_eq!(b.get_opt(key(i), &ro).unwrap().as_deref(), Some(&b"old"[..]));
+        assert_eq!(b.get(key(i)).unwrap(), None);
+    }
+    assert_eq!(b.iter_opt(&ro).count(), 300);
+    assert_eq!(b.iter().count(), 0);
+    let mut it = a.raw_iterator_opt(&ro);
+    it.seek_to_first();
+    assert_eq!(it.value(), Some(&b"old"[..]));
+}
+
+#[test]
+fn max_total_wal_size_flushes_the_cold_keyspace() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let db = Db::open("/db", opts(vfs.clone()).with_max_total_wal_size(64 << 10)).unwrap();
+    let cold = db.create_keyspace("cold", small(CompactionStyle::Leveled)).unwrap();
+    cold.put("only", "write").unwrap();
+    let mut most_wals = 0;
+    for i in 0..3000 {
+        db.put(key(i), value("hot", i, 0)).unwrap();
+        most_wals = most_wals.max(wal_files(vfs.as_ref(), "/db"));
+    }
+    db.flush().unwrap();
+    cold.wait_for_compactions().unwrap();
+    assert!(cold.stats().wal_size_flushes >= 1, "{}", cold.stats());
+    assert_eq!(cold.stats().levels[0].files, 1, "the cold write reached a table");
+    assert!(most_wals < 12, "the cold keyspace let WALs go: at most {most_wals} at once");
+    assert_eq!(cold.get("only").unwrap(), Some(b"write".to_vec()));
+    drop(db);
+    let db = Db::open("/db", opts(vfs)).unwrap();
+    assert_eq!(db.keyspace("cold").unwrap().get("only").unwrap(), Some(b"write".to_vec()));
+}
+
+#[test]
+fn without_max_total_wal_size_a_cold_keyspace_keeps_its_wal() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let db = Db::open("/db", opts(vfs.clone()).with_max_total_wal_size(u64::MAX)).unwrap();
+    let cold = db.create_keyspace("cold", small(CompactionStyle::Leveled)).unwrap();
+    cold.put("only", "write").unwrap();
+    for i in 0..3000 {
+        db.put(key(i), value("hot", i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    assert_eq!(cold.stats().wal_size_flushes, 0);
+    assert!(wal_files(vfs.as_ref(), "/db") > 5, "the cold write pins the WALs since");
+    cold.flush().unwrap();
+    assert_eq!(wal_files(vfs.as_ref(), "/db"), 1, "its flush frees them");
+}
+
+#[test]
+fn errors_are_clear() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let db = Db::open("/db", opts(vfs.clone())).unwrap();
+    let ks = db.create_keyspace("ks", KeyspaceOptions::default()).unwrap();
+    let invalid = |r: Result<(), Error>| matches!(r, Err(Error::InvalidArgument(_)));
+    assert!(invalid(db.keyspace("unknown").map(drop)));
+    assert!(invalid(db.create_keyspace("ks", KeyspaceOptions::default()).map(drop)));
+    assert!(invalid(db.create_keyspace("default", KeyspaceOptions::default()).map(drop)));
+    assert!(invalid(db.create_keyspace("", KeyspaceOptions::default()).map(drop)));
+    assert!(invalid(
+        db.create_keyspace("bad", KeyspaceOptions::default().with_write_buffer_size(1)).map(drop)
+    ));
+    assert!(!vfs.exists(Path::new("/db/keyspaces/2")), "a refused create leaves nothing");
+    assert!(invalid(db.drop_keyspace("default")));
+    assert!(invalid(db.drop_keyspace("unknown")));
+    db.drop_keyspace("ks").unwrap();
+    assert!(invalid(db.drop_keyspace("ks")));
+    assert!(invalid(ks.put("k", "v")));
+    assert!(invalid(ks.get("k").map(drop)));
+    assert!(invalid(ks.compact_range(None, None)));
+    assert!(ks.multi_get(["k"])[0].is_err());
+    let mut it = ks.raw_iterator();
+    it.seek_to_first();
+    assert!(!it.valid() && it.status().is_err());
+    // A handle of another database is refused by the `_cf` forms.
+    let other = Db::open("/other", opts(vfs.clone())).unwrap();
+    let foreign = other.create_keyspace("f", KeyspaceOptions::default()).unwrap();
+    assert!(invalid(db.put_cf(&foreign, "k", "v")));
+    db.close().unwrap();
+    // Options for the default keyspace, or with another policy, are refused;
+    // options for a keyspace the database lacks create it.
+    let default = opts(vfs.clone()).with_keyspace("default", KeyspaceOptions::default());
+    assert!(invalid(Db::open("/db", default).map(drop)));
+    let lsbm = KeyspaceOptions::default().with_compaction_style(CompactionStyle::Lsbm);
+    let db = Db::open("/db", opts(vfs.clone()).with_keyspace("lsbm", lsbm)).unwrap();
+    assert_eq!(db.keyspace("lsbm").unwrap().property("strata.policy").as_deref(), Some("lsbm"));
+    db.close().unwrap();
+    let changed = opts(vfs.clone()).with_keyspace("lsbm", KeyspaceOptions::default());
+    let err = Db::open("/db", changed).unwrap_err();
+    assert!(err.to_string().contains("policy"), "{err}");
+    let same = opts(vfs).with_keyspace("lsbm", small(CompactionStyle::Lsbm));
+    Db::open("/db", same).unwrap();
+}
+
+#[test]
+fn a_database_without_keyspaces_is_unchanged() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let db = Db::open("/db", opts(vfs.clone())).unwrap();
+    for i in 0..100 {
+        db.put(key(i), "v").unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let db = Db::open("/db", opts(vfs.clone())).unwrap();
+    assert_eq!(db.list_keyspaces(), ["default"]);
+    assert_eq!(Db::list_keyspaces_at("/db", &opts(vfs.clone())).unwrap(), ["default"]);
+    assert_eq!(db.get(key(5)).unwrap().as_deref(), Some(&b"v"[..]));
+    db.close().unwrap();
+    assert!(!vfs.exists(Path::new("/db/keyspaces")), "no keyspace directory");
+    // The WAL bytes of default-keyspace ops are the old encoding.
+    let mut b = WriteBatch::new();
+    b.put("k", "v");
+    assert_eq!(&b.data()[12..], &[1, 1, b'k', 1, b'v']);
+}
+
+#[test]
+fn merge_operators_and_options_are_per_keyspace() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let concat = associative_merge_operator("concat", |_k, e, o| Some([e.unwrap_or_default(), o].concat()));
+    let ks_opts = small(CompactionStyle::Tiered).with_merge_operator(concat);
+    let db = Db::open("/db", opts(vfs.clone())).unwrap();
+    let log = db.create_keyspace("log", ks_opts.clone()).unwrap();
+    let mut batch = WriteBatch::new();
+    batch.merge_cf(&log, "k", "a");
+    batch.merge_cf(&log, "k", "b");
+    batch.merge("k", "x");
+    db.write(batch).unwrap();
+    assert_eq!(log.get("k").unwrap(), Some(b"ab".to_vec()));
+    assert!(db.get("k").is_err(), "the default keyspace has no merge operator");
+    db.close().unwrap();
+    // The operator is not persisted: given again, reads work; without it, they fail.
+    let db = Db::open("/db", opts(vfs.clone())).unwrap();
+    assert!(db.keyspace("log").unwrap().get("k").is_err());
+    db.close().unwrap();
+    let db = Db::open("/db", opts(vfs).with_keyspace("log", ks_opts)).unwrap();
+    assert_eq!(db.keyspace("log").unwrap().get("k").unwrap(), Some(b"ab".to_vec()));
+}
+
+#[test]
+fn read_only_open_of_a_database_with_keyspaces_reads_the_default_keyspace() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let db = Db::open("/db", opts(vfs.clone())).unwrap();
+    let ks = db.create_keyspace("ks", KeyspaceOptions::default()).unwrap();
+    let mut batch = WriteBatch::new();
+    batch.put_cf(&ks, "k", "ks");
+    batch.put("k", "default");
+    db.write(batch).unwrap();
+    drop(db);
+    let ro = Db::open_read_only("/db", opts(vfs)).unwrap();
+    assert_eq!(ro.get("k").unwrap(), Some(b"default".to_vec()));
+    assert!(ro.keyspace("ks").is_err());
+}
+
+#[test]
+fn repair_refuses_and_destroy_removes_a_database_with_keyspaces() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let db = Db::open("/db", opts(vfs.clone())).unwrap();
+    db.create_keyspace("ks", KeyspaceOptions::default()).unwrap().put("k", "v").unwrap();
+    db.close().unwrap();
+    // Repair would rebuild the root MANIFEST without the registry.
+    assert!(matches!(strata::repair("/db", opts(vfs.clone())), Err(Error::InvalidArgument(_))));
+    let db = Db::open("/db", opts(vfs.clone())).unwrap();
+    assert_eq!(db.keyspace("ks").unwrap().get("k").unwrap(), Some(b"v".to_vec()));
+    db.close().unwrap();
+    strata::destroy("/db", opts(vfs.clone())).unwrap();
+    assert!(!vfs.exists(Path::new("/db/keyspaces")), "keyspace directories removed");
+    assert!(!vfs.exists(Path::new("/db")));
+}
+
+/// One workload step: what it wrote, for the check after a crash.
+#[derive(Clone, Debug)]
+enum Acked {
+    /// `(keyspace, key, value)` triples written by one acknowledged synced batch.
+    Batch(Vec<(&'static str, String, String)>),
+    /// Keyspace `b` dropped (acknowledged).
+    Dropped,
+}
+
+/// Create, write (synced, across keyspaces), flush, drop and re-create,
+/// stopping at the first error (the crash).
+fn crash_workload(vfs: Arc<dyn Vfs>, acked: &mut Vec<Acked>) -> strata::Result<()> {
+    let db = Db::open("/db", opts(vfs).with_write_buffer_size(4096))?;
+    let a = db.create_keyspace("a", small(CompactionStyle::Lsbm).with_write_buffer_size(4096))?;
+    let b = db
+        .create_keyspace("b", small(CompactionStyle::Lwc { max_segments: 4 }).with_write_buffer_size(4096))?;
+    let wo = WriteOptions::default().with_sync(true);
+    for round in 0..12u32 {
+        let mut batch = WriteBatch::new();
+        let mut ops = Vec::new();
+        for k in 0..3u32 {
+            let v = format!("{round}-{}", "v".repeat(300));
+            batch.put_cf(&a, key(k), &v);
+            batch.put_cf(&b, key(k + round), &v);
+            batch.put(key(k), &v);
+            ops.push(("a", key(k), v.clone()));
+            ops.push(("b", key(k + round), v.clone()));
+            ops.push(("default", key(k), v));
+        }
+        db.write_opt(batch, &wo)?;
+        acked.push(Acked::Batch(ops));
+        match round {
+            3 => a.flush()?,
+            7 => {
+                db.drop_keyspace("b")?;
+                acked.push(Acked::Dropped);
+                return Ok(());
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_crash_at_every_step_keeps_acknowledged_writes_and_batch_atomicity() {
+    let mut n = 0u64;
+    loop {
+        let crash = Arc::new(CrashVfs::new());
+        crash.set_crash_after(Some(n));
+        let mut acked = Vec::new();
+        let finished = crash_workload(crash.clone(), &mut acked).is_ok();
+        let image: Arc<dyn Vfs> = Arc::new(crash.image(CrashMode::PowerLoss));
+        let db = Db::open("/db", opts(image)).unwrap_or_else(|e| panic!("crash after op {n}: {e}"));
+        let dropped = acked.iter().any(|a| matches!(a, Acked::Dropped));
+        if dropped {
+            assert!(db.keyspace("b").is_err(), "crash after op {n}: the drop was acknowledged");
+        }
+        // Each synced batch is all there, or (if not acknowledged) all there or all absent.
+        let batches: Vec<&Vec<(&str, String, String)>> =
+            acked.iter().filter_map(|a| if let Acked::Batch(ops) = a { Some(ops) } else { None }).collect();
+        let read = |ks: &str, k: &str| -> Option<Vec<u8>> {
+            match db.keyspace(ks) {
+                Ok(h) => h.get(k).unwrap(),
+                Err(_) => None,
+            }
+        };
+        if let Some(last) = batches.last() {
+            for (ks, k, v) in last.iter() {
+                if *ks == "b" && dropped {
+                    continue;
+                }
+                // Later batches may overwrite a key only with a newer round.
+                let got = read(ks, k).unwrap_or_else(|| panic!("crash after op {n}: {ks}/{k} lost"));
+                let round =
+                    |s: &[u8]| String::from_utf8_lossy(s).split('-').next().unwrap().parse::<u32>().unwrap();
+                assert!(round(&got) >= round(v.as_bytes()), "crash after op {n}: {ks}/{k} went back");
+            }
+        }
+        // Atomicity: the default keyspace's key0 round equals keyspace a's key0 round.
+        let r0 = read("default", &key(0));
+        let a0 = read("a", &key(0));
+        if db.keyspace("a").is_ok() {
+            assert_eq!(r0, a0, "crash after op {n}: a batch was applied in part");
+        }
+        drop(db);
+        if finished {
+            break;
+        }
+        n += 1;
+    }
+    assert!(n > 20, "the workload has {n} mutating steps");
+}
