@@ -1,6 +1,6 @@
 //! The model harness with keyspaces: a random log of writes, batches across
 //! keyspaces, reads, snapshot reads, scans, flushes, compactions, reopens and
-//! drop/re-create, over the default keyspace and three keyspaces under
+//! drop/re-create and range deletes (alone and inside batches), over the default keyspace and three keyspaces under
 //! different policies, each checked against its own `BTreeMap`.
 
 use std::collections::BTreeMap;
@@ -47,6 +47,20 @@ fn key(rng: &mut StdRng, space: u32) -> Vec<u8> {
     format!("k{:05}", rng.gen_range(0..space)).into_bytes()
 }
 
+/// A short range `[lo, hi)` of the key space (1 to 20 keys wide).
+fn span(rng: &mut StdRng, space: u32) -> (Vec<u8>, Vec<u8>) {
+    let lo = rng.gen_range(0..space);
+    let hi = lo + rng.gen_range(1..20);
+    (format!("k{lo:05}").into_bytes(), format!("k{hi:05}").into_bytes())
+}
+
+fn delete_span(model: &mut Model, lo: &[u8], hi: &[u8]) {
+    let doomed: Vec<Vec<u8>> = model.range(lo.to_vec()..hi.to_vec()).map(|(k, _)| k.clone()).collect();
+    for k in doomed {
+        model.remove(&k);
+    }
+}
+
 fn value(rng: &mut StdRng, i: usize) -> Vec<u8> {
     let mut v = format!("v{i}-").into_bytes();
     let len = rng.gen_range(0..300);
@@ -85,10 +99,15 @@ pub fn run_keyspace_log(seed: u64, n: usize, space: u32) {
     for i in 0..n {
         let k = rng.gen_range(0..ks.len());
         match rng.gen_range(0..100) {
-            0..=29 => {
+            0..=26 => {
                 let (key, v) = (key(&mut rng, space), value(&mut rng, i));
                 ks[k].put(&key, &v).unwrap();
                 apply(&mut models[k], &key, Some(&v), false);
+            }
+            27..=29 => {
+                let (lo, hi) = span(&mut rng, space);
+                ks[k].delete_range(&lo, &hi).unwrap();
+                delete_span(&mut models[k], &lo, &hi);
             }
             30..=37 => {
                 let (key, v) = (key(&mut rng, space), format!("+{i}").into_bytes());
@@ -104,13 +123,21 @@ pub fn run_keyspace_log(seed: u64, n: usize, space: u32) {
                 // A batch across keyspaces, some ops through the `_cf` forms.
                 let mut batch = WriteBatch::new();
                 let mut pending = Vec::new();
+                let mut range_ops = Vec::new();
                 for _ in 0..rng.gen_range(1..10) {
                     let t = rng.gen_range(0..ks.len());
                     let key = key(&mut rng, space);
-                    match rng.gen_range(0..4) {
+                    match rng.gen_range(0..5) {
                         0 => {
                             batch.delete_cf(&ks[t], &key);
                             pending.push((t, key, None, false));
+                        }
+                        4 => {
+                            // A range delete: its end rides in the value slot.
+                            let (lo, hi) = span(&mut rng, space);
+                            batch.delete_range_cf(&ks[t], &lo, &hi);
+                            pending.push((t, lo, Some(hi), true));
+                            range_ops.push(pending.len() - 1);
                         }
                         1 => {
                             let v = format!("+b{i}").into_bytes();
@@ -125,8 +152,11 @@ pub fn run_keyspace_log(seed: u64, n: usize, space: u32) {
                     }
                 }
                 db.write(batch).unwrap();
-                for (t, key, v, merge) in pending {
-                    apply(&mut models[t], &key, v.as_deref(), merge);
+                for (j, (t, key, v, merge)) in pending.into_iter().enumerate() {
+                    match (range_ops.contains(&j), v) {
+                        (true, Some(hi)) => delete_span(&mut models[t], &key, &hi),
+                        (_, v) => apply(&mut models[t], &key, v.as_deref(), merge),
+                    }
                 }
             }
             58..=72 => {
