@@ -32,6 +32,9 @@ pub(crate) struct Shared {
     /// Older WALs still on disk (number -> size); each is deleted once no
     /// keyspace's unflushed memtable needs it.
     pub old_wals: Mutex<BTreeMap<u64, u64>>,
+    /// Held while obsolete WALs are deleted, so a caller that finds nothing
+    /// left to take waits until another caller's deletions are done.
+    wal_deletion: Mutex<()>,
     /// `Options::max_total_wal_size`; 0: four times the keyspaces' write buffers.
     pub max_total_wal_size: u64,
     pub writers: Mutex<WriterQueue>,
@@ -83,6 +86,7 @@ impl Shared {
             unlogged_writes: AtomicBool::new(false),
             trees: RwLock::new(BTreeMap::new()),
             ddl: Mutex::new(()),
+            wal_deletion: Mutex::new(()),
         }
     }
 
@@ -119,6 +123,7 @@ impl Shared {
         if self.trees.read().is_empty() {
             return; // closed: nothing decides what is needed any more
         }
+        let _deleting = self.wal_deletion.lock();
         let needed = self.oldest_needed_wal();
         let gone: Vec<u64> = {
             let mut old = self.old_wals.lock();

@@ -315,7 +315,12 @@ impl DbInner {
                 self.switch_memtable(&mut wal, &mut st)?;
             }
         }
-        self.wait_for_flushes()
+        self.wait_for_flushes()?;
+        // The flush thread deletes freed WALs only after it has popped the
+        // memtable the wait above watches; delete them here too, so a flush
+        // returns with the WALs it freed gone.
+        self.shared.delete_obsolete_wals();
+        Ok(())
     }
 
     pub(crate) fn wait_for_flushes(&self) -> Result<()> {
