@@ -31,11 +31,37 @@ const HEADER_LEN: usize = 12;
 pub struct WriteBatch {
     /// The encoded batch, header included; always at least `HEADER_LEN` bytes.
     rep: Vec<u8>,
+    /// The database whose keyspace handles the `*_cf` ops came from. The
+    /// encoding carries only keyspace ids, which another database may also
+    /// use, so the write checks this instead.
+    owner: HandleOwner,
+}
+
+/// Which database a batch's keyspace handles belong to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum HandleOwner {
+    /// No op came through a handle.
+    #[default]
+    None,
+    /// Every handle was of the database with this instance id.
+    Db(u64),
+    /// Handles of two different databases were used.
+    Mixed,
+}
+
+impl HandleOwner {
+    fn with(self, db: u64) -> HandleOwner {
+        match self {
+            HandleOwner::None => HandleOwner::Db(db),
+            HandleOwner::Db(d) if d == db => self,
+            _ => HandleOwner::Mixed,
+        }
+    }
 }
 
 impl Default for WriteBatch {
     fn default() -> Self {
-        WriteBatch { rep: vec![0; HEADER_LEN] }
+        WriteBatch { rep: vec![0; HEADER_LEN], owner: HandleOwner::None }
     }
 }
 
@@ -65,7 +91,9 @@ impl WriteBatch {
     }
 
     /// Adds a put of `key` -> `value` in keyspace `ks` (rust-rocksdb
-    /// `WriteBatch::put_cf`); the batch stays atomic across keyspaces.
+    /// `WriteBatch::put_cf`); the batch stays atomic across keyspaces. Writing
+    /// a batch that holds a handle of another database fails with
+    /// `InvalidArgument` and writes nothing (this holds for every `*_cf` op).
     ///
     /// # Examples
     ///
@@ -83,7 +111,7 @@ impl WriteBatch {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn put_cf(&mut self, ks: &Keyspace, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-        self.push_op(ks.id(), ValueKind::Put, key.as_ref(), value.as_ref());
+        self.push_cf(ks, ValueKind::Put, key.as_ref(), value.as_ref());
     }
 
     /// Adds a delete of `key` in keyspace `ks` (rust-rocksdb `WriteBatch::delete_cf`).
@@ -103,7 +131,7 @@ impl WriteBatch {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn delete_cf(&mut self, ks: &Keyspace, key: impl AsRef<[u8]>) {
-        self.push_op(ks.id(), ValueKind::Delete, key.as_ref(), &[]);
+        self.push_cf(ks, ValueKind::Delete, key.as_ref(), &[]);
     }
 
     /// Adds a merge of `operand` into `key` in keyspace `ks` (rust-rocksdb
@@ -127,7 +155,29 @@ impl WriteBatch {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn merge_cf(&mut self, ks: &Keyspace, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) {
-        self.push_op(ks.id(), ValueKind::Merge, key.as_ref(), operand.as_ref());
+        self.push_cf(ks, ValueKind::Merge, key.as_ref(), operand.as_ref());
+    }
+
+    /// Appends one op of the keyspace behind handle `ks`.
+    fn push_cf(&mut self, ks: &Keyspace, kind: ValueKind, key: &[u8], value: &[u8]) {
+        self.owner = self.owner.with(ks.db_instance());
+        self.push_op(ks.id(), kind, key, value);
+    }
+
+    /// Refuses a batch holding a keyspace handle of another database than
+    /// the one with instance id `db` (rust-rocksdb cannot tell: it would
+    /// write to whichever column family has that id).
+    pub(crate) fn check_owner(&self, db: u64) -> Result<()> {
+        match self.owner {
+            HandleOwner::None => Ok(()),
+            HandleOwner::Db(d) if d == db => Ok(()),
+            HandleOwner::Db(_) => {
+                Err(Error::invalid("the batch holds a keyspace handle of another database"))
+            }
+            HandleOwner::Mixed => {
+                Err(Error::invalid("the batch holds keyspace handles of two different databases"))
+            }
+        }
     }
 
     /// Appends one op of keyspace `keyspace`.
@@ -222,7 +272,7 @@ impl WriteBatch {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn delete_range_cf(&mut self, ks: &Keyspace, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
-        self.push_op(ks.id(), ValueKind::RangeDelete, start.as_ref(), end.as_ref());
+        self.push_cf(ks, ValueKind::RangeDelete, start.as_ref(), end.as_ref());
     }
 
     /// Number of operations.
@@ -239,6 +289,7 @@ impl WriteBatch {
     pub fn clear(&mut self) {
         self.rep.clear();
         self.rep.resize(HEADER_LEN, 0);
+        self.owner = HandleOwner::None;
     }
 
     /// Size of the encoded batch in bytes.
@@ -251,6 +302,11 @@ impl WriteBatch {
         self.rep.extend_from_slice(other.rep.get(HEADER_LEN..).unwrap_or_default());
         // A u32 count cannot realistically overflow: that would be > 12 GiB of ops.
         self.set_count(self.count().wrapping_add(other.count()));
+        if let HandleOwner::Db(d) = other.owner {
+            self.owner = self.owner.with(d);
+        } else if other.owner == HandleOwner::Mixed {
+            self.owner = HandleOwner::Mixed;
+        }
     }
 
     /// Sequence number of the first operation.
@@ -276,7 +332,7 @@ impl WriteBatch {
                 data.len()
             )));
         }
-        let batch = WriteBatch { rep: data };
+        let batch = WriteBatch { rep: data, owner: HandleOwner::None };
         for op in batch.iter() {
             op?;
         }

@@ -300,6 +300,43 @@ fn without_max_total_wal_size_a_cold_keyspace_keeps_its_wal() {
     assert_eq!(wal_files(vfs.as_ref(), "/db"), 1, "its flush frees them");
 }
 
+/// Regression: `WriteBatch::put_cf` with another database's handle was routed
+/// by keyspace id alone, so it wrote into whichever keyspace had that id here.
+#[test]
+fn a_batch_with_a_handle_of_another_database_is_refused() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let a = Db::open("/a", opts(vfs.clone())).unwrap();
+    let b = Db::open("/b", opts(vfs)).unwrap();
+    let ka = a.create_keyspace("ks", KeyspaceOptions::default()).unwrap();
+    let kb = b.create_keyspace("ks", KeyspaceOptions::default()).unwrap();
+    assert_eq!(ka.id(), kb.id(), "the same id in both databases");
+    let invalid = |r: Result<(), Error>| matches!(r, Err(Error::InvalidArgument(_)));
+
+    let mut foreign = WriteBatch::new();
+    foreign.put("plain", "v");
+    foreign.put_cf(&kb, "k", "b's");
+    assert!(invalid(a.write(foreign.clone())));
+    assert_eq!(ka.get("k").unwrap(), None, "nothing of the refused batch was written");
+    assert_eq!(a.get("plain").unwrap(), None);
+    b.write(foreign.clone()).unwrap();
+    assert_eq!(kb.get("k").unwrap(), Some(b"b's".to_vec()));
+
+    let mut mixed = WriteBatch::new();
+    mixed.delete_cf(&ka, "k");
+    mixed.delete_range_cf(&kb, "a", "z");
+    assert!(invalid(a.write(mixed.clone())) && invalid(b.write(mixed.clone())));
+    let mut appended = WriteBatch::new();
+    appended.merge_cf(&ka, "k", "x");
+    appended.append(&foreign);
+    assert!(invalid(a.write(appended.clone())) && invalid(b.write(appended)));
+
+    mixed.clear();
+    mixed.put_cf(&ka, "k", "a's");
+    a.write(mixed).unwrap();
+    assert_eq!(ka.get("k").unwrap(), Some(b"a's".to_vec()));
+    assert_eq!(kb.get("k").unwrap(), Some(b"b's".to_vec()));
+}
+
 #[test]
 fn errors_are_clear() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());

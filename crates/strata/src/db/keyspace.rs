@@ -553,6 +553,11 @@ impl Keyspace {
         self.tree.id
     }
 
+    /// The instance id of the database this handle belongs to.
+    pub(crate) fn db_instance(&self) -> u64 {
+        self.tree.shared.instance
+    }
+
     fn write_one(&self, kind: ValueKind, key: &[u8], value: &[u8], wo: &WriteOptions) -> Result<()> {
         self.tree.check_live()?;
         let mut b = WriteBatch::new();

@@ -18,6 +18,8 @@ use crate::version::VersionSet;
 use crate::vfs::{FileLock, Vfs};
 use crate::wal::LogWriter;
 
+static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
+
 pub(crate) struct Shared {
     /// The database's root directory: the default keyspace, the WALs, LOCK.
     pub dir: PathBuf,
@@ -53,6 +55,9 @@ pub(crate) struct Shared {
     pub trees: RwLock<BTreeMap<u32, Arc<DbInner>>>,
     /// Serialises keyspace creation and drops.
     pub ddl: Mutex<()>,
+    /// Unique among the databases opened by this process: tells a batch's
+    /// keyspace handles of another database apart (their ids may match).
+    pub instance: u64,
 }
 
 pub(crate) struct SharedParts {
@@ -87,6 +92,7 @@ impl Shared {
             trees: RwLock::new(BTreeMap::new()),
             ddl: Mutex::new(()),
             wal_deletion: Mutex::new(()),
+            instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
         }
     }
 

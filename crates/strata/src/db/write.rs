@@ -63,6 +63,7 @@ impl DbInner {
                 "a sync write needs the WAL: WriteOptions::with_sync(true) cannot be combined with with_disable_wal(true)",
             ));
         }
+        batch.check_owner(self.shared.instance)?;
         if batch.is_empty() {
             return Ok(());
         }
