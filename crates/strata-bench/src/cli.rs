@@ -299,7 +299,8 @@ pub struct Args {
     /// Directory for CSV/JSON of every result and sample, and charts.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// No progress bar.
+    /// No progress on stderr: neither the bar (plain lines every 5 s when stderr is not a
+    /// terminal) nor the time-series intervals printed as they are measured.
     #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
     pub quiet: bool,
     /// Sync every write.

@@ -332,6 +332,34 @@ fn enter_device(args: &Args, dir: &Path) -> BenchResult<Option<crate::device::Th
     Ok(Some(t))
 }
 
+/// db_bench's header block for the db_bench-style steps (YCSB workloads size
+/// their own records): key and value sizes, entries, and the raw and expected
+/// file sizes of `--num` entries.
+fn size_header(plan: &Plan) -> Option<String> {
+    if plan.steps.iter().all(|s| s.benchmark.starts_with("ycsb")) {
+        return None;
+    }
+    let a = &plan.base;
+    let (key, value) = (a.key_size as f64, a.value_size() as f64);
+    let compressed = a.compression_type != "none";
+    let stored = if compressed { value * a.compression_ratio } else { value };
+    let after = if compressed {
+        format!("{stored:.0} bytes after {} compression", a.compression_type)
+    } else {
+        "not compressed".to_string()
+    };
+    let mb = |per_entry: f64| per_entry * a.num as f64 / 1048576.0;
+    Some(format!(
+        "Keys:       {} bytes each\nValues:     {} bytes each ({after})\nEntries:    {}\n\
+         RawSize:    {:.1} MB (estimated)\nFileSize:   {:.1} MB (estimated)\n",
+        a.key_size,
+        a.value_size(),
+        a.num,
+        mb(key + value),
+        mb(key + stored)
+    ))
+}
+
 /// Runs a plan end to end: prints the option mappings and summaries, the table
 /// and time series, and writes `--out` files.
 pub fn run_main(plan: &Plan) -> BenchResult<()> {
@@ -350,6 +378,9 @@ pub fn run_main(plan: &Plan) -> BenchResult<()> {
         plan.base.repetitions
     )
     .map_err(io)?;
+    if let Some(block) = size_header(plan) {
+        write!(out, "{block}").map_err(io)?;
+    }
     if let Some(line) = device_header(plan) {
         writeln!(out, "{line}").map_err(io)?;
     }
@@ -404,6 +435,20 @@ mod tests {
         assert_eq!(cmp.steps[0].args.threads, 1, "the load writes each key once");
         assert_eq!(cmp.steps[0].args.duration, 0.0, "the load is not cut short");
         assert!(plan.steps[..3].iter().all(|s| s.args.duration == 0.0), "closed-loop steps run to the end");
+    }
+
+    #[test]
+    fn size_header_is_db_bench_s_block() {
+        let plan = |line: &str| Plan::from_args(&parse_args(line.split_whitespace()).unwrap());
+        let h = size_header(&plan("x --benchmarks=fillrandom --num=1048576 --value_size=100")).unwrap();
+        assert!(h.contains("Keys:       16 bytes each\n"), "{h}");
+        assert!(h.contains("Values:     100 bytes each (not compressed)\n"), "{h}");
+        assert!(h.contains("Entries:    1048576\n") && h.contains("RawSize:    116.0 MB"), "{h}");
+        assert!(h.contains("FileSize:   116.0 MB"), "{h}");
+        let lz4 = "x --benchmarks=fillrandom --num=1048576 --compression_type=lz4 --compression_ratio=0.5";
+        let h = size_header(&plan(lz4)).unwrap();
+        assert!(h.contains("(50 bytes after lz4 compression)") && h.contains("FileSize:   66.0 MB"), "{h}");
+        assert!(size_header(&plan("x --benchmarks=ycsba")).is_none());
     }
 
     #[test]

@@ -4,8 +4,9 @@
 use crate::engine::{dir_size, BenchResult, Engine, EngineStats};
 use crate::results::RunResult;
 use hdrhistogram::Histogram;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::time::Duration;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, WeakProgressBar};
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
 
 /// A latency histogram in nanoseconds (3 significant figures, up to one hour);
 /// nanoseconds so sub-microsecond operations keep their precision, reported in µs.
@@ -99,10 +100,18 @@ where
     })
 }
 
-/// A progress bar on stderr (hidden with `--quiet`).
+/// A progress bar on stderr (hidden with `--quiet`). indicatif draws nothing
+/// when stderr is not a terminal (a CI log, `2>file`), so there the bar stays
+/// hidden and a plain line reports it every [`PLAIN_PROGRESS_EVERY`].
 pub fn progress(quiet: bool, len: u64, label: &str) -> ProgressBar {
     if quiet {
         return ProgressBar::hidden();
+    }
+    if !std::io::stderr().is_terminal() {
+        let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::hidden());
+        pb.set_message(label.to_string());
+        report_plainly(pb.downgrade(), PLAIN_PROGRESS_EVERY);
+        return pb;
     }
     let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
     if let Ok(style) = ProgressStyle::with_template("{msg:>40} [{bar:30}] {percent:>3}% {elapsed}/{eta}") {
@@ -111,6 +120,52 @@ pub fn progress(quiet: bool, len: u64, label: &str) -> ProgressBar {
     pb.set_message(label.to_string());
     pb.enable_steady_tick(Duration::from_millis(200));
     pb
+}
+
+/// How often a progress line is printed when stderr is not a terminal.
+pub const PLAIN_PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// Prints `line` on stderr as a benchmark measures it (db_bench's interval
+/// stats): above the bar on a terminal, as a plain line otherwise; nothing
+/// with `--quiet`.
+pub fn progress_println(pb: &ProgressBar, quiet: bool, line: &str) {
+    if quiet {
+    } else if pb.is_hidden() {
+        eprintln!("{line}");
+    } else {
+        pb.println(line);
+    }
+}
+
+/// Prints [`plain_progress_line`] every `every` until the bar finishes or is dropped.
+fn report_plainly(pb: WeakProgressBar, every: Duration) {
+    std::thread::spawn(move || {
+        let mut next = Instant::now() + every;
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            let Some(pb) = pb.upgrade() else { return };
+            if pb.is_finished() {
+                return;
+            }
+            if Instant::now() >= next {
+                next += every;
+                eprintln!("{}", plain_progress_line(&pb));
+            }
+        }
+    });
+}
+
+/// `label: 45% (900000/2000000), 12 s elapsed, about 15 s left`.
+pub fn plain_progress_line(pb: &ProgressBar) -> String {
+    let (pos, len) = (pb.position(), pb.length().unwrap_or(0));
+    let pct = if len == 0 { 0.0 } else { pos as f64 * 100.0 / len as f64 };
+    let elapsed = pb.elapsed().as_secs_f64();
+    let left = if pos == 0 || pos >= len {
+        String::new()
+    } else {
+        format!(", about {:.0} s left", elapsed * (len - pos) as f64 / pos as f64)
+    };
+    format!("{}: {pct:.0}% ({pos}/{len}), {elapsed:.0} s elapsed{left}", pb.message())
 }
 
 /// Workers tick the bar every this many operations (one atomic per batch).
@@ -205,4 +260,22 @@ pub fn finish(
         device_profile: String::new(),
     };
     Ok((r, hist))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plain_progress_line_says_how_far_and_how_long() {
+        let pb = ProgressBar::with_draw_target(Some(200), ProgressDrawTarget::hidden());
+        pb.set_message("fillrandom");
+        assert!(plain_progress_line(&pb).starts_with("fillrandom: 0% (0/200), "));
+        assert!(!plain_progress_line(&pb).contains("left"), "no estimate before any progress");
+        pb.set_position(50);
+        let line = plain_progress_line(&pb);
+        assert!(line.starts_with("fillrandom: 25% (50/200), ") && line.ends_with(" s left"), "{line}");
+        assert!(pb.is_hidden(), "a hidden bar's lines go to stderr directly");
+    }
 }

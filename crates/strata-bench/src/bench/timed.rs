@@ -2,7 +2,7 @@
 //! from `--read_dist` while ONE writer does uniform random updates held to
 //! `--benchmark_write_rate_limit`, sampled every `--stats_interval_seconds`.
 
-use super::measure::{hit_ratio_between, mean_us, new_hist, progress, quantile_us};
+use super::measure::{hit_ratio_between, mean_us, new_hist, progress, progress_println, quantile_us};
 use super::read::ReadOp;
 use super::Outcome;
 use crate::cli::Args;
@@ -214,6 +214,7 @@ fn sample_loop(
         progress(args.quiet, readers * args.reads(), name)
     };
     let interval = Duration::from_secs_f64(args.stats_interval_seconds);
+    let label = format!("{} {name}", engine.name());
     let mut samples = Vec::new();
     let mut prev_stats = engine.stats();
     let mut prev_t = Duration::ZERO;
@@ -253,6 +254,9 @@ fn sample_loop(
                 read_p99_us: quantile_us(&scratch, 0.99),
                 db_bytes: dir_size(engine.path()),
             });
+            if let Some(last) = samples.last() {
+                progress_println(&pb, args.quiet, &sample_line(&label, last));
+            }
             reads_total += scratch.len();
             prev_stats = stats;
             prev_writes = writes;
@@ -265,4 +269,19 @@ fn sample_loop(
     }
     pb.finish_and_clear();
     Ok(samples)
+}
+
+/// One interval as it is measured: `name t=5.0s read 1234 ops/s write 56
+/// ops/s hit 0.950 p50 3.1 us p99 20.4 us db 120.5 MB`.
+fn sample_line(name: &str, s: &Sample) -> String {
+    let hit = s.hit_ratio.map_or_else(|| "-".to_string(), |h| format!("{h:.3}"));
+    format!(
+        "{name} t={:.1}s read {:.0} ops/s write {:.0} ops/s hit {hit} p50 {:.1} us p99 {:.1} us db {:.1} MB",
+        s.t_secs,
+        s.read_ops_per_sec,
+        s.write_ops_per_sec,
+        s.read_p50_us,
+        s.read_p99_us,
+        s.db_bytes as f64 / 1e6
+    )
 }
