@@ -1,6 +1,6 @@
 //! Compaction filters (RocksDB `CompactionFilter`): user code that removes or
 //! rewrites values while compactions rewrite them, and what one compaction
-//! task runs it with ([`FilterRun`]).
+//! task runs it with (`FilterRun`).
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};

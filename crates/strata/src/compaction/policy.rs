@@ -486,7 +486,7 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
 /// Checks a pick's buffer actions against the view and its task: appended files
 /// are inputs of the task and go to the task's output; removed files and dropped
 /// tables exist; and appends keep the buffer from serving stale data (see
-/// [`check_append_order`]).
+/// `check_append_order`).
 pub fn validate_buffer_actions(view: &LsmView, pick: &PickResult) -> Result<()> {
     check_append_order(view, pick)?;
     let (sources, out_level, out_run): (Vec<&FileRef>, Option<usize>, Option<RunTarget>) = match &pick.task {
