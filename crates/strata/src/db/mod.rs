@@ -3,6 +3,7 @@
 
 mod background;
 mod bounds;
+mod checkpoint;
 mod file_get;
 mod iter;
 mod iter_view;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -37,6 +37,8 @@ pub(crate) struct Shared {
     /// Held while obsolete WALs are deleted, so a caller that finds nothing
     /// left to take waits until another caller's deletions are done.
     wal_deletion: Mutex<()>,
+    /// Live [`WalDeletionPause`]s.
+    wal_deletion_paused: AtomicUsize,
     /// `Options::max_total_wal_size`; 0: four times the keyspaces' write buffers.
     pub max_total_wal_size: u64,
     pub writers: Mutex<WriterQueue>,
@@ -92,6 +94,7 @@ impl Shared {
             trees: RwLock::new(BTreeMap::new()),
             ddl: Mutex::new(()),
             wal_deletion: Mutex::new(()),
+            wal_deletion_paused: AtomicUsize::new(0),
             instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
         }
     }
@@ -124,12 +127,25 @@ impl Shared {
         self.all_trees().iter().map(|t| t.oldest_needed_wal()).min().unwrap_or(u64::MAX)
     }
 
+    /// Stops WAL deletion until the guard drops (a checkpoint copying WALs;
+    /// RocksDB's `DisableFileDeletions`). Waits out a deletion in progress,
+    /// so every WAL at or above [`Self::oldest_needed_wal`] read after this
+    /// returns stays on disk. Never blocks flushes: they skip the deletion.
+    pub(crate) fn pause_wal_deletion(&self) -> WalDeletionPause<'_> {
+        let _deleting = self.wal_deletion.lock();
+        self.wal_deletion_paused.fetch_add(1, Ordering::SeqCst);
+        WalDeletionPause(self)
+    }
+
     /// Deletes the WALs no keyspace needs any more.
     pub(crate) fn delete_obsolete_wals(&self) {
         if self.trees.read().is_empty() {
             return; // closed: nothing decides what is needed any more
         }
         let _deleting = self.wal_deletion.lock();
+        if self.wal_deletion_paused.load(Ordering::SeqCst) > 0 {
+            return; // the pause's end deletes them
+        }
         let needed = self.oldest_needed_wal();
         let gone: Vec<u64> = {
             let mut old = self.old_wals.lock();
@@ -153,5 +169,16 @@ impl Shared {
         }
         let buffers: u64 = self.all_trees().iter().map(|t| t.opts.write_buffer_size as u64).sum();
         buffers.saturating_mul(4)
+    }
+}
+
+/// See [`Shared::pause_wal_deletion`]; deletes what became obsolete meanwhile
+/// when dropped.
+pub(crate) struct WalDeletionPause<'a>(&'a Shared);
+
+impl Drop for WalDeletionPause<'_> {
+    fn drop(&mut self) {
+        self.0.wal_deletion_paused.fetch_sub(1, Ordering::SeqCst);
+        self.0.delete_obsolete_wals();
     }
 }

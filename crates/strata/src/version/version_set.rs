@@ -388,6 +388,19 @@ impl VersionSet {
         Ok(())
     }
 
+    /// The current Version and an edit rebuilding it, taken together under
+    /// the MANIFEST lock so the log number and counters match that Version
+    /// (a checkpoint writes the edit as its MANIFEST; holding the Version
+    /// keeps its files on disk meanwhile).
+    pub(crate) fn checkpoint_state(&self) -> (Arc<Version>, VersionEdit) {
+        let _w = self.writer.lock();
+        let version = self.current();
+        let meta = self.meta.lock().clone();
+        let next = self.next_file_number.load(Ordering::SeqCst);
+        let snap = snapshot(&version, self.log_number(), next, self.last_sequence(), &meta);
+        (version, snap)
+    }
+
     /// Starts a new MANIFEST holding a snapshot of `version` and switches `CURRENT`.
     fn roll_over(&self, w: &mut Writer, version: &Version) -> Result<()> {
         let number = self.new_file_number();

@@ -624,6 +624,10 @@ impl Vfs for FaultVfs {
         self.inner.rename(from, to)
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        self.inner.hard_link(from, to)
+    }
+
     fn list_dir(&self, dir: &Path) -> Result<Vec<String>> {
         self.shared.check(FaultOp::ListDir, dir)?;
         self.inner.list_dir(dir)

@@ -121,6 +121,16 @@ pub trait Vfs: Send + Sync + Debug {
     }
     /// Atomically renames a file, replacing the target.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Gives the file `from` a second name `to` (a hard link; `to` must not
+    /// exist), so a checkpoint shares a table instead of copying it. The
+    /// default refuses, and callers then copy.
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        Err(crate::error::Error::invalid(format!(
+            "{} -> {}: this file system cannot hard-link files",
+            from.display(),
+            to.display()
+        )))
+    }
     /// Names (not paths) of the entries of a directory.
     fn list_dir(&self, dir: &Path) -> Result<Vec<String>>;
     /// Makes creations, renames and removals in `dir` durable.

@@ -102,6 +102,10 @@ impl Vfs for RealVfs {
         fs::rename(from, to).map_err(|e| io_err(from, e))
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::hard_link(from, to).map_err(|e| io_err(from, e))
+    }
+
     fn list_dir(&self, dir: &Path) -> Result<Vec<String>> {
         let mut names = Vec::new();
         for entry in fs::read_dir(dir).map_err(|e| io_err(dir, e))? {
