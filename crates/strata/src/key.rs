@@ -1,6 +1,9 @@
 //! Internal keys: a user key followed by an 8-byte trailer `(seq << 8) | kind`,
 //! little-endian (LevelDB's layout). Ordered by user key ascending, then trailer
 //! descending, so the newest version of a key comes first.
+//!
+//! **Unstable**: public for [`BatchOp::kind`](crate::BatchOp::kind) and for
+//! policies written outside the crate; it changes with the engine.
 
 use std::cmp::Ordering;
 

@@ -18,21 +18,28 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The stable API is what this page re-exports. The modules below it expose the
-//! engine's parts (table and log formats, policies, the VFS) for tools, tests and
-//! research code; they change more freely.
+//! The stable API is what this page re-exports. Of the modules, `options`,
+//! `error`, `stats`, `ttl` and `vfs` hold more of it; `compaction` is the seam
+//! for policies written outside the crate and `key` the internal-key encoding
+//! they see, both **unstable**: they change with the engine. The engine's other
+//! parts (tables, logs, MANIFEST, caches, memtables) are public only for the
+//! workspace's tools, fuzzers and tests and are hidden from these docs.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 #![deny(missing_docs)]
 
 mod batch;
+#[doc(hidden)]
 pub mod cache;
 pub mod compaction;
 mod db;
 pub mod error;
+#[doc(hidden)]
 pub mod filename;
+#[doc(hidden)]
 pub mod iter;
 pub mod key;
 mod keyspace_options;
+#[doc(hidden)]
 pub mod memtable;
 mod merge_operator;
 pub mod options;
@@ -41,11 +48,15 @@ mod pinned;
 mod prefix;
 pub(crate) mod range_del;
 pub mod stats;
+#[doc(hidden)]
 pub mod table;
 pub mod ttl;
+#[doc(hidden)]
 pub mod util;
+#[doc(hidden)]
 pub mod version;
 pub mod vfs;
+#[doc(hidden)]
 pub mod wal;
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};

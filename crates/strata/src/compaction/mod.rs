@@ -1,5 +1,9 @@
 //! Compaction: *choosing* (a pure [`CompactionPolicy`] over an [`LsmView`]) is
 //! kept apart from *doing* (the executor, which validates and runs tasks).
+//!
+//! **Unstable**: the seam for policies written outside the crate. Its types
+//! change with the engine; the built-in policies are chosen with
+//! [`CompactionStyle`](crate::CompactionStyle), which is stable.
 
 pub(crate) mod append;
 pub(crate) mod apply;
