@@ -26,7 +26,26 @@ const KEYSPACE_PREFIX: u8 = 0x40;
 /// Bytes of the sequence + count header.
 const HEADER_LEN: usize = 12;
 
-/// An ordered group of puts and deletes that is applied atomically.
+/// An ordered group of puts, deletes, merges and range deletes that is
+/// applied atomically (RocksDB `WriteBatch`): after a crash either all of it
+/// is there or none. With `*_cf` ops it spans keyspaces.
+///
+/// # Examples
+///
+/// ```
+/// use strata::{Db, Options, WriteBatch};
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::default())?;
+/// db.put("from", "100")?;
+/// let mut batch = WriteBatch::new();
+/// batch.put("to", "100");
+/// batch.delete("from");
+/// batch.delete_range("tmp:", "tmp;");
+/// assert_eq!(batch.len(), 3);
+/// db.write(batch)?;
+/// assert_eq!((db.get("from")?, db.get("to")?), (None, Some(b"100".to_vec())));
+/// # Ok::<(), strata::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteBatch {
     /// The encoded batch, header included; always at least `HEADER_LEN` bytes.

@@ -167,25 +167,88 @@ impl CompactionPipeline {
 pub enum CompactionStyle {
     /// LevelDB-style leveling: L0 trigger by file count, ratio 10 between
     /// levels, round-robin file picking, trivial moves (RocksDB `kCompactionStyleLevel`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{CompactionStyle, Db, MemVfs, Options};
+    /// let opts = Options::default().with_vfs(Arc::new(MemVfs::new()));
+    /// let db = Db::open("/db", opts.with_compaction_style(CompactionStyle::Leveled))?;
+    /// db.put("k", "v")?;
+    /// db.compact_range(None, None)?;
+    /// assert_eq!(db.get("k")?, Some(b"v".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     #[default]
     Leveled,
     /// bLSM: two-part levels (`C_i` receiving, `C'_i` draining file by file)
     /// held at the level capacity by the gear scheduler; the structure the
     /// LSbM compaction buffer builds on. Same shape options as `Leveled`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{CompactionStyle, Db, MemVfs, Options};
+    /// let opts = Options::default().with_vfs(Arc::new(MemVfs::new()));
+    /// let db = Db::open("/db", opts.with_compaction_style(CompactionStyle::Blsm))?;
+    /// assert_eq!(db.property("strata.policy").as_deref(), Some("blsm"));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     Blsm,
     /// LSbM: bLSM plus the compaction buffer (files drained from `C'_i` are
     /// kept, unrewritten, as buffer tables of level `i+1` that serve hot reads)
     /// with the trim every `buffer_trim_interval`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{CompactionStyle, Db, MemVfs, Options};
+    /// let opts = Options::default().with_vfs(Arc::new(MemVfs::new()));
+    /// let opts = opts.with_compaction_style(CompactionStyle::Lsbm).with_buffer_trim_threshold(0.5);
+    /// let db = Db::open("/db", opts)?;
+    /// db.put("k", "v")?;
+    /// // The trim also runs on its own every `buffer_trim_interval`.
+    /// let removed = db.trim_compaction_buffer()?;
+    /// assert_eq!(removed, 0, "nothing was buffered yet");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     Lsbm,
     /// dLSM: the compaction buffer without the trim, with larger bloom filters
     /// (`bits + log2(ratio)/ln 2`, 14.8 for 10 bits and ratio 10) on the tables
     /// that feed buffers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{CompactionStyle, Db, MemVfs, Options};
+    /// let opts = Options::default().with_vfs(Arc::new(MemVfs::new()));
+    /// let db = Db::open("/db", opts.with_compaction_style(CompactionStyle::Dlsm))?;
+    /// assert_eq!(db.property("strata.policy").as_deref(), Some("dlsm"));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     Dlsm,
     /// Stepped-merge tiering (the SM-tree): each level holds up to `r` runs,
     /// `r` = `max_bytes_for_level_multiplier` rounded (at least 2); a full
     /// level's runs merge into one new run of the next level. Cheap writes,
     /// slow range reads, more space (RocksDB's nearest is universal
     /// compaction, which merges by size ratios instead of per level).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{CompactionStyle, Db, MemVfs, Options};
+    /// let opts = Options::default().with_vfs(Arc::new(MemVfs::new()));
+    /// // Up to 4 runs per level before they merge into the next.
+    /// let opts = opts.with_compaction_style(CompactionStyle::Tiered).with_max_bytes_for_level_multiplier(4.0);
+    /// let db = Db::open("/db", opts)?;
+    /// assert_eq!(db.property("strata.policy").as_deref(), Some("tiered"));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     Tiered,
     /// Garnering (the Autumn paper): leveling whose level ratios grow with the
     /// data — `T` (`max_bytes_for_level_multiplier`) between the last two levels
@@ -193,6 +256,19 @@ pub enum CompactionStyle {
     /// the deepest level is never merged into a new one, the level count grows
     /// instead. `c` in (0, 1]; 1 is leveling. RocksDB has no equivalent (its
     /// `level_compaction_dynamic_level_bytes` keeps every ratio equal).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{CompactionStyle, Db, MemVfs, Options};
+    /// let opts = Options::default().with_vfs(Arc::new(MemVfs::new()));
+    /// let db = Db::open("/db", opts.with_compaction_style(CompactionStyle::Garnering { c: 0.5 }))?;
+    /// assert_eq!(db.property("strata.policy").as_deref(), Some("garnering"));
+    /// // `from_name` gives c = DEFAULT_GARNERING_C.
+    /// assert_eq!(CompactionStyle::from_name("garnering")?.name(), "garnering");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     Garnering {
         /// Growth constant: each ratio above the last is larger by `1/c`.
         c: f64,
@@ -203,11 +279,35 @@ pub enum CompactionStyle {
     /// compaction reads and writes about one table instead of `1 + ratio`. A
     /// table of more than `max_segments` segments (or four target files) is
     /// rewritten in place into equal parts. RocksDB has no equivalent.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{CompactionStyle, Db, MemVfs, Options};
+    /// let opts = Options::default().with_vfs(Arc::new(MemVfs::new()));
+    /// let db = Db::open("/db", opts.with_compaction_style(CompactionStyle::Lwc { max_segments: 4 }))?;
+    /// assert_eq!(db.property("strata.policy").as_deref(), Some("lwc"));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     Lwc {
         /// Segments a table may hold before it is rewritten (at least 1).
         max_segments: usize,
     },
-    /// A caller-supplied policy.
+    /// A caller-supplied policy (the `compaction` module's unstable seam).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{CompactionStyle, Db, MemVfs, Options};
+    /// let opts = Options::default().with_vfs(Arc::new(MemVfs::new()));
+    /// use strata::compaction::leveled::{LeveledConfig, LeveledPolicy};
+    /// let mine = LeveledPolicy::new(LeveledConfig::default())?;
+    /// let db = Db::open("/db", opts.with_compaction_style(CompactionStyle::Custom(Arc::new(mine))))?;
+    /// assert_eq!(db.property("strata.policy").as_deref(), Some("leveled"));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     Custom(Arc<dyn CompactionPolicy>),
 }
 
@@ -262,7 +362,27 @@ impl fmt::Debug for CompactionStyle {
     }
 }
 
-/// Options for [`crate::Db::open`].
+/// Options for [`crate::Db::open`]: `with_*` builders, each naming the
+/// RocksDB option it matches; [`crate::Db::open`] validates them.
+///
+/// # Examples
+///
+/// ```
+/// use strata::{CompactionStyle, CompressionType, Db, Options};
+/// let opts = Options::default()
+///     .with_compaction_style(CompactionStyle::Lsbm)
+///     .with_write_buffer_size(4 << 20)
+///     .with_block_cache_capacity(64 << 20)
+///     .with_bloom_bits_per_key(10.0)
+///     .with_compression(CompressionType::Lz4);
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), opts)?;
+/// assert_eq!(db.property("strata.policy").as_deref(), Some("lsbm"));
+/// // An invalid option is refused when the database opens.
+/// let bad = Options::default().with_write_buffer_size(0);
+/// assert!(matches!(Db::open(dir.path().join("other"), bad), Err(strata::Error::InvalidArgument(_))));
+/// # Ok::<(), strata::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Options {
     pub(crate) create_if_missing: bool,
@@ -797,6 +917,20 @@ impl Options {
 }
 
 /// Options for one write (RocksDB `WriteOptions`).
+///
+/// # Examples
+///
+/// ```
+/// use strata::{Db, Options, WriteOptions};
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::default())?;
+/// // Durable against power loss once it returns.
+/// db.put_opt("k", "v", &WriteOptions::default().with_sync(true))?;
+/// // A sync write needs the WAL: the combination is refused.
+/// let both = WriteOptions::default().with_sync(true).with_disable_wal(true);
+/// assert!(db.put_opt("k", "v", &both).is_err());
+/// # Ok::<(), strata::Error>(())
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
     pub(crate) sync: bool,
@@ -816,6 +950,25 @@ impl WriteOptions {
 }
 
 /// Options for one read (RocksDB `ReadOptions`).
+///
+/// # Examples
+///
+/// ```
+/// use strata::{Db, Options, ReadOptions};
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::default())?;
+/// for k in ["a", "b", "c", "d"] {
+///     db.put(k, "1")?;
+/// }
+/// let snap = db.snapshot();
+/// db.delete("b")?;
+/// // Read as of the snapshot, within [b, d).
+/// let ro = ReadOptions::default().with_snapshot(&snap).with_iterate_lower_bound("b").with_iterate_upper_bound("d");
+/// let keys: Vec<Vec<u8>> = db.iter_opt(&ro).map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+/// assert_eq!(keys, [b"b".to_vec(), b"c".to_vec()]);
+/// assert_eq!(db.get_opt("b", &ro)?, Some(b"1".to_vec()));
+/// # Ok::<(), strata::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct ReadOptions {
     pub(crate) snapshot: Option<Snapshot>,

@@ -23,7 +23,25 @@ pub type KvPair = (Vec<u8>, Vec<u8>);
 
 /// An ordered, double-ended iterator over a consistent view of the database:
 /// its range, narrowed by `ReadOptions`' iterate bounds when it was made with
-/// them. It pins the files it reads until dropped.
+/// them. It pins the files it reads until dropped. For seeks, use
+/// [`DbRawIterator`](crate::DbRawIterator).
+///
+/// # Examples
+///
+/// ```
+/// use strata::{Db, Options};
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::default())?;
+/// for (k, v) in [("a", "1"), ("b", "2"), ("c", "3")] {
+///     db.put(k, v)?;
+/// }
+/// let forward: Vec<_> = db.iter().map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+/// assert_eq!(forward, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+/// // Double-ended: the last key of a range, read from the back.
+/// let (k, v) = db.range(&b"b"[..]..).next_back().transpose()?.unwrap();
+/// assert_eq!((k, v), (b"c".to_vec(), b"3".to_vec()));
+/// # Ok::<(), strata::Error>(())
+/// ```
 pub struct DbIterator {
     view: IterView,
     front: Option<ViewIter>,

@@ -384,6 +384,25 @@ impl DbInner {
 }
 
 /// An open database (RocksDB `DB`). Dropping it closes it.
+///
+/// # Examples
+///
+/// ```
+/// use strata::{Db, Options, ReadOptions, WriteOptions};
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::default())?;
+/// db.put("user:1", "ada")?;
+/// db.put_opt("user:2", "grace", &WriteOptions::default().with_sync(true))?;
+/// assert_eq!(db.get("user:1")?, Some(b"ada".to_vec()));
+/// db.delete("user:1")?;
+/// let users: Vec<_> = db.prefix_iterator("user:").collect::<Result<_, _>>()?;
+/// assert_eq!(users, vec![(b"user:2".to_vec(), b"grace".to_vec())]);
+/// db.close()?;
+/// // Reopening finds what was written.
+/// let db = Db::open(dir.path(), Options::default())?;
+/// assert_eq!(db.get("user:2")?, Some(b"grace".to_vec()));
+/// # Ok::<(), strata::Error>(())
+/// ```
 pub struct Db {
     inner: Arc<DbInner>,
 }

@@ -68,6 +68,22 @@ impl Drop for Handle {
 
 /// A consistent read-only view of the database as of the moment it was taken
 /// (RocksDB `Snapshot`). Cheap to clone; released when the last clone drops.
+/// Compactions keep the versions a live snapshot can see.
+///
+/// # Examples
+///
+/// ```
+/// use strata::{Db, Options};
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::default())?;
+/// db.put("k", "old")?;
+/// let snap = db.snapshot();
+/// db.put("k", "new")?;
+/// db.compact_range(None, None)?;
+/// assert_eq!(snap.get("k")?, Some(b"old".to_vec()));
+/// assert_eq!(db.get("k")?, Some(b"new".to_vec()));
+/// # Ok::<(), strata::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Snapshot {
     handle: Arc<Handle>,
