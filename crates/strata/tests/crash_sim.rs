@@ -278,6 +278,7 @@ fn random_crashes_with_keyspaces_recover_a_durable_prefix() {
     let start = Instant::now();
     let mut failures = Vec::new();
     let (mut ddl_total, mut drops, mut in_flight, mut batches) = (0, 0, 0, 0);
+    let (mut ks_flushes, mut ks_compactions) = (0, 0);
     for p in &policies {
         let (mut issued, mut durable, mut survived, mut faults) = (0, 0, 0, 0);
         for seed in 0..per_policy {
@@ -292,6 +293,8 @@ fn random_crashes_with_keyspaces_recover_a_durable_prefix() {
                     faults += u64::from(o.io_fault_hit.is_some());
                     ddl_total += o.keyspace_ops;
                     in_flight += usize::from(o.keyspace_op_in_flight);
+                    ks_flushes += o.keyspace_flushes;
+                    ks_compactions += o.keyspace_compactions;
                 }
                 Err(e) => {
                     eprintln!("FAIL {p} keyspace seed {seed} (replay: STRATA_CRASH_SEED={seed}): {e}");
@@ -306,11 +309,13 @@ fn random_crashes_with_keyspaces_recover_a_durable_prefix() {
     }
     eprintln!(
         "random keyspace crashes: {ddl_total} creates/drops acknowledged, {in_flight} crashes with one in \
-         flight, {drops} drops and {batches} cross-keyspace batches generated, in {:?}",
+         flight, {drops} drops and {batches} cross-keyspace batches generated, {ks_flushes} flushes and \
+         {ks_compactions} compactions in keyspaces, in {:?}",
         start.elapsed()
     );
     assert!(failures.is_empty(), "{} failing seeds: {failures:?}", failures.len());
     assert!(in_flight > 0 && drops > 0, "crashes must land inside creates and drops");
+    assert!(ks_compactions > 0, "keyspaces must compact");
 }
 
 /// The exhaustive alphabet; `i` is the step's position (keys rotate with it).

@@ -158,6 +158,10 @@ pub struct Outcome {
     pub keyspace_ops: usize,
     /// Whether a create or drop was in flight at the crash (or failed).
     pub keyspace_op_in_flight: bool,
+    /// Flushes and compactions in keyspaces other than the default one
+    /// (from their stats, so those of keyspaces dropped are not counted).
+    pub keyspace_flushes: u64,
+    pub keyspace_compactions: u64,
 }
 
 pub const DIR: &str = "/db";
@@ -291,6 +295,7 @@ pub fn run_workload<'a>(
                 r
             }
             None if matches!(step, Step::Close) => {
+                spaces.tally();
                 if let Err(e) = db.close() {
                     return unexpected("close", e);
                 }
@@ -318,6 +323,7 @@ pub fn run_workload<'a>(
             break;
         }
     }
+    spaces.tally();
     Ok(Some(db))
 }
 
@@ -363,7 +369,7 @@ pub fn run_case(c: &Case) -> Result<Outcome, String> {
     let mut spaces = None;
     let opts = c.options(Arc::new(vfs.clone()));
     let db = run_workload(&c.steps, &opts, &vfs, &mut h, &mut spaces, &c.keyspaces)?;
-    let ddl = spaces.map(|s| s.ddl).unwrap_or_default();
+    let (ddl, ks_work) = spaces.map(|s| (s.ddl, (s.flushes, s.compactions))).unwrap_or_default();
     let crashed_in_workload = vfs.crashed();
     let hit = vfs.io_fault_hit();
     let db = match db {
@@ -386,6 +392,8 @@ pub fn run_case(c: &Case) -> Result<Outcome, String> {
         io_fault_hit: hit.as_ref().map(|o| o.kind),
         keyspace_ops: ddl.acked(),
         keyspace_op_in_flight: ddl.in_flight(),
+        keyspace_flushes: ks_work.0,
+        keyspace_compactions: ks_work.1,
         ..Outcome::default()
     };
     let min_prefix = if c.mode == CrashMode::ProcessKill { h.acked() } else { h.durable() };

@@ -101,13 +101,33 @@ pub struct Spaces<'a> {
     /// Creates issued per keyspace: the current incarnation.
     created: Vec<usize>,
     pub ddl: Ddl,
+    /// Flushes and compactions the keyspaces (not the default one) ran.
+    pub flushes: u64,
+    pub compactions: u64,
 }
 
 impl<'a> Spaces<'a> {
     pub fn new(names: &'a [(String, String)], db: &Db) -> Self {
         let mut handles = vec![None; names.len() + 1];
         handles[0] = Some(db.default_keyspace());
-        Spaces { names, handles, created: vec![0; names.len() + 1], ddl: Ddl::default() }
+        Spaces {
+            names,
+            handles,
+            created: vec![0; names.len() + 1],
+            ddl: Ddl::default(),
+            flushes: 0,
+            compactions: 0,
+        }
+    }
+
+    /// Adds the live keyspaces' flush and compaction counts (before a close:
+    /// the counters start again at each open).
+    pub fn tally(&mut self) {
+        for hd in self.handles.iter().skip(1).flatten() {
+            let st = hd.stats();
+            self.flushes += st.flushes;
+            self.compactions += st.compactions;
+        }
     }
 
     fn name(&self, ks: usize) -> &str {
