@@ -426,6 +426,69 @@ fn exhaustive_small_workloads_every_crash_point() {
     assert!(failures.is_empty(), "{} failing cases: {failures:?}", failures.len());
 }
 
+/// A fixed keyspace workload crashed after every mutating operation (power
+/// loss; torn writes and kills rotating at every third point): creates, a
+/// synced batch across three keyspaces with a range delete, range deletes and
+/// flushes per keyspace, a compaction, a drop and re-create of the name, a
+/// close and reopen with the keyspaces' options, and writes after it.
+#[test]
+fn keyspace_workload_every_crash_point() {
+    let put =
+        |ks: usize, k: usize, sync: bool| Step::In { ks, step: Box::new(Step::Put { k, len: 120, sync }) };
+    let inside = |ks: usize, step: Step| Step::In { ks, step: Box::new(step) };
+    let mut steps = vec![Step::CreateKeyspace { ks: 1 }, Step::CreateKeyspace { ks: 2 }];
+    for k in 0..4 {
+        steps.extend([put(1, k, false), put(2, k, false), put(0, k, false)]);
+    }
+    steps.extend([
+        Step::CfBatch {
+            ops: vec![(1, 0, KsOp::DeleteRange(2)), (2, 3, KsOp::Merge(20)), (0, 1, KsOp::Put(40))],
+            sync: true,
+        },
+        inside(1, Step::Flush),
+        inside(2, Step::DeleteRange { lo: 1, hi: 3, sync: false }),
+        put(2, 0, false),
+        inside(2, Step::Flush),
+        inside(2, Step::Compact),
+        Step::DropKeyspace { ks: 1 },
+        put(0, 2, true),
+        Step::CreateKeyspace { ks: 1 },
+        put(1, 3, false),
+        Step::Close,
+        put(1, 1, true),
+        inside(0, Step::DeleteRange { lo: 0, hi: 2, sync: false }),
+        Step::CfBatch { ops: vec![(1, 2, KsOp::Put(30)), (2, 2, KsOp::Put(30))], sync: false },
+    ]);
+    let start = Instant::now();
+    let (mut cases, mut failures) = (0u64, Vec::new());
+    for p in policies() {
+        let base = Case { keyspaces: ks_names(), ..Case::new(&p, steps.clone(), 4) };
+        let dry = run_case(&base).unwrap_or_else(|e| panic!("{p} without a crash: {e}"));
+        assert_eq!(dry.keyspace_ops, 4, "{p}: every create and drop ran");
+        for n in 0..=dry.ops {
+            let tails = [
+                CrashMode::ProcessKill,
+                CrashMode::TornWrite { seed: n },
+                CrashMode::PartialWriteback { seed: n },
+            ];
+            let modes = if n % 3 == 0 {
+                vec![CrashMode::PowerLoss, tails[n as usize / 3 % 3]]
+            } else {
+                vec![CrashMode::PowerLoss]
+            };
+            for mode in modes {
+                cases += 1;
+                if let Err(e) = run_case(&Case { crash_after: Some(n), mode, ..base.clone() }) {
+                    eprintln!("FAIL {p} keyspace workload, crash after op {n} {mode:?}: {e}");
+                    failures.push((p.clone(), n));
+                }
+            }
+        }
+    }
+    eprintln!("keyspace workload: {cases} crash cases in {:?}", start.elapsed());
+    assert!(failures.is_empty(), "{} failing cases: {failures:?}", failures.len());
+}
+
 fn put(w: usize, k: usize) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
     vec![(key(k), Some(value_of(w, &key(k), 16)))]
 }
