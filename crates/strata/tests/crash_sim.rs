@@ -666,6 +666,48 @@ fn forgetting_a_synced_keyspace_write_is_caught() {
     }
 }
 
+/// Regression, found by the keyspace crash simulator (seed 1154): when the
+/// root MANIFEST edit that registers a new keyspace was written but its sync
+/// failed, `create_keyspace` returned the error and removed the keyspace's
+/// directory, though the edit could be (and, after a kill, was) on disk:
+/// every later open failed with "registered but ... has no CURRENT file".
+#[test]
+fn failed_keyspace_create_whose_edit_landed_still_opens() {
+    let opts = |v: &CrashVfs| options("leveled", std::sync::Arc::new(v.clone()));
+    let ks_opts = crash_sim_support::keyspaces::ks_options("lsbm");
+    // Dry run: the root MANIFEST syncs of the create.
+    let probe = CrashVfs::new();
+    let db = Db::open(DIR, opts(&probe)).expect("open");
+    let before = probe.ops_done();
+    db.create_keyspace("hot", ks_opts.clone()).expect("create");
+    drop(db);
+    let log = probe.op_log();
+    let root_manifest_syncs: Vec<u64> = (before..log.len() as u64)
+        .filter(|&i| {
+            let o = &log[i as usize];
+            o.kind == CrashOpKind::Sync
+                && o.path.parent() == Some(std::path::Path::new(DIR))
+                && o.path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("MANIFEST"))
+        })
+        .collect();
+    assert!(!root_manifest_syncs.is_empty(), "the create syncs the root MANIFEST");
+    for &at in &root_manifest_syncs {
+        for seed in 0..4 {
+            let vfs = CrashVfs::new();
+            vfs.set_io_fault(Some((at + 1, seed)));
+            let db = Db::open(DIR, opts(&vfs)).expect("open");
+            assert!(db.create_keyspace("hot", ks_opts.clone()).is_err(), "the sync failed");
+            let _ = db.close();
+            for mode in [CrashMode::ProcessKill, CrashMode::PowerLoss] {
+                let img = std::sync::Arc::new(vfs.image(mode));
+                let db = Db::open(DIR, options("leveled", img).with_keyspace("hot", ks_opts.clone()))
+                    .unwrap_or_else(|e| panic!("sync op {at} seed {seed} {mode:?}: {e}"));
+                assert_eq!(db.keyspace("hot").expect("hot").iter().count(), 0);
+            }
+        }
+    }
+}
+
 /// A crash (power loss or kill) at any point of the very first `Db::open` must
 /// leave a directory that opens: no write was acknowledged, so an empty database
 /// is the right answer. Regression: a crash after `MANIFEST-000001` was created
