@@ -112,12 +112,6 @@ impl Db {
         let made = VersionSet::create(vfs.clone(), &dir, tree_opts.num_levels).and_then(|v| {
             vfs.sync_dir(&shared.dir.join(KEYSPACES_DIR))?;
             vfs.sync_dir(&shared.dir)?;
-            let edit = VersionEdit {
-                keyspace_ops: vec![KeyspaceOp::Add { id, name: name.to_string(), options: opts.encode() }],
-                next_keyspace_id: Some(id + 1),
-                ..Default::default()
-            };
-            root.log_and_apply(edit)?;
             Ok(v)
         });
         let versions = match made {
@@ -127,6 +121,15 @@ impl Db {
                 return Err(e);
             }
         };
+        let edit = VersionEdit {
+            keyspace_ops: vec![KeyspaceOp::Add { id, name: name.to_string(), options: opts.encode() }],
+            next_keyspace_id: Some(id + 1),
+            ..Default::default()
+        };
+        // On failure the directory stays: a failed sync may still have put the
+        // edit on disk, and then the next open needs it (without the edit,
+        // that open removes it).
+        root.log_and_apply(edit)?;
         versions.set_max_manifest_size(tree_opts.max_manifest_file_size);
         let paths = Arc::new(TablePaths::new(&dir, &[]));
         let (tables, block_cache) = table_cache(&paths, &tree_opts);

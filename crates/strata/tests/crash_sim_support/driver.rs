@@ -11,6 +11,7 @@ use strata::{
 };
 
 use super::history::{value_of, History, Kv, Write};
+use super::keyspaces::{self, ks_key, ks_options, marker, KsOp, Spaces};
 
 /// Keys are `k00`..; small spaces make overwrites and deletes of live keys common.
 pub fn key(i: usize) -> Vec<u8> {
@@ -40,6 +41,16 @@ pub enum Step {
     /// `Db::close`, then reopen (recovery runs on the live VFS, so the crash
     /// point may fall inside it).
     Close,
+    /// In keyspace `ks` (0 = default, `i` = `Case::keyspaces[i - 1]`): a
+    /// `Put`, `Delete`, `DeleteRange`, `Merge` (by its handle if synced, else
+    /// by `Db::*_cf` for odd keys), `Flush` or `Compact` (handle or `_cf`).
+    In { ks: usize, step: Box<Step> },
+    /// An atomic batch across keyspaces: (keyspace, key, op).
+    CfBatch { ops: Vec<(usize, usize, KsOp)>, sync: bool },
+    /// `Db::create_keyspace` of keyspace `ks` (> 0).
+    CreateKeyspace { ks: usize },
+    /// `Db::drop_keyspace` of keyspace `ks` (> 0).
+    DropKeyspace { ks: usize },
 }
 
 /// One crash case.
@@ -69,6 +80,9 @@ pub struct Case {
     /// Also reopen to check recovery is idempotent, and that writes after
     /// recovery win and persist (three more opens).
     pub extra_reopens: bool,
+    /// Keyspaces the steps may create, as (name, policy); empty: the case
+    /// runs exactly as before keyspaces existed.
+    pub keyspaces: Vec<(String, String)>,
 }
 
 impl Case {
@@ -88,7 +102,25 @@ impl Case {
             close_after_fault: false,
             keys,
             extra_reopens: false,
+            keyspaces: Vec::new(),
         }
+    }
+
+    /// Opens the database on `vfs` with [`Case::options`] and, for each
+    /// keyspace its root MANIFEST lists, that keyspace's options (its merge
+    /// operator cannot be persisted).
+    pub fn open(&self, vfs: Arc<dyn strata::Vfs>) -> strata::Result<Db> {
+        let mut opts = self.options(vfs);
+        if !self.keyspaces.is_empty() {
+            // No database yet (a crash inside its creation): nothing to name.
+            for name in Db::list_keyspaces_at(DIR, &opts).unwrap_or_default().iter().skip(1) {
+                let Some((_, policy)) = self.keyspaces.iter().find(|(n, _)| n == name) else {
+                    return Err(strata::Error::invalid(format!("keyspace {name:?} was never created")));
+                };
+                opts = opts.with_keyspace(name, ks_options(policy));
+            }
+        }
+        Db::open(DIR, opts)
     }
 
     /// [`options`] for this case's policy and pipeline.
@@ -122,6 +154,14 @@ pub struct Outcome {
     pub log: Vec<CrashOpKind>,
     /// The operation the I/O fault failed, if it fired.
     pub io_fault_hit: Option<CrashOpKind>,
+    /// Keyspace creates and drops acknowledged.
+    pub keyspace_ops: usize,
+    /// Whether a create or drop was in flight at the crash (or failed).
+    pub keyspace_op_in_flight: bool,
+    /// Flushes and compactions in keyspaces other than the default one
+    /// (from their stats, so those of keyspaces dropped are not counted).
+    pub keyspace_flushes: u64,
+    pub keyspace_compactions: u64,
 }
 
 pub const DIR: &str = "/db";
@@ -150,7 +190,7 @@ const MERGED_MAX: usize = 300;
 /// The workload's merge: the operand, then what was there, cut to
 /// `MERGED_MAX` bytes. A merged value starts with its newest operand, so it
 /// names the merge write that made it, as the history checker expects.
-fn merged(existing: Option<&[u8]>, operand: &[u8]) -> Vec<u8> {
+pub fn merged(existing: Option<&[u8]>, operand: &[u8]) -> Vec<u8> {
     let mut v = operand.to_vec();
     if let Some(e) = existing {
         v.push(b'|');
@@ -197,18 +237,20 @@ fn step_writes(step: &Step, h: &History) -> Option<StepWrite> {
             ops.iter().map(|&(k, len)| len.map_or((key(k), None), |len| put(k, len))).collect(),
             *sync,
         ))),
-        Step::Flush | Step::Compact | Step::Wait | Step::Close => None,
+        _ => None,
     }
 }
 
 /// Runs `steps` until the first error, which must come from the crash (every
 /// call after the crash point fails); an error before it is reported.
 /// Returns the open database, if any.
-pub fn run_workload(
+pub fn run_workload<'a>(
     steps: &[Step],
     opts: &Options,
     vfs: &CrashVfs,
     h: &mut History,
+    spaces: &mut Option<Spaces<'a>>,
+    names: &'a [(String, String)],
 ) -> Result<Option<Db>, String> {
     let unexpected = |what: &str, e: strata::Error| -> Result<Option<Db>, String> {
         if vfs.crashed() || vfs.io_fault_hit().is_some() {
@@ -221,7 +263,15 @@ pub fn run_workload(
         Ok(db) => db,
         Err(e) => return unexpected("open", e),
     };
+    let spaces = spaces.insert(Spaces::new(names, &db));
     for (i, step) in steps.iter().enumerate() {
+        if let Some(r) = spaces.run(step, &db, h) {
+            if let Err(e) = r {
+                unexpected(&format!("step {i} ({step:?})"), e)?;
+                break;
+            }
+            continue;
+        }
         let r = match step_writes(step, h) {
             Some((write, operands, sync, range)) => {
                 let mut b = WriteBatch::new();
@@ -245,21 +295,25 @@ pub fn run_workload(
                 r
             }
             None if matches!(step, Step::Close) => {
+                spaces.tally();
                 if let Err(e) = db.close() {
                     return unexpected("close", e);
                 }
                 h.all_durable();
-                db = match Db::open(DIR, opts.clone()) {
+                db = match Db::open(DIR, spaces.reopen_options(opts)) {
                     Ok(db) => db,
                     Err(e) => return unexpected("reopen", e),
                 };
-                Ok(())
+                spaces.reattach(&db)
             }
             None if matches!(step, Step::Wait) => db.wait_for_compactions(),
             None => {
                 let r = if matches!(step, Step::Flush) { db.flush() } else { db.compact_range(None, None) };
-                if r.is_ok() {
+                if r.is_ok() && names.is_empty() {
                     h.all_durable();
+                } else if r.is_ok() {
+                    // Only the default keyspace's writes, and all before them.
+                    h.durable_through(|k| !k.contains(&b'@'));
                 }
                 r
             }
@@ -269,27 +323,37 @@ pub fn run_workload(
             break;
         }
     }
+    spaces.tally();
     Ok(Some(db))
 }
 
-/// Reads every key by a full scan, and checks point reads agree with it.
+/// Reads every key by a full scan, and checks point reads agree with it;
+/// then the same in every other keyspace, whose keys (and a marker for the
+/// keyspace itself) come back under `name/`.
 pub fn read_all(db: &Db, keys: usize) -> Result<Kv, String> {
     let mut kv = Kv::new();
-    for item in db.iter() {
-        let (k, v) = item.map_err(|e| format!("scan failed: {e}"))?;
-        kv.insert(k, v);
-    }
-    for i in 0..keys {
-        let got = db.get(key(i)).map_err(|e| format!("get failed: {e}"))?;
-        if got.as_ref() != kv.get(&key(i)) {
-            return Err(format!("get(k{i:02}) = {got:?} disagrees with the scan"));
+    for name in db.list_keyspaces() {
+        let ks = db.keyspace(&name).map_err(|e| format!("keyspace {name}: {e}"))?;
+        let full = |k: &[u8]| if name == "default" { k.to_vec() } else { ks_key(&name, k) };
+        if name != "default" {
+            kv.insert(marker(&name), Vec::new());
+        }
+        for item in ks.iter() {
+            let (k, v) = item.map_err(|e| format!("{name}: scan failed: {e}"))?;
+            kv.insert(full(&k), v);
+        }
+        for i in 0..keys {
+            let got = ks.get(key(i)).map_err(|e| format!("{name}: get failed: {e}"))?;
+            if got.as_ref() != kv.get(&full(&key(i))) {
+                return Err(format!("{name}: get(k{i:02}) = {got:?} disagrees with the scan"));
+            }
         }
     }
     Ok(kv)
 }
 
 fn open_read(vfs: Arc<dyn strata::Vfs>, c: &Case, what: &str) -> Result<Kv, String> {
-    let db = Db::open(DIR, c.options(vfs)).map_err(|e| format!("{what}: open failed: {e}"))?;
+    let db = c.open(vfs).map_err(|e| format!("{what}: open failed: {e}"))?;
     let kv = read_all(&db, c.keys).map_err(|e| format!("{what}: {e}"))?;
     db.close().map_err(|e| format!("{what}: close failed: {e}"))?;
     Ok(kv)
@@ -302,7 +366,10 @@ pub fn run_case(c: &Case) -> Result<Outcome, String> {
     vfs.set_fault(c.fault);
     vfs.set_io_fault(c.io_fault);
     let mut h = History::default();
-    let db = run_workload(&c.steps, &c.options(Arc::new(vfs.clone())), &vfs, &mut h)?;
+    let mut spaces = None;
+    let opts = c.options(Arc::new(vfs.clone()));
+    let db = run_workload(&c.steps, &opts, &vfs, &mut h, &mut spaces, &c.keyspaces)?;
+    let (ddl, ks_work) = spaces.map(|s| (s.ddl, (s.flushes, s.compactions))).unwrap_or_default();
     let crashed_in_workload = vfs.crashed();
     let hit = vfs.io_fault_hit();
     let db = match db {
@@ -323,6 +390,10 @@ pub fn run_case(c: &Case) -> Result<Outcome, String> {
         crashed_in_workload,
         log: vfs.op_log().iter().map(|o| o.kind).collect(),
         io_fault_hit: hit.as_ref().map(|o| o.kind),
+        keyspace_ops: ddl.acked(),
+        keyspace_op_in_flight: ddl.in_flight(),
+        keyspace_flushes: ks_work.0,
+        keyspace_compactions: ks_work.1,
         ..Outcome::default()
     };
     let min_prefix = if c.mode == CrashMode::ProcessKill { h.acked() } else { h.durable() };
@@ -334,11 +405,16 @@ pub fn run_case(c: &Case) -> Result<Outcome, String> {
 
     // Recovery 1 on a counting VFS, to learn how many operations recovery takes.
     let rec = CrashVfs::from_mem(vfs.image(c.mode));
-    let db = Db::open(DIR, c.options(Arc::new(rec.clone()))).map_err(|e| format!("recovery failed: {e}"))?;
+    let db = c.open(Arc::new(rec.clone())).map_err(|e| format!("recovery failed: {e}"))?;
     out.recovery_ops = rec.ops_done();
     let got = read_all(&db, c.keys).map_err(|e| format!("after recovery: {e}"))?;
     db.close().map_err(|e| format!("close after recovery failed: {e}"))?;
-    out.survived = h.check_within(&got, min_prefix, max_prefix).map_err(|e| match &hit {
+    let checked = if c.keyspaces.is_empty() {
+        h.check_within(&got, min_prefix, max_prefix)
+    } else {
+        keyspaces::check(&h, &ddl, &c.keyspaces, &got, min_prefix, max_prefix)
+    };
+    out.survived = checked.map_err(|e| match &hit {
         Some(op) => format!("after an I/O fault at {op:?}: {e}"),
         None => e,
     })?;
@@ -354,8 +430,15 @@ pub fn run_case(c: &Case) -> Result<Outcome, String> {
     // The recovered database accepts writes that win over recovered ones
     // (sequence numbers continue past everything on disk).
     {
-        let db = Db::open(DIR, c.options(Arc::new(rec.clone()))).map_err(|e| format!("third open: {e}"))?;
+        let db = c.open(Arc::new(rec.clone())).map_err(|e| format!("third open: {e}"))?;
         let mut expect = got.clone();
+        for name in db.list_keyspaces().iter().skip(1) {
+            let v = value_of(usize::MAX / 2, &ks_key(name, &key(0)), 50);
+            let ks = db.keyspace(name).map_err(|e| format!("third open: {e}"))?;
+            ks.put_opt(key(0), &v, &WriteOptions::default().with_sync(true))
+                .map_err(|e| format!("post-put in {name}: {e}"))?;
+            expect.insert(ks_key(name, &key(0)), v);
+        }
         let v = value_of(usize::MAX / 2, &key(0), 50);
         db.put_opt(key(0), &v, &WriteOptions::default().with_sync(true))
             .map_err(|e| format!("post-put: {e}"))?;
@@ -376,7 +459,7 @@ fn crash_recovery(c: &Case, vfs: &CrashVfs, got: &Kv, out: Outcome) -> Result<Ou
     if let Some((n, mode2)) = c.recovery_crash {
         let rv = CrashVfs::from_mem(vfs.image(c.mode));
         rv.set_crash_after(Some(n % (out.recovery_ops + 1)));
-        let db = Db::open(DIR, c.options(Arc::new(rv.clone())));
+        let db = c.open(Arc::new(rv.clone()));
         rv.crash_now();
         drop(db);
         let what = "recovery after a crash during recovery";

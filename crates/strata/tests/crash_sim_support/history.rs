@@ -91,6 +91,27 @@ impl History {
         self.durable = self.acked;
     }
 
+    /// Every acknowledged write up to the last one with a key `touches`
+    /// accepts must survive (a flush of one keyspace: its memtable switch
+    /// syncs the WAL, which holds every earlier write of every keyspace).
+    pub fn durable_through(&mut self, touches: impl Fn(&[u8]) -> bool) {
+        let last = self.writes[..self.acked].iter().rposition(|w| w.iter().any(|(k, _)| touches(k)));
+        if let Some(i) = last {
+            self.durable = self.durable.max(i + 1);
+        }
+    }
+
+    /// The same history with each key renamed by `f`, or left out where it
+    /// gives `None` (the writes keep their indices, so prefixes line up).
+    pub fn map_keys(&self, f: impl Fn(&[u8]) -> Option<Vec<u8>>) -> History {
+        let writes = self
+            .writes
+            .iter()
+            .map(|w| w.iter().filter_map(|(k, v)| f(k).map(|k| (k, v.clone()))).collect())
+            .collect();
+        History { writes, acked: self.acked, durable: self.durable }
+    }
+
     /// State after the first `n` writes.
     pub fn state_after(&self, n: usize) -> Kv {
         let mut s = Kv::new();

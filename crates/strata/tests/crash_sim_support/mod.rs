@@ -4,3 +4,4 @@
 
 pub mod driver;
 pub mod history;
+pub mod keyspaces;
