@@ -560,12 +560,16 @@ impl Options {
     setter!(/// Block compression (RocksDB `compression`; default LZ4).
         with_compression, compression, CompressionType);
     setter!(/// Block cache capacity in bytes, 0 for none (RocksDB `NewLRUCache(capacity)`; default 32 MiB).
+        /// One cache for the whole database: every keyspace reads through it (keyed apart by
+        /// keyspace) and this bounds their blocks together, as one RocksDB `Cache` shared by all
+        /// column families or fjall's cache does. `Db::block_cache_stats` reports the total.
         with_block_cache_capacity, block_cache_capacity, usize);
     setter!(/// Row cache capacity in bytes, 0 for none (RocksDB `row_cache`; default 0). Caches
         /// the result of a point lookup in one table file (value or tombstone) by (file, user
         /// key), so a repeated get of a hot key reads no block. Used by reads whose sequence
         /// sees the whole file (reads at older snapshots bypass it); rows of deleted files
-        /// are dropped with them.
+        /// are dropped with them. Like the block cache, one for the whole database, shared
+        /// by every keyspace (`Db::row_cache_stats` reports the total).
         with_row_cache, row_cache_capacity, usize);
     setter!(/// Open tables kept with their index and filter in memory (RocksDB `max_open_files`; default 1000).
         with_max_open_files, max_open_files, usize);

@@ -550,3 +550,129 @@ fn a_crash_at_every_step_keeps_acknowledged_writes_and_batch_atomicity() {
     }
     assert!(n > 20, "the workload has {n} mutating steps");
 }
+
+/// The `.sst` files of every non-default keyspace directory, with their sizes.
+fn keyspace_tables(vfs: &dyn Vfs) -> Vec<Vec<(String, u64)>> {
+    let base = Path::new("/db/keyspaces");
+    let mut dirs = vfs.list_dir(base).unwrap();
+    dirs.sort();
+    dirs.iter()
+        .map(|d| {
+            let dir = base.join(d);
+            let mut names: Vec<String> =
+                vfs.list_dir(&dir).unwrap().into_iter().filter(|n| n.ends_with(".sst")).collect();
+            names.sort();
+            names.into_iter().map(|n| (n.clone(), vfs.file_size(&dir.join(&n)).unwrap())).collect()
+        })
+        .collect()
+}
+
+/// Regression guard for the shared caches: file numbers are per keyspace, so
+/// two keyspaces hold tables with the same numbers, sizes and block offsets
+/// but different contents. A block or row cache keyed by file alone would
+/// hand each keyspace the other's block or row.
+#[test]
+fn equal_file_numbers_in_two_keyspaces_read_their_own_values_through_the_shared_caches() {
+    // Each cache alone, so a row-cache hit never hides a block-cache mistake.
+    for (block_cache, row_cache) in [(1 << 20, 0), (0, 1 << 20)] {
+        let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+        let db = Db::open(
+            "/db",
+            opts(vfs.clone()).with_block_cache_capacity(block_cache).with_row_cache(row_cache),
+        )
+        .unwrap();
+        // One memtable, one flush, no compaction: both trees number alike.
+        let one_table = small(CompactionStyle::Leveled)
+            .with_write_buffer_size(1 << 20)
+            .with_disable_auto_compactions(true);
+        let a = db.create_keyspace("a", one_table.clone()).unwrap();
+        let b = db.create_keyspace("b", one_table).unwrap();
+        for i in 0..300 {
+            a.put(key(i), value("a", i, 0)).unwrap();
+            b.put(key(i), value("b", i, 0)).unwrap();
+        }
+        a.flush().unwrap();
+        b.flush().unwrap();
+        let tables = keyspace_tables(vfs.as_ref());
+        assert_eq!(tables.len(), 2);
+        assert!(!tables[0].is_empty());
+        assert_eq!(tables[0], tables[1], "same file numbers and sizes in both keyspaces");
+        for round in 0..3 {
+            for i in (0..300).rev() {
+                assert_eq!(a.get(key(i)).unwrap(), Some(value("a", i, 0).into_bytes()), "round {round}");
+                assert_eq!(b.get(key(i)).unwrap(), Some(value("b", i, 0).into_bytes()), "round {round}");
+            }
+        }
+        for (ks, name) in [(&a, "a"), (&b, "b")] {
+            let got: Vec<Vec<u8>> = ks.iter().map(|kv| kv.unwrap().1).collect();
+            assert_eq!(got, (0..300).map(|i| value(name, i, 0).into_bytes()).collect::<Vec<_>>());
+            let s = ks.stats();
+            if block_cache > 0 {
+                assert!(s.cache.hits > 0 && s.cache.usage_bytes > 0, "{name}: {:?}", s.cache);
+            } else {
+                assert!(s.row_cache.hits >= 300 && s.row_cache.entries > 0, "{name}: {:?}", s.row_cache);
+            }
+        }
+        let (sa, sb, sd, total) = (a.stats(), b.stats(), db.stats(), db.block_cache_stats());
+        assert_eq!(total.hits, sa.cache.hits + sb.cache.hits + sd.cache.hits);
+        assert_eq!(total.usage_bytes, sa.cache.usage_bytes + sb.cache.usage_bytes + sd.cache.usage_bytes);
+        let rows = db.row_cache_stats();
+        assert_eq!(rows.entries, sa.row_cache.entries + sb.row_cache.entries + sd.row_cache.entries);
+        assert_eq!(rows.capacity_bytes, row_cache as u64);
+    }
+}
+
+/// One `block_cache_capacity` (and one row cache capacity) bounds the whole
+/// database: several keyspaces, each with more table bytes than the cache,
+/// read hot together, stay within it (caches per keyspace would hold up to
+/// the capacity each). The charge is exact, so there is no slack.
+#[test]
+fn one_cache_capacity_bounds_every_keyspace_read_hot_together() {
+    let (cap, row_cap) = (256 << 10, 64 << 10);
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let db = Db::open("/db", opts(vfs).with_block_cache_capacity(cap).with_row_cache(row_cap)).unwrap();
+    let names = ["k0", "k1", "k2", "k3"];
+    let spaces: Vec<_> =
+        names.iter().map(|n| db.create_keyspace(n, small(CompactionStyle::Leveled)).unwrap()).collect();
+    let big = |i: u32| format!("{i:06}-{}", "v".repeat(200));
+    for ks in &spaces {
+        for i in 0..2000 {
+            ks.put(key(i), big(i)).unwrap();
+        }
+        ks.flush().unwrap();
+        ks.wait_for_compactions().unwrap();
+        assert!(ks.stats().total_table_bytes > cap as u64);
+    }
+    let mut peak = 0;
+    for round in 0..3 {
+        for i in 0..2000 {
+            for ks in &spaces {
+                assert_eq!(ks.get(key(i)).unwrap(), Some(big(i).into_bytes()), "round {round}");
+            }
+            if i % 250 == 0 {
+                let (blocks, rows) = (db.block_cache_stats(), db.row_cache_stats());
+                assert!(blocks.usage_bytes <= cap as u64, "{blocks:?}");
+                assert!(rows.usage_bytes <= row_cap as u64, "{rows:?}");
+                peak = peak.max(blocks.usage_bytes);
+            }
+        }
+    }
+    let (blocks, rows) = (db.block_cache_stats(), db.row_cache_stats());
+    assert!(blocks.evictions > 0 && rows.evictions > 0);
+    assert!(peak > cap as u64 / 2, "the cache was used: peak {peak}");
+    let per_ks: Vec<_> = spaces.iter().map(|k| k.stats()).collect();
+    let sum = |f: fn(&strata::Stats) -> u64| per_ks.iter().map(f).sum::<u64>() + f(&db.stats());
+    assert_eq!(sum(|s| s.cache.usage_bytes), blocks.usage_bytes);
+    assert_eq!(sum(|s| s.cache.entries), blocks.entries);
+    assert_eq!(sum(|s| s.row_cache.usage_bytes), rows.usage_bytes);
+    for s in &per_ks {
+        assert!(s.cache.usage_bytes > 0 && s.cache.capacity_bytes == cap as u64);
+    }
+    // A dropped keyspace gives its memory back at once.
+    let before = db.block_cache_stats().usage_bytes;
+    let gone = per_ks[3].cache.usage_bytes;
+    drop(per_ks);
+    db.drop_keyspace("k3").unwrap();
+    drop(spaces);
+    assert_eq!(db.block_cache_stats().usage_bytes, before - gone);
+}

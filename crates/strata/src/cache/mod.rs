@@ -1,8 +1,11 @@
-//! Caches in front of table files: decoded data blocks keyed by (file id,
-//! offset), point-lookup results keyed by (file id, user key), and open table
-//! handles (which keep index and filter in memory).
+//! Caches in front of table files: decoded data blocks keyed by (namespace,
+//! file id, offset), point-lookup results keyed by (namespace, file id, user
+//! key), and open table handles (which keep index and filter in memory). A
+//! database has one block cache and one row cache; each keyspace reads them
+//! through a handle of its own namespace.
 
 pub mod block_cache;
+mod namespace;
 pub mod row_cache;
 pub mod table_cache;
 

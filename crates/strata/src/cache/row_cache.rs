@@ -1,5 +1,7 @@
-//! A sharded LRU cache of point-lookup results keyed by (file id, user key),
-//! charged by bytes (RocksDB's `row_cache`).
+//! A sharded LRU cache of point-lookup results keyed by (namespace, file id,
+//! file state, user key), charged by bytes (RocksDB's `row_cache`). As with
+//! the block cache, one cache's memory is shared by every keyspace of a
+//! database, each reading through its own namespace ([`RowCache::share`]).
 //!
 //! An entry is the newest entry of a user key in one table file: a value or a
 //! tombstone. Table files are immutable and file ids are never reused, so an
@@ -18,6 +20,7 @@ use std::sync::Arc;
 use lru::LruCache;
 use parking_lot::Mutex;
 
+use crate::cache::namespace::{Namespaces, NsCounts};
 use crate::cache::CacheStats;
 use crate::key::ValueKind;
 
@@ -42,12 +45,18 @@ struct Row {
     value: Arc<[u8]>,
 }
 
-/// The cache key: the file id (8 bytes, big-endian) then the user key. One
-/// allocation, shared by the LRU and the per-file index.
+/// The cache key: the namespace, the file id and the file state (8 bytes
+/// each, big-endian), then the user key. One allocation, shared by the LRU
+/// and the per-file index.
 type Key = Arc<[u8]>;
 
-fn file_of(key: &[u8]) -> u64 {
-    key.first_chunk::<8>().map_or(0, |b| u64::from_be_bytes(*b))
+/// Bytes of a key before the user key.
+const KEY_PREFIX: usize = 24;
+
+/// The (namespace, file id) of a key.
+fn file_of(key: &[u8]) -> (u64, u64) {
+    let word = |i: usize| key.get(i..i + 8).map_or(0, |b| u64::from_be_bytes(b.try_into().unwrap_or([0; 8])));
+    (word(0), word(8))
 }
 
 thread_local! {
@@ -58,10 +67,11 @@ thread_local! {
 /// Keys longer than this do not keep their scratch buffer alive between lookups.
 const MAX_RETAINED_KEY_BUF: usize = 64 * 1024;
 
-/// Runs `f` on the composite key of (`file_id`, `state`, `user_key`).
-fn with_key<R>(file_id: u64, state: u64, user_key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+/// Runs `f` on the composite key of (`ns`, `file_id`, `state`, `user_key`).
+fn with_key<R>(ns: u64, file_id: u64, state: u64, user_key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
     let mut buf = KEY_BUF.with(Cell::take);
     buf.clear();
+    buf.extend_from_slice(&ns.to_be_bytes());
     buf.extend_from_slice(&file_id.to_be_bytes());
     buf.extend_from_slice(&state.to_be_bytes());
     buf.extend_from_slice(user_key);
@@ -75,18 +85,22 @@ fn with_key<R>(file_id: u64, state: u64, user_key: &[u8], f: impl FnOnce(&[u8]) 
 /// One independently locked part of the cache.
 struct Shard {
     lru: LruCache<Key, Row>,
-    /// Resident keys of each file, so dropping a deleted file's rows never
-    /// scans the whole shard.
-    by_file: HashMap<u64, HashSet<Key>>,
+    /// Resident keys of each (namespace, file), so dropping a deleted file's
+    /// rows never scans the whole shard.
+    by_file: HashMap<(u64, u64), HashSet<Key>>,
     usage: usize,
     capacity: usize,
     stats: CacheStats,
+    /// The same counters per namespace.
+    ns: NsCounts,
 }
 
 impl Shard {
     fn forget(&mut self, key: &Key, row: &Row) {
-        self.usage -= RowCache::charge(key.len(), row.value.len());
+        let charge = RowCache::charge(key.len(), row.value.len());
+        self.usage -= charge;
         let file = file_of(key);
+        self.ns.remove_entry(file.0, charge);
         if let Some(set) = self.by_file.get_mut(&file) {
             set.remove(key);
             if set.is_empty() {
@@ -96,23 +110,62 @@ impl Shard {
     }
 }
 
-/// The row cache: an LRU by bytes, split into up to 16 shards by a hash of
-/// (file id, user key).
-pub struct RowCache {
+/// The memory of a row cache, which any number of handles share.
+struct Store {
     shards: Box<[Mutex<Shard>]>,
     shard_bits: u32,
     capacity: usize,
+    namespaces: Namespaces,
+}
+
+/// The row cache: an LRU by bytes, split into up to 16 shards by a hash of
+/// the whole key. A value is a handle: it reads and writes its own namespace
+/// of a store that [`RowCache::share`] hands to others.
+pub struct RowCache {
+    store: Arc<Store>,
+    ns: u64,
 }
 
 impl fmt::Debug for RowCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RowCache").field("shards", &self.shards.len()).field("stats", &self.stats()).finish()
+        f.debug_struct("RowCache")
+            .field("shards", &self.store.shards.len())
+            .field("namespace", &self.ns)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl Drop for RowCache {
+    /// A namespace nobody can read any more (a dropped keyspace) gives its
+    /// memory back at once instead of aging out.
+    fn drop(&mut self) {
+        for shard in self.store.shards.iter() {
+            let mut s = shard.lock();
+            let files: Vec<(u64, u64)> = s.by_file.keys().filter(|(ns, _)| *ns == self.ns).copied().collect();
+            for file in files {
+                for key in s.by_file.remove(&file).unwrap_or_default() {
+                    if let Some(row) = s.lru.pop(&key) {
+                        s.usage -= Self::charge(key.len(), row.value.len());
+                        s.stats.invalidations += 1;
+                    }
+                }
+            }
+            s.ns.forget(self.ns);
+        }
     }
 }
 
 impl RowCache {
     /// A cache holding at most `capacity_bytes` of rows (keys, values and
     /// [`ROW_OVERHEAD`] each).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rows = strata::cache::RowCache::new(1 << 20);
+    /// assert_eq!(rows.capacity(), 1 << 20);
+    /// ```
     pub fn new(capacity_bytes: usize) -> Self {
         let mut shard_bits = 0;
         while shard_bits < MAX_SHARD_BITS && capacity_bytes >> (shard_bits + 1) >= MIN_SHARD_CAPACITY {
@@ -127,10 +180,40 @@ impl RowCache {
                     usage: 0,
                     capacity: per_shard,
                     stats: CacheStats::default(),
+                    ns: NsCounts::default(),
                 })
             })
             .collect();
-        RowCache { shards, shard_bits, capacity: capacity_bytes }
+        let store = Arc::new(Store {
+            shards,
+            shard_bits,
+            capacity: capacity_bytes,
+            namespaces: Namespaces::default(),
+        });
+        let ns = store.namespaces.next();
+        RowCache { store, ns }
+    }
+
+    /// Another handle on the same memory with a namespace of its own: its
+    /// file ids never meet this handle's, and one capacity bounds both.
+    /// Dropping a handle drops its namespace's rows.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::cache::RowCache;
+    /// use strata::key::ValueKind;
+    ///
+    /// let a = RowCache::new(1 << 20);
+    /// let b = a.share();
+    /// a.insert(7, 0, b"k", ValueKind::Put, b"from a");
+    /// b.insert(7, 0, b"k", ValueKind::Put, b"from b");
+    /// assert_eq!(a.get(7, 0, b"k"), Some((ValueKind::Put, b"from a".to_vec())));
+    /// assert_eq!(b.get(7, 0, b"k"), Some((ValueKind::Put, b"from b".to_vec())));
+    /// assert_eq!((a.stats().entries, a.total_stats().entries), (1, 2));
+    /// ```
+    pub fn share(&self) -> RowCache {
+        RowCache { store: Arc::clone(&self.store), ns: self.store.namespaces.next() }
     }
 
     /// What a row with a composite key of `key_len` bytes and a value of
@@ -140,11 +223,12 @@ impl RowCache {
     }
 
     fn shard(&self, key: &[u8]) -> &Mutex<Shard> {
-        if self.shard_bits == 0 {
-            return &self.shards[0];
+        let bits = self.store.shard_bits;
+        if bits == 0 {
+            return &self.store.shards[0];
         }
         let h = u64::from(crate::util::crc::crc32c(key)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        &self.shards[(h >> (64 - self.shard_bits)) as usize]
+        &self.store.shards[(h >> (64 - bits)) as usize]
     }
 
     /// The cached newest entry of `user_key` in file `file_id` as it was in
@@ -162,25 +246,25 @@ impl RowCache {
         state: u64,
         user_key: &[u8],
     ) -> Option<(ValueKind, Arc<[u8]>)> {
-        with_key(file_id, state, user_key, |key| {
+        with_key(self.ns, file_id, state, user_key, |key| {
             let mut s = self.shard(key).lock();
             let found = s.lru.get(key).map(|r| (r.kind, Arc::clone(&r.value)));
-            if found.is_some() {
-                s.stats.hits += 1;
-            } else {
-                s.stats.misses += 1;
-            }
+            let hit = found.is_some();
+            s.stats.hits += u64::from(hit);
+            s.stats.misses += u64::from(!hit);
+            s.ns.lookup(self.ns, hit);
             found
         })
     }
 
     /// Caches the newest entry of `user_key` in file `file_id` in `state`, evicting least
-    /// recently used rows to stay within capacity. A row larger than a shard's
-    /// capacity is not cached.
+    /// recently used rows (of any namespace) to stay within capacity. A row
+    /// larger than a shard's capacity is not cached.
     pub fn insert(&self, file_id: u64, state: u64, user_key: &[u8], kind: ValueKind, value: &[u8]) {
-        let key_len = 16 + user_key.len();
+        let key_len = KEY_PREFIX + user_key.len();
         let charge = Self::charge(key_len, value.len());
         let mut key = Vec::with_capacity(key_len);
+        key.extend_from_slice(&self.ns.to_be_bytes());
         key.extend_from_slice(&file_id.to_be_bytes());
         key.extend_from_slice(&state.to_be_bytes());
         key.extend_from_slice(user_key);
@@ -191,36 +275,46 @@ impl RowCache {
         let key: Key = key.into();
         let row = Row { kind, value: value.into() };
         match s.lru.put(Arc::clone(&key), row) {
-            Some(old) => s.usage -= Self::charge(key_len, old.value.len()),
+            Some(old) => {
+                let old = Self::charge(key_len, old.value.len());
+                s.usage -= old;
+                s.ns.remove_entry(self.ns, old);
+            }
             None => {
-                s.by_file.entry(file_id).or_default().insert(key);
+                s.by_file.entry((self.ns, file_id)).or_default().insert(key);
             }
         }
         s.usage += charge;
         s.stats.inserts += 1;
+        s.ns.insert(self.ns, charge);
         while s.usage > s.capacity {
             let Some((victim, row)) = s.lru.pop_lru() else { break };
             s.forget(&victim, &row);
             s.stats.evictions += 1;
+            s.ns.evicted(file_of(&victim).0);
         }
     }
 
     /// Exact number of resident rows of `file_id`.
     pub fn resident_rows(&self, file_id: u64) -> u64 {
-        self.shards.iter().map(|s| s.lock().by_file.get(&file_id).map_or(0, |set| set.len() as u64)).sum()
+        let file = (self.ns, file_id);
+        self.store.shards.iter().map(|s| s.lock().by_file.get(&file).map_or(0, |set| set.len() as u64)).sum()
     }
 
     /// Drops every resident row of a deleted file; returns how many were
     /// dropped (counted as invalidations, not evictions).
     pub fn invalidate_file(&self, file_id: u64) -> u64 {
         let mut dropped = 0;
-        for shard in self.shards.iter() {
+        for shard in self.store.shards.iter() {
             let mut s = shard.lock();
-            let Some(keys) = s.by_file.remove(&file_id) else { continue };
+            let Some(keys) = s.by_file.remove(&(self.ns, file_id)) else { continue };
             for key in keys {
                 if let Some(row) = s.lru.pop(&key) {
-                    s.usage -= Self::charge(key.len(), row.value.len());
+                    let charge = Self::charge(key.len(), row.value.len());
+                    s.usage -= charge;
                     s.stats.invalidations += 1;
+                    s.ns.remove_entry(self.ns, charge);
+                    s.ns.invalidated(self.ns);
                     dropped += 1;
                 }
             }
@@ -228,10 +322,31 @@ impl RowCache {
         dropped
     }
 
-    /// Counters summed over all shards (`entries` counts rows).
+    /// This handle's counters summed over all shards (`entries` counts
+    /// rows): its lookups, and its namespace's inserts, evictions (by anyone's
+    /// insert), invalidations and resident rows; `capacity_bytes` is the
+    /// whole cache's.
     pub fn stats(&self) -> CacheStats {
-        let mut total = CacheStats { capacity_bytes: self.capacity as u64, ..CacheStats::default() };
-        for shard in self.shards.iter() {
+        let mut total = CacheStats { capacity_bytes: self.store.capacity as u64, ..CacheStats::default() };
+        for shard in self.store.shards.iter() {
+            shard.lock().ns.add_to(self.ns, &mut total);
+        }
+        total
+    }
+
+    /// Counters of the whole cache, every namespace's, summed over all shards.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rows = strata::cache::RowCache::new(1 << 20);
+    /// let other = rows.share();
+    /// assert!(other.get(1, 0, b"k").is_none());
+    /// assert_eq!((rows.stats().misses, rows.total_stats().misses), (0, 1));
+    /// ```
+    pub fn total_stats(&self) -> CacheStats {
+        let mut total = CacheStats { capacity_bytes: self.store.capacity as u64, ..CacheStats::default() };
+        for shard in self.store.shards.iter() {
             let s = shard.lock();
             total.hits += s.stats.hits;
             total.misses += s.stats.misses;
@@ -244,9 +359,9 @@ impl RowCache {
         total
     }
 
-    /// Configured capacity in bytes.
+    /// Configured capacity in bytes (of the whole shared cache).
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.store.capacity
     }
 }
 
@@ -262,23 +377,26 @@ mod tests {
 
     #[test]
     fn shard_count_follows_capacity() {
-        assert_eq!(RowCache::new(0).shards.len(), 1);
-        assert_eq!(RowCache::new(1 << 20).shards.len(), 2);
-        assert_eq!(RowCache::new(1 << 30).shards.len(), 16);
+        assert_eq!(RowCache::new(0).store.shards.len(), 1);
+        assert_eq!(RowCache::new(1 << 20).store.shards.len(), 2);
+        assert_eq!(RowCache::new(1 << 30).store.shards.len(), 16);
     }
 
     #[test]
     fn charges_are_exact_under_random_operations() {
         let mut rng = SmallRng::seed_from_u64(11);
         let cache = RowCache::new(1 << 20); // 2 shards of 512 KiB
-        let resident = |f: u64, u: &[u8]| with_key(f, 0, u, |k| cache.shard(k).lock().lru.contains(k));
+        let resident =
+            |f: u64, u: &[u8]| with_key(cache.ns, f, 0, u, |k| cache.shard(k).lock().lru.contains(k));
         // Model of inserted rows (value lengths), pruned of evicted ones by
         // asking the LRU itself; usage and per-file counts must then agree.
         let mut model: HashMap<(u64, u64), (ValueKind, usize)> = HashMap::new();
         let reconcile = |model: &mut HashMap<(u64, u64), (ValueKind, usize)>| {
             model.retain(|&(f, u), _| resident(f, &user(u)));
-            let usage: usize =
-                model.iter().map(|(&(_, u), &(_, len))| RowCache::charge(16 + user(u).len(), len)).sum();
+            let usage: usize = model
+                .iter()
+                .map(|(&(_, u), &(_, len))| RowCache::charge(KEY_PREFIX + user(u).len(), len))
+                .sum();
             let s = cache.stats();
             assert_eq!((s.usage_bytes, s.entries), (usage as u64, model.len() as u64));
             assert!(s.usage_bytes <= s.capacity_bytes);
@@ -331,7 +449,7 @@ mod tests {
 
     #[test]
     fn lru_order_tombstones_oversized_rows_and_per_file_drop() {
-        let one = RowCache::charge(16 + user(0).len(), 10);
+        let one = RowCache::charge(KEY_PREFIX + user(0).len(), 10);
         let cache = RowCache::new(one * 3);
         for u in 0..3 {
             cache.insert(7, 0, &user(u), ValueKind::Put, &[b'x'; 10]);
@@ -347,7 +465,7 @@ mod tests {
         assert_eq!(cache.get(8, 0, &user(3)), Some((ValueKind::Delete, Vec::new())));
         let s = cache.stats();
         assert_eq!(s.evictions, 1);
-        assert_eq!(s.usage_bytes, (2 * one + RowCache::charge(16 + user(3).len(), 0)) as u64);
+        assert_eq!(s.usage_bytes, (2 * one + RowCache::charge(KEY_PREFIX + user(3).len(), 0)) as u64);
         // Larger than the shard: not cached.
         cache.insert(9, 0, b"big", ValueKind::Put, &vec![0; one * 3]);
         assert_eq!(cache.resident_rows(9), 0);
@@ -360,7 +478,7 @@ mod tests {
         let s = cache.stats();
         assert_eq!(
             (s.entries, s.invalidations, s.usage_bytes),
-            (1, 2, RowCache::charge(16 + user(3).len(), 0) as u64)
+            (1, 2, RowCache::charge(KEY_PREFIX + user(3).len(), 0) as u64)
         );
         assert_eq!(cache.capacity(), one * 3);
         let zero = RowCache::new(0);
@@ -370,5 +488,33 @@ mod tests {
         cache.insert(u64::MAX, 0, b"", ValueKind::Put, b"e");
         assert_eq!(cache.get(u64::MAX, 0, b""), Some((ValueKind::Put, b"e".to_vec())));
         assert!(cache.get(u64::MAX >> 8, 0, b"").is_none());
+    }
+
+    /// Two handles of one cache with equal file ids: each reads its own
+    /// rows, one capacity bounds both, and dropping a handle frees its rows.
+    #[test]
+    fn shared_handles_keep_equal_file_ids_apart() {
+        let one = RowCache::charge(KEY_PREFIX + user(0).len(), 10);
+        let a = RowCache::new(one * 4);
+        let b = a.share();
+        a.insert(7, 0, &user(0), ValueKind::Put, &[b'a'; 10]);
+        assert!(b.get(7, 0, &user(0)).is_none());
+        b.insert(7, 0, &user(0), ValueKind::Put, &[b'b'; 10]);
+        assert_eq!(a.get(7, 0, &user(0)), Some((ValueKind::Put, vec![b'a'; 10])));
+        assert_eq!(b.get(7, 0, &user(0)), Some((ValueKind::Put, vec![b'b'; 10])));
+        for u in 1..4 {
+            b.insert(7, 0, &user(u), ValueKind::Put, &[b'b'; 10]);
+        }
+        assert_eq!((a.resident_rows(7), b.resident_rows(7)), (0, 4), "a's row was the least recent");
+        let (sa, sb, t) = (a.stats(), b.stats(), a.total_stats());
+        assert_eq!((sa.evictions, sa.entries, sa.usage_bytes, sa.hits), (1, 0, 0, 1));
+        assert_eq!((sb.entries, sb.usage_bytes as usize, sb.misses), (4, 4 * one, 1));
+        assert_eq!((t.entries, t.usage_bytes as usize, t.hits, t.misses), (4, 4 * one, 2, 1));
+        a.insert(7, 0, &user(9), ValueKind::Put, &[b'a'; 10]);
+        assert_eq!(a.invalidate_file(7), 1);
+        assert_eq!(b.resident_rows(7), 3);
+        drop(b);
+        let t = a.total_stats();
+        assert_eq!((t.entries, t.usage_bytes), (0, 0));
     }
 }

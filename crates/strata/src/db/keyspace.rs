@@ -132,7 +132,8 @@ impl Db {
         root.log_and_apply(edit)?;
         versions.set_max_manifest_size(tree_opts.max_manifest_file_size);
         let paths = Arc::new(TablePaths::new(&dir, &[]));
-        let (tables, block_cache) = table_cache(&paths, &tree_opts);
+        let (block_cache, row_cache) = shared.caches.for_tree();
+        let tables = table_cache(&paths, &tree_opts, block_cache.clone());
         let parts = Parts {
             id,
             name: name.to_string(),
@@ -141,6 +142,7 @@ impl Db {
             versions: Arc::new(versions),
             tables,
             block_cache,
+            row_cache,
             policy,
         };
         let tree = {
@@ -1005,7 +1007,12 @@ impl Keyspace {
     }
 
     /// This keyspace's counters and tree shape. Write counters (groups, WAL
-    /// bytes) count the write groups a write to this keyspace led.
+    /// bytes) count the write groups a write to this keyspace led. `cache`
+    /// and `row_cache` are this keyspace's share of the database's caches: its
+    /// lookups, inserts and invalidations, the evictions of its entries (by
+    /// any keyspace's insert) and its resident entries and bytes;
+    /// `capacity_bytes` is the whole shared capacity ([`Db::block_cache_stats`]
+    /// has the totals).
     ///
     /// # Examples
     ///

@@ -9,6 +9,7 @@ use super::recovery::{
     check_files_present, checked_policy, cut_uncommitted_appends, flush_recovered, remove_unreferenced,
     replay_log_ops, table_cache, verify_tables, Parts,
 };
+use super::shared::Caches;
 use crate::compaction::executor::Env;
 use crate::error::{Error, Result};
 use crate::filename::{current_path, parse_file_name, FileKind};
@@ -65,6 +66,7 @@ pub(crate) fn recover_keyspaces(
     root: &Path,
     opts: &Options,
     root_versions: &VersionSet,
+    caches: &Caches,
 ) -> Result<Vec<Parts>> {
     let registry = root_versions.keyspaces();
     if opts.keyspaces.iter().any(|(n, _)| n == super::keyspace::DEFAULT_KEYSPACE) {
@@ -76,12 +78,12 @@ pub(crate) fn recover_keyspaces(
     let mut trees = Vec::new();
     for (id, entry) in registry {
         let tree_opts = resolve_options(opts, &entry.name, &entry.options)?;
-        trees.push(recover_tree(root, id, entry.name, tree_opts)?);
+        trees.push(recover_tree(root, id, entry.name, tree_opts, caches)?);
     }
     Ok(trees)
 }
 
-fn recover_tree(root: &Path, id: u32, name: String, opts: Options) -> Result<Parts> {
+fn recover_tree(root: &Path, id: u32, name: String, opts: Options, caches: &Caches) -> Result<Parts> {
     let policy = checked_policy(&opts)?;
     let vfs = opts.vfs.clone();
     let dir = keyspace_dir(root, id);
@@ -104,13 +106,14 @@ fn recover_tree(root: &Path, id: u32, name: String, opts: Options) -> Result<Par
             versions.mark_file_number_used(k)
         }
     }
-    let (tables, block_cache) = table_cache(&paths, &opts);
+    let (block_cache, row_cache) = caches.for_tree();
+    let tables = table_cache(&paths, &opts, block_cache.clone());
     cut_uncommitted_appends(vfs.as_ref(), &versions.current(), &tables)?;
     if opts.paranoid_checks {
         verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
     }
     remove_unreferenced(&dir, vfs.as_ref(), &versions, &entries, &located);
-    Ok(Parts { id, name, dir, opts, versions: Arc::new(versions), tables, block_cache, policy })
+    Ok(Parts { id, name, dir, opts, versions: Arc::new(versions), tables, block_cache, row_cache, policy })
 }
 
 /// Removes keyspace directories the registry does not name.

@@ -39,7 +39,7 @@ pub use repair::{destroy, repair, RepairReport};
 pub use snapshot::Snapshot;
 
 use crate::batch::WriteBatch;
-use crate::cache::{BlockCache, RowCache, TableCache};
+use crate::cache::{BlockCache, CacheStats, RowCache, TableCache};
 use crate::compaction::executor::Env;
 use crate::compaction::view::build_view;
 use crate::compaction::CompactionPolicy;
@@ -86,8 +86,10 @@ pub(crate) struct DbInner {
     pub vfs: Arc<dyn Vfs>,
     pub versions: Arc<VersionSet>,
     pub tables: Arc<TableCache>,
+    /// This tree's handle on the database's block cache (its own namespace).
     pub block_cache: Option<Arc<BlockCache>>,
-    /// Point-lookup results by (file, user key); `None` when `row_cache_capacity` is 0.
+    /// This tree's handle on the database's row cache of point-lookup results
+    /// by (file, user key); `None` when `row_cache_capacity` is 0.
     pub row_cache: Option<Arc<RowCache>>,
     pub policy: Arc<dyn CompactionPolicy>,
     pub sv: ArcSwap<SuperVersion>,
@@ -912,9 +914,60 @@ impl Db {
         self.inner.trim_buffers()
     }
 
-    /// Counters and the shape of the tree.
+    /// Counters and the shape of the default keyspace's tree. Its `cache` and
+    /// `row_cache` count the default keyspace's own lookups and resident
+    /// entries in the database's shared caches (with their whole capacity);
+    /// [`Db::block_cache_stats`] and [`Db::row_cache_stats`] count everyone's.
     pub fn stats(&self) -> Stats {
         self.inner.stats()
+    }
+
+    /// Counters of the database's one block cache, which every keyspace shares
+    /// (`Options::with_block_cache_capacity` bounds its usage): the sum of every
+    /// keyspace's lookups and entries. All zero without a block cache.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, KeyspaceOptions, MemVfs, Options};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let ks = db.create_keyspace("ks", KeyspaceOptions::default())?;
+    /// db.put("a", "1")?;
+    /// ks.put("a", "2")?;
+    /// db.flush()?;
+    /// ks.flush()?;
+    /// db.get("a")?;
+    /// ks.get("a")?;
+    /// let total = db.block_cache_stats();
+    /// assert_eq!(total.misses, db.stats().cache.misses + ks.stats().cache.misses);
+    /// assert!(total.usage_bytes <= total.capacity_bytes);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn block_cache_stats(&self) -> CacheStats {
+        self.inner.shared.caches.block.as_ref().map(|c| c.total_stats()).unwrap_or_default()
+    }
+
+    /// Counters of the database's one row cache, which every keyspace shares
+    /// (`Options::with_row_cache`). All zero without a row cache.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, KeyspaceOptions, MemVfs, Options};
+    ///
+    /// let opts = Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())).with_row_cache(1 << 20);
+    /// let db = Db::open("/db", opts)?;
+    /// let ks = db.create_keyspace("ks", KeyspaceOptions::default())?;
+    /// ks.put("a", "1")?;
+    /// ks.flush()?;
+    /// ks.get("a")?;
+    /// ks.get("a")?;
+    /// assert_eq!((db.row_cache_stats().hits, ks.stats().row_cache.hits, db.stats().row_cache.hits), (1, 1, 0));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn row_cache_stats(&self) -> CacheStats {
+        self.inner.shared.caches.row.as_ref().map(|c| c.total_stats()).unwrap_or_default()
     }
 
     /// Text for humans (RocksDB `GetProperty`): `strata.stats`, `strata.levels`,

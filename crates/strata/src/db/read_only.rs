@@ -12,7 +12,7 @@ use super::recovery::{
     check_files_present, check_wal_present, checked_policy, logs_to_replay, replay_log, table_cache,
     verify_tables, Parts,
 };
-use super::shared::{Shared, SharedParts};
+use super::shared::{Caches, Shared, SharedParts};
 use super::DbInner;
 use crate::error::{Error, Result};
 use crate::filename::current_path;
@@ -82,7 +82,9 @@ fn open_once(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     if !versions.ever_had_keyspaces() {
         check_wal_present(vfs.as_ref(), dir, root_log)?;
     }
-    let (tables, block_cache) = table_cache(&paths, &opts);
+    let caches = Caches::new(&opts);
+    let (block_cache, row_cache) = caches.for_tree();
+    let tables = table_cache(&paths, &opts, block_cache.clone());
     if opts.paranoid_checks {
         verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
     }
@@ -102,9 +104,11 @@ fn open_once(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         lock: None,
         last_seq: max_seq,
         max_total_wal_size: opts.max_total_wal_size,
+        caches,
     }));
     let name = "default".to_string();
-    let parts = Parts { id: 0, name, dir: dir.to_path_buf(), opts, versions, tables, block_cache, policy };
+    let parts =
+        Parts { id: 0, name, dir: dir.to_path_buf(), opts, versions, tables, block_cache, row_cache, policy };
     let inner = parts.assemble(mem, 0, shared.clone());
     shared.trees.write().insert(0, inner.clone());
     Ok(inner)

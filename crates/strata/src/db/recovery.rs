@@ -11,7 +11,7 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 
 use super::ks_recovery;
-use super::shared::{Shared, SharedParts};
+use super::shared::{Caches, Shared, SharedParts};
 use super::{DbInner, DbState, SuperVersion};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::cache::{BlockCache, RowCache, TableCache};
@@ -85,21 +85,20 @@ pub(super) fn checked_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>
     Ok(policy)
 }
 
-/// The table cache (and block cache) the options ask for.
+/// The table cache of one tree, reading blocks through `block_cache` (the
+/// tree's handle on the database's block cache, if any).
 pub(super) fn table_cache(
     paths: &Arc<TablePaths>,
     opts: &Options,
-) -> (Arc<TableCache>, Option<Arc<BlockCache>>) {
-    let block_cache =
-        (opts.block_cache_capacity > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
-    let tables = Arc::new(TableCache::with_paths(
+    block_cache: Option<Arc<BlockCache>>,
+) -> Arc<TableCache> {
+    Arc::new(TableCache::with_paths(
         opts.vfs.clone(),
         Arc::clone(paths),
         opts.max_open_files,
-        block_cache.clone(),
+        block_cache,
         opts.use_direct_reads,
-    ));
-    (tables, block_cache)
+    ))
 }
 
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
@@ -181,7 +180,9 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     for (id, _) in &located {
         versions.mark_file_number_used(*id);
     }
-    let (tables, block_cache) = table_cache(&paths, &opts);
+    let caches = Caches::new(&opts);
+    let (block_cache, row_cache) = caches.for_tree();
+    let tables = table_cache(&paths, &opts, block_cache.clone());
     cut_uncommitted_appends(vfs.as_ref(), &versions.current(), &tables)?;
     if opts.paranoid_checks {
         verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
@@ -196,9 +197,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         versions: versions.clone(),
         tables,
         block_cache,
+        row_cache,
         policy,
     }];
-    trees.extend(ks_recovery::recover_keyspaces(dir, &opts, &versions)?);
+    trees.extend(ks_recovery::recover_keyspaces(dir, &opts, &versions, &caches)?);
     // The new WAL exists (durably) before the edits that retire the old ones.
     let wal_number = versions.new_file_number();
     let wal_file = vfs.create(&wal_path(dir, wal_number))?;
@@ -219,6 +221,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         lock: Some(lock),
         last_seq,
         max_total_wal_size: opts.max_total_wal_size,
+        caches,
     }));
     let inners: Vec<Arc<DbInner>> =
         trees.into_iter().map(|p| p.assemble(MemTable::new(), wal_number, shared.clone())).collect();
@@ -240,7 +243,9 @@ pub(super) struct Parts {
     pub opts: Options,
     pub versions: Arc<VersionSet>,
     pub tables: Arc<TableCache>,
+    /// The tree's handles on the database's caches.
     pub block_cache: Option<Arc<BlockCache>>,
+    pub row_cache: Option<Arc<RowCache>>,
     pub policy: Arc<dyn CompactionPolicy>,
 }
 
@@ -250,8 +255,6 @@ impl Parts {
     pub(super) fn assemble(self, mem: MemTable, mem_wal: u64, shared: Arc<Shared>) -> Arc<DbInner> {
         let mem = Arc::new(mem);
         let sv = SuperVersion::new(mem.clone(), Vec::new(), self.versions.current());
-        let row_cache =
-            (self.opts.row_cache_capacity > 0).then(|| Arc::new(RowCache::new(self.opts.row_cache_capacity)));
         Arc::new(DbInner {
             id: self.id,
             name: self.name,
@@ -262,7 +265,7 @@ impl Parts {
             versions: self.versions,
             tables: self.tables,
             block_cache: self.block_cache,
-            row_cache,
+            row_cache: self.row_cache,
             policy: self.policy,
             sv: ArcSwap::from_pointee(sv),
             state: Mutex::new(DbState {

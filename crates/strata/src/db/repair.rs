@@ -196,7 +196,7 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     }
     report.tables_superseded = superseded.len();
 
-    let (cache, _) = table_cache(&paths, &opts.clone().with_block_cache_capacity(0));
+    let cache = table_cache(&paths, &opts, None);
     let mut sources: Vec<Box<dyn InternalIterator>> = Vec::new();
     let mut counters = Vec::new();
     // Full paths of damaged files (tables may be in any data path).

@@ -1,6 +1,7 @@
 //! What every keyspace tree of one database shares: the WAL and the writer
-//! queue, the sequence numbers and snapshots, the LOCK file, the registry of
-//! open trees, and whether the database is open at all.
+//! queue, the sequence numbers and snapshots, the LOCK file, the block and
+//! row caches, the registry of open trees, and whether the database is open
+//! at all.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -12,13 +13,40 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use super::snapshot::SnapshotList;
 use super::write::WriterQueue;
 use super::DbInner;
+use crate::cache::{BlockCache, RowCache};
 use crate::error::{Error, Result};
 use crate::filename::wal_path;
+use crate::options::Options;
 use crate::version::VersionSet;
 use crate::vfs::{FileLock, Vfs};
 use crate::wal::LogWriter;
 
 static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
+
+/// The database's one block cache and one row cache (RocksDB's `Cache`
+/// shared by column families, fjall's one cache). Each tree reads through a
+/// handle of its own namespace ([`Caches::for_tree`]), since file ids are per
+/// keyspace; these root handles own no entries and report the totals.
+pub(crate) struct Caches {
+    pub block: Option<Arc<BlockCache>>,
+    pub row: Option<Arc<RowCache>>,
+}
+
+impl Caches {
+    /// The caches `Options::with_block_cache_capacity` and `with_row_cache` ask for.
+    pub(crate) fn new(opts: &Options) -> Caches {
+        Caches {
+            block: (opts.block_cache_capacity > 0)
+                .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity))),
+            row: (opts.row_cache_capacity > 0).then(|| Arc::new(RowCache::new(opts.row_cache_capacity))),
+        }
+    }
+
+    /// New handles for one tree: the same memory, a namespace of its own.
+    pub(crate) fn for_tree(&self) -> (Option<Arc<BlockCache>>, Option<Arc<RowCache>>) {
+        (self.block.as_ref().map(|c| Arc::new(c.share())), self.row.as_ref().map(|c| Arc::new(c.share())))
+    }
+}
 
 pub(crate) struct Shared {
     /// The database's root directory: the default keyspace, the WALs, LOCK.
@@ -60,6 +88,8 @@ pub(crate) struct Shared {
     /// Unique among the databases opened by this process: tells a batch's
     /// keyspace handles of another database apart (their ids may match).
     pub instance: u64,
+    /// The caches every tree reads through.
+    pub caches: Caches,
 }
 
 pub(crate) struct SharedParts {
@@ -71,6 +101,7 @@ pub(crate) struct SharedParts {
     pub lock: Option<Box<dyn FileLock>>,
     pub last_seq: u64,
     pub max_total_wal_size: u64,
+    pub caches: Caches,
 }
 
 impl Shared {
@@ -96,6 +127,7 @@ impl Shared {
             wal_deletion: Mutex::new(()),
             wal_deletion_paused: AtomicUsize::new(0),
             instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
+            caches: p.caches,
         }
     }
 
