@@ -4,7 +4,7 @@
 //! mode, alternating modes over the repetitions.
 //!
 //! ```sh
-//! cargo run --release -p strata --example compaction_bandwidth -- DIR [MB [COMPRESSION [direct [REPS [PATHS]]]]]
+//! cargo run --release -p strata-db --example compaction_bandwidth -- DIR [MB [COMPRESSION [direct [REPS [PATHS]]]]]
 //! ```
 //!
 //! `SUBTASK_BYTES` in the environment sets `compaction_subtask_bytes` (default

@@ -2,7 +2,7 @@
 //! `garnering` (c = 0.8 and 0.4) as a tree of unique keys grows to 100 GiB,
 //! on the metadata simulator (`compaction::simulate_growing`; no I/O).
 //!
-//! Run: `cargo run --release -p strata --example level_growth [-- MAX_GIB [RATIO [L1_MIB [FILE_MIB]]]]`
+//! Run: `cargo run --release -p strata-db --example level_growth [-- MAX_GIB [RATIO [L1_MIB [FILE_MIB]]]]`
 //!
 //! The shape defaults to RocksDB's (64 MiB memtables and files, 256 MiB L1,
 //! 7 levels); one modeled entry stands for 1 MiB of data so that 100 GiB is
