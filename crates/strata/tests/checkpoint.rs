@@ -240,3 +240,22 @@ fn a_failed_checkpoint_leaves_no_database_and_the_source_intact() {
     db.put("after", "all").unwrap();
     assert_eq!(ks.iter().count(), 1500);
 }
+
+/// Regression: tables spread over `db_paths` were looked for in the database
+/// directory only, so the checkpoint failed. They now all go to the
+/// checkpoint's directory, which opens without the paths.
+#[test]
+fn a_checkpoint_of_a_database_with_data_paths_gathers_its_tables() {
+    let base = tempfile::tempdir().unwrap();
+    let paths = [base.path().join("p0"), base.path().join("p1")];
+    let db = Db::open(base.path().join("db"), opts().with_db_paths(paths.clone())).unwrap();
+    for i in 0..3000u32 {
+        db.put(format!("k{i:05}"), format!("v{i}")).unwrap();
+    }
+    db.flush().unwrap();
+    assert!(paths.iter().all(|p| !table_links(p).is_empty()), "tables in both data paths");
+    db.checkpoint(base.path().join("cp")).unwrap();
+    let copy = Db::open(base.path().join("cp"), opts()).unwrap();
+    assert_eq!(copy.iter().count(), 3000);
+    assert_eq!(copy.get("k01234").unwrap(), Some(b"v1234".to_vec()));
+}

@@ -18,7 +18,7 @@ use super::Db;
 use crate::error::{Error, Result};
 use crate::filename::{table_path, wal_path};
 use crate::version::{set_current, ManifestWriter};
-use crate::version::{Version, VersionEdit};
+use crate::version::{FileMeta, Version, VersionEdit};
 use crate::vfs::{RandomOpenOptions, Vfs};
 
 /// One keyspace's tree as the checkpoint captured it.
@@ -27,6 +27,9 @@ struct TreeCut {
     rel_dir: PathBuf,
     /// Held until the tables are linked or copied: keeps them on disk.
     version: Arc<Version>,
+    /// Each distinct table and where it is now (the tree's data paths may
+    /// spread them); the checkpoint puts them all in the keyspace's directory.
+    files: Vec<(Arc<FileMeta>, PathBuf)>,
     snapshot: VersionEdit,
     manifest_number: u64,
     /// Its policy appends to tables in place (`lwc`): a hard link would let
@@ -93,7 +96,13 @@ impl Db {
                 .iter()
                 .map(|t| {
                     let (version, snapshot) = t.versions.checkpoint_state();
+                    let files = version
+                        .live_files()
+                        .into_iter()
+                        .map(|f| (f.clone(), t.tables.paths().table(f.id)))
+                        .collect();
                     TreeCut {
+                        files,
                         rel_dir: t.dir.strip_prefix(&shared.dir).unwrap_or(Path::new("")).to_path_buf(),
                         version,
                         snapshot,
@@ -113,7 +122,7 @@ impl Db {
                 copy_prefix(vfs, &wal_path(&shared.dir, n), &wal_path(target, n), len)?;
             }
             drop(no_wal_deletion);
-            write_trees(vfs, &shared.dir, target, &trees)
+            write_trees(vfs, target, &trees)
         })();
         if written.is_err() {
             remove_partial(vfs, target);
@@ -123,18 +132,18 @@ impl Db {
 }
 
 /// Links or copies each tree's tables and writes its MANIFEST and `CURRENT`.
-fn write_trees(vfs: &dyn Vfs, src: &Path, target: &Path, trees: &[TreeCut]) -> Result<()> {
+fn write_trees(vfs: &dyn Vfs, target: &Path, trees: &[TreeCut]) -> Result<()> {
     // Keyspaces first, the default keyspace (whose CURRENT makes the
     // checkpoint a database) last.
     let mut order: Vec<&TreeCut> = trees.iter().collect();
     order.sort_by_key(|t| t.rel_dir.as_os_str().is_empty());
     for tree in order {
-        let (from, to) = (src.join(&tree.rel_dir), target.join(&tree.rel_dir));
+        let to = target.join(&tree.rel_dir);
         vfs.create_dir_all(&to)?;
-        for f in tree.version.live_files() {
-            let (a, b) = (table_path(&from, f.id), table_path(&to, f.id));
-            if tree.copy_tables || vfs.hard_link(&a, &b).is_err() {
-                copy_prefix(vfs, &a, &b, f.size)?;
+        for (f, a) in &tree.files {
+            let b = table_path(&to, f.id);
+            if tree.copy_tables || vfs.hard_link(a, &b).is_err() {
+                copy_prefix(vfs, a, &b, f.size)?;
             }
         }
         drop(ManifestWriter::create(vfs, &to, tree.manifest_number, &tree.snapshot)?);
