@@ -34,7 +34,7 @@ use crate::util::coding::{put_fixed64, put_length_prefixed, put_varint64, Reader
 ///     .with_bloom_bits_per_key(14.0);
 /// let hot = db.create_keyspace("hot", opts)?;
 /// hot.put("k", "v")?;
-/// assert_eq!(hot.property("strata.policy").as_deref(), Some("lsbm"));
+/// assert_eq!(hot.property("strata.policy")?, "lsbm");
 /// # Ok::<(), strata::Error>(())
 /// ```
 #[derive(Clone, Default)]

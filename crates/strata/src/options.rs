@@ -193,7 +193,7 @@ pub enum CompactionStyle {
     /// use strata::{CompactionStyle, Db, MemVfs, Options};
     /// let opts = Options::default().with_vfs(Arc::new(MemVfs::new()));
     /// let db = Db::open("/db", opts.with_compaction_style(CompactionStyle::Blsm))?;
-    /// assert_eq!(db.property("strata.policy").as_deref(), Some("blsm"));
+    /// assert_eq!(db.property("strata.policy")?, "blsm");
     /// # Ok::<(), strata::Error>(())
     /// ```
     Blsm,
@@ -227,7 +227,7 @@ pub enum CompactionStyle {
     /// use strata::{CompactionStyle, Db, MemVfs, Options};
     /// let opts = Options::default().with_vfs(Arc::new(MemVfs::new()));
     /// let db = Db::open("/db", opts.with_compaction_style(CompactionStyle::Dlsm))?;
-    /// assert_eq!(db.property("strata.policy").as_deref(), Some("dlsm"));
+    /// assert_eq!(db.property("strata.policy")?, "dlsm");
     /// # Ok::<(), strata::Error>(())
     /// ```
     Dlsm,
@@ -246,7 +246,7 @@ pub enum CompactionStyle {
     /// // Up to 4 runs per level before they merge into the next.
     /// let opts = opts.with_compaction_style(CompactionStyle::Tiered).with_max_bytes_for_level_multiplier(4.0);
     /// let db = Db::open("/db", opts)?;
-    /// assert_eq!(db.property("strata.policy").as_deref(), Some("tiered"));
+    /// assert_eq!(db.property("strata.policy")?, "tiered");
     /// # Ok::<(), strata::Error>(())
     /// ```
     Tiered,
@@ -264,7 +264,7 @@ pub enum CompactionStyle {
     /// use strata::{CompactionStyle, Db, MemVfs, Options};
     /// let opts = Options::default().with_vfs(Arc::new(MemVfs::new()));
     /// let db = Db::open("/db", opts.with_compaction_style(CompactionStyle::Garnering { c: 0.5 }))?;
-    /// assert_eq!(db.property("strata.policy").as_deref(), Some("garnering"));
+    /// assert_eq!(db.property("strata.policy")?, "garnering");
     /// // `from_name` gives c = DEFAULT_GARNERING_C.
     /// assert_eq!(CompactionStyle::from_name("garnering")?.name(), "garnering");
     /// # Ok::<(), strata::Error>(())
@@ -287,7 +287,7 @@ pub enum CompactionStyle {
     /// use strata::{CompactionStyle, Db, MemVfs, Options};
     /// let opts = Options::default().with_vfs(Arc::new(MemVfs::new()));
     /// let db = Db::open("/db", opts.with_compaction_style(CompactionStyle::Lwc { max_segments: 4 }))?;
-    /// assert_eq!(db.property("strata.policy").as_deref(), Some("lwc"));
+    /// assert_eq!(db.property("strata.policy")?, "lwc");
     /// # Ok::<(), strata::Error>(())
     /// ```
     Lwc {
@@ -305,7 +305,7 @@ pub enum CompactionStyle {
     /// use strata::compaction::leveled::{LeveledConfig, LeveledPolicy};
     /// let mine = LeveledPolicy::new(LeveledConfig::default())?;
     /// let db = Db::open("/db", opts.with_compaction_style(CompactionStyle::Custom(Arc::new(mine))))?;
-    /// assert_eq!(db.property("strata.policy").as_deref(), Some("leveled"));
+    /// assert_eq!(db.property("strata.policy")?, "leveled");
     /// # Ok::<(), strata::Error>(())
     /// ```
     Custom(Arc<dyn CompactionPolicy>),
@@ -377,7 +377,7 @@ impl fmt::Debug for CompactionStyle {
 ///     .with_compression(CompressionType::Lz4);
 /// let dir = tempfile::tempdir()?;
 /// let db = Db::open(dir.path(), opts)?;
-/// assert_eq!(db.property("strata.policy").as_deref(), Some("lsbm"));
+/// assert_eq!(db.property("strata.policy")?, "lsbm");
 /// // An invalid option is refused when the database opens.
 /// let bad = Options::default().with_write_buffer_size(0);
 /// assert!(matches!(Db::open(dir.path().join("other"), bad), Err(strata::Error::InvalidArgument(_))));

@@ -215,9 +215,9 @@ fn every_policy_answers_range_deletes_like_the_model() {
         let runs: Vec<usize> = stats.levels.iter().map(|l| l.runs).filter(|&r| r > 0).collect();
         if runs == [1] {
             let left = db.property("strata.num-range-deletes");
-            assert_eq!(left.as_deref(), Some("0"), "{name}: tombstones left\n{stats}");
+            assert_eq!(left.unwrap(), "0", "{name}: tombstones left\n{stats}");
             assert!(stats.range_dels_dropped > 0, "{name}");
-            let entries: u64 = db.property("strata.num-entries").expect("property").parse().expect("number");
+            let entries: u64 = db.property_int("strata.num-entries").expect("property");
             assert_eq!(entries, model.len() as u64, "{name}: covered keys still stored");
             cleaned.push(name.clone());
         }
@@ -260,14 +260,14 @@ fn a_table_of_only_range_tombstones_is_flushed_and_bounds_its_range() {
     let snap = db.snapshot();
     db.delete_range(k(10), k(20)).expect("delete_range");
     db.flush().expect("flush");
-    assert_eq!(db.property("strata.num-range-deletes").as_deref(), Some("1"));
+    assert_eq!(db.property("strata.num-range-deletes").unwrap(), "1");
     assert_eq!(db.get(k(15)).expect("get"), None);
     assert_eq!(snap.get(k(15)).expect("get"), Some(b"v".to_vec()));
     assert_eq!(db.iter().count(), 90);
     drop(snap);
     db.compact_range(None, None).expect("compact");
-    assert_eq!(db.property("strata.num-range-deletes").as_deref(), Some("0"));
-    assert_eq!(db.property("strata.num-entries").as_deref(), Some("90"));
+    assert_eq!(db.property("strata.num-range-deletes").unwrap(), "0");
+    assert_eq!(db.property("strata.num-entries").unwrap(), "90");
 }
 
 #[test]

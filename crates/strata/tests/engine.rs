@@ -44,9 +44,9 @@ fn manual_compaction_empties_l0_and_drops_tombstones() {
     let entries: u64 = s.levels.iter().map(|l| l.bytes).sum();
     assert!(entries > 0);
     assert!(db.property("strata.levels").unwrap().contains("L1"));
-    assert_eq!(db.property("strata.num-files-at-level0").as_deref(), Some("0"));
-    assert_eq!(db.property("strata.policy").as_deref(), Some("leveled"));
-    assert!(db.property("strata.nope").is_none());
+    assert_eq!(db.property("strata.num-files-at-level0").unwrap(), "0");
+    assert_eq!(db.property("strata.policy").unwrap(), "leveled");
+    assert!(matches!(db.property("strata.nope"), Err(strata::Error::InvalidArgument(_))));
 }
 
 #[test]
@@ -215,7 +215,7 @@ fn blsm_levels_split_into_receiving_and_draining_parts_and_survive_reopen() {
     let s = db.stats();
     assert!(saw_two_part_level, "no level ever held C_i and C'_i: {s}");
     assert!(s.recent_compactions.iter().any(|c| c.kind == "state"), "no round turnover recorded: {s}");
-    assert_eq!(db.property("strata.policy").as_deref(), Some("blsm"));
+    assert_eq!(db.property("strata.policy").unwrap(), "blsm");
     let got: Vec<_> = db.iter().map(|r| r.unwrap()).collect();
     assert_eq!(got, model.clone().into_iter().collect::<Vec<_>>());
     db.close().unwrap();

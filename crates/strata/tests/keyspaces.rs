@@ -93,16 +93,16 @@ fn three_policies_in_one_database_written_concurrently_and_reopened() {
     check(&db);
     for (name, style) in styles() {
         let ks = db.keyspace(name).unwrap();
-        assert_eq!(ks.property("strata.policy"), Some(style.name()));
+        assert_eq!(ks.property("strata.policy").unwrap(), style.name());
         assert!(ks.stats().flushes > 0, "{name} flushed: {}", ks.stats());
     }
-    assert_eq!(db.property("strata.policy").as_deref(), Some("leveled"));
+    assert_eq!(db.property("strata.policy").unwrap(), "leveled");
     Arc::try_unwrap(db).unwrap().close().unwrap();
     // Reopened without options: the persisted policies come back.
     let db = Db::open("/db", opts(vfs)).unwrap();
     check(&db);
     for (name, style) in styles() {
-        assert_eq!(db.keyspace(name).unwrap().property("strata.policy"), Some(style.name()));
+        assert_eq!(db.keyspace(name).unwrap().property("strata.policy").unwrap(), style.name());
     }
 }
 
@@ -373,7 +373,7 @@ fn errors_are_clear() {
     assert!(invalid(Db::open("/db", default).map(drop)));
     let lsbm = KeyspaceOptions::default().with_compaction_style(CompactionStyle::Lsbm);
     let db = Db::open("/db", opts(vfs.clone()).with_keyspace("lsbm", lsbm)).unwrap();
-    assert_eq!(db.keyspace("lsbm").unwrap().property("strata.policy").as_deref(), Some("lsbm"));
+    assert_eq!(db.keyspace("lsbm").unwrap().property("strata.policy").unwrap(), "lsbm");
     db.close().unwrap();
     let changed = opts(vfs.clone()).with_keyspace("lsbm", KeyspaceOptions::default());
     let err = Db::open("/db", changed).unwrap_err();

@@ -26,7 +26,7 @@ struct TreeCut {
     /// Its directory relative to the database's (empty for the default keyspace).
     rel_dir: PathBuf,
     /// Held until the tables are linked or copied: keeps them on disk.
-    version: Arc<Version>,
+    _version: Arc<Version>,
     /// Each distinct table and where it is now (the tree's data paths may
     /// spread them); the checkpoint puts them all in the keyspace's directory.
     files: Vec<(Arc<FileMeta>, PathBuf)>,
@@ -104,7 +104,7 @@ impl Db {
                     TreeCut {
                         files,
                         rel_dir: t.dir.strip_prefix(&shared.dir).unwrap_or(Path::new("")).to_path_buf(),
-                        version,
+                        _version: version,
                         snapshot,
                         manifest_number: t.versions.manifest_number(),
                         copy_tables: t.policy.name() == "lwc",

@@ -1037,10 +1037,50 @@ impl Keyspace {
     ///
     /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
     /// let ks = db.create_keyspace("ks", KeyspaceOptions::default().with_compaction_style(CompactionStyle::Tiered))?;
-    /// assert_eq!(ks.property("strata.policy").as_deref(), Some("tiered"));
+    /// assert_eq!(ks.property("strata.policy")?, "tiered");
+    /// assert_eq!(ks.property_int("rocksdb.num-levels")?, 7);
     /// # Ok::<(), strata::Error>(())
     /// ```
-    pub fn property(&self, name: &str) -> Option<String> {
+    pub fn property(&self, name: &str) -> Result<String> {
+        self.tree.check_live()?;
         self.tree.property(name)
+    }
+
+    /// [`Db::property_int`] for this keyspace.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, KeyspaceOptions, MemVfs, Options};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let ks = db.create_keyspace("ks", KeyspaceOptions::default())?;
+    /// ks.put("k", "v")?;
+    /// assert_eq!(ks.property_int("rocksdb.num-entries-active-mem-table")?, 1);
+    /// assert_eq!(db.property_int("rocksdb.num-entries-active-mem-table")?, 0);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn property_int(&self, name: &str) -> Result<u64> {
+        self.tree.check_live()?;
+        self.tree.property_int(name)
+    }
+
+    /// [`Db::approximate_sizes`] for this keyspace.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, KeyspaceOptions, MemVfs, Options};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let ks = db.create_keyspace("ks", KeyspaceOptions::default())?;
+    /// ks.put("k", "v")?;
+    /// ks.flush()?;
+    /// assert!(ks.approximate_sizes(&[(&b"a"[..], &b"z"[..])])?[0] > 0);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Result<Vec<u64>> {
+        self.tree.check_live()?;
+        self.tree.approximate_sizes(ranges)
     }
 }

@@ -10,6 +10,7 @@ mod iter_view;
 mod keyspace;
 mod ks_recovery;
 mod multi_get;
+mod properties;
 mod range_read;
 mod raw_iter;
 mod read;
@@ -250,63 +251,6 @@ impl DbInner {
     }
 
     /// `Db::property` / `Keyspace::property` for this tree.
-    pub(crate) fn property(&self, name: &str) -> Option<String> {
-        let run_files = |sv: &SuperVersion| -> Vec<Arc<crate::version::FileMeta>> {
-            sv.version.levels.iter().flat_map(|l| &l.runs).flat_map(|r| r.files.iter().cloned()).collect()
-        };
-        match name {
-            "strata.num-entries" => {
-                let sv = self.sv.load_full();
-                return Some(run_files(&sv).iter().map(|f| f.num_entries).sum::<u64>().to_string());
-            }
-            "strata.num-range-deletes" => {
-                let sv = self.sv.load_full();
-                let mems = std::iter::once(&sv.mem).chain(&sv.imms);
-                let in_mem: u64 = mems.map(|m| m.range_dels(crate::key::MAX_SEQ).len() as u64).sum();
-                let in_tables: u64 = run_files(&sv).iter().map(|f| f.num_range_dels).sum();
-                return Some((in_mem + in_tables).to_string());
-            }
-            _ => {}
-        }
-        let s = self.stats();
-        match name {
-            "strata.stats" => Some(s.to_string()),
-            "strata.levels" => {
-                let text = s.to_string();
-                Some(text.lines().take(s.levels.len() + 1).collect::<Vec<_>>().join("\n"))
-            }
-            "strata.policy" => Some(self.policy.name().to_string()),
-            "strata.compaction-pipeline" => Some(pipeline_report(&s, self.opts.compaction_pipeline)),
-            "strata.compactions" => Some(
-                s.recent_compactions
-                    .iter()
-                    .map(|c| {
-                        format!(
-                            "{} ({}) -> L{}: {} in, {} out, read {} B, wrote {} B, {:?}{}",
-                            c.kind,
-                            c.reason,
-                            c.output_level,
-                            c.input_files,
-                            c.output_files,
-                            c.bytes_read,
-                            c.bytes_written,
-                            c.duration,
-                            match c.warmup_blocks_inserted {
-                                0 => String::new(),
-                                n => format!(", warmed {n} blocks"),
-                            }
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
-            other => {
-                let n: usize = other.strip_prefix("strata.num-files-at-level")?.parse().ok()?;
-                s.levels.get(n).map(|l| l.files.to_string())
-            }
-        }
-    }
-
     /// The oldest WAL this tree's unflushed writes need.
     pub(crate) fn oldest_needed_wal(&self) -> u64 {
         let st = self.state.lock();
@@ -970,12 +914,17 @@ impl Db {
         self.inner.shared.caches.row.as_ref().map(|c| c.total_stats()).unwrap_or_default()
     }
 
-    /// Text for humans (RocksDB `GetProperty`): `strata.stats`, `strata.levels`,
-    /// `strata.num-files-at-level<N>`, `strata.compactions`, `strata.policy`,
-    /// `strata.compaction-pipeline`; and numbers: `strata.num-entries` (point
-    /// entries in the tree's tables, all versions and tombstones, as their
-    /// metadata counts them) and `strata.num-range-deletes` (range tombstones
-    /// in the tree's tables and the memtables).
+    /// A property of the default keyspace (RocksDB `GetProperty`), under
+    /// `strata.` or, for RocksDB's names, `rocksdb.`: reports
+    /// (`stats`, `levels`, `sstables`, `compactions`, `policy`,
+    /// `compaction-pipeline`) and numbers in decimal (`estimate-num-keys`,
+    /// `total-sst-files-size`, `live-sst-files-size`, `cur-size-all-mem-tables`,
+    /// `num-running-compactions`, `estimate-pending-compaction-bytes`,
+    /// `num-snapshots`, `block-cache-usage`, `num-files-at-level<N>`, ...;
+    /// [`Db::property_names`] lists them all). `strata.num-entries` counts the
+    /// point entries in the tree's tables (all versions and tombstones) and
+    /// `strata.num-range-deletes` the range tombstones in tables and
+    /// memtables. An unknown name is `InvalidArgument`.
     ///
     /// # Examples
     ///
@@ -987,14 +936,81 @@ impl Db {
     /// db.put("a", "1")?;
     /// db.delete_range("a", "b")?;
     /// db.flush()?;
-    /// assert_eq!(db.property("strata.num-range-deletes").as_deref(), Some("1"));
+    /// assert_eq!(db.property("strata.num-range-deletes")?, "1");
     /// db.compact_range(None, None)?; // at the bottom, both go
-    /// assert_eq!(db.property("strata.num-range-deletes").as_deref(), Some("0"));
-    /// assert_eq!(db.property("strata.num-entries").as_deref(), Some("0"));
+    /// assert_eq!(db.property("rocksdb.estimate-num-keys")?, "0");
+    /// assert_eq!(db.property_int("strata.num-entries")?, 0);
+    /// assert!(db.property("strata.levels")?.contains("L0"));
+    /// assert!(db.property("rocksdb.no-such-property").is_err());
     /// # Ok::<(), strata::Error>(())
     /// ```
-    pub fn property(&self, name: &str) -> Option<String> {
+    pub fn property(&self, name: &str) -> Result<String> {
         self.inner.property(name)
+    }
+
+    /// A numeric property's value (rust-rocksdb `property_int_value`); a
+    /// report property or an unknown name is `InvalidArgument`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{Db, MemVfs, Options};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(Arc::new(MemVfs::new())))?;
+    /// db.put("k", "v")?;
+    /// assert!(db.property_int("rocksdb.cur-size-all-mem-tables")? > 0);
+    /// let _snap = db.snapshot();
+    /// assert_eq!(db.property_int("rocksdb.num-snapshots")?, 1);
+    /// assert!(db.property_int("strata.stats").is_err(), "a report, not a number");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn property_int(&self, name: &str) -> Result<u64> {
+        self.inner.property_int(name)
+    }
+
+    /// Every name [`Db::property`] answers, with both prefixes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{Db, MemVfs, Options};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(Arc::new(MemVfs::new())))?;
+    /// for name in db.property_names() {
+    ///     db.property(&name)?; // every listed name answers
+    /// }
+    /// assert!(db.property_names().iter().any(|n| n == "rocksdb.total-sst-files-size"));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn property_names(&self) -> Vec<String> {
+        self.inner.property_names()
+    }
+
+    /// Approximate bytes of the default keyspace's tables that hold keys in
+    /// each `[start, end)` (RocksDB `GetApproximateSizes` over files; memtables
+    /// not counted): from table metadata and index blocks, reading no data
+    /// block. Compaction-buffer tables (LSbM, dLSM) are copies and not counted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{Db, MemVfs, Options};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(Arc::new(MemVfs::new())).with_block_size(256))?;
+    /// for i in 0..1000u32 {
+    ///     db.put(format!("k{i:04}"), [7u8; 100])?;
+    /// }
+    /// db.flush()?;
+    /// let sizes = db.approximate_sizes(&[(&b"k0000"[..], &b"k0500"[..]), (b"k0500", b"k0600"), (b"x", b"z")])?;
+    /// assert!(sizes[0] > 4 * sizes[1] && sizes[1] > 0, "{sizes:?}");
+    /// assert_eq!(sizes[2], 0);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Result<Vec<u64>> {
+        self.inner.approximate_sizes(ranges)
     }
 
     /// The directory this database lives in.

@@ -42,6 +42,13 @@ impl SnapshotList {
         }
     }
 
+    /// Live snapshot handles (clones of one snapshot count once) and the
+    /// oldest one's sequence.
+    pub(crate) fn count_and_oldest(&self) -> (usize, Option<SeqNum>) {
+        let live = self.live.lock();
+        (live.values().sum(), live.keys().next().copied())
+    }
+
     /// The oldest sequence any snapshot pins, or the visible sequence if none
     /// is live (versions shadowed at or below it are invisible to every
     /// reader), and the newest one pinned, if any (the compaction filter may

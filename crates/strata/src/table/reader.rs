@@ -498,6 +498,23 @@ impl Table {
         &self.segs
     }
 
+    /// Approximate bytes of the data blocks holding keys before `user_key`
+    /// (RocksDB `ApproximateOffsetOf`): per segment, the offset of the block
+    /// where the key would be, from the index alone (no data block read).
+    pub fn approximate_offset_of(&self, user_key: &[u8]) -> Result<u64> {
+        let lookup = crate::key::lookup_key(user_key, crate::key::MAX_SEQ);
+        let mut buf = Vec::new();
+        let mut bytes = 0;
+        for seg in &self.segs {
+            let at = match seg.index.seek_ge(&lookup, &mut buf)? {
+                Some(handle) => BlockHandle::decode(handle)?.offset,
+                None => seg.data_end,
+            };
+            bytes += at.saturating_sub(seg.start);
+        }
+        Ok(bytes)
+    }
+
     /// Number of segments (1 unless appended to).
     pub fn num_segments(&self) -> usize {
         self.segs.len()

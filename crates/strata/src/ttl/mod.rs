@@ -462,10 +462,10 @@ impl TtlDb {
     /// ```
     /// # let dir = tempfile::tempdir()?;
     /// # let db = strata::TtlDb::open(dir.path(), strata::Options::default(), std::time::Duration::from_secs(60))?;
-    /// assert!(db.property("strata.stats").is_some());
+    /// assert!(db.property("strata.stats").is_ok());
     /// # Ok::<(), strata::Error>(())
     /// ```
-    pub fn property(&self, name: &str) -> Option<String> {
+    pub fn property(&self, name: &str) -> Result<String> {
         self.db.property(name)
     }
 
