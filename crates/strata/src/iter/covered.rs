@@ -176,9 +176,11 @@ mod tests {
     struct Pieced {
         inner: VecIter,
         /// (first user key, last user key, max sequence), in order.
-        pieces: Arc<Vec<(Vec<u8>, Vec<u8>, SeqNum)>>,
+        pieces: Vec<Span>,
         seeks: Arc<AtomicUsize>,
     }
+
+    type Span = (Vec<u8>, Vec<u8>, SeqNum);
 
     impl Pieced {
         fn count(&self, target: &[u8]) {
@@ -285,7 +287,7 @@ mod tests {
                 let mut sorted = items.clone();
                 sorted.sort_by(|a, b| compare_internal(&a.0, &b.0));
                 // Cut into pieces at random user-key boundaries.
-                let mut pieces: Vec<(Vec<u8>, Vec<u8>, SeqNum)> = Vec::new();
+                let mut pieces: Vec<Span> = Vec::new();
                 let mut i = 0;
                 while i < sorted.len() {
                     let mut j = (i + rng.gen_range(1..80)).min(sorted.len());
@@ -300,8 +302,7 @@ mod tests {
                     pieces.push((lo, hi, max + slack));
                     i = j;
                 }
-                let it =
-                    Pieced { inner: VecIter::new(items), pieces: Arc::new(pieces), seeks: seeks.clone() };
+                let it = Pieced { inner: VecIter::new(items), pieces, seeks: seeks.clone() };
                 children.push(Box::new(SeekPastCovered::new(it, frags.clone(), horizon)));
             }
             let mut m = MergingIterator::new(children);
