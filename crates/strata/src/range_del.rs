@@ -93,6 +93,28 @@ impl Fragments {
         self.frags.get(i).filter(|f| f.start.as_slice() <= key).map(|_| i)
     }
 
+    /// The fragment hiding `user_key @ seq` from a read at `horizon`, and
+    /// that fragment's newest tombstone at or below `horizon` (`None`: the
+    /// entry is not hidden). `hint` is the index of the fragment the last
+    /// call found (consecutive entries mostly hit it again); it is updated.
+    pub(crate) fn hiding(
+        &self,
+        hint: &mut usize,
+        user_key: &[u8],
+        seq: SeqNum,
+        horizon: SeqNum,
+    ) -> Option<(&Fragment, SeqNum)> {
+        let i = match self.frags.get(*hint) {
+            Some(f) if f.start.as_slice() <= user_key && user_key < f.end.as_slice() => *hint,
+            _ => self.find(user_key)?,
+        };
+        *hint = i;
+        let f = &self.frags[i];
+        // Newest first: the first at or below the horizon hides the most.
+        let t = f.seqs.iter().copied().find(|&t| t <= horizon)?;
+        (seq < t).then_some((f, t))
+    }
+
     /// The newest sequence `<= horizon` of a tombstone covering `key`.
     pub(crate) fn max_covering(&self, key: &[u8], horizon: SeqNum) -> Option<SeqNum> {
         let f = &self.frags[self.find(key)?];
@@ -223,13 +245,7 @@ impl<I: InternalIterator> RangeDelSkip<I> {
 
     fn covered(&mut self) -> Result<bool> {
         let k = parse_internal_key(self.inner.key())?;
-        let hit = match self.frags.frags.get(self.last) {
-            Some(f) if f.start.as_slice() <= k.user_key && k.user_key < f.end.as_slice() => Some(self.last),
-            _ => self.frags.find(k.user_key),
-        };
-        let Some(i) = hit else { return Ok(false) };
-        self.last = i;
-        Ok(self.frags.frags[i].seqs.iter().any(|&t| k.seq < t && t <= self.horizon))
+        Ok(self.frags.hiding(&mut self.last, k.user_key, k.seq, self.horizon).is_some())
     }
 
     fn skip_forward(&mut self) -> Result<()> {

@@ -9,12 +9,12 @@ use std::sync::Arc;
 use super::range_read::FailingIter;
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
-use crate::iter::{InternalIterator, MergingIterator, PrefixSkip, RunIterator};
+use crate::iter::{InternalIterator, MergingIterator, Pieces, PrefixSkip, RunIterator, SeekPastCovered};
 use crate::key::SeqNum;
 use crate::merge_operator::{NewestFirst, OldestFirst};
 use crate::options::ReadOptions;
 use crate::prefix::PrefixProbe;
-use crate::range_del::{Fragments, RangeDelSkip};
+use crate::range_del::Fragments;
 use crate::stats::Counters;
 use crate::table::BlockReadOptions;
 use crate::version::FileMeta;
@@ -41,8 +41,9 @@ pub(crate) struct IterView {
     range_dels: std::result::Result<Arc<Fragments>, crate::error::Error>,
 }
 
-/// The merged sources of a view with the entries its range tombstones hide skipped.
-pub(crate) type ViewIter = RangeDelSkip<MergingIterator>;
+/// The merged sources of a view, each without the entries its range
+/// tombstones hide (see [`SeekPastCovered`]).
+pub(crate) type ViewIter = MergingIterator;
 
 /// The user-key range of bounds as inclusive-ish bounds for choosing files.
 fn key_range<'a>(lower: &'a Bound<Vec<u8>>, upper: &'a Bound<Vec<u8>>) -> (&'a [u8], Option<&'a [u8]>) {
@@ -127,12 +128,25 @@ impl IterView {
     }
 
     /// A cursor over one run's (or buffer's) files, with the scan's prefix skip.
-    fn run_iter(&self, files: Vec<Arc<FileMeta>>) -> Box<dyn InternalIterator> {
+    fn run_iter(&self, files: Vec<Arc<FileMeta>>, frags: &Arc<Fragments>) -> Box<dyn InternalIterator> {
         let it = RunIterator::new(files, self.db.tables.clone(), self.bro);
-        Box::new(match &self.prefix {
-            Some(skip) => it.with_prefix_skip(skip.clone()),
-            None => it,
-        })
+        self.source(
+            match &self.prefix {
+                Some(skip) => it.with_prefix_skip(skip.clone()),
+                None => it,
+            },
+            frags,
+        )
+    }
+
+    /// A source of the merge, without what `frags` hides at the view's
+    /// sequence (with no fragments, as it is).
+    fn source<I: Pieces + 'static>(&self, it: I, frags: &Arc<Fragments>) -> Box<dyn InternalIterator> {
+        if frags.is_empty() {
+            Box::new(it)
+        } else {
+            Box::new(SeekPastCovered::new(it, Arc::clone(frags), self.seq))
+        }
     }
 
     /// LevelDB's read sampling: about once per MiB returned, the current key
@@ -167,9 +181,9 @@ impl IterView {
                 Arc::default()
             }
         };
-        children.push(Box::new(self.sv.mem.iter()));
+        children.push(self.source(self.sv.mem.iter(), &frags));
         for m in &self.sv.imms {
-            children.push(Box::new(m.iter()));
+            children.push(self.source(m.iter(), &frags));
         }
         let (lo, hi) = self.key_range();
         for level in &self.sv.version.levels {
@@ -178,7 +192,7 @@ impl IterView {
                     .filter(|_| self.use_buffer && run_overlaps(&run.files, lo, hi))
                     .and_then(|b| b.range_files(lo, hi));
                 let Some(tables) = from_buffer else {
-                    children.push(self.run_iter(run.files.clone()));
+                    children.push(self.run_iter(run.files.clone(), &frags));
                     continue;
                 };
                 // Algorithm 4: the buffer holds a copy of all the run's data
@@ -187,11 +201,11 @@ impl IterView {
                 // kept because their blocks are cached.
                 Counters::add(&self.db.counters.buffer_range_reads, 1);
                 for files in tables {
-                    children.push(self.run_iter(files));
+                    children.push(self.run_iter(files, &frags));
                 }
             }
         }
-        RangeDelSkip::new(MergingIterator::new(children), frags, self.seq)
+        MergingIterator::new(children)
     }
 
     /// The user-key range as inclusive-ish bounds for choosing files:

@@ -57,8 +57,11 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
     }
 }
 
+mod covered;
 mod merge;
 mod run;
+
+pub(crate) use covered::{Piece, Pieces, SeekPastCovered};
 
 pub use merge::MergingIterator;
 pub(crate) use run::PrefixSkip;

@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::InternalIterator;
+use super::{InternalIterator, Piece, Pieces};
 use crate::cache::TableCache;
 use crate::error::Result;
 use crate::key::compare_internal;
@@ -185,5 +185,20 @@ impl InternalIterator for RunIterator {
 
     fn value(&self) -> &[u8] {
         self.current.as_ref().map(|c| c.value()).unwrap_or(&[])
+    }
+}
+
+impl Pieces for RunIterator {
+    /// The current table: the run's files are disjoint, so its span holds
+    /// every entry of the run there, and its largest sequence bounds them.
+    fn piece(&self) -> Piece<'_> {
+        match self.files.get(self.index) {
+            Some(f) => Piece {
+                max_seq: f.largest_seq,
+                lo: Some(f.smallest_user_key()),
+                hi: Some(f.largest_user_key()),
+            },
+            None => Piece { max_seq: crate::key::MAX_SEQ, lo: None, hi: None },
+        }
     }
 }

@@ -8,7 +8,7 @@ use crossbeam_skiplist::{map, SkipMap};
 
 use super::{Entry, IKey, MemTable};
 use crate::error::Result;
-use crate::iter::InternalIterator;
+use crate::iter::{InternalIterator, Piece, Pieces};
 
 type Cursor = map::Entry<'static, Entry, ()>;
 
@@ -91,6 +91,13 @@ impl InternalIterator for MemTableIter {
 
     fn value(&self) -> &[u8] {
         self.entry().map(Entry::value).unwrap_or_default()
+    }
+}
+
+impl Pieces for MemTableIter {
+    /// The whole memtable, bounded by its largest sequence so far.
+    fn piece(&self) -> Piece<'_> {
+        Piece { max_seq: self.mem.largest_seq(), lo: None, hi: None }
     }
 }
 

@@ -4,7 +4,7 @@
 use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use crossbeam_skiplist::SkipMap;
@@ -115,6 +115,9 @@ pub struct MemTable {
     range_dels: RwLock<Vec<RangeTombstone>>,
     /// `range_dels.len()`, read without the lock (zero: reads pay nothing).
     num_range_dels: AtomicUsize,
+    /// The largest sequence of a point entry added (iterators seek past the
+    /// entries a newer range tombstone hides).
+    largest_seq: AtomicU64,
 }
 
 impl std::fmt::Debug for MemTable {
@@ -140,6 +143,16 @@ impl MemTable {
         buf.extend_from_slice(value);
         self.map.insert(Entry { head: head_of(user_key), buf: buf.into_boxed_slice(), key_len }, ());
         self.usage.fetch_add(key_len + value.len() + ENTRY_OVERHEAD, AtomicOrdering::Relaxed);
+        // Published by the write's `visible_seq` store (release), so a reader
+        // at sequence R sees a value at least every added sequence <= R.
+        self.largest_seq.fetch_max(seq, AtomicOrdering::Relaxed);
+    }
+
+    /// The largest sequence of a point entry added so far (0: none): an
+    /// upper bound on the sequences an iterator over the memtable meets, for
+    /// a read at any sequence already visible when this is called.
+    pub(crate) fn largest_seq(&self) -> SeqNum {
+        self.largest_seq.load(AtomicOrdering::Relaxed)
     }
 
     /// Records the deletion of `[start, end)` at `seq`; an empty range is
