@@ -8,7 +8,8 @@
 //!   new name;
 //! - `private/<id>/…`: the backup's other files (MANIFESTs, `CURRENT`s, WALs)
 //!   at the paths they have in a database directory;
-//! - `meta/<id>`: the backup's description ([`meta`]), written last;
+//! - `meta/<id>`: the backup's description (`meta.rs`; the format is in
+//!   docs/FORMAT.md), written last;
 //! - `LOCK`: held by the open engine.
 
 use std::collections::{BTreeMap, HashSet};
