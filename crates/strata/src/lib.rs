@@ -27,6 +27,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 #![deny(missing_docs)]
 
+mod backup;
 mod batch;
 #[doc(hidden)]
 pub mod cache;
@@ -59,6 +60,7 @@ pub mod vfs;
 #[doc(hidden)]
 pub mod wal;
 
+pub use backup::{BackupEngine, BackupId, BackupInfo};
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use compaction::{CompactionFilter, CompactionPolicy, Decision};
 pub use db::{destroy, repair, Db, DbIterator, DbRawIterator, Keyspace, RepairReport, Snapshot};
