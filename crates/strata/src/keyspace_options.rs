@@ -16,7 +16,9 @@ use crate::util::coding::{put_fixed64, put_length_prefixed, put_varint64, Reader
 /// and per-tree hooks. Everything else (the file system, caches, WAL and
 /// recovery settings, background threads) is the database's [`Options`]:
 /// in particular there is no per-keyspace cache capacity, every keyspace
-/// reads through the database's one block cache and one row cache.
+/// reads through the database's one block cache and one row cache, and
+/// every keyspace reports to the database's event listeners
+/// ([`Options::with_event_listener`]; each event names its keyspace).
 /// The numeric and enum settings are persisted when the keyspace is created
 /// and used when it is reopened without options; the trait objects (merge
 /// operator, compaction filter, prefix extractor) cannot be persisted and

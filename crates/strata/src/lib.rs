@@ -34,6 +34,7 @@ pub mod cache;
 pub mod compaction;
 mod db;
 pub mod error;
+mod events;
 #[doc(hidden)]
 pub mod filename;
 #[doc(hidden)]
@@ -65,6 +66,10 @@ pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use compaction::{CompactionFilter, CompactionPolicy, Decision};
 pub use db::{destroy, repair, Db, DbIterator, DbRawIterator, Keyspace, RepairReport, Snapshot};
 pub use error::{Error, Result};
+pub use events::{
+    BackgroundErrorInfo, BackgroundErrorReason, CompactionInfo, EventListener, FlushInfo, StallCause,
+    StallCondition, StallInfo,
+};
 pub use keyspace_options::KeyspaceOptions;
 pub use merge_operator::{associative_merge_operator, MergeOperator};
 pub use options::{

@@ -430,6 +430,7 @@ pub struct Options {
     pub(crate) vfs: Arc<dyn Vfs>,
     pub(crate) max_total_wal_size: u64,
     pub(crate) keyspaces: Vec<(String, crate::KeyspaceOptions)>,
+    pub(crate) listeners: crate::events::Listeners,
 }
 
 impl Default for Options {
@@ -480,6 +481,7 @@ impl Default for Options {
             vfs: Arc::new(RealVfs::new()),
             max_total_wal_size: 0,
             keyspaces: Vec::new(),
+            listeners: Default::default(),
         }
     }
 }
@@ -784,6 +786,36 @@ impl Options {
     #[must_use]
     pub fn with_merge_operator(mut self, op: Arc<dyn crate::MergeOperator>) -> Self {
         self.merge_operator = Some(op);
+        self
+    }
+
+    /// Adds a listener for flushes, compactions, write stalls and background
+    /// errors (RocksDB `listeners`; default none). Several may be added; each
+    /// sees every event, in order. Keyspaces inherit the database's listeners
+    /// (each event names its keyspace). See [`crate::EventListener`] for where
+    /// and when the methods run.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{Db, EventListener, MemVfs, Options, StallInfo};
+    ///
+    /// struct LogStalls;
+    /// impl EventListener for LogStalls {
+    ///     fn on_stall_conditions_changed(&self, info: &StallInfo) {
+    ///         eprintln!("{}: {} -> {}", info.keyspace, info.previous, info.current);
+    ///     }
+    /// }
+    ///
+    /// let opts = Options::default().with_vfs(Arc::new(MemVfs::new())).with_event_listener(Arc::new(LogStalls));
+    /// let db = Db::open("/db", opts)?;
+    /// db.put("k", "v")?;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_event_listener(mut self, listener: Arc<dyn crate::EventListener>) -> Self {
+        self.listeners.0.push(listener);
         self
     }
 

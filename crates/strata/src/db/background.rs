@@ -6,7 +6,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::DbInner;
+use parking_lot::Mutex;
+
+use super::{DbInner, DbState};
 use crate::compaction::executor::execute;
 use crate::compaction::manual::{self, ManualRange};
 use crate::compaction::monkey::{self, WriteTarget};
@@ -17,6 +19,7 @@ use crate::compaction::{
     PickResult, RunTarget,
 };
 use crate::error::{Error, Result};
+use crate::events::{BackgroundErrorReason, CompactionInfo, Event, FlushInfo, StallCause, StallCondition};
 use crate::iter::InternalIterator;
 use crate::key::{parse_internal_key, user_key};
 use crate::memtable::MemTable;
@@ -51,25 +54,57 @@ impl DbInner {
         self.running.lock().iter().flatten().copied().collect()
     }
 
+    /// Flushes memtables, and hands queued events to the listeners (this
+    /// thread holds no engine lock between flushes).
     fn flush_loop(&self) {
         loop {
+            self.events.deliver();
             let job = {
                 let mut st = self.state.lock();
                 loop {
                     if st.shutting_down {
+                        drop(st);
+                        self.events.deliver();
                         return;
                     }
                     if st.bg_error.is_none() {
                         if let Some(front) = st.imms.front() {
-                            break front.clone();
+                            break Some(front.clone());
                         }
+                    }
+                    if self.events.has_pending() {
+                        break None;
                     }
                     self.bg_cv.wait(&mut st);
                 }
             };
+            let Some(job) = job else { continue };
             if let Err(e) = self.flush_memtable(&job.0) {
-                self.set_bg_error(&e);
+                self.set_bg_error_for(&e, BackgroundErrorReason::Flush);
             }
+        }
+    }
+
+    /// What `make_room_for_write` does to a write now, and why.
+    pub(crate) fn stall_condition(&self, st: &DbState, l0: usize) -> (StallCondition, Option<StallCause>) {
+        let l0_stalls = !self.opts.disable_auto_compactions;
+        let mem_full = st.mem.approximate_memory_usage() >= self.opts.write_buffer_size;
+        if l0_stalls && l0 >= self.opts.level0_stop_writes_trigger {
+            (StallCondition::Stopped, Some(StallCause::L0Files))
+        } else if mem_full && st.imms.len() + 1 >= self.opts.max_write_buffer_number {
+            (StallCondition::Stopped, Some(StallCause::Memtables))
+        } else if l0_stalls && l0 >= self.opts.level0_slowdown_writes_trigger {
+            (StallCondition::Delayed, Some(StallCause::L0Files))
+        } else {
+            (StallCondition::Normal, None)
+        }
+    }
+
+    /// Logs and queues a change of the stall condition (`l0`: L0 files now).
+    /// Callers hold `state`.
+    pub(crate) fn note_stall(&self, st: &DbState, l0: usize) {
+        if self.events.stall_seen(&self.name, self.stall_condition(st, l0), l0, st.imms.len()) {
+            self.bg_cv.notify_all();
         }
     }
 
@@ -82,6 +117,7 @@ impl DbInner {
         let target = WriteTarget { level: 0, run: RunTarget::New, inputs: &[], entries: mem.len() as u64 };
         let mut out = OutputWriter::new(&env, &view, &target, u64::MAX)
             .with_range_dels(Fragments::of(&mem.range_dels(crate::key::MAX_SEQ)));
+        let entries = mem.len() as u64;
         let mut it = mem.iter();
         it.seek_to_first()?;
         while it.valid() {
@@ -106,6 +142,7 @@ impl DbInner {
         let written: u64 = outputs.iter().map(|f| f.size).sum();
         let range_dels_written = outputs.iter().map(|f| f.num_range_dels).sum();
         let n = outputs.len();
+        let file_numbers: Vec<u64> = outputs.iter().map(|f| f.id).collect();
         // A placement below L0 is decided and installed with no compaction
         // running, so none can put older data above the table meanwhile; if
         // one runs, the table goes to L0 rather than wait.
@@ -131,8 +168,25 @@ impl DbInner {
             let mut st = self.state.lock();
             st.imms.pop_front();
             self.install_super_version(&st);
+            self.note_stall(&st, self.versions.current().level_files(0));
         }
         self.shared.delete_obsolete_wals();
+        let duration = start.elapsed();
+        log::info!(
+            target: "strata::flush",
+            "[{}] flush: {entries} entries, {written} B in {n} files {file_numbers:?} to L{level}, {} ms",
+            self.name,
+            duration.as_millis()
+        );
+        self.events.push(Event::Flush(FlushInfo {
+            keyspace: self.name.clone(),
+            output_level: level,
+            file_numbers,
+            entries,
+            bytes_written: written,
+            duration,
+            reason: "memtable full",
+        }));
         self.counters.record(CompactionRecord {
             kind: "flush",
             reason: "memtable full",
@@ -145,7 +199,7 @@ impl DbInner {
             warmup_blocks_inserted: 0,
             filter_removed: 0,
             filter_changed: 0,
-            duration: start.elapsed(),
+            duration,
             stages,
             pipeline,
             range_dels_written,
@@ -178,9 +232,12 @@ impl DbInner {
         let mut last_trim = Instant::now();
         let interval = self.opts.buffer_trim_interval;
         loop {
+            self.events.deliver();
             {
                 let st = self.state.lock();
                 if st.shutting_down {
+                    drop(st);
+                    self.events.deliver();
                     return;
                 }
             }
@@ -188,7 +245,7 @@ impl DbInner {
             if !paused && self.policy.wants_trim() && last_trim.elapsed() >= interval {
                 last_trim = Instant::now();
                 if let Err(e) = self.trim_buffers() {
-                    self.set_bg_error(&e);
+                    self.set_bg_error_for(&e, BackgroundErrorReason::Compaction);
                     continue;
                 }
             }
@@ -208,7 +265,7 @@ impl DbInner {
                         self.bg_cv.wait_for(&mut st, interval.min(Duration::from_millis(500)));
                     }
                 }
-                Err(e) => self.set_bg_error(&e),
+                Err(e) => self.set_bg_error_for(&e, BackgroundErrorReason::Compaction),
             }
         }
     }
@@ -234,6 +291,7 @@ impl DbInner {
         self.run_task(version, &view, &pick)?;
         Counters::add(&self.counters.buffer_trims, 1);
         Counters::add(&self.counters.buffer_files_trimmed, removed as u64);
+        log::info!(target: "strata::compaction", "[{}] buffer trim: {removed} buffer files removed", self.name);
         Ok(removed)
     }
 
@@ -280,8 +338,10 @@ impl DbInner {
         drop(guard);
         // Installed under the lock, so picks and flush placements see a
         // MANIFEST edit whole; the inputs stay busy until it is applied.
-        let install = |edit| {
+        let touched = Mutex::new(Touched::default());
+        let install = |edit: VersionEdit| {
             let _g = self.compaction_lock.lock();
+            touched.lock().note(&edit);
             self.versions.log_and_apply(edit).map(drop)
         };
         let r = execute(&self.env(), &version, &view, &pick, snapshots, &install);
@@ -291,7 +351,7 @@ impl DbInner {
                 running.swap_remove(i);
             }
         }
-        self.finish_task(version, r?);
+        self.finish_task(version, r?, touched.into_inner());
         // Threads that waited for this merge (a new run, nothing to pick) look again.
         self.bg_cv.notify_all();
         Ok(true)
@@ -300,12 +360,14 @@ impl DbInner {
     /// After a task's edit is applied: counts it, publishes the new tree to
     /// readers and deletes the inputs nothing else holds. Takes the version
     /// the task was picked from by value, dropping it before the purge.
-    fn finish_task(&self, version: Arc<Version>, record: CompactionRecord) {
+    fn finish_task(&self, version: Arc<Version>, record: CompactionRecord, touched: Touched) {
         drop(version);
+        self.report_compaction(&record, touched);
         self.counters.record(record);
         {
             let st = self.state.lock();
             self.install_super_version(&st);
+            self.note_stall(&st, self.versions.current().level_files(0));
         }
         self.purge_obsolete_files();
         self.done_cv.notify_all();
@@ -324,10 +386,12 @@ impl DbInner {
         if matches!(pick.task, CompactionTask::Merge { .. }) {
             self.counters.running_peak.fetch_max(1, std::sync::atomic::Ordering::Relaxed);
         }
-        let record = execute(&self.env(), &version, view, pick, snapshots, &|edit| {
+        let touched = Mutex::new(Touched::default());
+        let record = execute(&self.env(), &version, view, pick, snapshots, &|edit: VersionEdit| {
+            touched.lock().note(&edit);
             self.versions.log_and_apply(edit).map(drop)
         })?;
-        self.finish_task(version, record);
+        self.finish_task(version, record, touched.into_inner());
         Ok(())
     }
 
@@ -427,7 +491,7 @@ impl DbInner {
         let r = self.run_task(version, view, pick);
         if let Err(e) = &r {
             if !matches!(e, Error::InvalidArgument(_)) {
-                self.set_bg_error(e);
+                self.set_bg_error_for(e, BackgroundErrorReason::Compaction);
             }
         }
         r
@@ -445,6 +509,61 @@ impl DbInner {
             let mut st = self.state.lock();
             self.done_cv.wait_for(&mut st, Duration::from_millis(10));
         }
+    }
+}
+
+/// The files a task's MANIFEST edits took out of and put into the tree.
+#[derive(Default)]
+struct Touched {
+    /// `(level, file number)`.
+    inputs: Vec<(usize, u64)>,
+    outputs: Vec<u64>,
+}
+
+impl Touched {
+    fn note(&mut self, edit: &VersionEdit) {
+        self.inputs.extend(edit.deleted_files.iter().map(|(level, _, id)| (*level, *id)));
+        self.outputs.extend(edit.new_files.iter().map(|(_, _, f)| f.id));
+    }
+}
+
+impl DbInner {
+    /// Logs a finished task (a trivial move at debug level) and queues its event.
+    fn report_compaction(&self, r: &CompactionRecord, touched: Touched) {
+        let mut input_levels: Vec<usize> = touched.inputs.iter().map(|(l, _)| *l).collect();
+        input_levels.sort_unstable();
+        input_levels.dedup();
+        let input_files: Vec<u64> = touched.inputs.iter().map(|(_, id)| *id).collect();
+        let level = if r.kind == "move" { log::Level::Debug } else { log::Level::Info };
+        log::log!(
+            target: "strata::compaction",
+            level,
+            "[{}] {} {} ({}): levels {input_levels:?} files {input_files:?} -> L{} {:?}, read {} B, wrote {} B, {} ms",
+            self.name,
+            self.policy.name(),
+            r.kind,
+            r.reason,
+            r.output_level,
+            touched.outputs,
+            r.bytes_read,
+            r.bytes_written,
+            r.duration.as_millis()
+        );
+        self.events.push(Event::Compaction(CompactionInfo {
+            keyspace: self.name.clone(),
+            policy: self.policy.name().to_string(),
+            kind: r.kind,
+            reason: r.reason,
+            input_levels,
+            output_level: r.output_level,
+            input_files,
+            output_files: touched.outputs,
+            bytes_read: r.bytes_read,
+            bytes_written: r.bytes_written,
+            duration: r.duration,
+        }));
+        // The compaction thread delivers it; a manual compaction's runs on a user thread.
+        self.bg_cv.notify_all();
     }
 }
 

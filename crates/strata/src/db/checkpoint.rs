@@ -124,8 +124,15 @@ impl Db {
             drop(no_wal_deletion);
             write_trees(vfs, target, &trees)
         })();
-        if written.is_err() {
-            remove_partial(vfs, target);
+        match &written {
+            Ok(()) => log::info!(
+                target: "strata::checkpoint",
+                "checkpoint written to {}: {} keyspace(s), {} WAL(s)",
+                target.display(),
+                trees.len(),
+                wals.len()
+            ),
+            Err(_) => remove_partial(vfs, target),
         }
         written
     }

@@ -157,6 +157,7 @@ impl Db {
             tree.set_bg_error(&e);
             return Err(e);
         }
+        log::info!(target: "strata::keyspace", "[{name}] keyspace created (id {}, policy {})", tree.id, tree.policy.name());
         Ok(Keyspace { tree })
     }
 
@@ -248,6 +249,7 @@ impl Db {
         // Its unflushed writes no longer keep WALs alive.
         shared.delete_obsolete_wals();
         remove_tree_dir(shared.vfs.as_ref(), &tree.dir);
+        log::info!(target: "strata::keyspace", "[{name}] keyspace dropped (id {})", tree.id);
         Ok(())
     }
 

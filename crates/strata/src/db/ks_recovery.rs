@@ -78,7 +78,14 @@ pub(crate) fn recover_keyspaces(
     let mut trees = Vec::new();
     for (id, entry) in registry {
         let tree_opts = resolve_options(opts, &entry.name, &entry.options)?;
-        trees.push(recover_tree(root, id, entry.name, tree_opts, caches)?);
+        let tree = recover_tree(root, id, entry.name, tree_opts, caches)?;
+        log::info!(
+            target: "strata::recovery",
+            "[{}] keyspace recovered (id {id}, policy {})",
+            tree.name,
+            tree.policy.name()
+        );
+        trees.push(tree);
     }
     Ok(trees)
 }
@@ -100,6 +107,7 @@ fn recover_tree(root: &Path, id: u32, name: String, opts: Options, caches: &Cach
     let versions = VersionSet::recover_checked(vfs.clone(), &dir, opts.num_levels, |v, _| {
         check_files_present(vfs.as_ref(), &dir, &paths, v, 0)
     })?;
+    super::recovery::log_manifest_replayed(&name, &versions);
     versions.set_max_manifest_size(opts.max_manifest_file_size);
     for n in &entries {
         if let Some(FileKind::Table(k) | FileKind::Temp(k) | FileKind::Manifest(k)) = parse_file_name(n) {
@@ -112,7 +120,7 @@ fn recover_tree(root: &Path, id: u32, name: String, opts: Options, caches: &Cach
     if opts.paranoid_checks {
         verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
     }
-    remove_unreferenced(&dir, vfs.as_ref(), &versions, &entries, &located);
+    remove_unreferenced(&name, &dir, vfs.as_ref(), &versions, &entries, &located);
     Ok(Parts { id, name, dir, opts, versions: Arc::new(versions), tables, block_cache, row_cache, policy })
 }
 

@@ -112,6 +112,8 @@ pub(crate) struct DbInner {
     pub threads: Mutex<Vec<JoinHandle<()>>>,
     /// What all keyspaces of the database share (WAL, sequences, snapshots, lock).
     pub shared: Arc<Shared>,
+    /// Events waiting for the listeners, and the last stall condition.
+    pub events: crate::events::EventHub,
 }
 
 impl DbInner {
@@ -138,9 +140,17 @@ impl DbInner {
 
     /// Puts the database in read-only mode after a failure.
     pub(crate) fn set_bg_error(&self, e: &Error) {
+        self.set_bg_error_for(e, crate::events::BackgroundErrorReason::Other);
+    }
+
+    /// [`Self::set_bg_error`], saying what failed (logged and sent to the
+    /// listeners the first time).
+    pub(crate) fn set_bg_error_for(&self, e: &Error, reason: crate::events::BackgroundErrorReason) {
         let mut st = self.state.lock();
         if st.bg_error.is_none() {
-            st.bg_error = Some(e.to_string());
+            let msg = e.to_string();
+            self.events.background_error(&self.name, reason, &msg);
+            st.bg_error = Some(msg);
         }
         drop(st);
         self.done_cv.notify_all();
@@ -247,6 +257,7 @@ impl DbInner {
             as u64;
         s.open_tables = self.tables.len();
         s.table_memory_bytes = self.tables.memory_usage() as u64;
+        s.background_error = self.state.lock().bg_error.clone();
         s
     }
 

@@ -138,6 +138,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         if !vs.ever_had_keyspaces() {
             check_wal_present(vfs.as_ref(), dir, root_log)?;
         }
+        log_manifest_replayed("default", &vs);
         vs
     } else {
         // Tables or WALs without CURRENT: data we cannot interpret; never overwrite it.
@@ -167,6 +168,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
                 vfs.remove_file(&dir.join(n))?;
             }
         }
+        log::info!(target: "strata::recovery", "[default] new database created in {}", dir.display());
         VersionSet::create(vfs.clone(), dir, opts.num_levels)?
     };
     versions.set_max_manifest_size(opts.max_manifest_file_size);
@@ -187,7 +189,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     if opts.paranoid_checks {
         verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
     }
-    remove_unreferenced(dir, vfs.as_ref(), &versions, &entries, &located);
+    remove_unreferenced("default", dir, vfs.as_ref(), &versions, &entries, &located);
     let versions = Arc::new(versions);
     let mut trees = vec![Parts {
         id: 0,
@@ -232,7 +234,26 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             return Err(e);
         }
     }
+    log::info!(
+        target: "strata::recovery",
+        "[default] database open: {} keyspace(s), last sequence {last_seq}, new WAL {wal_number:06}.log",
+        inners.len()
+    );
     Ok(inners[0].clone())
+}
+
+/// Logs what a recovered MANIFEST holds.
+pub(super) fn log_manifest_replayed(keyspace: &str, vs: &VersionSet) {
+    let v = vs.current();
+    log::info!(
+        target: "strata::recovery",
+        "[{keyspace}] MANIFEST {:06} replayed: {} tables, {} B, last sequence {}, log number {}",
+        vs.manifest_number(),
+        v.live_files().len(),
+        v.live_bytes(),
+        vs.last_sequence(),
+        vs.log_number()
+    );
 }
 
 /// What a recovered database is built from.
@@ -255,6 +276,7 @@ impl Parts {
     pub(super) fn assemble(self, mem: MemTable, mem_wal: u64, shared: Arc<Shared>) -> Arc<DbInner> {
         let mem = Arc::new(mem);
         let sv = SuperVersion::new(mem.clone(), Vec::new(), self.versions.current());
+        let events = crate::events::EventHub::new(&self.opts.listeners);
         Arc::new(DbInner {
             id: self.id,
             name: self.name,
@@ -268,6 +290,7 @@ impl Parts {
             row_cache: self.row_cache,
             policy: self.policy,
             sv: ArcSwap::from_pointee(sv),
+            events,
             state: Mutex::new(DbState {
                 mem,
                 mem_wal,
@@ -331,14 +354,26 @@ pub(super) fn replay_log_ops(
 ) -> Result<()> {
     let file = vfs.open_sequential(&wal_path(dir, log))?;
     let mut reader = LogReader::new(file, opts.wal_recovery_mode);
+    let (mut records, mut ops) = (0u64, 0u64);
     while let Some(record) =
         reader.read_record().map_err(|e| Error::corruption(format!("WAL {:06}.log: {e}", log)))?
     {
         let batch = WriteBatch::from_data(record)
             .map_err(|e| Error::corruption(format!("WAL {:06}.log: {e}", log)))?;
+        records += 1;
         for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
             on_op(seq, op?)?;
+            ops += 1;
         }
+    }
+    log::info!(target: "strata::recovery", "WAL {log:06}.log replayed: {records} records, {ops} ops");
+    if reader.dropped_bytes() > 0 {
+        log::warn!(
+            target: "strata::recovery",
+            "WAL {log:06}.log: {} bytes of damaged or torn records dropped ({:?})",
+            reader.dropped_bytes(),
+            opts.wal_recovery_mode
+        );
     }
     Ok(())
 }
@@ -365,6 +400,7 @@ pub(super) fn flush_recovered(env: &Env<'_>, mem: MemTable, edit: &mut VersionEd
 /// Removes tables no version names (outputs of an interrupted compaction),
 /// temp files and old MANIFESTs.
 pub(super) fn remove_unreferenced(
+    keyspace: &str,
     dir: &Path,
     vfs: &dyn Vfs,
     versions: &VersionSet,
@@ -372,10 +408,15 @@ pub(super) fn remove_unreferenced(
     tables: &[(u64, PathBuf)],
 ) {
     let live = versions.live_files();
+    let mut removed = Vec::new();
     for (id, path) in tables {
         if !live.contains(id) {
             let _ = vfs.remove_file(&crate::filename::table_path(path, *id));
+            removed.push(*id);
         }
+    }
+    if !removed.is_empty() {
+        log::info!(target: "strata::recovery", "[{keyspace}] obsolete tables removed: {removed:?}");
     }
     for n in entries {
         let stale = match parse_file_name(n) {

@@ -150,7 +150,7 @@ impl Shared {
     /// A failed WAL write or sync stops every keyspace.
     pub(crate) fn set_bg_error_all(&self, e: &Error) {
         for t in self.all_trees() {
-            t.set_bg_error(e);
+            t.set_bg_error_for(e, crate::events::BackgroundErrorReason::Wal);
         }
     }
 

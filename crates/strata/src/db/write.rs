@@ -222,6 +222,7 @@ impl DbInner {
                 return Err(Error::Closed);
             }
             let l0 = self.versions.current().level_files(0);
+            self.note_stall(&st, l0);
             let l0_stalls = !self.opts.disable_auto_compactions;
             if allow_delay && l0_stalls && l0 >= self.opts.level0_slowdown_writes_trigger {
                 // Slow each write down by 1 ms rather than stop later for seconds.
@@ -272,7 +273,12 @@ impl DbInner {
         let writer = match r {
             Ok(w) => w,
             Err(e) => {
-                st.bg_error.get_or_insert_with(|| e.to_string());
+                if st.bg_error.is_none() {
+                    let msg = e.to_string();
+                    self.events.background_error(&self.name, crate::events::BackgroundErrorReason::Wal, &msg);
+                    st.bg_error = Some(msg);
+                    self.bg_cv.notify_all();
+                }
                 return Err(e);
             }
         };

@@ -345,6 +345,19 @@ pub struct Stats {
     pub table_memory_bytes: u64,
     /// The most recent flushes and compactions, oldest first.
     pub recent_compactions: Vec<CompactionRecord>,
+    /// The failure that stopped writes to this keyspace (a flush, compaction
+    /// or WAL error), once one did; the next write fails with it too.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, MemVfs, Options};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// assert_eq!(db.stats().background_error, None);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub background_error: Option<String>,
 }
 
 impl Stats {
@@ -400,6 +413,9 @@ impl fmt::Display for Stats {
             self.compaction_write_per_moved()
         )?;
         writeln!(f, "writes {} in {} groups, {} WAL syncs", self.writes, self.write_groups, self.wal_syncs)?;
+        if let Some(e) = &self.background_error {
+            writeln!(f, "background error (writes stopped): {e}")?;
+        }
         writeln!(
             f,
             "flushes {}, compactions {}, trivial moves {}, dropped files {}, stall {:?} ({} slowdowns, {} stops)",
