@@ -19,16 +19,21 @@ pub enum Access {
     Write,
 }
 
-/// `--db`, which must name an existing directory unless `create`.
+/// `--db`, which must name an existing database unless `create`.
 pub fn db_dir_for(cli: &Cli, create: bool) -> CliResult<&Path> {
     let dir = cli.db.as_deref().ok_or("this command needs --db <DIR>")?;
     if !create && !dir.is_dir() {
         return Err(format!("no database at {}: not a directory", dir.display()));
     }
+    // Checked before opening: a read-write open takes the LOCK (writing a file)
+    // before it finds there is no database.
+    if !create && !dir.join("CURRENT").exists() {
+        return Err(format!("no database at {}: no CURRENT file", dir.display()));
+    }
     Ok(dir)
 }
 
-/// `--db`, an existing directory.
+/// `--db`, an existing database.
 pub fn db_dir(cli: &Cli) -> CliResult<&Path> {
     db_dir_for(cli, false)
 }
