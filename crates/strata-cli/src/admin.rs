@@ -29,30 +29,32 @@ fn property(ks: &Keyspace, name: &str) -> CliResult<String> {
 fn describe(policy: &str) -> &'static str {
     match policy {
         "leveled" => {
-            "Leveled (LevelDB/RocksDB style): each level below L0 is one sorted run about ten times \
+            "Leveled (LevelDB/RocksDB style): each level below L0 is one sorted run ten times (by default) \
             larger than the one above; a full level merges a file into its overlaps in the next. Low space \
             and read amplification, the most rewriting."
         }
         "blsm" => {
-            "bLSM: leveled levels whose merges are scheduled so the write rate stays even (spring-and-gear), \
-            trading a little space for no long write stalls."
+            "bLSM: leveled levels of two runs each, one receiving merges from above and the previous \
+            full one draining into the next level a file at a time (the gear scheduler), so every chunk \
+            merged into a level drives about the same amount out and writes see no long stalls."
         }
         "lsbm" => {
-            "LSbM: bLSM plus a compaction buffer per level that keeps the merged-away files readable so the \
-            block cache stays warm for range reads after compactions; the buffer is trimmed when it stops \
-            being read."
+            "LSbM: bLSM plus a compaction buffer per level: the files a merge consumed stay readable \
+            (appended to the receiving run's buffer, no extra I/O) so cached blocks keep serving range \
+            reads after compactions; buffered files whose blocks are no longer cached are trimmed."
         }
         "dlsm" => {
-            "dLSM: LSbM's buffered levels with the buffer kept for the data still being read only \
-            (trimmed more eagerly), for mixed read/write loads."
+            "dLSM: LSbM's compaction buffers without the cache-driven trim, with more bloom bits on \
+            the levels that feed a buffer."
         }
         "tiered" => {
-            "Tiered (stepped merge): each level collects several sorted runs and merges them all into one \
-            run of the next level once it has enough. Least rewriting (write-optimized), more runs to read."
+            "Tiered (stepped merge): each level collects several overlapping sorted runs and merges \
+            them all into one new run of the next level once it has enough. Least rewriting \
+            (write-optimized); reads probe more runs."
         }
         "garnering" => {
-            "Garnering (the Autumn paper): level capacities grow by a factor that shrinks with depth \
-            (c < 1), so the tree has fewer levels than leveled for the same data and reads probe fewer runs."
+            "Garnering (the Autumn paper): leveling whose level size ratios grow with the data, \
+            so the same data fits in fewer levels and reads pass fewer of them."
         }
         "lwc" => {
             "Light-weight compaction (LWC-tree): a merge appends the upper table's data to the overlapping \

@@ -1,6 +1,7 @@
 //! verify: reads every live file of every keyspace — each table block with its
 //! checksum checked, every MANIFEST record, every WAL record — and lists what
-//! is damaged. Writes nothing.
+//! is damaged. Writes nothing. A torn last record of a WAL or MANIFEST is
+//! what a crash leaves (recovery drops it): it is noted, not damage.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use strata::filename::{manifest_path, parse_file_name, table_path, FileKind};
 use strata::iter::InternalIterator;
 use strata::table::{BlockReadOptions, Table};
-use strata::version::{read_current, read_manifest, VersionSet};
+use strata::version::{read_current, VersionEdit, VersionSet};
 use strata::vfs::RandomOpenOptions;
 use strata::wal::LogReader;
 use strata::{RealVfs, Vfs, WalRecoveryMode, WriteBatch};
@@ -69,9 +70,30 @@ fn tree_files(
     Some(set)
 }
 
-fn check(vfs: &dyn Vfs, c: &Check) -> strata::Result<()> {
+/// Reads every record of a log (WAL or MANIFEST) with `decode`; a torn last
+/// record (what a crash during an append leaves) is not damage, but is noted.
+fn check_log(
+    vfs: &dyn Vfs,
+    p: &Path,
+    decode: impl Fn(Vec<u8>) -> strata::Result<()>,
+) -> strata::Result<Option<String>> {
+    let mut r = LogReader::new(vfs.open_sequential(p)?, WalRecoveryMode::TolerateCorruptedTailRecords);
+    while let Some(rec) = r.read_record()? {
+        decode(rec)?;
+    }
+    Ok((r.dropped_bytes() > 0).then(|| {
+        format!(
+            "{}: a torn last record of {} bytes (a crash during an append; not damage)",
+            p.display(),
+            r.dropped_bytes()
+        )
+    }))
+}
+
+/// Checks one file; `Ok(Some(note))` is a remark that is not damage.
+fn check(vfs: &dyn Vfs, c: &Check) -> strata::Result<Option<String>> {
     match c {
-        Check::Manifest(p) => read_manifest(vfs, p, |_| Ok(())).map(|_| ()),
+        Check::Manifest(p) => check_log(vfs, p, |rec| VersionEdit::decode(&rec).map(|_| ())),
         Check::Table { path, id, size, segments } => {
             let file = vfs.open_random(path, RandomOpenOptions::default())?;
             if file.len() != *size {
@@ -92,19 +114,14 @@ fn check(vfs: &dyn Vfs, c: &Check) -> strata::Result<()> {
             while it.valid() {
                 it.next()?;
             }
-            Ok(())
+            Ok(None)
         }
-        Check::Wal(p) => {
-            // A torn last record is what a crash leaves: not damage.
-            let mut r =
-                LogReader::new(vfs.open_sequential(p)?, WalRecoveryMode::TolerateCorruptedTailRecords);
-            while let Some(rec) = r.read_record()? {
-                for op in WriteBatch::from_data(rec)?.iter() {
-                    op?;
-                }
+        Check::Wal(p) => check_log(vfs, p, |rec| {
+            for op in WriteBatch::from_data(rec)?.iter() {
+                op?;
             }
             Ok(())
-        }
+        }),
     }
 }
 
@@ -113,6 +130,7 @@ pub fn run(dir: &Path) -> CliResult<ExitCode> {
     let vfs: Arc<dyn Vfs> = Arc::new(RealVfs::new());
     let mut checks = Vec::new();
     let mut damaged = Vec::new();
+    let mut notes = Vec::new();
     if !vfs.exists(&dir.join("CURRENT")) {
         return Err(format!("no database at {}: no CURRENT file", dir.display()));
     }
@@ -130,12 +148,17 @@ pub fn run(dir: &Path) -> CliResult<ExitCode> {
     }
     let progress = Progress::new("verify", Some(checks.len() as u64));
     for (i, c) in checks.iter().enumerate() {
-        if let Err(e) = check(&*vfs, c) {
-            damaged.push(format!("{}: {e}", c.path().display()));
+        match check(&*vfs, c) {
+            Ok(None) => {}
+            Ok(Some(note)) => notes.push(note),
+            Err(e) => damaged.push(format!("{}: {e}", c.path().display())),
         }
         progress.set(i as u64 + 1);
     }
     progress.finish(checks.len() as u64);
+    for n in &notes {
+        println!("NOTE {n}");
+    }
     for d in &damaged {
         println!("DAMAGED {d}");
     }

@@ -299,3 +299,66 @@ fn properties_stats_and_policy() {
     ok(&["compact", "--db", &d, "--from", "a", "--to", "z"]);
     assert_eq!(ok(&["get", "--db", &d, "in-wal"]), "w\n");
 }
+
+#[test]
+fn verify_names_a_damaged_wal_and_manifest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    {
+        let db = strata::Db::open(&dir, strata::Options::default()).unwrap();
+        for i in 0..200 {
+            db.put(format!("key{i:04}"), vec![b'x'; 100]).unwrap();
+        }
+        db.close().unwrap();
+    }
+    let d = db_arg(&dir);
+    assert!(ok(&["verify", "--db", &d]).contains(", 0 damaged"));
+    // A flipped byte early in the WAL, with valid records after it: damage, not a torn tail.
+    let wal = files(&dir, ".log").into_iter().max_by_key(|p| std::fs::metadata(p).unwrap().len()).unwrap();
+    let mut bytes = std::fs::read(&wal).unwrap();
+    assert!(bytes.len() > 1000, "the WAL holds the writes");
+    bytes[20] ^= 0x10;
+    std::fs::write(&wal, bytes).unwrap();
+    let o = strata(&["verify", "--db", &d]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains(&format!("DAMAGED {}", wal.display())), "{}", stdout(&o));
+    // dump-wal reports it as an error too.
+    let o = strata(&["dump-wal", wal.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    // The MANIFEST's first record damaged.
+    let manifest = files(&dir, "").into_iter().find(|p| p.to_string_lossy().contains("MANIFEST-")).unwrap();
+    let mut bytes = std::fs::read(&manifest).unwrap();
+    bytes[10] ^= 0x10;
+    std::fs::write(&manifest, bytes).unwrap();
+    let o = strata(&["verify", "--db", &d]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains(&format!("DAMAGED {}", manifest.display())), "{}", stdout(&o));
+}
+
+#[test]
+fn progress_is_plain_lines_when_stderr_is_not_a_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = db_arg(&tmp.path().join("db"));
+    let o = strata_stdin(&["load", "--db", &d, "--create"], "a\t1\nb\t2\n");
+    assert!(o.status.success());
+    assert_eq!(stderr(&o), "load: 2 done\n", "no control codes on a pipe");
+}
+
+#[test]
+fn verify_notes_a_torn_wal_tail_without_failing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    {
+        let db = strata::Db::open(&dir, strata::Options::default()).unwrap();
+        for i in 0..50 {
+            db.put(format!("key{i:04}"), vec![b'x'; 100]).unwrap();
+        }
+        db.close().unwrap();
+    }
+    let wal = files(&dir, ".log").into_iter().max_by_key(|p| std::fs::metadata(p).unwrap().len()).unwrap();
+    let len = std::fs::metadata(&wal).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&wal).unwrap().set_len(len - 7).unwrap();
+    let o = strata(&["verify", "--db", &db_arg(&dir)]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    assert!(stdout(&o).contains(&format!("NOTE {}: a torn last record", wal.display())), "{}", stdout(&o));
+}
