@@ -18,11 +18,12 @@ use clap::{Parser, Subcommand};
 
 /// Command-line tool for Strata databases.
 ///
-/// Usage: `strata <COMMAND> --db <DIR> [options]`. Reading commands open the
+/// Run as `strata <COMMAND> --db <DIR> [options]`. Reading commands open the
 /// database read-only (nothing is written to it, not even a LOCK file), except
 /// that a read of a keyspace other than `default` needs a read-write open (the
 /// engine's read-only open reads the default keyspace only); `--read-only`
-/// forbids that and every writing command. No command creates a database
+/// forbids that and every writing command (put, delete, load, compact,
+/// checkpoint: the last opens the database read-write). No command creates a database
 /// unless `--create` is given (to `put`, `load`). Keys and values are text in
 /// which `\xNN` is a byte (printed the same way: printable ASCII as is, other
 /// bytes and `\` as `\xNN`), or hex with `--hex`. Exit codes: 0 success, 1 an

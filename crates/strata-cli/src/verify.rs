@@ -95,6 +95,10 @@ fn check(vfs: &dyn Vfs, c: &Check) -> strata::Result<Option<String>> {
     match c {
         Check::Manifest(p) => check_log(vfs, p, |rec| VersionEdit::decode(&rec).map(|_| ())),
         Check::Table { path, id, size, segments } => {
+            if !vfs.exists(path) {
+                // Tables placed in data paths (`Options::with_db_paths`) are not searched.
+                return Err(strata::Error::corruption("live table missing from the database directory"));
+            }
             let file = vfs.open_random(path, RandomOpenOptions::default())?;
             if file.len() != *size {
                 return Err(strata::Error::corruption(format!(

@@ -362,3 +362,19 @@ fn verify_notes_a_torn_wal_tail_without_failing() {
     assert!(o.status.success(), "{}", stdout(&o));
     assert!(stdout(&o).contains(&format!("NOTE {}: a torn last record", wal.display())), "{}", stdout(&o));
 }
+
+#[test]
+fn verify_names_a_missing_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    populated(&dir);
+    let sst = files(&dir, ".sst").remove(0);
+    std::fs::remove_file(&sst).unwrap();
+    let o = strata(&["verify", "--db", &db_arg(&dir)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains(&format!("DAMAGED {}: corruption: live table missing", sst.display())),
+        "{}",
+        stdout(&o)
+    );
+}
