@@ -1,0 +1,203 @@
+//! get, put, delete, scan and load.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+use strata::{DbIterator, Keyspace, WriteBatch};
+
+use crate::bytes::{parse, show};
+use crate::open::{keyspace, open, Access};
+use crate::progress::Progress;
+use crate::{Cli, CliResult, Command};
+
+/// Runs one of the key-value commands.
+pub fn run(cli: &Cli) -> CliResult<ExitCode> {
+    let hex = cli.hex;
+    let key = |s: &str| parse(s, hex);
+    let fail = |e: strata::Error| e.to_string();
+    match &cli.command {
+        Command::Get { key: k } => {
+            let k = key(k)?;
+            let db = open(cli, "get", Access::Read)?;
+            match keyspace(cli, &db)?.get(&k).map_err(fail)? {
+                Some(v) => {
+                    println!("{}", show(&v, hex));
+                    Ok(ExitCode::SUCCESS)
+                }
+                None => Err(format!("key {} not found", show(&k, hex))),
+            }
+        }
+        Command::Put { key: k, value } => {
+            let (k, v) = (key(k)?, key(value)?);
+            let db = open(cli, "put", Access::Write)?;
+            keyspace(cli, &db)?.put(&k, &v).map_err(fail)?;
+            db.close().map_err(fail)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Delete { key: k } => {
+            let k = key(k)?;
+            let db = open(cli, "delete", Access::Write)?;
+            keyspace(cli, &db)?.delete(&k).map_err(fail)?;
+            db.close().map_err(fail)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Scan { from, to, prefix, limit, reverse } => {
+            let from = from.as_deref().map(key).transpose()?;
+            let to = to.as_deref().map(key).transpose()?;
+            let prefix = prefix.as_deref().map(key).transpose()?;
+            let db = open(cli, "scan", Access::Read)?;
+            let ks = keyspace(cli, &db)?;
+            scan(&ks, from, to, prefix, limit.unwrap_or(usize::MAX), *reverse, hex)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Load { csv, batch } => {
+            let db = open(cli, "load", Access::Write)?;
+            let ks = keyspace(cli, &db)?;
+            let n = load(&db, &ks, *csv, (*batch).max(1), hex)?;
+            db.close().map_err(fail)?;
+            println!("{n}");
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => Err("not a key-value command".into()),
+    }
+}
+
+fn scan(
+    ks: &Keyspace,
+    from: Option<Vec<u8>>,
+    to: Option<Vec<u8>>,
+    prefix: Option<Vec<u8>>,
+    limit: usize,
+    reverse: bool,
+    hex: bool,
+) -> CliResult<()> {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+    let lo = from.map_or(Unbounded, Included);
+    let hi = to.map_or(Unbounded, Excluded);
+    let it: DbIterator = match &prefix {
+        Some(p) => ks.prefix_iterator(p),
+        None => ks.range::<Vec<u8>, _>((lo.clone(), hi.clone())),
+    };
+    let in_range = |k: &[u8]| {
+        let above = match &lo {
+            Included(f) => k >= f.as_slice(),
+            _ => true,
+        };
+        let below = match &hi {
+            Excluded(t) => k < t.as_slice(),
+            _ => true,
+        };
+        above && below
+    };
+    let out = std::io::stdout();
+    let mut out = std::io::BufWriter::new(out.lock());
+    let mut n = 0;
+    let mut each = |kv: strata::Result<(Vec<u8>, Vec<u8>)>| -> CliResult<bool> {
+        if n == limit {
+            return Ok(false);
+        }
+        let (k, v) = kv.map_err(|e| e.to_string())?;
+        // A prefix scan with --from/--to: the range narrows the prefix.
+        if prefix.is_none() || in_range(&k) {
+            writeln!(out, "{}\t{}", show(&k, hex), show(&v, hex)).map_err(|e| e.to_string())?;
+            n += 1;
+        }
+        Ok(true)
+    };
+    if reverse {
+        for kv in it.rev() {
+            if !each(kv)? {
+                break;
+            }
+        }
+    } else {
+        for kv in it {
+            if !each(kv)? {
+                break;
+            }
+        }
+    }
+    out.flush().map_err(|e| e.to_string())
+}
+
+/// Splits one CSV line into its two fields; double-quoted fields may hold
+/// commas and `""` for a quote.
+fn csv_fields(line: &str) -> Option<(String, String)> {
+    let mut fields = Vec::new();
+    let mut cur = String::new();
+    let mut chars = line.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            '"' if quoted => quoted = false,
+            '"' if cur.is_empty() => quoted = true,
+            ',' if !quoted => fields.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    if quoted {
+        return None;
+    }
+    fields.push(cur);
+    let mut f = fields.into_iter();
+    match (f.next(), f.next(), f.next()) {
+        (Some(k), Some(v), None) => Some((k, v)),
+        _ => None,
+    }
+}
+
+fn load(db: &strata::Db, ks: &Keyspace, csv: bool, batch_len: usize, hex: bool) -> CliResult<u64> {
+    let stdin = std::io::stdin();
+    let progress = Progress::new("load", None);
+    let mut batch = WriteBatch::new();
+    let mut n = 0u64;
+    let flush = |batch: &mut WriteBatch| -> CliResult<()> {
+        if !batch.is_empty() {
+            db.write(std::mem::take(batch)).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    };
+    for (i, line) in stdin.lock().lines().enumerate() {
+        let line = line.map_err(|e| format!("stdin: {e}"))?;
+        let line = line.strip_suffix('\r').unwrap_or(&line);
+        if line.is_empty() {
+            continue;
+        }
+        let (k, v) = if csv {
+            csv_fields(line).ok_or_else(|| format!("line {}: expected two CSV columns", i + 1))?
+        } else {
+            let (k, v) =
+                line.split_once('\t').ok_or_else(|| format!("line {}: expected key<TAB>value", i + 1))?;
+            (k.to_string(), v.to_string())
+        };
+        let k = parse(&k, hex).map_err(|e| format!("line {}: {e}", i + 1))?;
+        let v = parse(&v, hex).map_err(|e| format!("line {}: {e}", i + 1))?;
+        batch.put_cf(ks, k, v);
+        n += 1;
+        if batch.len() >= batch_len {
+            flush(&mut batch)?;
+            progress.set(n);
+        }
+    }
+    flush(&mut batch)?;
+    progress.finish(n);
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::csv_fields;
+
+    #[test]
+    fn csv_fields_handle_quotes() {
+        assert_eq!(csv_fields("a,b"), Some(("a".into(), "b".into())));
+        assert_eq!(csv_fields("\"a,1\",\"say \"\"hi\"\"\""), Some(("a,1".into(), "say \"hi\"".into())));
+        assert_eq!(csv_fields("a,b,c"), None);
+        assert_eq!(csv_fields("a"), None);
+        assert_eq!(csv_fields("\"a,b"), None);
+    }
+}

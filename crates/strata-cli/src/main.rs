@@ -1,0 +1,172 @@
+//! `strata`: a command-line tool for Strata databases (RocksDB's `ldb` and
+//! `sst_dump` in one): point reads and writes, scans, bulk loads, dumps of
+//! tables, MANIFESTs and WALs, a checksum verification of every live file,
+//! checkpoints, manual compaction and statistics.
+
+mod admin;
+mod bytes;
+mod dump;
+mod kv;
+mod open;
+mod progress;
+mod verify;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Command-line tool for Strata databases.
+///
+/// Run as `strata <COMMAND> --db <DIR> [options]`. Reading commands open the
+/// database read-only (nothing is written to it, not even a LOCK file), except
+/// that a read of a keyspace other than `default` needs a read-write open (the
+/// engine's read-only open reads the default keyspace only); `--read-only`
+/// forbids that and every writing command (put, delete, load, compact,
+/// checkpoint: the last opens the database read-write). No command creates a database
+/// unless `--create` is given (to `put`, `load`). Keys and values are text in
+/// which `\xNN` is a byte (printed the same way: printable ASCII as is, other
+/// bytes and `\` as `\xNN`), or hex with `--hex`. Exit codes: 0 success, 1 an
+/// error (or damage found by `verify`), 2 a usage error.
+#[derive(Parser, Debug)]
+#[command(name = "strata", version, about, long_about)]
+pub struct Cli {
+    /// The database directory.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub db: Option<PathBuf>,
+    /// The keyspace to read or write.
+    #[arg(long, global = true, default_value = "default", value_name = "NAME")]
+    pub keyspace: String,
+    /// Keys and values are given and printed as hex.
+    #[arg(long, global = true)]
+    pub hex: bool,
+    /// Never write to the database: refuse writing commands.
+    #[arg(long, global = true)]
+    pub read_only: bool,
+    /// Create the database if it is missing (`put`, `load` only).
+    #[arg(long, global = true)]
+    pub create: bool,
+    /// The default keyspace's compaction policy (the database does not record
+    /// it; other keyspaces use their recorded one): leveled, blsm, lsbm, dlsm,
+    /// tiered, garnering, lwc.
+    #[arg(long, global = true, default_value = "leveled", value_name = "NAME")]
+    pub policy: String,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Print the value of KEY (exit 1 if it is absent).
+    Get { key: String },
+    /// Store VALUE under KEY.
+    Put { key: String, value: String },
+    /// Delete KEY.
+    Delete { key: String },
+    /// Print `key<TAB>value` lines in key order.
+    Scan {
+        /// First key (inclusive).
+        #[arg(long)]
+        from: Option<String>,
+        /// Last key (exclusive).
+        #[arg(long)]
+        to: Option<String>,
+        /// Only keys starting with this prefix.
+        #[arg(long)]
+        prefix: Option<String>,
+        /// At most this many entries.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Newest key first (descending order).
+        #[arg(long)]
+        reverse: bool,
+    },
+    /// Load `key<TAB>value` lines (or two CSV columns) from stdin in batches.
+    Load {
+        /// Read `key,value` lines (fields may be double-quoted).
+        #[arg(long)]
+        csv: bool,
+        /// Entries per write batch.
+        #[arg(long, default_value_t = 1000)]
+        batch: usize,
+    },
+    /// Print a table file's properties, blocks and filter; `--entries` every entry.
+    DumpTable {
+        /// The `.sst` file.
+        file: PathBuf,
+        /// Print every entry (user key, sequence, kind, value).
+        #[arg(long)]
+        entries: bool,
+    },
+    /// Print every edit of the live MANIFEST and the levels it leads to.
+    DumpManifest {
+        /// The directory holding CURRENT (default: --db; `keyspaces/<id>` for a keyspace).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Print every record (a write batch) of a WAL file.
+    DumpWal {
+        /// The `.log` file.
+        file: PathBuf,
+    },
+    /// Check every live table (each block's checksum), MANIFEST and WAL.
+    Verify,
+    /// Write an openable copy of the database to DEST.
+    Checkpoint { dest: PathBuf },
+    /// Compact the keyspace's key range (all of it by default).
+    Compact {
+        /// First key.
+        #[arg(long)]
+        from: Option<String>,
+        /// Last key.
+        #[arg(long)]
+        to: Option<String>,
+    },
+    /// Print the keyspace's statistics.
+    Stats,
+    /// Print properties (all known ones without NAME).
+    Properties { names: Vec<String> },
+    /// List the keyspaces (reads the MANIFEST only).
+    ListKeyspaces,
+    /// Show each keyspace's compaction policy and what it means.
+    Policy {
+        /// Change the policy (not supported yet).
+        #[arg(long, value_name = "NAME")]
+        set: Option<String>,
+    },
+}
+
+/// A failure the tool reports in one line.
+pub type CliResult<T> = Result<T, String>;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(code) => code,
+        Err(msg) => {
+            eprintln!("strata: error: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: &Cli) -> CliResult<ExitCode> {
+    match &cli.command {
+        Command::Get { .. }
+        | Command::Put { .. }
+        | Command::Delete { .. }
+        | Command::Scan { .. }
+        | Command::Load { .. } => kv::run(cli),
+        Command::DumpTable { file, entries } => {
+            dump::table(file, *entries, cli.hex).map(|()| ExitCode::SUCCESS)
+        }
+        Command::DumpManifest { dir } => {
+            let dir = dir.clone().or_else(|| cli.db.clone()).ok_or("dump-manifest needs --dir or --db")?;
+            dump::manifest(&dir, cli.hex).map(|()| ExitCode::SUCCESS)
+        }
+        Command::DumpWal { file } => dump::wal(file, cli.hex).map(|()| ExitCode::SUCCESS),
+        Command::Verify => verify::run(open::db_dir(cli)?),
+        _ => admin::run(cli),
+    }
+}

@@ -1,0 +1,69 @@
+//! Opening the database the way each command needs: read-only unless the
+//! command writes (or reads a keyspace other than `default`, which only a
+//! read-write open can see), never creating one unless `--create` is given.
+
+use std::path::Path;
+
+use strata::{CompactionStyle, Db, Keyspace, Options};
+
+use crate::{Cli, CliResult};
+
+/// What a command does to the database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Reads one keyspace (`--keyspace`).
+    Read,
+    /// Reads every keyspace.
+    ReadAll,
+    /// Writes (or otherwise needs a read-write open: checkpoint, compact).
+    Write,
+}
+
+/// `--db`, which must name an existing database unless `create`.
+pub fn db_dir_for(cli: &Cli, create: bool) -> CliResult<&Path> {
+    let dir = cli.db.as_deref().ok_or("this command needs --db <DIR>")?;
+    if !create && !dir.is_dir() {
+        return Err(format!("no database at {}: not a directory", dir.display()));
+    }
+    // Checked before opening: a read-write open takes the LOCK (writing a file)
+    // before it finds there is no database.
+    if !create && !dir.join("CURRENT").exists() {
+        return Err(format!("no database at {}: no CURRENT file", dir.display()));
+    }
+    Ok(dir)
+}
+
+/// `--db`, an existing database.
+pub fn db_dir(cli: &Cli) -> CliResult<&Path> {
+    db_dir_for(cli, false)
+}
+
+/// The options `--policy` and `--create` give.
+pub fn options(cli: &Cli, create: bool) -> CliResult<Options> {
+    let style = CompactionStyle::from_name(&cli.policy).map_err(|e| e.to_string())?;
+    Ok(Options::default().with_compaction_style(style).with_create_if_missing(create))
+}
+
+/// Opens the database for a command named `what` that does `access`.
+pub fn open(cli: &Cli, what: &str, access: Access) -> CliResult<Db> {
+    let create = cli.create && access == Access::Write;
+    let dir = db_dir_for(cli, create)?;
+    let read_only = match access {
+        Access::Write if cli.read_only => {
+            return Err(format!("{what} writes to the database and --read-only was given"))
+        }
+        Access::Write => false,
+        Access::Read => cli.keyspace == "default" || cli.read_only,
+        Access::ReadAll => {
+            cli.read_only || Db::list_keyspaces_at(dir, &Options::default()).is_ok_and(|k| k.len() == 1)
+        }
+    };
+    let opts = options(cli, create)?;
+    let db = if read_only { Db::open_read_only(dir, opts) } else { Db::open(dir, opts) };
+    db.map_err(|e| format!("cannot open {}: {e}", dir.display()))
+}
+
+/// The `--keyspace` handle.
+pub fn keyspace(cli: &Cli, db: &Db) -> CliResult<Keyspace> {
+    db.keyspace(&cli.keyspace).map_err(|e| e.to_string())
+}

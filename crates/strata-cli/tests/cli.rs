@@ -1,0 +1,380 @@
+//! Runs the built `strata` binary as a user would.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn strata(args: &[&str]) -> Output {
+    strata_stdin(args, "")
+}
+
+fn strata_stdin(args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run strata");
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+    child.wait_with_output().expect("wait for strata")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs and expects success, returning stdout.
+fn ok(args: &[&str]) -> String {
+    let o = strata(args);
+    assert!(o.status.success(), "strata {args:?} failed: {}", stderr(&o));
+    stdout(&o)
+}
+
+fn db_arg(dir: &Path) -> String {
+    dir.to_str().expect("utf-8 path").to_string()
+}
+
+/// Files in `dir` whose names end in `ext`, sorted.
+fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("list dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(ext))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn put_get_scan_round_trip_escaped_and_hex() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let d = db_arg(&db);
+    ok(&["put", "--db", &d, "--create", "apple", "red"]);
+    ok(&["put", "--db", &d, "bin\\x00key", "v\\x5c\\xff"]);
+    ok(&["put", "--db", &d, "--hex", "ff01", "00"]);
+    assert_eq!(ok(&["get", "--db", &d, "apple"]), "red\n");
+    assert_eq!(ok(&["get", "--db", &d, "bin\\x00key"]), "v\\x5c\\xff\n");
+    assert_eq!(ok(&["get", "--db", &d, "--hex", "62696e006b6579"]), "765cff\n");
+    assert_eq!(ok(&["scan", "--db", &d]), "apple\tred\nbin\\x00key\tv\\x5c\\xff\n\\xff\\x01\t\\x00\n");
+    assert_eq!(ok(&["scan", "--db", &d, "--hex", "--reverse", "--limit", "1"]), "ff01\t00\n");
+    ok(&["delete", "--db", &d, "apple"]);
+    let o = strata(&["get", "--db", &d, "apple"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not found"), "{}", stderr(&o));
+    let o = strata(&["get", "--db", &d, "--hex", "xyz"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("bad hex string"), "{}", stderr(&o));
+}
+
+#[test]
+fn load_from_stdin_then_scan_with_limit_prefix_and_range() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = db_arg(&tmp.path().join("db"));
+    let input: String =
+        (0..500).map(|i| format!("user:{i:04}\tv{i}\n")).chain(["other\tx\n".into()]).collect();
+    let o = strata_stdin(&["load", "--db", &d, "--create", "--batch", "64"], &input);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "501\n");
+    assert_eq!(
+        ok(&["scan", "--db", &d, "--prefix", "user:", "--limit", "2"]),
+        "user:0000\tv0\nuser:0001\tv1\n"
+    );
+    assert_eq!(ok(&["scan", "--db", &d, "--prefix", "oth"]), "other\tx\n");
+    assert_eq!(ok(&["scan", "--db", &d, "--from", "user:0498"]), "user:0498\tv498\nuser:0499\tv499\n");
+    assert_eq!(
+        ok(&[
+            "scan",
+            "--db",
+            &d,
+            "--prefix",
+            "user:",
+            "--from",
+            "user:0010",
+            "--to",
+            "user:0012",
+            "--reverse"
+        ]),
+        "user:0011\tv11\nuser:0010\tv10\n"
+    );
+    assert_eq!(ok(&["scan", "--db", &d]).lines().count(), 501);
+    // CSV with quotes.
+    let o = strata_stdin(&["load", "--db", &d, "--csv"], "\"a,b\",\"say \"\"hi\"\"\"\n");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(ok(&["get", "--db", &d, "a,b"]), "say \"hi\"\n");
+    // A bad line fails with its number.
+    let o = strata_stdin(&["load", "--db", &d], "k\tv\nno tab here\n");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("line 2"), "{}", stderr(&o));
+}
+
+/// A database with a flushed table and a WAL holding unflushed writes.
+fn populated(dir: &Path) {
+    let db = strata::Db::open(dir, strata::Options::default()).unwrap();
+    db.put("k1", "v1").unwrap();
+    db.delete("gone").unwrap();
+    db.flush().unwrap();
+    let ks = db.create_keyspace("users", strata::KeyspaceOptions::default()).unwrap();
+    ks.put("u1", "ada").unwrap();
+    ks.flush().unwrap();
+    db.put("in-wal", "w").unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+fn dump_table_manifest_and_wal_of_a_real_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    populated(&dir);
+    let d = db_arg(&dir);
+    let sst = files(&dir, ".sst");
+    assert_eq!(sst.len(), 1);
+    let out = ok(&["dump-table", sst[0].to_str().unwrap(), "--entries"]);
+    for want in
+        ["entries          2 (1 deletions)", "data block 0", "filter block", "k1 @ ", "Put => v1", "gone @ "]
+    {
+        assert!(out.contains(want), "{want:?} missing from:\n{out}");
+    }
+    assert!(out.contains("Delete => "), "{out}");
+    let out = ok(&["dump-manifest", "--db", &d]);
+    for want in ["(CURRENT)", "add file", "add keyspace     1 \"users\"", "keyspace 1 \"users\":", "u1 @ "] {
+        assert!(out.contains(want), "{want:?} missing from:\n{out}");
+    }
+    let wals = files(&dir, ".log");
+    let all: String = wals.iter().map(|w| ok(&["dump-wal", w.to_str().unwrap()])).collect();
+    assert!(all.contains("Put keyspace 0 in-wal => w"), "{all}");
+    assert!(ok(&["list-keyspaces", "--db", &d]) == "default\nusers\n");
+}
+
+#[test]
+fn keyspace_reads_and_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    populated(&dir);
+    let d = db_arg(&dir);
+    assert_eq!(ok(&["get", "--db", &d, "--keyspace", "users", "u1"]), "ada\n");
+    ok(&["put", "--db", &d, "--keyspace", "users", "u2", "grace"]);
+    assert_eq!(ok(&["scan", "--db", &d, "--keyspace", "users"]), "u1\tada\nu2\tgrace\n");
+    assert_eq!(
+        strata(&["get", "--db", &d, "u2"]).status.code(),
+        Some(1),
+        "u2 is not in the default keyspace"
+    );
+}
+
+#[test]
+fn verify_is_clean_then_names_a_damaged_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    populated(&dir);
+    let d = db_arg(&dir);
+    let out = ok(&["verify", "--db", &d]);
+    assert!(out.contains(", 0 damaged"), "{out}");
+    let sst = files(&dir, ".sst").remove(0);
+    let mut bytes = std::fs::read(&sst).unwrap();
+    bytes[3] ^= 0x40; // inside the first data block
+    std::fs::write(&sst, bytes).unwrap();
+    let o = strata(&["verify", "--db", &d]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let name = sst.file_name().unwrap().to_str().unwrap();
+    assert!(
+        stdout(&o).contains(&format!("DAMAGED {}", sst.display())),
+        "{name} not named in:\n{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn verify_finds_damage_in_a_keyspace_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    populated(&dir);
+    let ks_dir = dir.join("keyspaces").join("1");
+    let sst = files(&ks_dir, ".sst").remove(0);
+    let mut bytes = std::fs::read(&sst).unwrap();
+    bytes[2] ^= 0x01;
+    std::fs::write(&sst, bytes).unwrap();
+    let o = strata(&["verify", "--db", &db_arg(&dir)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains(&sst.display().to_string()), "{}", stdout(&o));
+}
+
+#[test]
+fn checkpoint_then_get_from_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    populated(&dir);
+    let cp = tmp.path().join("cp");
+    ok(&["checkpoint", "--db", &db_arg(&dir), cp.to_str().unwrap()]);
+    assert_eq!(ok(&["get", "--db", &db_arg(&cp), "in-wal"]), "w\n");
+    assert_eq!(ok(&["get", "--db", &db_arg(&cp), "--keyspace", "users", "u1"]), "ada\n");
+}
+
+#[test]
+fn missing_database_is_exit_1_and_creates_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("nope");
+    let d = db_arg(&dir);
+    for args in [
+        vec!["get", "--db", &d, "k"],
+        vec!["put", "--db", &d, "k", "v"],
+        vec!["scan", "--db", &d],
+        vec!["verify", "--db", &d],
+        vec!["stats", "--db", &d],
+        vec!["compact", "--db", &d],
+        vec!["dump-manifest", "--db", &d],
+        vec!["list-keyspaces", "--db", &d],
+    ] {
+        let o = strata(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = stderr(&o);
+        assert!(err.starts_with("strata: error: ") && err.contains("nope"), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(!dir.exists(), "{args:?} created the directory");
+    }
+    // An empty directory is not a database either, and stays empty.
+    std::fs::create_dir(&dir).unwrap();
+    let o = strata(&["get", "--db", &d, "k"]);
+    assert_eq!(o.status.code(), Some(1));
+    let o = strata(&["put", "--db", &d, "k", "v"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no CURRENT file"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+}
+
+#[test]
+fn usage_errors_are_exit_2() {
+    assert_eq!(strata(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(strata(&["get"]).status.code(), Some(2));
+    assert!(ok(&["--help"]).contains("dump-table"));
+}
+
+#[test]
+fn read_only_refuses_writes_and_reads_write_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    populated(&dir);
+    let d = db_arg(&dir);
+    for args in [
+        vec!["put", "--db", &d, "--read-only", "k", "v"],
+        vec!["delete", "--db", &d, "--read-only", "k1"],
+        vec!["compact", "--db", &d, "--read-only"],
+    ] {
+        let o = strata(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(stderr(&o).contains("--read-only"), "{}", stderr(&o));
+    }
+    let before: Vec<_> = files(&dir, "");
+    assert_eq!(ok(&["get", "--db", &d, "k1"]), "v1\n");
+    ok(&["scan", "--db", &d]);
+    ok(&["stats", "--db", &d]);
+    ok(&["properties", "--db", &d]);
+    ok(&["verify", "--db", &d]);
+    assert_eq!(files(&dir, ""), before, "a reading command changed the directory");
+    let o = strata(&["get", "--db", &d, "--read-only", "--keyspace", "users", "u1"]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn properties_stats_and_policy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    populated(&dir);
+    let d = db_arg(&dir);
+    assert_eq!(ok(&["properties", "--db", &d, "strata.policy"]), "strata.policy:\nleveled\n\n");
+    let o = strata(&["properties", "--db", &d, "no.such"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(ok(&["stats", "--db", &d]).contains("L0"));
+    let out = ok(&["policy", "--db", &d]);
+    assert!(out.contains("default: leveled") && out.contains("users: leveled"), "{out}");
+    assert!(out.contains("not supported yet"), "{out}");
+    let o = strata(&["policy", "--db", &d, "--set", "tiered"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not supported yet"));
+    ok(&["compact", "--db", &d, "--from", "a", "--to", "z"]);
+    assert_eq!(ok(&["get", "--db", &d, "in-wal"]), "w\n");
+}
+
+#[test]
+fn verify_names_a_damaged_wal_and_manifest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    {
+        let db = strata::Db::open(&dir, strata::Options::default()).unwrap();
+        for i in 0..200 {
+            db.put(format!("key{i:04}"), vec![b'x'; 100]).unwrap();
+        }
+        db.close().unwrap();
+    }
+    let d = db_arg(&dir);
+    assert!(ok(&["verify", "--db", &d]).contains(", 0 damaged"));
+    // A flipped byte early in the WAL, with valid records after it: damage, not a torn tail.
+    let wal = files(&dir, ".log").into_iter().max_by_key(|p| std::fs::metadata(p).unwrap().len()).unwrap();
+    let mut bytes = std::fs::read(&wal).unwrap();
+    assert!(bytes.len() > 1000, "the WAL holds the writes");
+    bytes[20] ^= 0x10;
+    std::fs::write(&wal, bytes).unwrap();
+    let o = strata(&["verify", "--db", &d]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains(&format!("DAMAGED {}", wal.display())), "{}", stdout(&o));
+    // dump-wal reports it as an error too.
+    let o = strata(&["dump-wal", wal.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    // The MANIFEST's first record damaged.
+    let manifest = files(&dir, "").into_iter().find(|p| p.to_string_lossy().contains("MANIFEST-")).unwrap();
+    let mut bytes = std::fs::read(&manifest).unwrap();
+    bytes[10] ^= 0x10;
+    std::fs::write(&manifest, bytes).unwrap();
+    let o = strata(&["verify", "--db", &d]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains(&format!("DAMAGED {}", manifest.display())), "{}", stdout(&o));
+}
+
+#[test]
+fn progress_is_plain_lines_when_stderr_is_not_a_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = db_arg(&tmp.path().join("db"));
+    let o = strata_stdin(&["load", "--db", &d, "--create"], "a\t1\nb\t2\n");
+    assert!(o.status.success());
+    assert_eq!(stderr(&o), "load: 2 done\n", "no control codes on a pipe");
+}
+
+#[test]
+fn verify_notes_a_torn_wal_tail_without_failing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    {
+        let db = strata::Db::open(&dir, strata::Options::default()).unwrap();
+        for i in 0..50 {
+            db.put(format!("key{i:04}"), vec![b'x'; 100]).unwrap();
+        }
+        db.close().unwrap();
+    }
+    let wal = files(&dir, ".log").into_iter().max_by_key(|p| std::fs::metadata(p).unwrap().len()).unwrap();
+    let len = std::fs::metadata(&wal).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&wal).unwrap().set_len(len - 7).unwrap();
+    let o = strata(&["verify", "--db", &db_arg(&dir)]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    assert!(stdout(&o).contains(&format!("NOTE {}: a torn last record", wal.display())), "{}", stdout(&o));
+}
+
+#[test]
+fn verify_names_a_missing_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    populated(&dir);
+    let sst = files(&dir, ".sst").remove(0);
+    std::fs::remove_file(&sst).unwrap();
+    let o = strata(&["verify", "--db", &db_arg(&dir)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains(&format!("DAMAGED {}: corruption: live table missing", sst.display())),
+        "{}",
+        stdout(&o)
+    );
+}
