@@ -58,7 +58,13 @@ pub fn open(cli: &Cli, what: &str, access: Access) -> CliResult<Db> {
             cli.read_only || Db::list_keyspaces_at(dir, &Options::default()).is_ok_and(|k| k.len() == 1)
         }
     };
-    let opts = options(cli, create)?;
+    let mut opts = options(cli, create)?;
+    if !read_only && access != Access::Write {
+        // A read opened read-write (another keyspace than the default): run
+        // no compaction, since the default keyspace's policy is not recorded
+        // and `--policy` may not match it.
+        opts = opts.with_disable_auto_compactions(true);
+    }
     let db = if read_only { Db::open_read_only(dir, opts) } else { Db::open(dir, opts) };
     db.map_err(|e| format!("cannot open {}: {e}", dir.display()))
 }

@@ -1048,6 +1048,23 @@ impl Keyspace {
         self.tree.property(name)
     }
 
+    /// [`Db::property_names`] for this keyspace.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, KeyspaceOptions, MemVfs, Options};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let ks = db.create_keyspace("ks", KeyspaceOptions::default().with_num_levels(3))?;
+    /// assert!(ks.property_names().iter().any(|n| n == "strata.num-files-at-level2"));
+    /// assert!(!ks.property_names().iter().any(|n| n == "strata.num-files-at-level3"));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn property_names(&self) -> Vec<String> {
+        self.tree.property_names()
+    }
+
     /// [`Db::property_int`] for this keyspace.
     ///
     /// # Examples
