@@ -17,6 +17,7 @@ use std::sync::Arc;
 use super::Db;
 use crate::error::{Error, Result};
 use crate::filename::{table_path, wal_path};
+use crate::options::CompactionStyle;
 use crate::version::{set_current, ManifestWriter};
 use crate::version::{FileMeta, Version, VersionEdit};
 use crate::vfs::{RandomOpenOptions, Vfs};
@@ -32,9 +33,17 @@ struct TreeCut {
     files: Vec<(Arc<FileMeta>, PathBuf)>,
     snapshot: VersionEdit,
     manifest_number: u64,
-    /// Its policy appends to tables in place (`lwc`): a hard link would let
-    /// one database's appends change the other's file, so copy its tables.
+    /// Its policy may append to tables in place (`lwc`, a custom policy): a
+    /// hard link would let one database's appends change the other's file,
+    /// so copy its tables.
     copy_tables: bool,
+}
+
+/// True unless the policy is a built-in one that never appends to a table
+/// in place (`lwc` does; a custom policy may, through append tasks).
+fn may_append(style: &CompactionStyle) -> bool {
+    use CompactionStyle::*;
+    !matches!(style, Leveled | Blsm | Lsbm | Dlsm | Tiered | Garnering { .. })
 }
 
 /// Copy chunk for tables and WALs.
@@ -44,8 +53,8 @@ impl Db {
     /// Writes an openable copy of the whole database (every keyspace) to
     /// `dir`, which must not exist (RocksDB `Checkpoint::CreateCheckpoint`).
     /// Tables are hard-linked where the file system allows and copied
-    /// otherwise (always copied for keyspaces under `lwc`, which appends to
-    /// tables in place); each keyspace gets a fresh MANIFEST; the WALs are
+    /// otherwise (always copied for keyspaces under `lwc` or a custom policy,
+    /// which may append to tables in place); each keyspace gets a fresh MANIFEST; the WALs are
     /// copied up to the moment of the call. The copy holds every write
     /// acknowledged before the call, and of writes racing it a prefix of
     /// whole batches. `dir`'s `CURRENT` is written last, so a checkpoint cut
@@ -107,7 +116,7 @@ impl Db {
                         _version: version,
                         snapshot,
                         manifest_number: t.versions.manifest_number(),
-                        copy_tables: t.policy.name() == "lwc",
+                        copy_tables: may_append(&t.opts.compaction_style),
                     }
                 })
                 .collect();
