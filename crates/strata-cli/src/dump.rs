@@ -8,7 +8,7 @@ use strata::iter::InternalIterator;
 use strata::key::parse_internal_key;
 use strata::table::filter::{num_probes, BloomFilter};
 use strata::table::format::{read_block_contents, BlockHandle, Footer, FOOTER_LEN};
-use strata::table::{discover_segments, Block, BlockReadOptions, Table, TableProperties};
+use strata::table::{decode_range_dels, discover_segments, Block, BlockReadOptions, Table, TableProperties};
 use strata::version::{read_current, read_manifest, KeyspaceOp, VersionEdit, VersionSet};
 use strata::vfs::{RandomAccessFile, RandomOpenOptions};
 use strata::wal::LogReader;
@@ -91,14 +91,14 @@ pub fn table(path: &Path, entries: bool, hex: bool) -> CliResult<()> {
         println!("  footer           offset {footer_at}");
         println!("  index block      {}", handle(footer.index));
         println!("  properties block {}", handle(footer.properties));
+        let props =
+            TableProperties::decode(&read_block_contents(&*file, footer.properties, true).map_err(err)?)
+                .map_err(err)?;
         if footer.filter.size == 0 {
             println!("  filter           none");
         } else {
             let f = BloomFilter::new(read_block_contents(&*file, footer.filter, true).map_err(err)?)
                 .map_err(err)?;
-            let props =
-                TableProperties::decode(&read_block_contents(&*file, footer.properties, true).map_err(err)?)
-                    .map_err(err)?;
             println!(
                 "  filter block     {} ({} bytes in memory, {} bits/key, {} probes, {:.3}% expected false positives)",
                 handle(footer.filter),
@@ -107,6 +107,14 @@ pub fn table(path: &Path, entries: bool, hex: bool) -> CliResult<()> {
                 num_probes(props.bloom_bits_per_key),
                 100.0 * expected_fp(props.bloom_bits_per_key),
             );
+        }
+        if let Some(h) = props.range_del {
+            let tombs =
+                decode_range_dels(&read_block_contents(&*file, h, true).map_err(err)?).map_err(err)?;
+            println!("  range-del block  {} ({} tombstones)", handle(h), tombs.len());
+            for (start, end, seq) in tombs {
+                println!("    [{}, {}) @ {seq}", show(&start, hex), show(&end, hex));
+            }
         }
         let index =
             Arc::new(Block::new(read_block_contents(&*file, footer.index, true).map_err(err)?).map_err(err)?);

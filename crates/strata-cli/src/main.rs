@@ -111,7 +111,11 @@ pub enum Command {
         file: PathBuf,
     },
     /// Check every live table (each block's checksum), MANIFEST and WAL.
-    Verify,
+    Verify {
+        /// A data path of the default keyspace's tables (`Options::with_db_paths`); repeatable.
+        #[arg(long = "db-path", value_name = "DIR")]
+        db_paths: Vec<PathBuf>,
+    },
     /// Write an openable copy of the database to DEST.
     Checkpoint { dest: PathBuf },
     /// Compact the keyspace's key range (all of it by default).
@@ -166,7 +170,7 @@ fn run(cli: &Cli) -> CliResult<ExitCode> {
             dump::manifest(&dir, cli.hex).map(|()| ExitCode::SUCCESS)
         }
         Command::DumpWal { file } => dump::wal(file, cli.hex).map(|()| ExitCode::SUCCESS),
-        Command::Verify => verify::run(open::db_dir(cli)?),
+        Command::Verify { db_paths } => verify::run(open::db_dir(cli)?, db_paths),
         _ => admin::run(cli),
     }
 }

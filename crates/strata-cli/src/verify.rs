@@ -33,11 +33,24 @@ impl Check {
     }
 }
 
-/// The files of the tree in `dir` (its MANIFEST and live tables); a MANIFEST
-/// that cannot be read is damage (and hides the tables it would list).
+/// Where a table of the tree in `dir` is: the directory itself, else the
+/// first data path holding it (the engine's own placement is by size, so
+/// every path is searched); the directory's name if none has it.
+fn find_table(vfs: &dyn Vfs, dir: &Path, data_paths: &[PathBuf], id: u64) -> PathBuf {
+    let home = table_path(dir, id);
+    if vfs.exists(&home) {
+        return home;
+    }
+    data_paths.iter().map(|d| table_path(d, id)).find(|p| vfs.exists(p)).unwrap_or(home)
+}
+
+/// The files of the tree in `dir` (its MANIFEST and live tables, looked for
+/// in `dir` and `data_paths`); a MANIFEST that cannot be read is damage (and
+/// hides the tables it would list).
 fn tree_files(
     vfs: &Arc<dyn Vfs>,
     dir: &Path,
+    data_paths: &[PathBuf],
     out: &mut Vec<Check>,
     damaged: &mut Vec<String>,
 ) -> Option<VersionSet> {
@@ -61,7 +74,7 @@ fn tree_files(
     files.dedup_by_key(|f| f.id);
     for f in files {
         out.push(Check::Table {
-            path: table_path(dir, f.id),
+            path: find_table(&**vfs, dir, data_paths, f.id),
             id: f.id,
             size: f.size,
             segments: f.segments.clone(),
@@ -96,8 +109,9 @@ fn check(vfs: &dyn Vfs, c: &Check) -> strata::Result<Option<String>> {
         Check::Manifest(p) => check_log(vfs, p, |rec| VersionEdit::decode(&rec).map(|_| ())),
         Check::Table { path, id, size, segments } => {
             if !vfs.exists(path) {
-                // Tables placed in data paths (`Options::with_db_paths`) are not searched.
-                return Err(strata::Error::corruption("live table missing from the database directory"));
+                return Err(strata::Error::corruption(
+                    "live table missing (looked in the database directory and every --db-path)",
+                ));
             }
             let file = vfs.open_random(path, RandomOpenOptions::default())?;
             if file.len() != *size {
@@ -130,7 +144,7 @@ fn check(vfs: &dyn Vfs, c: &Check) -> strata::Result<Option<String>> {
 }
 
 /// Runs `verify` on the database in `dir`.
-pub fn run(dir: &Path) -> CliResult<ExitCode> {
+pub fn run(dir: &Path, data_paths: &[PathBuf]) -> CliResult<ExitCode> {
     let vfs: Arc<dyn Vfs> = Arc::new(RealVfs::new());
     let mut checks = Vec::new();
     let mut damaged = Vec::new();
@@ -138,9 +152,10 @@ pub fn run(dir: &Path) -> CliResult<ExitCode> {
     if !vfs.exists(&dir.join("CURRENT")) {
         return Err(format!("no database at {}: no CURRENT file", dir.display()));
     }
-    if let Some(root) = tree_files(&vfs, dir, &mut checks, &mut damaged) {
+    if let Some(root) = tree_files(&vfs, dir, data_paths, &mut checks, &mut damaged) {
         for (id, _) in root.keyspaces() {
-            tree_files(&vfs, &dir.join("keyspaces").join(id.to_string()), &mut checks, &mut damaged);
+            // Keyspaces keep their tables in their own directory (data paths do not apply).
+            tree_files(&vfs, &dir.join("keyspaces").join(id.to_string()), &[], &mut checks, &mut damaged);
         }
     }
     let mut names = vfs.list_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;

@@ -378,3 +378,61 @@ fn verify_names_a_missing_table() {
         stdout(&o)
     );
 }
+
+/// Regression: `verify` looked for every table in the database directory
+/// only, so a database with data paths (`Options::with_db_paths`) was reported
+/// damaged.
+#[test]
+fn verify_finds_tables_in_data_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, a, b) = (tmp.path().join("db"), tmp.path().join("a"), tmp.path().join("b"));
+    let opts = strata::Options::default()
+        .with_db_paths([a.clone(), b.clone()])
+        .with_write_buffer_size(64 << 10)
+        .with_target_file_size_base(32 << 10)
+        .with_max_bytes_for_level_base(128 << 10);
+    let db = strata::Db::open(&dir, opts).unwrap();
+    for i in 0..5000 {
+        db.put(format!("key{i:06}"), format!("value-{i}-{}", "x".repeat(60))).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    db.close().unwrap();
+    let in_paths = files(&a, ".sst").len() + files(&b, ".sst").len();
+    assert!(in_paths > 0, "the load placed no table in a data path");
+    let d = db_arg(&dir);
+    let o = strata(&["verify", "--db", &d]);
+    assert_eq!(o.status.code(), Some(1), "without --db-path the tables there are missing");
+    assert!(stdout(&o).contains("live table missing"), "{}", stdout(&o));
+    let (pa, pb) = (db_arg(&a), db_arg(&b));
+    let out = ok(&["verify", "--db", &d, "--db-path", &pa, "--db-path", &pb]);
+    assert!(out.contains(" 0 damaged"), "{out}");
+    // Damage in a data path is found and named there.
+    let victim = files(&a, ".sst").into_iter().chain(files(&b, ".sst")).next().unwrap();
+    let mut bytes = std::fs::read(&victim).unwrap();
+    bytes[100] ^= 0xff;
+    std::fs::write(&victim, bytes).unwrap();
+    let o = strata(&["verify", "--db", &d, "--db-path", &pa, "--db-path", &pb]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains(&format!("DAMAGED {}", victim.display())), "{}", stdout(&o));
+}
+
+/// Regression: `dump-table` printed a range-deletion block's handle only,
+/// never its tombstones.
+#[test]
+fn dump_table_prints_range_tombstones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = strata::Db::open(&dir, strata::Options::default()).unwrap();
+    db.put("a", "1").unwrap();
+    db.delete_range("b", "d").unwrap();
+    db.delete_range("x\u{1}", "z").unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    let sst = files(&dir, ".sst");
+    assert_eq!(sst.len(), 1);
+    let out = ok(&["dump-table", sst[0].to_str().unwrap()]);
+    for want in ["(2 tombstones)", "[b, d) @ ", "[x\\x01, z) @ "] {
+        assert!(out.contains(want), "{want:?} missing from:\n{out}");
+    }
+}

@@ -23,6 +23,20 @@ pub use iter::TableIter;
 pub use reader::{BlockReadOptions, CachedGet, Table};
 pub use segment::{discover_segments, SegmentMeta};
 
+/// A table segment's range-deletion block (its properties' `range_del`
+/// handle) decoded as `(start, end, sequence)`, each deleting `[start, end)`;
+/// for tools that print a table. Anything malformed is `Corruption`.
+///
+/// # Examples
+///
+/// ```
+/// let err = strata::table::decode_range_dels(&[5]).unwrap_err();
+/// assert!(err.is_corruption(), "a count with no tombstones after it");
+/// ```
+pub fn decode_range_dels(block: &[u8]) -> crate::Result<Vec<(Vec<u8>, Vec<u8>, crate::key::SeqNum)>> {
+    Ok(crate::range_del::decode_block(block)?.into_iter().map(|t| (t.start, t.end, t.seq)).collect())
+}
+
 /// In-memory files for the table and cache tests.
 #[cfg(test)]
 pub(crate) mod test_util {
