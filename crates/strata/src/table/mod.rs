@@ -23,9 +23,11 @@ pub use iter::TableIter;
 pub use reader::{BlockReadOptions, CachedGet, Table};
 pub use segment::{discover_segments, SegmentMeta};
 
+/// One decoded range tombstone: `(start, end, sequence)`, deleting `[start, end)`.
+pub type RangeTombstoneParts = (Vec<u8>, Vec<u8>, crate::key::SeqNum);
+
 /// A table segment's range-deletion block (its properties' `range_del`
-/// handle) decoded as `(start, end, sequence)`, each deleting `[start, end)`;
-/// for tools that print a table. Anything malformed is `Corruption`.
+/// handle) decoded, for tools that print a table. Anything malformed is `Corruption`.
 ///
 /// # Examples
 ///
@@ -33,7 +35,7 @@ pub use segment::{discover_segments, SegmentMeta};
 /// let err = strata::table::decode_range_dels(&[5]).unwrap_err();
 /// assert!(err.is_corruption(), "a count with no tombstones after it");
 /// ```
-pub fn decode_range_dels(block: &[u8]) -> crate::Result<Vec<(Vec<u8>, Vec<u8>, crate::key::SeqNum)>> {
+pub fn decode_range_dels(block: &[u8]) -> crate::Result<Vec<RangeTombstoneParts>> {
     Ok(crate::range_del::decode_block(block)?.into_iter().map(|t| (t.start, t.end, t.seq)).collect())
 }
 
