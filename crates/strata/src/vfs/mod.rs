@@ -134,7 +134,8 @@ pub trait Vfs: Send + Sync + Debug {
     /// How many names the file `path` has (its hard-link count). A table
     /// with more than one is shared with a checkpoint or backup, so an
     /// in-place append must copy it first. The default is 1: a file system
-    /// that cannot hard-link has no shared files.
+    /// that cannot hard-link has no shared files (one that implements
+    /// [`Vfs::hard_link`] must implement this too).
     ///
     /// # Examples
     ///
