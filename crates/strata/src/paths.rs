@@ -101,6 +101,19 @@ impl TablePaths {
         Ok(tables)
     }
 
+    /// Best effort: removes temp files (a table copy an append's
+    /// copy-on-write left at a crash) from the data paths; the main
+    /// directory's are removed with its other temp files.
+    pub(crate) fn remove_temps(&self, vfs: &dyn Vfs) {
+        for dir in self.dirs().into_iter().skip(1) {
+            for name in vfs.list_dir(dir).unwrap_or_default() {
+                if let Some(FileKind::Temp(_)) = parse_file_name(&name) {
+                    let _ = vfs.remove_file(&dir.join(name));
+                }
+            }
+        }
+    }
+
     /// Forgets a removed table's location.
     pub(crate) fn forget(&self, id: u64) {
         self.found.lock().remove(&id);
@@ -155,5 +168,22 @@ mod tests {
         assert_eq!(p.table(5), Path::new("/db/000005.sst"));
         p.forget(3);
         assert_eq!(p.table(3), Path::new("/b/000003.sst"), "the rule, once forgotten");
+    }
+
+    #[test]
+    fn temp_files_in_data_paths_are_removed() {
+        let vfs = MemVfs::new();
+        for dir in ["/db", "/a"] {
+            vfs.create_dir_all(Path::new(dir)).expect("dir");
+        }
+        for f in ["/a/000003.sst", "/a/000003.dbtmp", "/a/notes.txt", "/db/000009.dbtmp"] {
+            vfs.create(Path::new(f)).expect("create");
+        }
+        TablePaths::new(Path::new("/db"), &[PathBuf::from("/a")]).remove_temps(&vfs);
+        let mut left = vfs.list_dir(Path::new("/a")).expect("list");
+        left.sort();
+        assert_eq!(left, ["000003.sst", "notes.txt"]);
+        // The main directory's are left to the removal of its other stale files.
+        assert!(vfs.exists(Path::new("/db/000009.dbtmp")));
     }
 }

@@ -9,7 +9,9 @@
 //! (new length, segment ends, footer checksums) is written; until that edit
 //! is durable the bytes past the recorded length are not part of the table,
 //! and recovery cuts them off. A target is cut back to its recorded length
-//! before the append, in case an earlier attempt failed after writing.
+//! before the append, in case an earlier attempt failed after writing. A
+//! target file with more than one name (hard-linked into a checkpoint or
+//! backup) is first replaced by a private copy ([`super::unshare`]).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,6 +22,7 @@ use super::filter::FilterRun;
 use super::merge::{DropRules, SnapshotBounds};
 use super::monkey::{table_bits, WriteTarget};
 use super::policy::{CompactionTask, LsmView, PickResult, RunTarget};
+use super::unshare::unshare_table;
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{compare_internal, user_key, SeqNum};
@@ -151,6 +154,8 @@ impl Appender<'_, '_> {
         let meta = self.dests.get(j).ok_or_else(|| Error::invalid("append routed past its targets"))?;
         let env = self.env;
         let path = env.tables.paths().table(meta.id);
+        // Never into an inode a checkpoint or backup shares (the copy keeps only the recorded bytes).
+        unshare_table(env.vfs, &path, meta.id, meta.size)?;
         if env.vfs.file_size(&path)? > meta.size {
             env.vfs.truncate(&path, meta.size)?;
         }

@@ -24,6 +24,7 @@ pub mod policy;
 pub mod sim;
 pub(crate) mod subtasks;
 pub mod tiered;
+pub(crate) mod unshare;
 pub(crate) mod view;
 pub(crate) mod warmup;
 

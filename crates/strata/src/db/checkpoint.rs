@@ -20,7 +20,7 @@ use crate::filename::{table_path, wal_path};
 use crate::options::CompactionStyle;
 use crate::version::{set_current, ManifestWriter};
 use crate::version::{FileMeta, Version, VersionEdit};
-use crate::vfs::{RandomOpenOptions, Vfs};
+use crate::vfs::{copy_prefix, Vfs};
 
 /// One keyspace's tree as the checkpoint captured it.
 struct TreeCut {
@@ -45,9 +45,6 @@ fn may_append(style: &CompactionStyle) -> bool {
     use CompactionStyle::*;
     !matches!(style, Leveled | Blsm | Lsbm | Dlsm | Tiered | Garnering { .. })
 }
-
-/// Copy chunk for tables and WALs.
-const COPY_CHUNK: u64 = 1 << 20;
 
 impl Db {
     /// Writes an openable copy of the whole database (every keyspace) to
@@ -170,26 +167,6 @@ fn write_trees(vfs: &dyn Vfs, target: &Path, trees: &[TreeCut]) -> Result<()> {
         vfs.sync_dir(parent)?;
     }
     Ok(())
-}
-
-/// Copies the first `len` bytes of `from` to a new file `to` and syncs it.
-fn copy_prefix(vfs: &dyn Vfs, from: &Path, to: &Path, len: u64) -> Result<()> {
-    let src = vfs.open_random(from, RandomOpenOptions::default())?;
-    if src.len() < len {
-        return Err(Error::corruption(format!(
-            "{}: {} bytes, the checkpoint needs {len}",
-            from.display(),
-            src.len()
-        )));
-    }
-    let mut out = vfs.create(to)?;
-    let mut at = 0;
-    while at < len {
-        let n = (len - at).min(COPY_CHUNK);
-        out.append(&src.read_at(at, n as usize)?)?;
-        at += n;
-    }
-    out.sync()
 }
 
 /// Best effort: removes what a failed checkpoint wrote.

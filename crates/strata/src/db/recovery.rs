@@ -190,6 +190,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
     }
     remove_unreferenced("default", dir, vfs.as_ref(), &versions, &entries, &located);
+    paths.remove_temps(vfs.as_ref());
     let versions = Arc::new(versions);
     let mut trees = vec![Parts {
         id: 0,

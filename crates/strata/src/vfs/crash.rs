@@ -307,6 +307,10 @@ impl Vfs for CrashVfs {
         self.mem.file_size(path)
     }
 
+    fn link_count(&self, path: &Path) -> Result<u64> {
+        self.mem.link_count(path)
+    }
+
     fn remove_file(&self, path: &Path) -> Result<()> {
         let _g = self.admit(CrashOpKind::Remove, path)?;
         self.mem.remove_file(path)

@@ -53,7 +53,7 @@ pub enum FaultOp {
     ListDir,
     /// `Vfs::lock`.
     Lock,
-    /// `Vfs::file_size`.
+    /// `Vfs::file_size` and `Vfs::link_count` (a metadata read).
     FileSize,
     /// One OS write below the write buffer ([`RawFile::write`]): it writes a
     /// random strict prefix (a short write) and the file's next write fails.
@@ -626,6 +626,12 @@ impl Vfs for FaultVfs {
 
     fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
         self.inner.hard_link(from, to)
+    }
+
+    /// Fails like [`FaultOp::FileSize`]: both read a file's metadata.
+    fn link_count(&self, path: &Path) -> Result<u64> {
+        self.shared.check(FaultOp::FileSize, path)?;
+        self.inner.link_count(path)
     }
 
     fn list_dir(&self, dir: &Path) -> Result<Vec<String>> {

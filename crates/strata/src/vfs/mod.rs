@@ -131,6 +131,28 @@ pub trait Vfs: Send + Sync + Debug {
             to.display()
         )))
     }
+    /// How many names the file `path` has (its hard-link count). A table
+    /// with more than one is shared with a checkpoint or backup, so an
+    /// in-place append must copy it first. The default is 1: a file system
+    /// that cannot hard-link has no shared files (one that implements
+    /// [`Vfs::hard_link`] must implement this too).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{RealVfs, Vfs};
+    /// let dir = tempfile::tempdir()?;
+    /// let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    /// let vfs = RealVfs::new();
+    /// drop(vfs.create(&a)?);
+    /// assert_eq!(vfs.link_count(&a)?, 1);
+    /// vfs.hard_link(&a, &b)?;
+    /// assert_eq!(vfs.link_count(&a)?, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn link_count(&self, _path: &Path) -> Result<u64> {
+        Ok(1)
+    }
     /// Names (not paths) of the entries of a directory.
     fn list_dir(&self, dir: &Path) -> Result<Vec<String>>;
     /// Makes creations, renames and removals in `dir` durable.
@@ -152,4 +174,27 @@ pub trait Vfs: Send + Sync + Debug {
             out.extend_from_slice(&buf[..n]);
         }
     }
+}
+
+/// Copies the first `len` bytes of `from` to a new file `to` (replacing one
+/// there) and syncs it; `from` shorter than `len` is corruption.
+pub(crate) fn copy_prefix(vfs: &dyn Vfs, from: &Path, to: &Path, len: u64) -> Result<()> {
+    /// Copy chunk.
+    const CHUNK: u64 = 1 << 20;
+    let src = vfs.open_random(from, RandomOpenOptions::default())?;
+    if src.len() < len {
+        return Err(crate::Error::corruption(format!(
+            "{}: {} bytes, {len} needed",
+            from.display(),
+            src.len()
+        )));
+    }
+    let mut out = vfs.create(to)?;
+    let mut at = 0;
+    while at < len {
+        let n = (len - at).min(CHUNK);
+        out.append(&src.read_at(at, n as usize)?)?;
+        at += n;
+    }
+    out.sync()
 }

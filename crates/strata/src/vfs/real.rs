@@ -106,6 +106,20 @@ impl Vfs for RealVfs {
         fs::hard_link(from, to).map_err(|e| io_err(from, e))
     }
 
+    fn link_count(&self, path: &Path) -> Result<u64> {
+        let meta = fs::metadata(path).map_err(|e| io_err(path, e))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Ok(meta.nlink())
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = meta;
+            Ok(1)
+        }
+    }
+
     fn list_dir(&self, dir: &Path) -> Result<Vec<String>> {
         let mut names = Vec::new();
         for entry in fs::read_dir(dir).map_err(|e| io_err(dir, e))? {
