@@ -269,3 +269,34 @@ fn link_count_counts_hard_links() {
     drop(mem.create(Path::new("/d/f")).unwrap());
     assert_eq!(mem.link_count(Path::new("/d/f")).unwrap(), 1);
 }
+
+/// Regression: recovery cut every table longer than its MANIFEST records back
+/// to that length in place, so a table hard-linked into a checkpoint whose
+/// own append had grown it (bytes the checkpoint committed) lost that
+/// segment when the source opened. Open now gives such a file a private copy
+/// of the recorded bytes and leaves the other name's bytes alone.
+#[test]
+fn recovery_does_not_cut_bytes_another_name_of_the_table_holds() {
+    let base = tempfile::tempdir().unwrap();
+    let (src, cp) = (base.path().join("db"), base.path().join("cp"));
+    let (db, model) = leveled_db(&src);
+    db.checkpoint(&cp).unwrap();
+    drop(db);
+    // What an append through the other name leaves: the shared inode grew.
+    let (name, mut bytes) = tables(&cp).into_iter().next().unwrap();
+    assert!(RealVfs::new().link_count(&cp.join(&name)).unwrap() > 1, "{name} is not shared");
+    let recorded = bytes.len();
+    bytes.extend_from_slice(b"the other database's committed segment");
+    std::fs::write(cp.join(&name), &bytes).unwrap();
+
+    let db = Db::open(&src, leveled()).unwrap();
+    check(&db, &model, "source after open");
+    drop(db);
+    assert_eq!(
+        std::fs::read(src.join(&name)).unwrap().len(),
+        recorded,
+        "the source keeps its recorded bytes"
+    );
+    assert_eq!(std::fs::read(cp.join(&name)).unwrap(), bytes, "the other name's bytes were cut");
+    assert_eq!(RealVfs::new().link_count(&cp.join(&name)).unwrap(), 1, "no longer shared");
+}

@@ -439,7 +439,14 @@ pub(super) fn cut_uncommitted_appends(vfs: &dyn Vfs, version: &Version, tables: 
     for f in version.live_files() {
         let path = tables.paths().table(f.id);
         match vfs.file_size(&path) {
-            Ok(size) if size > f.size => vfs.truncate(&path, f.size)?,
+            // A file with another name (a checkpoint's or backup's) is given a
+            // private copy of the recorded bytes instead: cutting it would cut
+            // the other side's own committed segments.
+            Ok(size) if size > f.size => {
+                if !crate::compaction::unshare::unshare_table(vfs, &path, f.id, f.size)? {
+                    vfs.truncate(&path, f.size)?;
+                }
+            }
             Ok(_) => {}
             // A missing table is reported by the checks that follow.
             Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
