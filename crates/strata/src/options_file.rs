@@ -60,20 +60,22 @@ pub(crate) fn newest(vfs: &dyn Vfs, dir: &Path) -> Result<Option<PathBuf>> {
     Ok(list(vfs, dir)?.last().map(|&n| dir.join(file_name(n))))
 }
 
-/// Removes `OPTIONS-*.dbtmp` files a crash left behind (best effort).
-pub(crate) fn remove_temps(vfs: &dyn Vfs, dir: &Path) {
-    for name in vfs.list_dir(dir).unwrap_or_default() {
+/// Removes `OPTIONS-*.dbtmp` files a crash left behind (the removals are
+/// best effort; a directory that cannot be listed is an error).
+pub(crate) fn remove_temps(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
+    for name in vfs.list_dir(dir)? {
         if name.strip_suffix(TEMP_SUFFIX).and_then(parse_name).is_some() {
             let _ = vfs.remove_file(&dir.join(name));
         }
     }
+    Ok(())
 }
 
 /// Writes a new OPTIONS file for `trees` (name and options of each keyspace,
 /// `default` first): to `OPTIONS-n.dbtmp`, synced, renamed, the directory
 /// synced; then all but the newest [`KEEP`] are deleted.
 pub(crate) fn write(vfs: &dyn Vfs, dir: &Path, trees: &[(String, Options)]) -> Result<PathBuf> {
-    remove_temps(vfs, dir);
+    remove_temps(vfs, dir)?;
     let existing = list(vfs, dir)?;
     let number = existing.last().map_or(1, |n| n + 1);
     let path = dir.join(file_name(number));
@@ -455,15 +457,17 @@ const TREE_KEYS: &[&str] = &[
 ];
 
 /// The check every open (read-write and read-only) makes against the newest
-/// OPTIONS file. A file that cannot be read or parsed is skipped with a
-/// warning: the MANIFEST is authoritative, and a read-write open rewrites it.
+/// OPTIONS file. A file that cannot be parsed is skipped with a warning: the
+/// MANIFEST is authoritative, and a read-write open rewrites it. An I/O
+/// error (listing the directory, reading the file) fails the open like any
+/// other I/O error of an open.
 pub(crate) fn check_at_open(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
-    let Some(path) = newest(vfs, dir).unwrap_or(None) else {
+    let Some(path) = newest(vfs, dir)? else {
         return Ok(());
     };
     match read(vfs, &path).and_then(|p| p.check().map(|()| p)) {
         Ok(_) => Ok(()),
-        Err(e @ Error::InvalidArgument(_)) => Err(e),
+        Err(e @ (Error::InvalidArgument(_) | Error::Io(_))) => Err(e),
         Err(e) => {
             log::warn!(target: "strata::options", "{} skipped, not checked: {e}", path.display());
             Ok(())
