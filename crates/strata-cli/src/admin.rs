@@ -149,7 +149,8 @@ fn set_policy(cli: &Cli, name: &str) -> CliResult<()> {
         let old = ks.compaction_style().name();
         (old, loaded.clone().with_keyspace(cli.keyspace.clone(), ks.with_compaction_style(style.clone())))
     };
-    let db = Db::open(dir, opts).map_err(|e| format!("cannot open {} with policy {name}: {e}", dir.display()))?;
+    let db =
+        Db::open(dir, opts).map_err(|e| format!("cannot open {} with policy {name}: {e}", dir.display()))?;
     let now = property(&keyspace(cli, &db)?, "strata.policy")?;
     db.close().map_err(|e| e.to_string())?;
     if old == now {
