@@ -2,10 +2,10 @@
 
 use std::process::ExitCode;
 
-use strata::{Db, Keyspace, Options};
+use strata::{CompactionStyle, Db, Keyspace, Options};
 
 use crate::bytes::parse;
-use crate::open::{db_dir, keyspace, open, Access};
+use crate::open::{db_dir, keyspace, open, options, Access};
 use crate::{Cli, CliResult, Command};
 
 /// The one call of `Keyspace::property`, so a change of its signature is a
@@ -91,31 +91,75 @@ pub fn run(cli: &Cli) -> CliResult<ExitCode> {
                 println!("{name}");
             }
         }
-        Command::Policy { set } => {
-            if let Some(name) = set {
-                return Err(format!("changing a keyspace's policy (to {name:?}) is not supported yet"));
-            }
+        Command::Policy { set: Some(name) } => set_policy(cli, name)?,
+        Command::Policy { set: None } => {
             let db = open(cli, "policy", Access::ReadAll)?;
-            let names = if db.keyspace("default").is_ok() && cli.read_only {
-                vec!["default".to_string()]
-            } else {
-                db.list_keyspaces()
-            };
+            let names = if cli.read_only { vec!["default".to_string()] } else { db.list_keyspaces() };
             for name in names {
                 let ks = db.keyspace(&name).map_err(fail)?;
                 let policy = property(&ks, "strata.policy")?;
-                let note =
-                    if name == "default" { " (from --policy: not recorded in the database)" } else { "" };
-                println!("{name}: {policy}{note}\n  {}", describe(&policy));
+                println!("{name}: {policy}\n  {}", describe(&policy));
             }
             if cli.read_only
                 && Db::list_keyspaces_at(db_dir(cli)?, &Options::default()).is_ok_and(|k| k.len() > 1)
             {
                 println!("(other keyspaces: a --read-only open reads the default keyspace only)");
             }
-            println!("Changing a policy is not supported yet.");
         }
         _ => return Err("not an administrative command".into()),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What moving from policy `old` to `new` does to the tree that is there.
+fn transition_notes(old: &str, new: &str) -> Vec<&'static str> {
+    let mut notes = Vec::new();
+    let buffered = |p: &str| p == "lsbm" || p == "dlsm";
+    if buffered(old) && !buffered(new) {
+        notes.push("LSbM compaction buffers are dropped.");
+    }
+    if old == "lwc" && new != "lwc" {
+        notes.push("DTable segments are merged away as tables are rewritten.");
+    }
+    if new == "garnering" {
+        notes.push("Garnering's level count is derived from the deepest level in use.");
+    }
+    if old == "tiered" && new != "tiered" {
+        notes.push("Extra runs of tiered levels are merged down.");
+    }
+    notes
+}
+
+/// `policy --set NAME`: reopens the database read-write with its loaded
+/// options and the new policy for `--keyspace`, then closes it.
+fn set_policy(cli: &Cli, name: &str) -> CliResult<()> {
+    if cli.read_only {
+        return Err("policy --set writes to the database and --read-only was given".into());
+    }
+    let style = CompactionStyle::from_name(name).map_err(|e| e.to_string())?;
+    let dir = db_dir(cli)?;
+    let loaded = options(cli, dir)?;
+    let (old, opts) = if cli.keyspace == "default" {
+        (loaded.compaction_style().name(), loaded.clone().with_compaction_style(style.clone()))
+    } else {
+        let ks = loaded
+            .keyspace_options(&cli.keyspace)
+            .cloned()
+            .ok_or_else(|| format!("no keyspace {:?} in the options of {}", cli.keyspace, dir.display()))?;
+        let old = ks.compaction_style().name();
+        (old, loaded.clone().with_keyspace(cli.keyspace.clone(), ks.with_compaction_style(style.clone())))
+    };
+    let db =
+        Db::open(dir, opts).map_err(|e| format!("cannot open {} with policy {name}: {e}", dir.display()))?;
+    let now = property(&keyspace(cli, &db)?, "strata.policy")?;
+    db.close().map_err(|e| e.to_string())?;
+    if old == now {
+        println!("{}: already {now}", cli.keyspace);
+        return Ok(());
+    }
+    println!("{}: {old} -> {now}\n  {}", cli.keyspace, describe(&now));
+    for note in transition_notes(&old, &now) {
+        println!("  {note}");
+    }
+    Ok(())
 }

@@ -24,7 +24,9 @@ use clap::{Parser, Subcommand};
 /// engine's read-only open reads the default keyspace only); `--read-only`
 /// forbids that and every writing command (put, delete, load, compact,
 /// checkpoint: the last opens the database read-write). No command creates a database
-/// unless `--create` is given (to `put`, `load`). Keys and values are text in
+/// unless `--create` is given (to `put`, `load`). A database opens with the
+/// options its newest OPTIONS file records (the defaults, with a warning, if it
+/// has none). Keys and values are text in
 /// which `\xNN` is a byte (printed the same way: printable ASCII as is, other
 /// bytes and `\` as `\xNN`), or hex with `--hex`. Exit codes: 0 success, 1 an
 /// error (or damage found by `verify`), 2 a usage error.
@@ -46,11 +48,12 @@ pub struct Cli {
     /// Create the database if it is missing (`put`, `load` only).
     #[arg(long, global = true)]
     pub create: bool,
-    /// The default keyspace's compaction policy (the database does not record
-    /// it; other keyspaces use their recorded one): leveled, blsm, lsbm, dlsm,
-    /// tiered, garnering, lwc.
-    #[arg(long, global = true, default_value = "leveled", value_name = "NAME")]
-    pub policy: String,
+    /// The compaction policy of a database `--create` creates (default
+    /// leveled): leveled, blsm, lsbm, dlsm, tiered, garnering, lwc. An existing
+    /// database opens with the options its OPTIONS file records; change its
+    /// policy with `policy --set`.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub policy: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -112,7 +115,7 @@ pub enum Command {
     },
     /// Check every live table (each block's checksum), MANIFEST and WAL.
     Verify {
-        /// A data path of the default keyspace's tables (`Options::with_db_paths`); repeatable.
+        /// A data path of the default keyspace's tables (`Options::with_db_paths`), besides those the OPTIONS file records; repeatable.
         #[arg(long = "db-path", value_name = "DIR")]
         db_paths: Vec<PathBuf>,
     },
@@ -133,9 +136,10 @@ pub enum Command {
     Properties { names: Vec<String> },
     /// List the keyspaces (reads the MANIFEST only).
     ListKeyspaces,
-    /// Show each keyspace's compaction policy and what it means.
+    /// Show each keyspace's compaction policy and what it means; `--set`
+    /// changes the policy of `--keyspace` (default: the default keyspace).
     Policy {
-        /// Change the policy (not supported yet).
+        /// The new policy: leveled, blsm, lsbm, dlsm, tiered, garnering, lwc.
         #[arg(long, value_name = "NAME")]
         set: Option<String>,
     },

@@ -1,10 +1,11 @@
 //! Opening the database the way each command needs: read-only unless the
 //! command writes (or reads a keyspace other than `default`, which only a
-//! read-write open can see), never creating one unless `--create` is given.
+//! read-write open can see), never creating one unless `--create` is given,
+//! with the options the database records in its OPTIONS file.
 
 use std::path::Path;
 
-use strata::{CompactionStyle, Db, Keyspace, Options};
+use strata::{CompactionStyle, Db, Error, Keyspace, Options};
 
 use crate::{Cli, CliResult};
 
@@ -38,10 +39,31 @@ pub fn db_dir(cli: &Cli) -> CliResult<&Path> {
     db_dir_for(cli, false)
 }
 
-/// The options `--policy` and `--create` give.
-pub fn options(cli: &Cli, create: bool) -> CliResult<Options> {
-    let style = CompactionStyle::from_name(&cli.policy).map_err(|e| e.to_string())?;
-    Ok(Options::default().with_compaction_style(style).with_create_if_missing(create))
+/// The options of the database in `dir`: those its newest OPTIONS file
+/// records, or (a database last opened by an older Strata) the defaults with
+/// a warning. A database `--create` is about to create gets `--policy`.
+pub fn options(cli: &Cli, dir: &Path) -> CliResult<Options> {
+    if !dir.join("CURRENT").exists() {
+        let style = CompactionStyle::from_name(cli.policy.as_deref().unwrap_or("leveled"))
+            .map_err(|e| e.to_string())?;
+        return Ok(Options::default().with_compaction_style(style));
+    }
+    if cli.policy.is_some() {
+        return Err("--policy applies only to a database --create creates; to change the policy of this \
+                    one use `policy --set NAME`"
+            .into());
+    }
+    match Options::load_latest(dir) {
+        Ok(o) => Ok(o),
+        Err(Error::NotADatabase(_)) => {
+            eprintln!(
+                "strata: warning: {} has no OPTIONS file (last opened by an older Strata): using default options",
+                dir.display()
+            );
+            Ok(Options::default())
+        }
+        Err(e) => Err(format!("cannot load the options of {}: {e}", dir.display())),
+    }
 }
 
 /// Opens the database for a command named `what` that does `access`.
@@ -58,12 +80,16 @@ pub fn open(cli: &Cli, what: &str, access: Access) -> CliResult<Db> {
             cli.read_only || Db::list_keyspaces_at(dir, &Options::default()).is_ok_and(|k| k.len() == 1)
         }
     };
-    let mut opts = options(cli, create)?;
+    let mut opts = options(cli, dir)?.with_create_if_missing(create);
     if !read_only && access != Access::Write {
-        // A read opened read-write (another keyspace than the default): run
-        // no compaction, since the default keyspace's policy is not recorded
-        // and `--policy` may not match it.
+        // A read opened read-write (another keyspace than the default) runs
+        // no compaction: a read should not rewrite the database.
         opts = opts.with_disable_auto_compactions(true);
+        for name in opts.keyspace_names() {
+            if let Some(ks) = opts.keyspace_options(&name).cloned() {
+                opts = opts.with_keyspace(name, ks.with_disable_auto_compactions(true));
+            }
+        }
     }
     let db = if read_only { Db::open_read_only(dir, opts) } else { Db::open(dir, opts) };
     db.map_err(|e| format!("cannot open {}: {e}", dir.display()))

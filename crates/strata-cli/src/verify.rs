@@ -1,7 +1,8 @@
 //! verify: reads every live file of every keyspace — each table block with its
 //! checksum checked, every MANIFEST record, every WAL record — and lists what
 //! is damaged. Writes nothing. A torn last record of a WAL or MANIFEST is
-//! what a crash leaves (recovery drops it): it is noted, not damage.
+//! what a crash leaves (recovery drops it): it is noted, not damage. Tables
+//! are looked for in the data paths the OPTIONS file records and `--db-path`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -13,7 +14,7 @@ use strata::table::{BlockReadOptions, Table};
 use strata::version::{read_current, VersionEdit, VersionSet};
 use strata::vfs::RandomOpenOptions;
 use strata::wal::LogReader;
-use strata::{RealVfs, Vfs, WalRecoveryMode, WriteBatch};
+use strata::{Options, RealVfs, Vfs, WalRecoveryMode, WriteBatch};
 
 use crate::progress::Progress;
 use crate::CliResult;
@@ -144,7 +145,13 @@ fn check(vfs: &dyn Vfs, c: &Check) -> strata::Result<Option<String>> {
 }
 
 /// Runs `verify` on the database in `dir`.
-pub fn run(dir: &Path, data_paths: &[PathBuf]) -> CliResult<ExitCode> {
+pub fn run(dir: &Path, given_paths: &[PathBuf]) -> CliResult<ExitCode> {
+    // The data paths the OPTIONS file records, and any given.
+    let mut data_paths = given_paths.to_vec();
+    if let Ok(opts) = Options::load_latest(dir) {
+        data_paths.extend(opts.db_paths().iter().filter(|p| !given_paths.contains(p)).cloned());
+    }
+    let data_paths = data_paths.as_slice();
     let vfs: Arc<dyn Vfs> = Arc::new(RealVfs::new());
     let mut checks = Vec::new();
     let mut damaged = Vec::new();

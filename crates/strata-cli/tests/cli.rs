@@ -292,10 +292,6 @@ fn properties_stats_and_policy() {
     assert!(ok(&["stats", "--db", &d]).contains("L0"));
     let out = ok(&["policy", "--db", &d]);
     assert!(out.contains("default: leveled") && out.contains("users: leveled"), "{out}");
-    assert!(out.contains("not supported yet"), "{out}");
-    let o = strata(&["policy", "--db", &d, "--set", "tiered"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("not supported yet"));
     ok(&["compact", "--db", &d, "--from", "a", "--to", "z"]);
     assert_eq!(ok(&["get", "--db", &d, "in-wal"]), "w\n");
 }
@@ -381,7 +377,7 @@ fn verify_names_a_missing_table() {
 
 /// Regression: `verify` looked for every table in the database directory
 /// only, so a database with data paths (`Options::with_db_paths`) was reported
-/// damaged.
+/// damaged. It now reads them from the OPTIONS file, and `--db-path`.
 #[test]
 fn verify_finds_tables_in_data_paths() {
     let tmp = tempfile::tempdir().unwrap();
@@ -401,8 +397,15 @@ fn verify_finds_tables_in_data_paths() {
     let in_paths = files(&a, ".sst").len() + files(&b, ".sst").len();
     assert!(in_paths > 0, "the load placed no table in a data path");
     let d = db_arg(&dir);
+    // The OPTIONS file records the data paths.
+    assert!(ok(&["verify", "--db", &d]).contains(" 0 damaged"));
+    for f in files(&dir, "") {
+        if f.file_name().unwrap().to_string_lossy().starts_with("OPTIONS-") {
+            std::fs::remove_file(f).unwrap();
+        }
+    }
     let o = strata(&["verify", "--db", &d]);
-    assert_eq!(o.status.code(), Some(1), "without --db-path the tables there are missing");
+    assert_eq!(o.status.code(), Some(1), "without an OPTIONS file or --db-path the tables there are missing");
     assert!(stdout(&o).contains("live table missing"), "{}", stdout(&o));
     let (pa, pb) = (db_arg(&a), db_arg(&b));
     let out = ok(&["verify", "--db", &d, "--db-path", &pa, "--db-path", &pb]);
@@ -435,4 +438,53 @@ fn dump_table_prints_range_tombstones() {
     for want in ["(2 tombstones)", "[b, d) @ ", "[x\\x01, z) @ "] {
         assert!(out.contains(want), "{want:?} missing from:\n{out}");
     }
+}
+
+#[test]
+fn policy_comes_from_the_database_and_set_changes_the_default_keyspace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let d = db_arg(&dir);
+    ok(&["put", "--db", &d, "--create", "--policy", "lsbm", "k1", "v1"]);
+    // Every later command opens with the options the database records.
+    let out = ok(&["policy", "--db", &d]);
+    assert!(out.contains("default: lsbm"), "{out}");
+    assert_eq!(ok(&["properties", "--db", &d, "strata.policy"]), "strata.policy:\nlsbm\n\n");
+    let o = strata(&["get", "--db", &d, "--policy", "tiered", "k1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("policy --set"), "{}", stderr(&o));
+
+    let o = strata(&["policy", "--db", &d, "--set", "nope"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("unknown compaction policy"), "{}", stderr(&o));
+    let o = strata(&["policy", "--db", &d, "--read-only", "--set", "tiered"]);
+    assert_eq!(o.status.code(), Some(1));
+
+    let out = ok(&["policy", "--db", &d, "--set", "garnering"]);
+    assert!(out.contains("default: lsbm -> garnering"), "{out}");
+    assert!(out.contains("LSbM compaction buffers are dropped"), "{out}");
+    assert!(out.contains("deepest level in use"), "{out}");
+    assert!(ok(&["policy", "--db", &d]).contains("default: garnering"));
+    assert_eq!(ok(&["get", "--db", &d, "k1"]), "v1\n");
+    let out = ok(&["policy", "--db", &d, "--set", "garnering"]);
+    assert!(out.contains("already garnering"), "{out}");
+    let out = ok(&["policy", "--db", &d, "--set", "leveled"]);
+    assert!(out.contains("default: garnering -> leveled") && !out.contains("LSbM"), "{out}");
+}
+
+#[test]
+fn a_database_without_an_options_file_opens_with_defaults_and_a_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let d = db_arg(&dir);
+    ok(&["put", "--db", &d, "--create", "k", "v"]);
+    for f in files(&dir, "") {
+        if f.file_name().unwrap().to_string_lossy().starts_with("OPTIONS-") {
+            std::fs::remove_file(f).unwrap();
+        }
+    }
+    let o = strata(&["get", "--db", &d, "k"]);
+    assert!(o.status.success());
+    assert_eq!(stdout(&o), "v\n");
+    assert!(stderr(&o).contains("no OPTIONS file"), "{}", stderr(&o));
 }

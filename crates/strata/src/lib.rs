@@ -45,6 +45,7 @@ mod keyspace_options;
 pub mod memtable;
 mod merge_operator;
 pub mod options;
+mod options_file;
 pub(crate) mod paths;
 mod pinned;
 mod prefix;

@@ -852,6 +852,19 @@ impl Options {
         self
     }
 
+    /// The data paths given with [`Options::with_db_paths`] (or loaded by
+    /// [`Options::load_latest`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let opts = strata::Options::default().with_db_paths(["/ssd", "/hdd"]);
+    /// assert_eq!(opts.db_paths(), [std::path::PathBuf::from("/ssd"), "/hdd".into()]);
+    /// ```
+    pub fn db_paths(&self) -> &[std::path::PathBuf] {
+        &self.db_paths
+    }
+
     /// Directories that hold the table files (RocksDB `db_paths`; default none:
     /// tables live in the database directory). Table `N` is written to path
     /// `N mod P`, so consecutive outputs alternate between them and, on separate

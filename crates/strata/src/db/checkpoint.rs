@@ -52,7 +52,7 @@ impl Db {
     /// Tables are hard-linked where the file system allows and copied
     /// otherwise (always copied for keyspaces under `lwc` or a custom policy,
     /// which may append to tables in place); each keyspace gets a fresh MANIFEST; the WALs are
-    /// copied up to the moment of the call. The copy holds every write
+    /// copied up to the moment of the call, the newest OPTIONS file as it is. The copy holds every write
     /// acknowledged before the call, and of writes racing it a prefix of
     /// whole batches. `dir`'s `CURRENT` is written last, so a checkpoint cut
     /// short by a crash or an error cannot be opened as a database; the
@@ -128,6 +128,12 @@ impl Db {
                 copy_prefix(vfs, &wal_path(&shared.dir, n), &wal_path(target, n), len)?;
             }
             drop(no_wal_deletion);
+            // The newest OPTIONS file, as RocksDB's checkpoints carry it
+            // (the checkpoint's first open writes a fresh one beside it).
+            if let Some(from) = crate::options_file::newest(vfs, &shared.dir)? {
+                let to = target.join(from.file_name().unwrap_or_default());
+                copy_prefix(vfs, &from, &to, vfs.file_size(&from)?)?;
+            }
             write_trees(vfs, target, &trees)
         })();
         match &written {

@@ -158,6 +158,7 @@ impl Db {
             return Err(e);
         }
         log::info!(target: "strata::keyspace", "[{name}] keyspace created (id {}, policy {})", tree.id, tree.policy.name());
+        persist_options_after_ddl(&shared, "creating a keyspace");
         Ok(Keyspace { tree })
     }
 
@@ -250,6 +251,7 @@ impl Db {
         shared.delete_obsolete_wals();
         remove_tree_dir(shared.vfs.as_ref(), &tree.dir);
         log::info!(target: "strata::keyspace", "[{name}] keyspace dropped (id {})", tree.id);
+        persist_options_after_ddl(&shared, "dropping a keyspace");
         Ok(())
     }
 
@@ -1101,5 +1103,21 @@ impl Keyspace {
     pub fn approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Result<Vec<u64>> {
         self.tree.check_live()?;
         self.tree.approximate_sizes(ranges)
+    }
+}
+
+/// Writes a new OPTIONS file for every open keyspace (the caller holds
+/// `Shared::ddl`, or the open has not returned yet).
+pub(super) fn persist_options(shared: &super::shared::Shared) -> Result<()> {
+    let trees: Vec<(String, Options)> =
+        shared.all_trees().iter().map(|t| (t.name.clone(), t.opts.clone())).collect();
+    crate::options_file::write(shared.vfs.as_ref(), &shared.dir, &trees).map(|_| ())
+}
+
+/// After a keyspace was created or dropped, which stands whatever happens
+/// here: a failed OPTIONS write is logged, and the next open writes one.
+fn persist_options_after_ddl(shared: &super::shared::Shared, what: &str) {
+    if let Err(e) = persist_options(shared) {
+        log::warn!(target: "strata::options", "OPTIONS file not written after {what}: {e}");
     }
 }

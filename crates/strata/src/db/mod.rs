@@ -382,6 +382,8 @@ impl Db {
                 db.create_keyspace(&name, ks_opts)?;
             }
         }
+        // Dropping `db` on failure closes it: the open fails with the error.
+        keyspace::persist_options(&db.inner.shared)?;
         Ok(db)
     }
 

@@ -70,6 +70,7 @@ fn open_once(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         )));
     }
     let entries = vfs.list_dir(dir)?;
+    crate::options_file::check_at_open(vfs.as_ref(), dir)?;
     // A read-only open creates no data path and deletes nothing.
     let paths = Arc::new(TablePaths::new(dir, &opts.db_paths));
     paths.scan(vfs.as_ref(), false)?;

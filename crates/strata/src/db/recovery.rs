@@ -120,6 +120,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         other => other,
     })?;
     let lock = vfs.lock(&lock_path(dir))?;
+    crate::options_file::check_at_open(vfs.as_ref(), dir)?;
     let paths = Arc::new(TablePaths::new(dir, &opts.db_paths));
     let located = paths.scan(vfs.as_ref(), true)?;
     let has_current = vfs.exists(&current_path(dir));

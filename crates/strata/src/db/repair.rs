@@ -346,12 +346,16 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
             let _ = vfs.remove_file(&dir.join(n));
         }
     }
+    // The rebuilt database stands: a failed write is logged, the next open writes one.
+    if let Err(e) = crate::options_file::write(vfs.as_ref(), dir, &[("default".to_string(), opts.clone())]) {
+        log::warn!(target: "strata::options", "repair: OPTIONS file not written: {e}");
+    }
     vfs.sync_dir(dir)?;
     Ok(report)
 }
 
 /// Removes a database's files (LevelDB `DestroyDB`): its keyspaces'
-/// directories, CURRENT, LOCK, MANIFESTs, logs, tables and temp files, the tables in its data paths
+/// directories, CURRENT, LOCK, MANIFESTs, OPTIONS files, logs, tables and temp files, the tables in its data paths
 /// (`Options::with_db_paths`), then each directory if nothing else is in it. Other files stay. A missing directory is not an error. Fails
 /// with [`Error::Locked`] while the database is open.
 pub fn destroy(path: impl AsRef<Path>, opts: Options) -> Result<()> {
@@ -375,8 +379,9 @@ pub fn destroy(path: impl AsRef<Path>, opts: Options) -> Result<()> {
     }
     for n in &names {
         match parse_file_name(n) {
-            Some(FileKind::Lock) | None => {}
-            Some(_) => vfs.remove_file(&dir.join(n))?,
+            Some(FileKind::Lock) => {}
+            None if !crate::options_file::is_options_file(n) => {}
+            _ => vfs.remove_file(&dir.join(n))?,
         }
     }
     for data in opts.db_paths.iter().filter(|d| d.as_path() != dir && vfs.exists(d)) {
