@@ -2,10 +2,16 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::text::{escape, unescape};
 use super::*;
 use crate::compaction::leveled::{LeveledConfig, LeveledPolicy};
 use crate::compaction::Decision;
+use crate::options::{
+    BloomAllocation, CompactionPipeline, CompactionStyle, CompressionType, WalRecoveryMode,
+};
+use crate::prefix::FixedPrefix;
 use crate::vfs::MemVfs;
+use crate::KeyspaceOptions;
 
 /// Every option `Options` can persist, at a value other than its default.
 fn everything_set() -> Options {
