@@ -190,6 +190,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
     }
     remove_unreferenced("default", dir, vfs.as_ref(), &versions, &entries, &located);
+    super::policy_change::reconcile_default(&versions, &opts, policy.as_ref(), !has_current)?;
     let versions = Arc::new(versions);
     let mut trees = vec![Parts {
         id: 0,
