@@ -199,6 +199,9 @@ fn print_edit(i: u64, e: &VersionEdit, hex: bool) {
                 println!("  add keyspace     {id} {name:?} ({} bytes of options)", options.len())
             }
             KeyspaceOp::Drop { id } => println!("  drop keyspace    {id}"),
+            KeyspaceOp::SetOptions { id, options } => {
+                println!("  keyspace options {id} ({} bytes)", options.len())
+            }
         }
     }
 }

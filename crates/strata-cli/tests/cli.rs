@@ -488,3 +488,23 @@ fn a_database_without_an_options_file_opens_with_defaults_and_a_warning() {
     assert_eq!(stdout(&o), "v\n");
     assert!(stderr(&o).contains("no OPTIONS file"), "{}", stderr(&o));
 }
+
+/// `policy --set --keyspace`: the change is recorded in the database (the
+/// next open without any option uses it), the keyspace's data reads back,
+/// and the default keyspace keeps its own policy.
+#[test]
+fn policy_set_changes_a_keyspace_and_the_database_records_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    populated(&dir);
+    let d = db_arg(&dir);
+    assert!(ok(&["policy", "--db", &d]).contains("users: leveled"));
+    let out = ok(&["policy", "--db", &d, "--keyspace", "users", "--set", "lwc"]);
+    assert!(out.contains("users: leveled -> lwc"), "{out}");
+    let out = ok(&["policy", "--db", &d]);
+    assert!(out.contains("users: lwc") && out.contains("default: leveled"), "{out}");
+    assert_eq!(ok(&["get", "--db", &d, "--keyspace", "users", "u1"]), "ada\n");
+    // The engine's own record, not only the OPTIONS file: a plain open sees it.
+    let db = strata::Db::open(&dir, strata::Options::default()).unwrap();
+    assert_eq!(db.keyspace("users").unwrap().property("strata.policy").unwrap(), "lwc");
+}

@@ -20,9 +20,12 @@ use crate::util::coding::{put_fixed64, put_length_prefixed, put_varint64, Reader
 /// every keyspace reports to the database's event listeners
 /// ([`Options::with_event_listener`]; each event names its keyspace).
 /// The numeric and enum settings are persisted when the keyspace is created
-/// and used when it is reopened without options; the trait objects (merge
-/// operator, compaction filter, prefix extractor) cannot be persisted and
-/// are given again with [`Options::with_keyspace`] at open.
+/// and used when it is reopened without options; options given with
+/// [`Options::with_keyspace`] that differ (another policy included, see
+/// [`Options::with_compaction_style`]) are recorded by a read-write open. The
+/// trait objects (merge operator, compaction filter, prefix extractor) cannot
+/// be persisted and are given again at open; the merge operator's name is,
+/// and an operator of another name is refused.
 ///
 /// # Examples
 ///
@@ -43,6 +46,9 @@ use crate::util::coding::{put_fixed64, put_length_prefixed, put_varint64, Reader
 pub struct KeyspaceOptions {
     /// Holds the per-tree fields; the others are never read.
     tree: Options,
+    /// The merge operator's name as the MANIFEST recorded it (the operator
+    /// itself cannot be persisted); used when `tree` has no operator.
+    recorded_merge_operator: Option<String>,
 }
 
 impl fmt::Debug for KeyspaceOptions {
@@ -52,6 +58,7 @@ impl fmt::Debug for KeyspaceOptions {
             .field("compaction_style", &t.compaction_style)
             .field("write_buffer_size", &t.write_buffer_size)
             .field("num_levels", &t.num_levels)
+            .field("merge_operator", &self.merge_operator_name())
             .finish_non_exhaustive()
     }
 }
@@ -91,7 +98,35 @@ impl KeyspaceOptions {
     /// assert_eq!(KeyspaceOptions::from_options(&db_opts).compaction_style().name(), "tiered");
     /// ```
     pub fn from_options(opts: &Options) -> Self {
-        KeyspaceOptions { tree: opts.clone() }
+        KeyspaceOptions { tree: opts.clone(), recorded_merge_operator: None }
+    }
+
+    /// The name of the merge operator: the given one's, else the one the
+    /// MANIFEST recorded (options read back from the registry have no operator).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{associative_merge_operator, KeyspaceOptions};
+    ///
+    /// let add = associative_merge_operator("concat", |_k, e, o| Some([e.unwrap_or_default(), o].concat()));
+    /// assert_eq!(KeyspaceOptions::new().merge_operator_name(), None);
+    /// assert_eq!(KeyspaceOptions::new().with_merge_operator(add).merge_operator_name(), Some("concat"));
+    /// ```
+    pub fn merge_operator_name(&self) -> Option<&str> {
+        match &self.tree.merge_operator {
+            Some(op) => Some(op.name()),
+            None => self.recorded_merge_operator.as_deref(),
+        }
+    }
+
+    /// These options, remembering `name` as the recorded merge operator when
+    /// they carry none (so re-recording them keeps the name).
+    pub(crate) fn with_recorded_merge_operator(mut self, name: Option<&str>) -> Self {
+        if self.tree.merge_operator.is_none() {
+            self.recorded_merge_operator = name.map(str::to_string);
+        }
+        self
     }
 
     /// The compaction policy.
@@ -175,7 +210,8 @@ impl KeyspaceOptions {
         self
     }
 
-    /// The keyspace's merge operator (RocksDB `merge_operator`); not persisted.
+    /// The keyspace's merge operator (RocksDB `merge_operator`); only its
+    /// name is persisted (a reopen with an operator of another name is refused).
     ///
     /// # Examples
     ///
@@ -296,6 +332,11 @@ impl KeyspaceOptions {
             // A custom policy is persisted by name; it must be supplied again at open.
             other => put_length_prefixed(&mut b, other.name().as_bytes()),
         }
+        // Only when set, so options without one encode as before.
+        if let Some(name) = self.merge_operator_name() {
+            put_varint64(&mut b, F_MERGE_OPERATOR);
+            put_length_prefixed(&mut b, name.as_bytes());
+        }
         b
     }
 
@@ -316,6 +357,12 @@ impl KeyspaceOptions {
                     F_BLOOM_BITS => t.bloom_bits_per_key = v,
                     _ => t.buffer_trim_threshold = v,
                 }
+                continue;
+            }
+            if field == F_MERGE_OPERATOR {
+                let name = r.length_prefixed().ok_or_else(|| bad("merge operator"))?;
+                let name = std::str::from_utf8(name).map_err(|_| bad("merge operator"))?;
+                o.recorded_merge_operator = Some(name.to_string());
                 continue;
             }
             if field == F_STYLE {
@@ -426,6 +473,8 @@ const F_TRIM_THRESHOLD: u64 = 19;
 const F_READ_MISSES: u64 = 20;
 const F_SEEK_COMPACTION: u64 = 21;
 const F_MAX_MEM_LEVEL: u64 = 22;
+/// The merge operator's name; written only when one is set.
+const F_MERGE_OPERATOR: u64 = 23;
 
 #[cfg(test)]
 mod tests {

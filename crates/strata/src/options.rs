@@ -162,7 +162,8 @@ impl CompactionPipeline {
     }
 }
 
-/// Which compaction policy shapes the tree.
+/// Which compaction policy shapes the tree. A database or keyspace may be
+/// reopened under another one; see [`Options::with_compaction_style`].
 #[derive(Clone, Default)]
 pub enum CompactionStyle {
     /// LevelDB-style leveling: L0 trigger by file count, ratio 10 between
@@ -628,6 +629,34 @@ impl Options {
     setter!(/// What WAL replay does with damage (RocksDB `wal_recovery_mode`).
         with_wal_recovery_mode, wal_recovery_mode, WalRecoveryMode);
     setter!(/// The compaction policy (RocksDB `compaction_style`; default leveled).
+        ///
+        /// The policy may change between opens (for a keyspace: give
+        /// [`Options::with_keyspace`] another policy): the root MANIFEST
+        /// records each tree's options, and a read-write open under another
+        /// policy drops the LSbM/dLSM compaction buffers unless the new policy
+        /// keeps them (they hold copies only) and clears the old policy's state
+        /// before any compaction runs; the new policy then reshapes the tree as
+        /// it compacts. No built-in pair is refused. Refused at open: a
+        /// `num_levels` below the deepest level holding data, and a merge
+        /// operator of another name than the recorded one. A read-only open
+        /// reads under the given policy and records nothing.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// use strata::{CompactionStyle, Db, MemVfs, Options};
+        ///
+        /// let vfs = Arc::new(MemVfs::new());
+        /// let opts = |s| Options::default().with_vfs(vfs.clone()).with_compaction_style(s);
+        /// let db = Db::open("/db", opts(CompactionStyle::Lsbm))?;
+        /// db.put("k", "v")?;
+        /// drop(db);
+        /// let db = Db::open("/db", opts(CompactionStyle::Tiered))?;
+        /// assert_eq!(db.property("strata.policy")?, "tiered");
+        /// assert_eq!(db.get("k")?, Some(b"v".to_vec()));
+        /// # Ok::<(), strata::Error>(())
+        /// ```
         with_compaction_style, compaction_style, CompactionStyle);
     setter!(/// Turn background compactions off; `compact_range` still works (RocksDB `disable_auto_compactions`).
         with_disable_auto_compactions, disable_auto_compactions, bool);
@@ -760,8 +789,9 @@ impl Options {
     /// `Options::set_merge_operator`; default none). Reading a key that has
     /// merge operands without one is [`Error::InvalidArgument`](crate::Error);
     /// a merge the operator fails is [`Error::Corruption`](crate::Error). Its
-    /// name is not persisted, so reopening with another operator is not
-    /// detected. With an operator set, iterators do not read through LSbM/dLSM
+    /// name is recorded in the MANIFEST: reopening with an operator of
+    /// another name is refused with `InvalidArgument` (reopening without one
+    /// is allowed, as in RocksDB, and keeps the recorded name). With an operator set, iterators do not read through LSbM/dLSM
     /// compaction buffers (point reads still do, but collect a key's operands
     /// without them): a buffer may still hold copies of operands that a deeper
     /// run also holds, which a merge would count twice.

@@ -404,6 +404,10 @@ impl CompactionPolicy for LsbmPolicy {
         self.variant == BufferVariant::Lsbm
     }
 
+    fn keeps_compaction_buffers(&self) -> bool {
+        true
+    }
+
     fn buffer_serves_ranges(&self) -> bool {
         // The trim keeps only hot buffer files, so a range over them reads
         // cached blocks; dLSM keeps everything and scans its runs.

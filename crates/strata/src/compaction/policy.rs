@@ -474,6 +474,25 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
     fn wants_trim(&self) -> bool {
         false
     }
+    /// True if the policy keeps compaction buffers (LSbM, dLSM). When a tree
+    /// is reopened under a policy that keeps none, the buffers the previous
+    /// policy left are dropped at open (they only hold copies of data their
+    /// runs have). Default: false.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{CompactionStyle, Db, MemVfs, Options};
+    ///
+    /// let db = Db::open("/db", Options::default()
+    ///     .with_compaction_style(CompactionStyle::Dlsm)
+    ///     .with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// assert_eq!(db.property("strata.policy")?, "dlsm"); // keeps its buffers
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    fn keeps_compaction_buffers(&self) -> bool {
+        false
+    }
     /// True if several merges may run at once under this policy: its picks
     /// skip busy files (and whatever a busy file would force into a pick), and
     /// its state stays right when tasks finish out of pick order. The engine

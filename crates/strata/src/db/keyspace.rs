@@ -562,6 +562,24 @@ impl Keyspace {
         self.tree.id
     }
 
+    /// The per-tree options this keyspace runs with (those persisted in the
+    /// root MANIFEST, or those given at open, which the open then recorded).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{CompactionStyle, Db, KeyspaceOptions, MemVfs, Options};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let ks = db.create_keyspace("ks", KeyspaceOptions::new().with_compaction_style(CompactionStyle::Tiered))?;
+    /// assert_eq!(ks.options().compaction_style().name(), "tiered");
+    /// assert_eq!(db.default_keyspace().options().compaction_style().name(), "leveled");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn options(&self) -> KeyspaceOptions {
+        KeyspaceOptions::from_options(&self.tree.opts)
+    }
+
     /// The instance id of the database this handle belongs to.
     pub(crate) fn db_instance(&self) -> u64 {
         self.tree.shared.instance

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::policy_change::{check_merge_operator, reconcile_keyspace, Recorded};
 use super::recovery::{
     check_files_present, checked_policy, cut_uncommitted_appends, flush_recovered, remove_unreferenced,
     replay_log_ops, table_cache, verify_tables, Parts,
@@ -29,22 +30,20 @@ pub(crate) fn keyspace_dir(root: &Path, id: u32) -> PathBuf {
 }
 
 /// The options registered keyspace `name` opens with: those given with
-/// `Options::with_keyspace` (same policy required), else the persisted ones.
-pub(crate) fn resolve_options(db: &Options, name: &str, persisted: &[u8]) -> Result<Options> {
+/// `Options::with_keyspace` (another policy is a policy change, see
+/// `policy_change`), else the persisted ones; with what the registry
+/// recorded, and whether the open gave options.
+pub(crate) fn resolve_options(
+    db: &Options,
+    name: &str,
+    persisted: &[u8],
+) -> Result<(Options, Recorded, bool)> {
     let (stored, style) = KeyspaceOptions::decode(persisted)
         .map_err(|e| Error::corruption(format!("keyspace {name:?}: {e}")))?;
-    let chosen = match db.keyspaces.iter().find(|(n, _)| n == name) {
-        Some((_, supplied)) => {
-            let given = supplied.compaction_style().name();
-            if given != style.name() {
-                return Err(Error::invalid(format!(
-                    "keyspace {name:?} was created with policy {}, but Options::with_keyspace gives {given}: \
-                     changing a keyspace's policy is not supported",
-                    style.name()
-                )));
-            }
-            supplied.clone()
-        }
+    let recorded = Recorded::decode(persisted, &format!("keyspace {name:?}"))?;
+    let supplied = db.keyspaces.iter().find(|(n, _)| n == name).map(|(_, o)| o);
+    let chosen = match supplied {
+        Some(supplied) => supplied.clone(),
         None => {
             if let PersistedStyle::Custom(policy) = &style {
                 return Err(Error::invalid(format!(
@@ -55,7 +54,9 @@ pub(crate) fn resolve_options(db: &Options, name: &str, persisted: &[u8]) -> Res
             stored
         }
     };
-    Ok(chosen.apply(db))
+    let opts = chosen.apply(db);
+    check_merge_operator(name, &recorded, &opts)?;
+    Ok((opts, recorded, supplied.is_some()))
 }
 
 /// Recovers every keyspace the root MANIFEST registers (not the default
@@ -77,8 +78,9 @@ pub(crate) fn recover_keyspaces(
     remove_orphans(opts.vfs.as_ref(), root, &registry);
     let mut trees = Vec::new();
     for (id, entry) in registry {
-        let tree_opts = resolve_options(opts, &entry.name, &entry.options)?;
+        let (tree_opts, recorded, given) = resolve_options(opts, &entry.name, &entry.options)?;
         let tree = recover_tree(root, id, entry.name, tree_opts, caches)?;
+        reconcile_keyspace(root_versions, &tree, &recorded, given)?;
         log::info!(
             target: "strata::recovery",
             "[{}] keyspace recovered (id {id}, policy {})",

@@ -10,6 +10,7 @@ mod iter_view;
 mod keyspace;
 mod ks_recovery;
 mod multi_get;
+mod policy_change;
 mod properties;
 mod range_read;
 mod raw_iter;

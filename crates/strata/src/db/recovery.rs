@@ -192,6 +192,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
     remove_unreferenced("default", dir, vfs.as_ref(), &versions, &entries, &located);
     paths.remove_temps(vfs.as_ref());
+    super::policy_change::reconcile_default(&versions, &opts, policy.as_ref(), !has_current)?;
     let versions = Arc::new(versions);
     let mut trees = vec![Parts {
         id: 0,

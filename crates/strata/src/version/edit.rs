@@ -41,6 +41,13 @@ const TAG_FILE_RANGE_DELS: u64 = 15;
 const TAG_KEYSPACE_ADD: u64 = 20;
 const TAG_KEYSPACE_DROP: u64 = 21;
 const TAG_NEXT_KEYSPACE_ID: u64 = 22;
+/// The default tree's persisted options (root MANIFEST). Safe to ignore:
+/// a reader without it opens with the options it is given, as before.
+const TAG_DEFAULT_OPTIONS: u64 = TAG_SAFE_TO_IGNORE | 23;
+/// A registered keyspace's options replaced (id, persisted options). Safe to
+/// ignore: a reader without it opens the keyspace with its older options,
+/// which read the same data.
+const TAG_KEYSPACE_SET_OPTIONS: u64 = TAG_SAFE_TO_IGNORE | 24;
 /// Tags with this bit set carry a length-prefixed payload that a reader which
 /// does not know the tag may skip: information that only makes something
 /// better (RocksDB's `kTagSafeIgnoreMask`). Every other unknown tag changes
@@ -115,6 +122,15 @@ pub enum KeyspaceOp {
         /// Its id.
         id: u32,
     },
+    /// A keyspace's persisted options were replaced (it was opened with
+    /// other per-tree options). Only in live edits: a snapshot's `Add`
+    /// carries the current options.
+    SetOptions {
+        /// Its id.
+        id: u32,
+        /// Its new persisted options (see `KeyspaceOptions`).
+        options: Vec<u8>,
+    },
 }
 
 /// One atomic change to the version state. Deletions apply before additions, so
@@ -141,6 +157,9 @@ pub struct VersionEdit {
     pub keyspace_ops: Vec<KeyspaceOp>,
     /// The next keyspace id to hand out.
     pub next_keyspace_id: Option<u32>,
+    /// The default tree's persisted options (root MANIFEST only; see
+    /// `KeyspaceOptions`); replaces the stored ones.
+    pub default_options: Option<Vec<u8>>,
 }
 
 impl VersionEdit {
@@ -220,11 +239,23 @@ impl VersionEdit {
                     put_varint64(&mut b, TAG_KEYSPACE_DROP);
                     put_varint64(&mut b, u64::from(*id));
                 }
+                KeyspaceOp::SetOptions { id, options } => {
+                    // One length-prefixed payload, so a reader may skip it.
+                    let mut p = Vec::new();
+                    put_varint64(&mut p, u64::from(*id));
+                    p.extend_from_slice(options);
+                    put_varint64(&mut b, TAG_KEYSPACE_SET_OPTIONS);
+                    put_length_prefixed(&mut b, &p);
+                }
             }
         }
         if let Some(n) = self.next_keyspace_id {
             put_varint64(&mut b, TAG_NEXT_KEYSPACE_ID);
             put_varint64(&mut b, u64::from(n));
+        }
+        if let Some(o) = &self.default_options {
+            put_varint64(&mut b, TAG_DEFAULT_OPTIONS);
+            put_length_prefixed(&mut b, o);
         }
         // One per file, after every listing of it.
         let mut bits = BTreeMap::new();
@@ -384,6 +415,17 @@ impl VersionEdit {
                     let n = u32::try_from(varint(&mut r, "next keyspace id")?)
                         .map_err(|_| bad("next keyspace id"))?;
                     set_once(&mut e.next_keyspace_id, Some(n), "next keyspace id")?;
+                }
+                TAG_DEFAULT_OPTIONS => {
+                    let o = r.length_prefixed().ok_or_else(|| bad("default options"))?;
+                    set_once(&mut e.default_options, Some(o.to_vec()), "default options")?;
+                }
+                TAG_KEYSPACE_SET_OPTIONS => {
+                    let p = r.length_prefixed().ok_or_else(|| bad("keyspace options"))?;
+                    let mut pr = Reader::new(p);
+                    let id = keyspace_id(&mut pr)?;
+                    let options = pr.remaining().to_vec();
+                    e.keyspace_ops.push(KeyspaceOp::SetOptions { id, options });
                 }
                 other if other & TAG_SAFE_TO_IGNORE != 0 => {
                     r.length_prefixed().ok_or_else(|| bad("ignorable field"))?;
@@ -576,15 +618,18 @@ mod tests {
             keyspace_ops: (0..rng.gen_range(0..3))
                 .map(|_| {
                     let id = rng.gen_range(1..=u32::MAX);
-                    if rng.gen_bool(0.5) {
-                        KeyspaceOp::Drop { id }
-                    } else {
-                        let name = format!("ks{}", num(rng));
-                        KeyspaceOp::Add { id, name, options: bytes(rng, 12) }
+                    match rng.gen_range(0..3) {
+                        0 => KeyspaceOp::Drop { id },
+                        1 => KeyspaceOp::SetOptions { id, options: bytes(rng, 12) },
+                        _ => {
+                            let name = format!("ks{}", num(rng));
+                            KeyspaceOp::Add { id, name, options: bytes(rng, 12) }
+                        }
                     }
                 })
                 .collect(),
             next_keyspace_id: rng.gen_bool(0.3).then(|| rng.gen()),
+            default_options: rng.gen_bool(0.3).then(|| bytes(rng, 12)),
         }
     }
 

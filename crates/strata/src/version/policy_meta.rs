@@ -28,6 +28,9 @@ pub(crate) struct PolicyMeta {
     pub(crate) keyspaces: BTreeMap<u32, KeyspaceEntry>,
     /// The next keyspace id; 0 while no keyspace was ever created.
     pub(crate) next_keyspace_id: u32,
+    /// The default tree's persisted options (root MANIFEST only); `None` in
+    /// databases written before they were recorded.
+    pub(crate) default_options: Option<Vec<u8>>,
 }
 
 impl PolicyMeta {
@@ -38,6 +41,7 @@ impl PolicyMeta {
             policy_state: None,
             keyspaces: BTreeMap::new(),
             next_keyspace_id: 0,
+            default_options: None,
         }
     }
 
@@ -71,10 +75,19 @@ impl PolicyMeta {
                         return Err(Error::invalid(format!("dropping keyspace {id}, which does not exist")));
                     }
                 }
+                KeyspaceOp::SetOptions { id, options } => {
+                    let entry = self.keyspaces.get_mut(id).ok_or_else(|| {
+                        Error::invalid(format!("setting options of keyspace {id}, which does not exist"))
+                    })?;
+                    entry.options = options.clone();
+                }
             }
         }
         if let Some(n) = edit.next_keyspace_id {
             self.next_keyspace_id = self.next_keyspace_id.max(n);
+        }
+        if let Some(o) = &edit.default_options {
+            self.default_options = Some(o.clone());
         }
         Ok(())
     }

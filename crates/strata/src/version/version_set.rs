@@ -274,6 +274,11 @@ impl VersionSet {
         self.meta.lock().keyspaces.clone()
     }
 
+    /// The default tree's persisted options (root MANIFEST), if recorded.
+    pub(crate) fn default_options(&self) -> Option<Vec<u8>> {
+        self.meta.lock().default_options.clone()
+    }
+
     /// The next keyspace id to hand out (ids start at 1 and are never reused).
     pub fn next_keyspace_id(&self) -> u32 {
         self.meta.lock().next_keyspace_id.max(1)
@@ -465,6 +470,7 @@ fn snapshot(
             .collect(),
         // Only databases that ever created a keyspace write the registry.
         next_keyspace_id: (meta.next_keyspace_id > 0).then_some(meta.next_keyspace_id),
+        default_options: meta.default_options.clone(),
     }
 }
 
