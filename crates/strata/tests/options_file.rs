@@ -188,3 +188,40 @@ fn checkpoints_and_backups_carry_the_options_file_repair_writes_one_destroy_remo
     strata::destroy(&copy, opts).unwrap();
     assert!(!copy.exists(), "destroy leaves no OPTIONS file behind");
 }
+
+/// Regression: `load_latest` took every tree's policy from the OPTIONS file
+/// alone. A crash after a policy change's MANIFEST edit but before the open
+/// rewrote the file left it naming the old policy, so a tool opening with the
+/// loaded options (the CLI) silently changed the policy back. The MANIFEST's
+/// record now wins.
+#[test]
+fn load_latest_prefers_the_manifest_over_a_stale_options_file() {
+    let vfs = Arc::new(MemVfs::new());
+    let dir = Path::new("/db");
+    let base = Options::default().with_vfs(vfs.clone());
+    let db = Db::open(dir, base.clone().with_compaction_style(CompactionStyle::Lsbm)).unwrap();
+    db.create_keyspace("ks", KeyspaceOptions::new().with_compaction_style(CompactionStyle::Blsm)).unwrap();
+    db.close().unwrap();
+    let stale_name = options_files(vfs.as_ref(), dir).pop().unwrap();
+    let stale = read(vfs.as_ref(), &dir.join(&stale_name));
+    // Both trees change policy; then the file is put back as the crash would have left it.
+    let changed = base
+        .clone()
+        .with_compaction_style(CompactionStyle::Tiered)
+        .with_keyspace("ks", KeyspaceOptions::new().with_compaction_style(CompactionStyle::Dlsm));
+    Db::open(dir, changed).unwrap().close().unwrap();
+    for name in options_files(vfs.as_ref(), dir) {
+        vfs.remove_file(&dir.join(name)).unwrap();
+    }
+    let mut f = vfs.create(&dir.join(&stale_name)).unwrap();
+    f.append(stale.as_bytes()).unwrap();
+    f.sync().unwrap();
+    drop(f);
+
+    let loaded = Options::load_latest_with(dir, &base).unwrap();
+    assert_eq!(loaded.compaction_style().name(), "tiered");
+    assert_eq!(loaded.keyspace_options("ks").unwrap().compaction_style().name(), "dlsm");
+    let db = Db::open(dir, loaded).unwrap();
+    assert_eq!(db.property("strata.policy").unwrap(), "tiered");
+    assert_eq!(db.keyspace("ks").unwrap().property("strata.policy").unwrap(), "dlsm");
+}

@@ -1,13 +1,15 @@
 //! [`Options::load_latest`]: a parsed OPTIONS file applied to `Options`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::keyspace_options::KeyspaceOptions;
+use crate::keyspace_options::{KeyspaceOptions, PersistedStyle};
 use crate::options::{BloomAllocation, CompactionPipeline, CompactionStyle, CompressionType, Options};
 use crate::prefix::FixedPrefix;
+use crate::version::VersionSet;
 use crate::vfs::RealVfs;
 
 use super::text::{parse_recovery_mode, Entry, Section};
@@ -176,6 +178,30 @@ fn apply_tree(file: &str, ks: &str, s: &Section, given: &Options, o: &mut Option
     Ok(())
 }
 
+/// `tree` with the per-tree settings the MANIFEST records for it (`bytes`),
+/// keeping its trait objects and data paths; a recorded custom policy keeps
+/// whatever `tree` has (the file's, already checked against the caller's).
+fn with_recorded(tree: &Options, bytes: &[u8], file: &str, name: &str) -> Result<Options> {
+    let (stored, style) = KeyspaceOptions::decode(bytes)
+        .map_err(|e| Error::corruption(format!("the MANIFEST's options of keyspace {name:?}: {e}")))?;
+    if matches!(style, PersistedStyle::Custom(_)) {
+        return Ok(tree.clone());
+    }
+    let mut t = stored.apply(tree);
+    (t.merge_operator, t.compaction_filter, t.prefix_extractor) =
+        (tree.merge_operator.clone(), tree.compaction_filter.clone(), tree.prefix_extractor.clone());
+    t.db_paths = tree.db_paths.clone();
+    if t.compaction_style.name() != tree.compaction_style.name() {
+        log::warn!(
+            target: "strata::options",
+            "{file}: keyspace {name:?} is recorded with policy {} in the MANIFEST, not {}: using the MANIFEST's",
+            t.compaction_style.name(),
+            tree.compaction_style.name()
+        );
+    }
+    Ok(t)
+}
+
 /// [`Options::load_latest_with`]'s work.
 fn load(dir: &Path, given: &Options) -> Result<Options> {
     let vfs = given.vfs.as_ref();
@@ -215,17 +241,29 @@ fn load(dir: &Path, given: &Options) -> Result<Options> {
     if !saw_default {
         return Err(Error::corruption(format!("{file}: no [Keyspace \"default\"] section")));
     }
-    // A keyspace dropped after the file was written must not come back:
-    // `Db::open` creates the keyspaces it is given that do not exist.
     if vfs.exists(&crate::filename::current_path(dir)) {
-        let live = crate::Db::list_keyspaces_at(dir, given)?;
+        let root = VersionSet::load_read_only(given.vfs.clone(), dir, 64, |_, _| Ok(()))?;
+        // The MANIFEST's record of each tree wins over the file: after a
+        // crash between a policy change's edit and this file's rewrite, the
+        // file still names the old policy, and loading it would change back.
+        if let Some(bytes) = root.default_options() {
+            o = with_recorded(&o, &bytes, &file, "default")?;
+        }
+        let registry: BTreeMap<String, Vec<u8>> =
+            root.keyspaces().into_values().map(|e| (e.name, e.options)).collect();
+        // A keyspace dropped after the file was written must not come back:
+        // `Db::open` creates the keyspaces it is given that do not exist.
         o.keyspaces.retain(|(name, _)| {
-            let keep = live.contains(name);
+            let keep = registry.contains_key(name);
             if !keep {
                 log::warn!(target: "strata::options", "{file}: keyspace {name:?} is no longer in the database: left out");
             }
             keep
         });
+        for (name, ks) in &mut o.keyspaces {
+            let tree = with_recorded(&ks.apply(given), &registry[name.as_str()], &file, name)?;
+            *ks = KeyspaceOptions::from_options(&tree);
+        }
     }
     // Keyspaces the caller named that the file does not list (to be created).
     for (name, ks) in &given.keyspaces {
@@ -242,7 +280,10 @@ impl Options {
     /// its newest `OPTIONS-NNNNNN` file (RocksDB `LoadLatestOptions`), on
     /// the real file system: the database-wide options, the default
     /// keyspace's options, and each other keyspace's through
-    /// [`Options::with_keyspace`]. Options that are not written down stay at
+    /// [`Options::with_keyspace`]. Each tree's per-tree settings (policy,
+    /// sizes, filters) are those the MANIFEST records where it records them,
+    /// so a file left stale by a crash never undoes a policy change. Options
+    /// that are not written down stay at
     /// their defaults: `create_if_missing`, `error_if_exists`, event
     /// listeners, the file system. A database whose file names a merge
     /// operator or a custom policy fails with [`Error::InvalidArgument`]
