@@ -93,8 +93,6 @@ pub(crate) fn write(vfs: &dyn Vfs, dir: &Path, trees: &[(String, Options)]) -> R
     Ok(path)
 }
 
-// ---- the text ----
-
 /// The check every open (read-write and read-only) makes against the newest
 /// OPTIONS file. A file that cannot be parsed is skipped with a warning: the
 /// MANIFEST is authoritative, and a read-write open rewrites it. An I/O
