@@ -166,6 +166,14 @@ fn compact_after_reading(warmup: bool, hot: std::ops::Range<u32>) -> Db {
     db.compact_range(None, None).unwrap();
     let s = db.stats();
     assert_eq!((s.levels[0].files, s.compactions), (0, 1), "{s}");
+    // The two inputs are deleted (and their cached blocks dropped) when the
+    // last Version holding them goes; a background thread that was looking at
+    // the tree may still hold one for a moment after `compact_range` returns.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while db.stats().files_deleted < 2 {
+        assert!(std::time::Instant::now() < deadline, "inputs never deleted\n{}", db.stats());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     db
 }
 
