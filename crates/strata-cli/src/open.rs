@@ -80,17 +80,11 @@ pub fn open(cli: &Cli, what: &str, access: Access) -> CliResult<Db> {
             cli.read_only || Db::list_keyspaces_at(dir, &Options::default()).is_ok_and(|k| k.len() == 1)
         }
     };
-    let mut opts = options(cli, dir)?.with_create_if_missing(create);
-    if !read_only && access != Access::Write {
-        // A read opened read-write (another keyspace than the default) runs
-        // no compaction: a read should not rewrite the database.
-        opts = opts.with_disable_auto_compactions(true);
-        for name in opts.keyspace_names() {
-            if let Some(ks) = opts.keyspace_options(&name).cloned() {
-                opts = opts.with_keyspace(name, ks.with_disable_auto_compactions(true));
-            }
-        }
-    }
+    // A read opened read-write (another keyspace than the default) runs with
+    // the recorded options as they are: a read-write open records the
+    // options it is given, so turning compactions off here would turn them
+    // off for every later open.
+    let opts = options(cli, dir)?.with_create_if_missing(create);
     let db = if read_only { Db::open_read_only(dir, opts) } else { Db::open(dir, opts) };
     db.map_err(|e| format!("cannot open {}: {e}", dir.display()))
 }

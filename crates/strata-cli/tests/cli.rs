@@ -508,3 +508,22 @@ fn policy_set_changes_a_keyspace_and_the_database_records_it() {
     let db = strata::Db::open(&dir, strata::Options::default()).unwrap();
     assert_eq!(db.keyspace("users").unwrap().property("strata.policy").unwrap(), "lwc");
 }
+
+/// Regression: reading a keyspace other than the default (a read-write open)
+/// turned compactions off for that open, and the open recorded those options
+/// in the database, so every later open ran with compactions off.
+#[test]
+fn reading_a_keyspace_leaves_its_compactions_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    populated(&dir);
+    let d = db_arg(&dir);
+    assert_eq!(ok(&["get", "--db", &d, "--keyspace", "users", "u1"]), "ada\n");
+    assert_eq!(ok(&["scan", "--db", &d, "--keyspace", "users"]), "u1\tada\n");
+    // A plain open uses what the database recorded; its OPTIONS file shows it.
+    strata::Db::open(&dir, strata::Options::default()).unwrap().close().unwrap();
+    let newest =
+        files(&dir, "").into_iter().filter(|f| f.to_string_lossy().contains("OPTIONS-")).max().unwrap();
+    let text = std::fs::read_to_string(newest).unwrap();
+    assert!(!text.contains("disable_auto_compactions=true"), "{text}");
+}
