@@ -6,7 +6,10 @@ use std::fmt;
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// Everything that can go wrong in Strata.
+///
+/// New variants may be added in minor releases, so a `match` needs a `_` arm.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The operating system reported an I/O failure.
     #[error("I/O error: {0}")]
@@ -28,6 +31,15 @@ pub enum Error {
     /// (RocksDB's "background error" / read-only mode). Reopen to recover.
     #[error("database is read-only after an earlier failure: {0}")]
     ReadOnly(String),
+    /// The call is not supported by this handle: a write, flush, compaction
+    /// or checkpoint on a database opened with `Db::open_read_only`
+    /// (RocksDB's `NotSupported`).
+    #[error("not supported: {0}")]
+    NotSupported(String),
+    /// No keyspace of that name (or id) is open in this database: it was
+    /// never created, or it was dropped.
+    #[error("no such keyspace: {0}")]
+    KeyspaceNotFound(String),
     /// The database was closed.
     #[error("database is closed")]
     Closed,
@@ -48,6 +60,11 @@ impl Error {
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption(_))
     }
+
+    /// The refusal of a change on a handle opened with `Db::open_read_only`.
+    pub(crate) fn opened_read_only() -> Self {
+        Error::NotSupported("the database was opened read-only (open_read_only): it takes no writes".into())
+    }
 }
 
 impl Error {
@@ -60,6 +77,8 @@ impl Error {
             Error::Locked(s) => Error::Locked(s.clone()),
             Error::NotADatabase(s) => Error::NotADatabase(s.clone()),
             Error::ReadOnly(s) => Error::ReadOnly(s.clone()),
+            Error::NotSupported(s) => Error::NotSupported(s.clone()),
+            Error::KeyspaceNotFound(s) => Error::KeyspaceNotFound(s.clone()),
             Error::Closed => Error::Closed,
         }
     }

@@ -193,7 +193,7 @@ fn drop_removes_data_and_directory_and_the_name_is_reusable() {
     assert!(vfs.exists(Path::new(&dir)));
     db.drop_keyspace("tmp").unwrap();
     assert!(!vfs.exists(Path::new(&dir)), "directory removed");
-    assert!(matches!(tmp.get(key(1)), Err(Error::InvalidArgument(_))));
+    assert!(matches!(tmp.get(key(1)), Err(Error::KeyspaceNotFound(_))));
     assert!(tmp.put("k", "v").is_err());
     assert!(tmp.iter().next().unwrap().is_err());
     assert!(tmp.flush().is_err());
@@ -343,7 +343,10 @@ fn errors_are_clear() {
     let db = Db::open("/db", opts(vfs.clone())).unwrap();
     let ks = db.create_keyspace("ks", KeyspaceOptions::default()).unwrap();
     let invalid = |r: Result<(), Error>| matches!(r, Err(Error::InvalidArgument(_)));
-    assert!(invalid(db.keyspace("unknown").map(drop)));
+    // Regression: an unknown keyspace was a plain InvalidArgument a caller
+    // could not tell from a bad option.
+    let missing = |r: Result<(), Error>| matches!(r, Err(Error::KeyspaceNotFound(_)));
+    assert!(missing(db.keyspace("unknown").map(drop)));
     assert!(invalid(db.create_keyspace("ks", KeyspaceOptions::default()).map(drop)));
     assert!(invalid(db.create_keyspace("default", KeyspaceOptions::default()).map(drop)));
     assert!(invalid(db.create_keyspace("", KeyspaceOptions::default()).map(drop)));
@@ -352,12 +355,12 @@ fn errors_are_clear() {
     ));
     assert!(!vfs.exists(Path::new("/db/keyspaces/2")), "a refused create leaves nothing");
     assert!(invalid(db.drop_keyspace("default")));
-    assert!(invalid(db.drop_keyspace("unknown")));
+    assert!(missing(db.drop_keyspace("unknown")));
     db.drop_keyspace("ks").unwrap();
-    assert!(invalid(db.drop_keyspace("ks")));
-    assert!(invalid(ks.put("k", "v")));
-    assert!(invalid(ks.get("k").map(drop)));
-    assert!(invalid(ks.compact_range(None, None)));
+    assert!(missing(db.drop_keyspace("ks")));
+    assert!(missing(ks.put("k", "v")));
+    assert!(missing(ks.get("k").map(drop)));
+    assert!(missing(ks.compact_range(None, None)));
     assert!(ks.multi_get(["k"])[0].is_err());
     let mut it = ks.raw_iterator();
     it.seek_to_first();

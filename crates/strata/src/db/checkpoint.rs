@@ -84,7 +84,7 @@ impl Db {
         let (trees, wals, no_wal_deletion) = {
             let mut wal = shared.wal.lock();
             let Some(writer) = wal.as_mut() else {
-                return Err(Error::ReadOnly("database opened read-only".into()));
+                return Err(Error::opened_read_only());
             };
             // Acknowledged writes are in the OS, where the copy reads them.
             if let Err(e) = writer.flush() {

@@ -33,7 +33,7 @@ pub(crate) const DEFAULT_KEYSPACE: &str = "default";
 /// atomically. Snapshots are database-wide: a [`Snapshot`] of the `Db`
 /// reads any keyspace at the same point. Cheap to clone. After
 /// [`Db::drop_keyspace`], every operation through a handle of it fails with
-/// [`Error::InvalidArgument`].
+/// [`Error::KeyspaceNotFound`].
 ///
 /// # Examples
 ///
@@ -163,7 +163,7 @@ impl Db {
     }
 
     /// The handle of keyspace `name` (`"default"` is the default keyspace);
-    /// [`Error::InvalidArgument`] if there is none.
+    /// [`Error::KeyspaceNotFound`] if there is none.
     ///
     /// # Examples
     ///
@@ -183,10 +183,10 @@ impl Db {
         let found = self.inner.shared.all_trees().into_iter().find(|t| t.name == name);
         match found {
             Some(tree) => Ok(Keyspace { tree }),
-            None if self.inner.shared.read_only => Err(Error::invalid(format!(
-                "no keyspace {name:?}: a read-only open reads only the default keyspace"
+            None if self.inner.shared.read_only => Err(Error::KeyspaceNotFound(format!(
+                "{name:?}: a read-only open reads only the default keyspace"
             ))),
-            None => Err(Error::invalid(format!("no keyspace {name:?} in this database"))),
+            None => Err(Error::KeyspaceNotFound(format!("{name:?} is not in this database"))),
         }
     }
 
@@ -236,7 +236,7 @@ impl Db {
             .all_trees()
             .into_iter()
             .find(|t| t.name == name)
-            .ok_or_else(|| Error::invalid(format!("no keyspace {name:?} in this database")))?;
+            .ok_or_else(|| Error::KeyspaceNotFound(format!("{name:?} is not in this database")))?;
         {
             // No write group is between resolving its keyspaces and applying them.
             let _wal = shared.wal.lock();

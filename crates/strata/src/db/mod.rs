@@ -161,7 +161,7 @@ impl DbInner {
     /// Refuses a change on a read-only handle.
     pub(crate) fn check_writable(&self) -> Result<()> {
         if self.shared.read_only {
-            return Err(Error::ReadOnly("database opened read-only".into()));
+            return Err(Error::opened_read_only());
         }
         Ok(())
     }
@@ -272,7 +272,7 @@ impl DbInner {
     /// Refuses operations on a dropped keyspace or a closed database.
     pub(crate) fn check_live(&self) -> Result<()> {
         if self.dropped.load(Ordering::Acquire) {
-            return Err(Error::invalid(format!("keyspace {:?} was dropped", self.name)));
+            return Err(Error::KeyspaceNotFound(format!("{:?} was dropped", self.name)));
         }
         if self.shared.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);

@@ -139,7 +139,7 @@ impl Shared {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        Err(Error::invalid(format!("keyspace id {id} does not exist in this database (dropped?)")))
+        Err(Error::KeyspaceNotFound(format!("keyspace id {id} is not in this database (dropped?)")))
     }
 
     /// Every open tree, the default keyspace first.

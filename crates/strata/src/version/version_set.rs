@@ -30,7 +30,7 @@ const DEFAULT_MAX_MANIFEST_SIZE: u64 = 64 << 20;
 
 /// The MANIFEST being appended to, guarded by the apply mutex.
 struct Writer {
-    /// `None` for a read-only set (then `failed` says so).
+    /// `None` for a read-only set: every apply is then `NotSupported`.
     manifest: Option<ManifestWriter>,
     /// Set once a MANIFEST write failed: every later apply is refused.
     failed: Option<String>,
@@ -207,7 +207,7 @@ impl VersionSet {
         manifest_number: u64,
         manifest: Option<ManifestWriter>,
     ) -> VersionSet {
-        let failed = manifest.is_none().then(|| "database opened read-only".to_string());
+        let failed = None;
         VersionSet {
             vfs,
             dir: dir.to_path_buf(),
@@ -317,6 +317,9 @@ impl VersionSet {
         if let Some(why) = &w.failed {
             return Err(Error::ReadOnly(why.clone()));
         }
+        if w.manifest.is_none() {
+            return Err(Error::opened_read_only());
+        }
         if let Some(n) = edit.next_file_number {
             self.next_file_number.fetch_max(n, Ordering::SeqCst);
         }
@@ -333,7 +336,7 @@ impl VersionSet {
         meta.apply(&edit)?;
 
         let Some(manifest) = w.manifest.as_mut() else {
-            return Err(Error::ReadOnly("database opened read-only".into()));
+            return Err(Error::opened_read_only());
         };
         let appended = manifest.append(&edit.encode()).map(|()| manifest.len());
         let manifest_len = match appended {
