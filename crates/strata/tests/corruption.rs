@@ -115,6 +115,22 @@ fn flipped_bytes_in_a_table_are_detected() {
     assert!(detected * 10 >= cases * 9, "only {detected} of {cases} flips detected");
 }
 
+/// Regression: a corruption found by `get` or an iterator said only "block
+/// checksum mismatch at offset N"; it names the table file to look at.
+#[test]
+fn a_corrupt_block_found_by_a_read_names_its_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 3000;
+    let table = write_one_table(tmp.path(), n);
+    flip(&table, 100); // inside the first data block
+    let name = table.file_name().unwrap().to_string_lossy().into_owned();
+    let db = Db::open(tmp.path(), opts()).unwrap();
+    let e = db.get(key(0)).expect_err("the first block is damaged");
+    assert!(e.is_corruption() && e.to_string().contains(&name), "{e}");
+    let e = db.iter().find_map(Result::err).expect("the scan meets the damaged block");
+    assert!(e.is_corruption() && e.to_string().contains(&name), "{e}");
+}
+
 fn write_unflushed(dir: &Path, n: usize) {
     let db = Db::open(dir, opts()).unwrap();
     let wo = WriteOptions::default().with_sync(true);

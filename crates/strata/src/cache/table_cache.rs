@@ -3,14 +3,14 @@
 
 use std::fmt;
 use std::num::NonZeroUsize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lru::LruCache;
 use parking_lot::Mutex;
 
 use crate::cache::BlockCache;
-use crate::error::Result;
+use crate::error::{Error, Result};
 #[cfg(test)]
 use crate::filename::table_path;
 use crate::paths::TablePaths;
@@ -96,8 +96,9 @@ impl TableCache {
         }
         let path = self.paths.table(file_id);
         let file = self.vfs.open_random(&path, RandomOpenOptions { direct: self.direct_reads })?;
-        let table =
-            Arc::new(Table::open_segments(file, file_id, file_size, segments, self.block_cache.clone())?);
+        let table = Table::open_segments(file, file_id, file_size, segments, self.block_cache.clone())
+            .map_err(|e| name_file(e, &path))?;
+        let table = Arc::new(table.with_path(&path));
         let mut inner = shard.lock();
         if let Some(t) = inner.lru.get(&file_id).filter(|t| t.file_size() == file_size) {
             return Ok(Arc::clone(t));
@@ -120,7 +121,8 @@ impl TableCache {
     pub fn open_uncached(&self, file_id: u64, file_size: u64, segments: &[SegmentMeta]) -> Result<Table> {
         let path = self.paths.table(file_id);
         let file = self.vfs.open_random(&path, RandomOpenOptions { direct: self.direct_reads })?;
-        Table::open_segments(file, file_id, file_size, segments, None)
+        let table = Table::open_segments(file, file_id, file_size, segments, None).map_err(|e| name_file(e, &path))?;
+        Ok(table.with_path(&path))
     }
 
     /// Where the tables live.
@@ -268,5 +270,13 @@ mod tests {
                 check_get(&cache.get(id, sizes[id as usize], &[]).unwrap(), id);
             }
         }
+    }
+}
+
+/// A corruption found opening a table, with the file's path in front.
+fn name_file(e: Error, path: &Path) -> Error {
+    match e {
+        Error::Corruption(msg) => Error::Corruption(format!("{}: {msg}", path.display())),
+        e => e,
     }
 }

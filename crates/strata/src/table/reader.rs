@@ -4,6 +4,7 @@
 use crossbeam_channel::{bounded, Receiver};
 use std::cell::Cell;
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -204,6 +205,9 @@ pub struct Table {
     props: TableProperties,
     /// Every segment's range tombstones, fragmented (shared with readers).
     range_dels: Arc<Fragments>,
+    /// The file's path, when the opener knows it: a corruption found in a
+    /// block later names the file an operator must look at.
+    path: Option<Arc<Path>>,
 }
 
 impl fmt::Debug for Table {
@@ -264,7 +268,25 @@ impl Table {
         let range_dels = Arc::new(Fragments::new(
             segs.iter().flat_map(|s| &s.range_dels).map(|t| (t.start.as_slice(), t.end.as_slice(), t.seq)),
         ));
-        Ok(Table { file, file_id, file_size, cache, segs, props, range_dels })
+        Ok(Table { file, file_id, file_size, cache, segs, props, range_dels, path: None })
+    }
+
+    /// Names the file this table was opened from in the corruption errors of
+    /// its block reads.
+    pub(crate) fn with_path(mut self, path: &Path) -> Table {
+        self.path = Some(Arc::from(path));
+        self
+    }
+
+    /// `e` with this table's file named, if it is a corruption.
+    fn locate(&self, e: Error) -> Error {
+        match (e, &self.path) {
+            (Error::Corruption(msg), Some(path)) => {
+                Error::Corruption(format!("{} (table {}): {msg}", path.display(), self.file_id))
+            }
+            (Error::Corruption(msg), None) => Error::Corruption(format!("table {}: {msg}", self.file_id)),
+            (e, _) => e,
+        }
     }
 
     /// False only if the table certainly holds no entry for `user_key`.
@@ -541,6 +563,16 @@ impl Table {
     /// the block comes from the window, refilled with one read of up to
     /// `opts.readahead` bytes (never past the data blocks) when it lacks it.
     pub(crate) fn read_block_ahead(
+        &self,
+        seg: &Segment,
+        handle: BlockHandle,
+        opts: BlockReadOptions,
+        window: Option<&mut Readahead>,
+    ) -> Result<Arc<Block>> {
+        self.read_block_located(seg, handle, opts, window).map_err(|e| self.locate(e))
+    }
+
+    fn read_block_located(
         &self,
         seg: &Segment,
         handle: BlockHandle,
