@@ -1,8 +1,9 @@
 //! verify: reads every live file of every keyspace — each table block with its
 //! checksum checked, every MANIFEST record, every WAL record — and lists what
 //! is damaged. Writes nothing. A torn last record of a WAL or MANIFEST is
-//! what a crash leaves (recovery drops it): it is noted, not damage. Tables
-//! are looked for in the data paths the OPTIONS file records and `--db-path`.
+//! what a crash leaves (recovery drops it): it is noted, not damage, unless
+//! the engine had already acted on that record (see `judge`). Tables are
+//! looked for in the data paths the OPTIONS file records and `--db-path`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -21,17 +22,42 @@ use crate::CliResult;
 
 /// One file to check.
 enum Check {
-    Manifest(PathBuf),
-    Table { path: PathBuf, id: u64, size: u64, segments: Vec<strata::table::SegmentMeta> },
-    Wal(PathBuf),
+    /// The MANIFEST of tree `tree` (an index into the trees checked).
+    Manifest {
+        path: PathBuf,
+        tree: usize,
+    },
+    Table {
+        path: PathBuf,
+        id: u64,
+        size: u64,
+        segments: Vec<strata::table::SegmentMeta>,
+        tree: usize,
+    },
+    Wal {
+        path: PathBuf,
+        number: u64,
+        len: u64,
+    },
 }
 
 impl Check {
     fn path(&self) -> &Path {
         match self {
-            Check::Manifest(p) | Check::Wal(p) | Check::Table { path: p, .. } => p,
+            Check::Manifest { path, .. } | Check::Wal { path, .. } | Check::Table { path, .. } => path,
         }
     }
+}
+
+/// What checking one file found.
+enum Found {
+    Clean,
+    /// A log whose last record was dropped as torn (`bytes` long).
+    TornTail {
+        bytes: u64,
+    },
+    /// A live table that is not there.
+    Missing,
 }
 
 /// Where a table of the tree in `dir` is: the directory itself, else the
@@ -55,6 +81,7 @@ fn tree_files(
     out: &mut Vec<Check>,
     damaged: &mut Vec<String>,
 ) -> Option<VersionSet> {
+    let tree = out.iter().filter(|c| matches!(c, Check::Manifest { .. })).count();
     let number = match read_current(&**vfs, dir) {
         Ok(n) => n,
         Err(e) => {
@@ -62,7 +89,7 @@ fn tree_files(
             return None;
         }
     };
-    out.push(Check::Manifest(manifest_path(dir, number)));
+    out.push(Check::Manifest { path: manifest_path(dir, number), tree });
     let set = match VersionSet::load_read_only(Arc::clone(vfs), dir, 64, |_, _| Ok(())) {
         Ok(s) => s,
         Err(e) => {
@@ -79,40 +106,37 @@ fn tree_files(
             id: f.id,
             size: f.size,
             segments: f.segments.clone(),
+            tree,
         });
     }
     Some(set)
 }
 
-/// Reads every record of a log (WAL or MANIFEST) with `decode`; a torn last
-/// record (what a crash during an append leaves) is not damage, but is noted.
+/// Reads every record of a log (WAL or MANIFEST) with `decode`; a dropped
+/// last record is reported for the caller to judge (a crash during an append
+/// leaves one).
 fn check_log(
     vfs: &dyn Vfs,
     p: &Path,
     decode: impl Fn(Vec<u8>) -> strata::Result<()>,
-) -> strata::Result<Option<String>> {
+) -> strata::Result<Found> {
     let mut r = LogReader::new(vfs.open_sequential(p)?, WalRecoveryMode::TolerateCorruptedTailRecords);
     while let Some(rec) = r.read_record()? {
         decode(rec)?;
     }
-    Ok((r.dropped_bytes() > 0).then(|| {
-        format!(
-            "{}: a torn last record of {} bytes (a crash during an append; not damage)",
-            p.display(),
-            r.dropped_bytes()
-        )
-    }))
+    Ok(match r.dropped_bytes() {
+        0 => Found::Clean,
+        bytes => Found::TornTail { bytes },
+    })
 }
 
-/// Checks one file; `Ok(Some(note))` is a remark that is not damage.
-fn check(vfs: &dyn Vfs, c: &Check) -> strata::Result<Option<String>> {
+/// Checks one file.
+fn check(vfs: &dyn Vfs, c: &Check) -> strata::Result<Found> {
     match c {
-        Check::Manifest(p) => check_log(vfs, p, |rec| VersionEdit::decode(&rec).map(|_| ())),
-        Check::Table { path, id, size, segments } => {
+        Check::Manifest { path, .. } => check_log(vfs, path, |rec| VersionEdit::decode(&rec).map(|_| ())),
+        Check::Table { path, id, size, segments, .. } => {
             if !vfs.exists(path) {
-                return Err(strata::Error::corruption(
-                    "live table missing (looked in the database directory and every --db-path)",
-                ));
+                return Ok(Found::Missing);
             }
             let file = vfs.open_random(path, RandomOpenOptions::default())?;
             if file.len() != *size {
@@ -133,14 +157,69 @@ fn check(vfs: &dyn Vfs, c: &Check) -> strata::Result<Option<String>> {
             while it.valid() {
                 it.next()?;
             }
-            Ok(None)
+            Ok(Found::Clean)
         }
-        Check::Wal(p) => check_log(vfs, p, |rec| {
+        Check::Wal { path, .. } => check_log(vfs, path, |rec| {
             for op in WriteBatch::from_data(rec)?.iter() {
                 op?;
             }
             Ok(())
         }),
+    }
+}
+
+/// Turns what each check found into notes and damage. A dropped last record
+/// is what a crash leaves, except where the engine had already acted on it:
+/// - a MANIFEST whose tree lacks a live table: a table is deleted only after
+///   the record removing it is durable, so that record was whole once;
+/// - a WAL with a newer WAL holding bytes: the engine syncs a WAL before it
+///   writes to the next one.
+fn judge(results: Vec<(Check, strata::Result<Found>)>, notes: &mut Vec<String>, damaged: &mut Vec<String>) {
+    let missing_in = |tree: usize| {
+        results
+            .iter()
+            .any(|(c, r)| matches!((c, r), (Check::Table { tree: t, .. }, Ok(Found::Missing)) if *t == tree))
+    };
+    let torn_manifest = |tree: usize| {
+        results
+            .iter()
+            .any(|(c, r)| matches!((c, r), (Check::Manifest { tree: t, .. }, Ok(Found::TornTail { .. })) if *t == tree))
+    };
+    let newest_wal_with_bytes = results
+        .iter()
+        .filter_map(|(c, _)| match c {
+            Check::Wal { number, len, .. } if *len > 0 => Some(*number),
+            _ => None,
+        })
+        .max();
+    for (c, r) in &results {
+        let p = c.path().display();
+        match (c, r) {
+            (_, Ok(Found::Clean)) => {}
+            (_, Err(e)) => damaged.push(format!("{p}: {e}")),
+            (Check::Manifest { tree, .. }, Ok(Found::TornTail { bytes })) if missing_in(*tree) => damaged.push(format!(
+                "{p}: corruption: its last record ({bytes} bytes) is unreadable, and without it the MANIFEST \
+                 lists a table that is gone; tables are deleted only after that record is durable, so it was \
+                 written whole and is damaged (repair rebuilds the MANIFEST)"
+            )),
+            (Check::Wal { number, .. }, Ok(Found::TornTail { bytes }))
+                if newest_wal_with_bytes.is_some_and(|n| n > *number) =>
+            {
+                damaged.push(format!(
+                    "{p}: corruption: its last record ({bytes} bytes) is unreadable, but a newer WAL holds \
+                     writes; a WAL is synced before the next one is written, so this is damage, not a torn write"
+                ))
+            }
+            (_, Ok(Found::TornTail { bytes })) => notes.push(format!(
+                "{p}: a torn last record of {bytes} bytes (a crash during an append; not damage)"
+            )),
+            (Check::Table { tree, .. }, Ok(Found::Missing)) if torn_manifest(*tree) => notes.push(format!(
+                "{p}: not there, as the MANIFEST's damaged last record recorded (see that MANIFEST)"
+            )),
+            (_, Ok(Found::Missing)) => damaged.push(format!(
+                "{p}: corruption: live table missing (looked in the database directory and every --db-path)"
+            )),
+        }
     }
 }
 
@@ -168,26 +247,28 @@ pub fn run(dir: &Path, given_paths: &[PathBuf]) -> CliResult<ExitCode> {
     let mut names = vfs.list_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     names.sort();
     for name in names {
-        if let Some(FileKind::Wal(_)) = parse_file_name(&name) {
-            checks.push(Check::Wal(dir.join(name)));
+        if let Some(FileKind::Wal(number)) = parse_file_name(&name) {
+            let path = dir.join(name);
+            let len = vfs.file_size(&path).unwrap_or(0);
+            checks.push(Check::Wal { path, number, len });
         }
     }
-    let progress = Progress::new("verify", Some(checks.len() as u64));
-    for (i, c) in checks.iter().enumerate() {
-        match check(&*vfs, c) {
-            Ok(None) => {}
-            Ok(Some(note)) => notes.push(note),
-            Err(e) => damaged.push(format!("{}: {e}", c.path().display())),
-        }
+    let total = checks.len();
+    let progress = Progress::new("verify", Some(total as u64));
+    let mut results = Vec::with_capacity(total);
+    for (i, c) in checks.into_iter().enumerate() {
+        let found = check(&*vfs, &c);
+        results.push((c, found));
         progress.set(i as u64 + 1);
     }
-    progress.finish(checks.len() as u64);
+    progress.finish(total as u64);
+    judge(results, &mut notes, &mut damaged);
     for n in &notes {
         println!("NOTE {n}");
     }
     for d in &damaged {
         println!("DAMAGED {d}");
     }
-    println!("{} files checked, {} damaged", checks.len(), damaged.len());
+    println!("{total} files checked, {} damaged", damaged.len());
     Ok(if damaged.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -121,7 +121,8 @@ impl TableCache {
     pub fn open_uncached(&self, file_id: u64, file_size: u64, segments: &[SegmentMeta]) -> Result<Table> {
         let path = self.paths.table(file_id);
         let file = self.vfs.open_random(&path, RandomOpenOptions { direct: self.direct_reads })?;
-        let table = Table::open_segments(file, file_id, file_size, segments, None).map_err(|e| name_file(e, &path))?;
+        let table = Table::open_segments(file, file_id, file_size, segments, None)
+            .map_err(|e| name_file(e, &path))?;
         Ok(table.with_path(&path))
     }
 
