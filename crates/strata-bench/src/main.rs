@@ -5,6 +5,8 @@ use std::process::ExitCode;
 use strata_bench::{cli, suite};
 
 fn main() -> ExitCode {
+    // Engine warnings reach stderr; RUST_LOG=info adds flushes and compactions.
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let result = if argv.len() <= 1 {
         // The main job: the default suite, then the compaction-buffer comparison.

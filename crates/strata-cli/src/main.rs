@@ -149,6 +149,8 @@ pub enum Command {
 pub type CliResult<T> = Result<T, String>;
 
 fn main() -> ExitCode {
+    // Engine warnings reach stderr; RUST_LOG=info adds flushes and compactions.
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
     match run(&cli) {
         Ok(code) => code,

@@ -23,6 +23,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Engine warnings reach stderr; RUST_LOG=info adds flushes and compactions.
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let args = args::Args::parse();
     let result = if args.child { child::run(&args) } else { parent::run(&args) };
     match result {
