@@ -141,6 +141,8 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     if !vfs.exists(dir) {
         return Err(Error::NotADatabase(format!("{} does not exist", dir.display())));
     }
+    // Rebuilt from part of a backup it would look whole: restore again instead.
+    crate::backup::refuse_incomplete_restore(vfs.as_ref(), dir)?;
     let _lock = vfs.lock(&lock_path(dir))?;
     let entries = vfs.list_dir(dir)?;
     let mut report = RepairReport::default();
@@ -583,7 +585,7 @@ impl Keep {
 }
 
 /// Removes a database's files (LevelDB `DestroyDB`): its keyspaces'
-/// directories, CURRENT, LOCK, MANIFESTs, OPTIONS files, logs, tables and temp files, the tables in its data paths
+/// directories, CURRENT, LOCK, MANIFESTs, OPTIONS files, logs, tables, temp files and an unfinished restore's marker, the tables in its data paths
 /// (`Options::with_db_paths`), then each directory if nothing else is in it. Other files stay. A missing directory is not an error. Fails
 /// with [`Error::Locked`] while the database is open.
 pub fn destroy(path: impl AsRef<Path>, opts: Options) -> Result<()> {
@@ -608,7 +610,7 @@ pub fn destroy(path: impl AsRef<Path>, opts: Options) -> Result<()> {
     for n in &names {
         match parse_file_name(n) {
             Some(FileKind::Lock) => {}
-            None if !crate::options_file::is_options_file(n) => {}
+            None if !crate::options_file::is_options_file(n) && n != crate::backup::RESTORE_MARKER => {}
             _ => vfs.remove_file(&dir.join(n))?,
         }
     }
