@@ -580,6 +580,11 @@ fn check_stopped_restore(vfs: Arc<dyn Vfs>, id: u64, target: &Path, want: &Model
         refused = true;
     }
     let db = Db::open(target, o).unwrap_or_else(|e| panic!("{ctx}: open: {e}"));
+    assert_eq!(
+        db.list_keyspaces(),
+        ["default", "hot", "ingest"],
+        "{ctx}: opened as another (empty) database"
+    );
     let got = read_all(&db);
     assert!(got == *want, "{ctx}: the target opens with other data than the backup's");
     db.close().unwrap();

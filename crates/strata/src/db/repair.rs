@@ -259,6 +259,10 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
         vfs.sync_dir(&t.dir)?;
         new_manifests.push(manifest_number);
     }
+    if trees.len() > 1 {
+        // The entries of keyspace directories this repair created.
+        vfs.sync_dir(&ks_base)?;
+    }
     report.manifest_number = new_manifests[0];
 
     // Damaged files are kept for a person to look at, never deleted.
