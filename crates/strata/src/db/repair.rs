@@ -551,7 +551,6 @@ impl Tree {
             }
         }
         let new_ids = outputs.iter().map(|f| f.id).collect();
-        drop(env);
         Ok(Built { scratch, outputs, new_ids, lost })
     }
 }
