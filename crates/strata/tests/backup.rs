@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use strata::vfs::{FaultConfig, FaultOp, FaultVfs};
+use strata::vfs::{CrashMode, CrashVfs, FaultConfig, FaultOp, FaultVfs};
 use strata::{BackupEngine, CompactionStyle, Db, Error, KeyspaceOptions, MemVfs, Options, Vfs, WriteBatch};
 
 use crash_sim_support::history::{value_of, History, Kv};
@@ -535,4 +535,116 @@ fn a_fault_during_a_backup_leaves_earlier_backups_intact_and_no_half_backup() {
     engine.verify_backup(first).unwrap();
     let got = restore_and_read(&engine, first, Path::new("/r-first"), &o);
     assert!(got == first_state);
+}
+
+/// A database with keyspaces, tables and WAL data in `/db` of `mem`, its
+/// backup (id returned) in `/b`, and what a whole restore of it reads.
+fn backed_up(mem: &MemVfs) -> (u64, Model) {
+    let vfs: Arc<dyn Vfs> = Arc::new(mem.clone());
+    let db = open_db(Path::new("/db"), opts().with_vfs(vfs.clone()));
+    let mut model = Model::new();
+    write_round(&db, &mut model, 0);
+    quiesce(&db);
+    // Left in the WAL.
+    db.put("wal", "default").unwrap();
+    db.keyspace("hot").unwrap().put("wal", "hot").unwrap();
+    model.get_mut("default").unwrap().insert(b"wal".to_vec(), b"default".to_vec());
+    model.get_mut("hot").unwrap().insert(b"wal".to_vec(), b"hot".to_vec());
+    let engine = BackupEngine::open_with_vfs("/b", vfs.clone()).unwrap();
+    let id = engine.create_new_backup(&db).unwrap();
+    db.close().unwrap();
+    let got = restore_and_read(&engine, id, Path::new("/whole"), &opts().with_vfs(vfs));
+    assert!(got == model, "a whole restore reads the backup's data");
+    (id, got)
+}
+
+/// After a restore into `target` stopped (crash or error): the target is as
+/// before (missing or empty), or open refuses it as an unfinished restore and
+/// a second restore finishes it, or it opens with exactly the backup's data.
+/// Never an empty database. Returns whether open refused it.
+fn check_stopped_restore(vfs: Arc<dyn Vfs>, id: u64, target: &Path, want: &Model, ctx: &str) -> bool {
+    let o = opts().with_vfs(vfs.clone());
+    if !vfs.exists(target) || vfs.list_dir(target).unwrap().is_empty() {
+        return false;
+    }
+    let mut refused = false;
+    if vfs.exists(&target.join("RESTORE-INCOMPLETE")) {
+        let err = Db::open(target, o.clone())
+            .err()
+            .unwrap_or_else(|| panic!("{ctx}: an unfinished restore opened"));
+        assert!(matches!(&err, Error::NotADatabase(m) if m.contains("restore incomplete")), "{ctx}: {err}");
+        assert!(Db::open_read_only(target, o.clone()).is_err(), "{ctx}: read-only open");
+        assert!(strata::repair(target, o.clone()).is_err(), "{ctx}: repair");
+        let engine = BackupEngine::open_with_vfs("/b", vfs.clone()).unwrap();
+        engine.restore_db_from_backup(id, target).unwrap_or_else(|e| panic!("{ctx}: restore again: {e}"));
+        refused = true;
+    }
+    let db = Db::open(target, o).unwrap_or_else(|e| panic!("{ctx}: open: {e}"));
+    assert_eq!(
+        db.list_keyspaces(),
+        ["default", "hot", "ingest"],
+        "{ctx}: opened as another (empty) database"
+    );
+    let got = read_all(&db);
+    assert!(got == *want, "{ctx}: the target opens with other data than the backup's");
+    db.close().unwrap();
+    refused
+}
+
+#[test]
+fn a_restore_killed_at_any_step_never_opens_as_an_empty_database() {
+    let base = MemVfs::new();
+    let (id, want) = backed_up(&base);
+    let image = CrashVfs::from_mem(base);
+    let target = Path::new("/restored");
+    let engine_on = |vfs: &CrashVfs| BackupEngine::open_with_vfs("/b", Arc::new(vfs.clone())).unwrap();
+    let probe = CrashVfs::from_mem(image.image(CrashMode::ProcessKill));
+    let engine = engine_on(&probe);
+    let start = probe.ops_done();
+    engine.restore_db_from_backup(id, target).unwrap();
+    let total = probe.ops_done() - start;
+    let mut refused = 0;
+    for n in 0..=total {
+        for mode in [CrashMode::ProcessKill, CrashMode::PowerLoss] {
+            let vfs = CrashVfs::from_mem(image.image(CrashMode::ProcessKill));
+            let engine = engine_on(&vfs);
+            vfs.set_crash_after(Some(vfs.ops_done() + n));
+            let _ = engine.restore_db_from_backup(id, target);
+            vfs.crash_now();
+            drop(engine);
+            let ctx = format!("kill after op {n} of {total} ({mode:?})");
+            refused += usize::from(check_stopped_restore(Arc::new(vfs.image(mode)), id, target, &want, &ctx));
+        }
+    }
+    assert!(refused > total as usize, "most kills leave an unfinished restore: {refused}");
+}
+
+#[test]
+fn a_restore_failing_at_any_step_leaves_nothing_that_opens_empty() {
+    let mem = MemVfs::new();
+    let (id, want) = backed_up(&mem);
+    let in_scope = |p: &Path| p.starts_with("/t");
+    let filter = strata::vfs::PathFilter::new("restore targets", in_scope);
+    let fault = Arc::new(FaultVfs::new(Arc::new(mem), FaultConfig::new(5).with_filter(filter)));
+    let vfs: Arc<dyn Vfs> = fault.clone();
+    let engine = BackupEngine::open_with_vfs("/b", vfs.clone()).unwrap();
+    let mut failures = 0;
+    let ops = [FaultOp::Create, FaultOp::Append, FaultOp::Sync, FaultOp::SyncDir, FaultOp::Remove];
+    for (i, op) in ops.into_iter().enumerate() {
+        for skip in [0, 1, 2, 5, 9, 14, 30] {
+            let target = Path::new("/t").join(format!("{i}-{skip}"));
+            fault.fail_after(op, skip, 1);
+            let r = engine.restore_db_from_backup(id, &target);
+            fault.disarm();
+            let ctx = format!("{op:?} fails after {skip}");
+            if r.is_err() {
+                failures += 1;
+            }
+            check_stopped_restore(vfs.clone(), id, &target, &want, &ctx);
+            // Whatever was left, a restore into a fresh target works.
+            let again = Path::new("/t").join(format!("{i}-{skip}-again"));
+            engine.restore_db_from_backup(id, &again).unwrap();
+        }
+    }
+    assert!(failures >= 20, "the faults hit the restores: {failures}");
 }

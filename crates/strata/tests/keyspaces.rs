@@ -447,13 +447,14 @@ fn read_only_open_of_a_database_with_keyspaces_reads_the_default_keyspace() {
 }
 
 #[test]
-fn repair_refuses_and_destroy_removes_a_database_with_keyspaces() {
+fn repair_keeps_and_destroy_removes_a_database_with_keyspaces() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let db = Db::open("/db", opts(vfs.clone())).unwrap();
     db.create_keyspace("ks", KeyspaceOptions::default()).unwrap().put("k", "v").unwrap();
     db.close().unwrap();
-    // Repair would rebuild the root MANIFEST without the registry.
-    assert!(matches!(strata::repair("/db", opts(vfs.clone())), Err(Error::InvalidArgument(_))));
+    // Repair rebuilds the keyspace and keeps the registry.
+    let report = strata::repair("/db", opts(vfs.clone())).unwrap();
+    assert_eq!(report.keyspaces, 1, "{report}");
     let db = Db::open("/db", opts(vfs.clone())).unwrap();
     assert_eq!(db.keyspace("ks").unwrap().get("k").unwrap(), Some(b"v".to_vec()));
     db.close().unwrap();

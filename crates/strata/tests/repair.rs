@@ -14,7 +14,10 @@ use rand::{Rng, SeedableRng};
 use strata::key::{make_internal_key, ValueKind};
 use strata::table::{discover_segments, SegmentMeta, TableBuilder, TableBuilderOptions};
 use strata::vfs::{CrashMode, CrashVfs, RandomOpenOptions};
-use strata::{repair, CompactionStyle, CompressionType, Db, Error, MemVfs, Options, Vfs};
+use strata::{
+    associative_merge_operator, repair, CompactionStyle, CompressionType, Db, Error, KeyspaceOptions, MemVfs,
+    MergeOperator, Options, Vfs, WriteBatch, WriteOptions,
+};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -635,4 +638,324 @@ fn repair_reports_a_dtable_whose_newest_footer_is_damaged() {
         vfs.exists(&dir().join("lost").join(&victim)),
         "the damaged table is kept in lost/, not deleted: {report}"
     );
+}
+
+/// Appends `,operand` (the operator).
+fn append_comma() -> Arc<dyn MergeOperator> {
+    associative_merge_operator("append", |_key, existing, operand| {
+        Some(existing.map_or_else(|| operand.to_vec(), |e| [e, b",", operand].concat()))
+    })
+}
+
+/// Copies a database directory (keyspace directories included) as a crash would leave it.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else if e.file_name() != "LOCK" {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn sst_names(d: &Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".sst"))
+        .collect()
+}
+
+/// Copies into `to` the tables `from` has that it did not have before.
+fn copy_new_tables(from: &Path, before: &std::collections::BTreeSet<String>, to: &Path) -> usize {
+    let new: Vec<String> = sst_names(from).difference(before).cloned().collect();
+    for n in &new {
+        std::fs::copy(from.join(n), to.join(n)).unwrap();
+    }
+    new.len()
+}
+
+/// What `Db::open` makes of a directory (on a copy, since open changes it).
+fn open_reads(d: &Path, scratch: &Path, o: Options) -> Model {
+    copy_dir(d, scratch);
+    let db = Db::open(scratch, o).unwrap();
+    let m = scan(&db);
+    db.close().unwrap();
+    m
+}
+
+#[test]
+fn repair_does_not_count_merge_operands_twice_after_a_crash_between_output_sync_and_manifest_edit() {
+    let base = tempfile::tempdir().unwrap();
+    let (live, crashed) = (base.path().join("db"), base.path().join("crashed"));
+    let o = || Options::default().with_merge_operator(append_comma());
+    let db = Db::open(&live, o()).unwrap();
+    db.put("k", "a").unwrap();
+    db.flush().unwrap();
+    db.merge("k", "b").unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    copy_dir(&live, &crashed);
+    let before = sst_names(&live);
+    let db = Db::open(&live, o()).unwrap();
+    db.compact_range(None, None).unwrap();
+    db.close().unwrap();
+    // The output synced, its MANIFEST edit never written: the state a kill leaves.
+    assert!(copy_new_tables(&live, &before, &crashed) > 0, "the compaction wrote a table");
+    let want = open_reads(&crashed, &base.path().join("opened"), o());
+    assert_eq!(want.get(&b"k"[..]).map(Vec::as_slice), Some(&b"a,b"[..]));
+    let report = repair(&crashed, o()).unwrap();
+    let db = Db::open(&crashed, o()).unwrap();
+    same(&scan(&db), &want, &format!("repair vs open: {report}"));
+    assert_eq!(report.tables_superseded, 1, "the orphan output is left out: {report}");
+}
+
+#[test]
+fn repair_does_not_fail_on_a_flush_output_beside_its_still_present_wal() {
+    let base = tempfile::tempdir().unwrap();
+    let (live, crashed) = (base.path().join("db"), base.path().join("crashed"));
+    let o = || Options::default().with_merge_operator(append_comma());
+    let sync = WriteOptions::default().with_sync(true);
+    let db = Db::open(&live, o()).unwrap();
+    for i in 0..50 {
+        db.put_opt(format!("k{i:02}"), "v", &sync).unwrap();
+    }
+    // Folded onto the put by the flush: a put and a merge operand at one sequence.
+    db.put_opt("m", "a", &sync).unwrap();
+    db.merge_opt("m", "b", &sync).unwrap();
+    copy_dir(&live, &crashed);
+    let before = sst_names(&live);
+    db.flush().unwrap();
+    db.close().unwrap();
+    assert!(copy_new_tables(&live, &before, &crashed) > 0, "the flush wrote a table");
+    let want = open_reads(&crashed, &base.path().join("opened"), o());
+    assert_eq!(want.len(), 51);
+    assert_eq!(want.get(&b"m"[..]).map(Vec::as_slice), Some(&b"a,b"[..]));
+    let report = repair(&crashed, o()).unwrap_or_else(|e| panic!("repair failed: {e}"));
+    let db = Db::open(&crashed, o()).unwrap();
+    same(&scan(&db), &want, &format!("repair vs open: {report}"));
+}
+
+#[test]
+fn repair_without_a_manifest_does_not_count_a_flush_or_a_merge_twice() {
+    // No MANIFEST says which copy is live: the duplicates are told apart by
+    // (key, sequence), a folded put winning over the operand it holds.
+    let base = tempfile::tempdir().unwrap();
+    let (live, crashed) = (base.path().join("db"), base.path().join("crashed"));
+    let o = || Options::default().with_merge_operator(append_comma());
+    let sync = WriteOptions::default().with_sync(true);
+    let db = Db::open(&live, o()).unwrap();
+    db.put("k", "a").unwrap();
+    db.flush().unwrap();
+    db.merge("k", "b").unwrap();
+    db.flush().unwrap();
+    db.put_opt("m", "a", &sync).unwrap();
+    db.merge_opt("m", "b", &sync).unwrap();
+    copy_dir(&live, &crashed);
+    let before = sst_names(&live);
+    db.compact_range(None, None).unwrap();
+    db.close().unwrap();
+    assert!(copy_new_tables(&live, &before, &crashed) > 0);
+    for n in
+        std::fs::read_dir(&crashed).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    {
+        if n.starts_with("MANIFEST") || n == "CURRENT" {
+            std::fs::remove_file(crashed.join(n)).unwrap();
+        }
+    }
+    let report = repair(&crashed, o()).unwrap_or_else(|e| panic!("repair failed: {e}"));
+    assert!(!report.manifest_readable);
+    let db = Db::open(&crashed, o()).unwrap();
+    let want: Model = [(b"k".to_vec(), b"a,b".to_vec()), (b"m".to_vec(), b"a,b".to_vec())].into();
+    same(&scan(&db), &want, &format!("{report}"));
+}
+
+/// Puts, merges, flushes and full compactions, with the WAL synced: the
+/// states a kill leaves at every step are what repair must match open on.
+fn merge_workload(vfs: Arc<dyn Vfs>) -> Result<(), Error> {
+    let o = Options::default()
+        .with_vfs(vfs)
+        .with_merge_operator(append_comma())
+        .with_disable_auto_compactions(true);
+    let db = Db::open(dir(), o)?;
+    let sync = WriteOptions::default().with_sync(true);
+    for round in 0..3 {
+        for i in 0..6 {
+            let k = format!("k{i}");
+            if (i + round) % 3 == 0 {
+                db.put_opt(&k, format!("p{round}"), &sync)?;
+            } else {
+                db.merge_opt(&k, format!("m{round}"), &sync)?;
+            }
+        }
+        db.flush()?;
+        db.merge_opt("k0", format!("w{round}"), &sync)?;
+        if round > 0 {
+            db.compact_range(None, None)?;
+        }
+    }
+    db.close()
+}
+
+#[test]
+fn repair_reads_what_open_reads_after_a_kill_at_every_step_of_flushes_and_merges() {
+    let o = |vfs: Arc<dyn Vfs>| Options::default().with_vfs(vfs).with_merge_operator(append_comma());
+    let probe = CrashVfs::new();
+    merge_workload(Arc::new(probe.clone())).unwrap();
+    let total = probe.ops_done();
+    for n in 0..=total {
+        for mode in [CrashMode::ProcessKill, CrashMode::PowerLoss] {
+            let vfs = CrashVfs::new();
+            vfs.set_crash_after(Some(n));
+            let _ = merge_workload(Arc::new(vfs.clone()));
+            vfs.crash_now();
+            let ctx = format!("kill after op {n} of {total} ({mode:?})");
+            let opened: Arc<dyn Vfs> = Arc::new(vfs.image(mode));
+            // Only states open accepts (no database yet is not one to repair).
+            let Ok(db) = Db::open(dir(), o(opened).with_create_if_missing(false)) else { continue };
+            let want = scan(&db);
+            drop(db);
+            let repaired: Arc<dyn Vfs> = Arc::new(vfs.image(mode));
+            let report = repair(dir(), o(repaired.clone())).unwrap_or_else(|e| panic!("{ctx}: repair: {e}"));
+            let db = Db::open(dir(), o(repaired)).unwrap_or_else(|e| panic!("{ctx}: open after repair: {e}"));
+            same(&scan(&db), &want, &format!("{ctx}: {report}"));
+        }
+    }
+}
+
+#[test]
+fn repair_rebuilds_every_keyspace_in_its_directory_and_keeps_the_registry() {
+    let vfs = Arc::new(MemVfs::new());
+    let concat = associative_merge_operator("concat", |_k, e, o| Some([e.unwrap_or_default(), o].concat()));
+    let log_opts = KeyspaceOptions::default().with_merge_operator(concat);
+    let o = || Options::default().with_vfs(vfs.clone()).with_keyspace("log", log_opts.clone());
+    let db = Db::open(dir(), o()).unwrap();
+    let users = db.create_keyspace("users", KeyspaceOptions::default()).unwrap();
+    // Created by the open that names it.
+    let log = db.keyspace("log").unwrap();
+    let gone = db.create_keyspace("gone", KeyspaceOptions::default()).unwrap();
+    for i in 0..100 {
+        db.put(format!("k{i:03}"), "default").unwrap();
+        users.put(format!("k{i:03}"), format!("user{i}")).unwrap();
+    }
+    log.merge("l", "a").unwrap();
+    gone.put("g", "x").unwrap();
+    db.flush().unwrap();
+    users.flush().unwrap();
+    log.flush().unwrap();
+    db.drop_keyspace("gone").unwrap();
+    // Left in the shared WAL: ops of each keyspace, interleaved in batches.
+    let mut batch = WriteBatch::new();
+    batch.put_cf(&users, "k000", "user0-new");
+    batch.delete_cf(&users, "k001");
+    batch.merge_cf(&log, "l", "b");
+    batch.put("k000", "default-new");
+    db.write(batch).unwrap();
+    drop((users, log, gone));
+    db.close().unwrap();
+    vfs.remove_file(&dir().join("CURRENT")).unwrap();
+    assert!(Db::open(dir(), o()).is_err(), "no CURRENT, no open");
+    let report = repair(dir(), o()).unwrap();
+    assert_eq!(report.keyspaces, 2, "{report}");
+    let db = Db::open(dir(), o()).unwrap();
+    assert_eq!(db.list_keyspaces(), ["default", "log", "users"]);
+    let mut want_default: Model =
+        (0..100).map(|i| (format!("k{i:03}").into_bytes(), b"default".to_vec())).collect();
+    want_default.insert(b"k000".to_vec(), b"default-new".to_vec());
+    same(&scan(&db), &want_default, "default keyspace");
+    let users = db.keyspace("users").unwrap();
+    let mut want_users: Model =
+        (0..100).map(|i| (format!("k{i:03}").into_bytes(), format!("user{i}").into_bytes())).collect();
+    want_users.insert(b"k000".to_vec(), b"user0-new".to_vec());
+    want_users.remove(&b"k001"[..]);
+    same(&users.iter().map(|kv| kv.unwrap()).collect(), &want_users, "keyspace users");
+    assert_eq!(db.keyspace("log").unwrap().get("l").unwrap(), Some(b"ab".to_vec()));
+    assert!(db.keyspace("gone").is_err(), "a dropped keyspace stays dropped");
+    // Still a working database: writes, a reopen, a second repair.
+    users.put("after", "x").unwrap();
+    db.flush().unwrap();
+    drop(users);
+    db.close().unwrap();
+    repair(dir(), o()).unwrap();
+    let db = Db::open(dir(), o()).unwrap();
+    want_users.insert(b"after".to_vec(), b"x".to_vec());
+    same(
+        &db.keyspace("users").unwrap().iter().map(|kv| kv.unwrap()).collect(),
+        &want_users,
+        "after a second repair",
+    );
+}
+
+#[test]
+fn repair_of_keyspaces_without_a_readable_root_manifest_is_a_clear_error() {
+    let vfs = Arc::new(MemVfs::new());
+    let o = || Options::default().with_vfs(vfs.clone());
+    let db = Db::open(dir(), o()).unwrap();
+    db.create_keyspace("ks", KeyspaceOptions::default()).unwrap().put("k", "v").unwrap();
+    db.close().unwrap();
+    for n in vfs.list_dir(&dir()).unwrap() {
+        if n.starts_with("MANIFEST") {
+            vfs.remove_file(&dir().join(n)).unwrap();
+        }
+    }
+    let err = repair(dir(), o()).unwrap_err();
+    assert!(err.is_corruption() && err.to_string().contains("registry"), "{err}");
+    assert!(vfs.exists(&dir().join("keyspaces/1/CURRENT")), "nothing removed");
+}
+
+/// Every keyspace's entries, by name.
+fn scan_all(db: &Db) -> BTreeMap<String, Model> {
+    let mut all = BTreeMap::new();
+    for name in db.list_keyspaces() {
+        let m = if name == "default" {
+            scan(db)
+        } else {
+            db.keyspace(&name).unwrap().iter().map(|kv| kv.unwrap()).collect()
+        };
+        all.insert(name, m);
+    }
+    all
+}
+
+#[test]
+fn crash_during_repair_of_keyspaces_then_repair_again_keeps_every_keyspace() {
+    let base = MemVfs::new();
+    let o = |vfs: Arc<dyn Vfs>| Options::default().with_vfs(vfs).with_write_buffer_size(8 << 10);
+    let db = Db::open(dir(), o(Arc::new(base.clone()))).unwrap();
+    for name in ["a", "b"] {
+        let ks =
+            db.create_keyspace(name, KeyspaceOptions::default().with_write_buffer_size(8 << 10)).unwrap();
+        for i in 0..400 {
+            ks.put(format!("k{i:03}"), format!("{name}{i}")).unwrap();
+            db.put(format!("k{i:03}"), format!("default{i}")).unwrap();
+        }
+        ks.delete("k007").unwrap();
+    }
+    let want = scan_all(&db);
+    db.close().unwrap();
+    base.remove_file(&dir().join("CURRENT")).unwrap();
+    let image = CrashVfs::from_mem(base);
+    let probe = CrashVfs::from_mem(image.image(CrashMode::ProcessKill));
+    repair(dir(), o(Arc::new(probe.clone()))).unwrap();
+    let total = probe.ops_done();
+    for n in 0..=total {
+        for mode in [CrashMode::PowerLoss, CrashMode::TornWrite { seed: n }] {
+            let vfs = CrashVfs::from_mem(image.image(CrashMode::ProcessKill));
+            vfs.set_crash_after(Some(n));
+            let _ = repair(dir(), o(Arc::new(vfs.clone())));
+            vfs.crash_now();
+            let after: Arc<dyn Vfs> = Arc::new(vfs.image(mode));
+            let ctx = format!("crash after op {n} of {total} ({mode:?})");
+            let db = match Db::open(dir(), o(after.clone())) {
+                Ok(db) => db,
+                Err(_) => {
+                    repair(dir(), o(after.clone())).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                    Db::open(dir(), o(after.clone())).unwrap_or_else(|e| panic!("{ctx}: {e}"))
+                }
+            };
+            assert!(scan_all(&db) == want, "{ctx}: keyspaces {:?}", db.list_keyspaces());
+        }
+    }
 }

@@ -26,6 +26,8 @@ mod files;
 mod meta;
 mod restore;
 
+pub(crate) use restore::{refuse_incomplete_restore, RESTORE_MARKER};
+
 use meta::BackupMeta;
 
 /// A backup's number in its backup directory: 1 for the first, each new

@@ -33,6 +33,7 @@ const RETRY_FOR: Duration = Duration::from_secs(5);
 /// the MANIFEST unchanged is a real one and is returned at once.
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let vfs = opts.vfs.clone();
+    crate::backup::refuse_incomplete_restore(vfs.as_ref(), dir)?;
     let start = Instant::now();
     let mut pause = Duration::from_millis(1);
     loop {

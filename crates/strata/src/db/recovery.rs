@@ -104,6 +104,7 @@ pub(super) fn table_cache(
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let policy = checked_policy(&opts)?;
     let vfs = opts.vfs.clone();
+    crate::backup::refuse_incomplete_restore(vfs.as_ref(), dir)?;
     if !vfs.exists(dir) {
         if !opts.create_if_missing {
             return Err(Error::NotADatabase(format!(

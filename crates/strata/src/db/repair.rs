@@ -2,33 +2,46 @@
 //!
 //! Repair rebuilds a database that no longer opens from whatever is still
 //! readable: every intact block of every table and every intact WAL record
-//! are merged into one new sorted run in the last level, under a new MANIFEST.
+//! are merged into one new sorted run in the last level of each tree (the
+//! default keyspace and every registered keyspace), under new MANIFESTs.
 //! One run, not the salvaged tables side by side in level 0: tables of
 //! different levels have interleaving sequence ranges, so listing them as
 //! overlapping runs could let an older version shadow a newer one.
 //!
+//! A readable MANIFEST decides the sources exactly as open does: its runs'
+//! tables and the WALs from its log number. A table it does not name is
+//! either retired or an output whose edit never committed; such an output's
+//! inputs (or WAL) are still live, since nothing is deleted before the edit
+//! that retires it is durable, so using it too would count its entries
+//! twice (a merge operand applied twice). Repair is then never worse than
+//! open.
+//!
 //! The steps are ordered so a crash anywhere leaves a directory that either
 //! opens as before or can be repaired again without losing more: new tables
 //! are written and synced first (unreferenced, so a crash leaves them for the
-//! next repair); then an empty WAL and the new MANIFEST; damaged files move to
-//! `lost/`; only then does `CURRENT` switch, atomically; superseded files are
-//! deleted last.
+//! next open or repair to drop); then an empty WAL and the new MANIFESTs;
+//! damaged files move to `lost/` (a repair after a crash reads a live file
+//! from there); only then does each `CURRENT` switch, atomically, the
+//! root's last; superseded files are deleted last.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::keyspace::DEFAULT_KEYSPACE;
+use super::ks_recovery::{keyspace_dir, resolve_options, KEYSPACES_DIR};
 use super::recovery::{checked_policy, table_cache};
-use crate::batch::WriteBatch;
+use crate::batch::{BatchOp, WriteBatch};
 use crate::compaction::executor::Env;
 use crate::compaction::monkey::WriteTarget;
 use crate::compaction::output::OutputWriter;
+use crate::compaction::policy::CompactionPolicy;
 use crate::compaction::view::build_view;
 use crate::compaction::RunTarget;
 use crate::error::{Error, Result};
-use crate::filename::{lock_path, parse_file_name, table_path, wal_path, FileKind};
+use crate::filename::{current_path, lock_path, parse_file_name, table_path, wal_path, FileKind};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::MAX_SEQ;
 use crate::key::{parse_internal_key, ValueKind};
@@ -38,7 +51,7 @@ use crate::paths::TablePaths;
 use crate::range_del::{Fragments, RangeDelSkip, RangeTombstone};
 use crate::table::format::BlockHandle;
 use crate::table::{discover_segments, BlockIter, BlockReadOptions, SegmentMeta, Table};
-use crate::version::{set_current, ManifestWriter, VersionEdit, VersionSet};
+use crate::version::{set_current, KeyspaceOp, ManifestWriter, NewFile, VersionEdit, VersionSet};
 use crate::vfs::{RandomOpenOptions, Vfs};
 use crate::wal::LogReader;
 
@@ -55,7 +68,8 @@ pub struct RepairReport {
     pub tables_lost: usize,
     /// Data blocks that failed their checksum or did not decode.
     pub blocks_lost: u64,
-    /// Tables left out because the readable MANIFEST had already retired them.
+    /// Tables left out because the readable MANIFEST did not name them: retired
+    /// ones, and outputs whose edit never committed (their inputs are live).
     pub tables_superseded: usize,
     /// WAL files replayed.
     pub wal_files: usize,
@@ -63,14 +77,16 @@ pub struct RepairReport {
     pub wal_records: u64,
     /// WAL bytes skipped as damaged or torn.
     pub wal_bytes_dropped: u64,
-    /// Entries (newest version per key, deletions dropped) in the rebuilt run.
+    /// Entries (newest version per key, deletions dropped) in the rebuilt runs.
     pub entries_kept: u64,
-    /// Whether the old MANIFEST could be read (it then decides which tables and
-    /// WALs are still current; otherwise every one found is used).
+    /// Whether the old root MANIFEST could be read (it then decides which
+    /// tables and WALs are still current; otherwise every one found is used).
     pub manifest_readable: bool,
+    /// Keyspaces (besides the default one) rebuilt, each in its directory.
+    pub keyspaces: usize,
     /// Files moved into `lost/` because they were damaged, by name.
     pub moved_to_lost: Vec<String>,
-    /// Number of the new MANIFEST.
+    /// Number of the new root MANIFEST.
     pub manifest_number: u64,
 }
 
@@ -93,9 +109,10 @@ impl fmt::Display for RepairReport {
         )?;
         writeln!(
             f,
-            "kept {} entries in MANIFEST-{:06} (old MANIFEST {})",
+            "kept {} entries in MANIFEST-{:06} and {} keyspaces (old MANIFEST {})",
             self.entries_kept,
             self.manifest_number,
+            self.keyspaces,
             if self.manifest_readable { "readable" } else { "unreadable: every table and log was used" }
         )?;
         if self.moved_to_lost.is_empty() {
@@ -110,252 +127,468 @@ impl fmt::Display for RepairReport {
 /// `RepairDB`), for a database `Db::open` refuses. Every intact entry is kept;
 /// a damaged data block loses its own entries (and, as in any repair, a
 /// deletion or newer version it held), an unreadable table or log record is
-/// lost, and damaged files are moved into `lost/` rather than deleted. Fails
-/// with [`Error::Locked`] while the database is open, and with
-/// [`Error::InvalidArgument`] for a database with keyspaces (not supported yet).
+/// lost, and damaged files are moved into `lost/` rather than deleted. Every
+/// keyspace the root MANIFEST registers is rebuilt in its directory and stays
+/// registered (a keyspace's merge operator or custom policy must be given
+/// with `Options::with_keyspace`, as for open). Fails with [`Error::Locked`]
+/// while the database is open, and with [`Error::Corruption`] when the
+/// database has keyspace directories but no readable root MANIFEST (the
+/// registry naming them is lost).
 pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     let dir = path.as_ref();
-    let policy = checked_policy(&opts)?;
+    checked_policy(&opts)?;
     let vfs = opts.vfs.clone();
     if !vfs.exists(dir) {
         return Err(Error::NotADatabase(format!("{} does not exist", dir.display())));
     }
+    // Rebuilt from part of a backup it would look whole: restore again instead.
+    crate::backup::refuse_incomplete_restore(vfs.as_ref(), dir)?;
     let _lock = vfs.lock(&lock_path(dir))?;
     let entries = vfs.list_dir(dir)?;
-    // The rebuilt root MANIFEST would lose the keyspace registry, and the
-    // next open would then delete every keyspace's directory.
-    let ks_dir = dir.join(super::ks_recovery::KEYSPACES_DIR);
-    if vfs.exists(&ks_dir) && !vfs.list_dir(&ks_dir)?.is_empty() {
-        return Err(Error::invalid(format!(
-            "{} has keyspaces: repair handles only databases without keyspaces",
-            dir.display()
-        )));
-    }
-    // Tables in every data path (the main directory's included).
-    let paths = Arc::new(TablePaths::new(dir, &opts.db_paths));
-    let located = paths.scan(vfs.as_ref(), true)?;
     let mut report = RepairReport::default();
-    let (mut tables, mut logs, mut manifests) = (Vec::new(), Vec::new(), Vec::new());
-    let mut max_number = located.iter().map(|(k, _)| *k).max().unwrap_or(0);
-    tables.extend(located.iter().map(|(k, _)| *k));
-    for n in &entries {
-        match parse_file_name(n) {
-            Some(FileKind::Wal(k)) => logs.push(k),
-            Some(FileKind::Manifest(k)) => manifests.push(k),
-            _ => {}
-        }
-        if let Some(FileKind::Table(k) | FileKind::Wal(k) | FileKind::Manifest(k) | FileKind::Temp(k)) =
-            parse_file_name(n)
-        {
-            max_number = max_number.max(k);
-        }
-    }
-    tables.sort_unstable();
-    tables.dedup();
+    let mut trees =
+        vec![Tree::scan(0, dir.to_path_buf(), opts.clone(), &opts.db_paths.clone(), &mut report)?];
+    let mut logs: Vec<u64> = entries
+        .iter()
+        .filter_map(|n| match parse_file_name(n) {
+            Some(FileKind::Wal(k)) => Some(k),
+            _ => None,
+        })
+        .collect();
     logs.sort_unstable();
-    manifests.sort_unstable();
-    if tables.is_empty() && logs.is_empty() && manifests.is_empty() && !vfs.exists(&dir.join("CURRENT")) {
+    let any_manifest = entries.iter().any(|n| matches!(parse_file_name(n), Some(FileKind::Manifest(_))));
+    if trees[0].located.is_empty() && logs.is_empty() && !any_manifest && !vfs.exists(&current_path(dir)) {
         return Err(Error::NotADatabase(format!("{} holds no Strata files", dir.display())));
     }
+    report.manifest_readable = trees[0].old.is_some();
 
-    // A readable MANIFEST says which tables were already retired (their
-    // deletions may not have happened) and which logs were already flushed:
-    // using those could bring back data a later deletion removed.
-    let old =
-        VersionSet::load_read_only(vfs.clone(), dir, opts.num_levels, |_, _| Ok(())).ok().or_else(|| {
-            // CURRENT lost or damaged: the newest MANIFEST that reads whole.
-            manifests.iter().rev().find_map(|&n| {
-                VersionSet::load_read_only_at(vfs.clone(), dir, n, opts.num_levels, |_, _| Ok(())).ok()
-            })
-        });
-    let (mut use_tables, mut superseded) = (Vec::new(), Vec::new());
-    // What the MANIFEST recorded of each live table: its length and segments.
-    let mut recorded: HashMap<u64, (u64, Vec<SegmentMeta>)> = HashMap::new();
-    match &old {
-        Some(v) => {
-            report.manifest_readable = true;
-            // Run files only: a compaction buffer holds older copies of data
-            // already merged below, which a dropped deletion may have retired.
-            let version = v.current();
-            for f in version.levels.iter().flat_map(|l| &l.runs).flat_map(|r| &r.files) {
-                recorded.insert(f.id, (f.size, f.segments.clone()));
+    // The registry is in the root MANIFEST; without it a keyspace's name,
+    // options and very existence are unknown.
+    let ks_base = dir.join(KEYSPACES_DIR);
+    let registry = match &trees[0].old {
+        Some(v) => v.keyspaces(),
+        None => {
+            if vfs.exists(&ks_base) && !vfs.list_dir(&ks_base)?.is_empty() {
+                return Err(Error::corruption(format!(
+                    "{} has keyspaces but no readable root MANIFEST (it holds the keyspace registry): \
+                     repair cannot rebuild them",
+                    dir.display()
+                )));
             }
-            let in_runs: HashSet<u64> =
-                version.levels.iter().flat_map(|l| &l.runs).flat_map(|r| &r.files).map(|f| f.id).collect();
-            let newer_than = v.new_file_number();
-            for &t in &tables {
-                if in_runs.contains(&t) || t >= newer_than {
-                    use_tables.push(t);
-                } else {
-                    superseded.push(t);
+            BTreeMap::new()
+        }
+    };
+    for (&id, entry) in &registry {
+        let (ks_opts, _, _) = resolve_options(&opts, &entry.name, &entry.options)?;
+        trees.push(Tree::scan(id, keyspace_dir(dir, id), ks_opts, &[], &mut report)?);
+    }
+    report.keyspaces = registry.len();
+
+    // The shared WALs, each op to its keyspace, from that keyspace's log
+    // number on (as open routes them). Ops of a dropped keyspace are skipped.
+    let min_log = trees.iter().map(Tree::log_number).min().unwrap_or(0);
+    let mut wal_files: Vec<(u64, PathBuf, bool)> =
+        logs.iter().filter(|&&l| l >= min_log).map(|&l| (l, wal_path(dir, l), false)).collect();
+    let root_lost = dir.join("lost");
+    if trees.iter().all(|t| t.old.is_some()) && vfs.exists(&root_lost) {
+        // Live WALs an interrupted repair already moved aside. Every MANIFEST
+        // is readable, so a WAL from an earlier, finished repair is below it.
+        for n in vfs.list_dir(&root_lost)? {
+            if let Some(FileKind::Wal(l)) = parse_file_name(&n) {
+                if l >= min_log && !logs.contains(&l) {
+                    wal_files.push((l, root_lost.join(n), true));
                 }
             }
-            logs.retain(|&l| l >= v.log_number());
-        }
-        None => use_tables = tables.clone(),
-    }
-    report.tables_superseded = superseded.len();
-
-    let cache = table_cache(&paths, &opts, None);
-    let mut sources: Vec<Box<dyn InternalIterator>> = Vec::new();
-    let mut counters = Vec::new();
-    // Full paths of damaged files (tables may be in any data path).
-    let mut lost: Vec<PathBuf> = Vec::new();
-    let mut range_dels: Vec<RangeTombstone> = Vec::new();
-    for &t in &use_tables {
-        report.tables_scanned += 1;
-        match salvage_table(vfs.as_ref(), &paths.table(t), t, recorded.get(&t)) {
-            Ok((iters, damaged, frags)) => {
-                range_dels.extend(frags.clipped(None, None));
-                sources.extend(iters.into_iter().map(|it| Box::new(it) as Box<dyn InternalIterator>));
-                counters.push((t, damaged));
-            }
-            Err(_) => {
-                report.tables_lost += 1;
-                lost.push(paths.table(t));
-            }
         }
     }
-    let mut mem = MemTable::new();
-    let mut max_seq = old.as_ref().map_or(0, |v| v.last_sequence());
-    for &l in &logs {
+    wal_files.sort();
+    let index: HashMap<u32, usize> = trees.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
+    let mut max_seq =
+        trees.iter().filter_map(|t| t.old.as_ref()).map(|v| v.last_sequence()).max().unwrap_or(0);
+    let mut lost_wals = Vec::new();
+    for (l, path, in_lost) in &wal_files {
         report.wal_files += 1;
-        let (records, dropped, whole) = replay_wal(vfs.as_ref(), dir, l, &mut mem, &mut max_seq);
+        let (records, dropped, whole) = replay_wal(vfs.as_ref(), path, |seq, op| {
+            max_seq = max_seq.max(seq);
+            if let Some(&i) = index.get(&op.keyspace) {
+                if *l >= trees[i].log_number() {
+                    trees[i].mem.add_op(seq, op);
+                }
+            }
+        });
         report.wal_records += records;
         report.wal_bytes_dropped += dropped;
-        if !whole || dropped > 0 {
-            lost.push(wal_path(dir, l));
-        }
-    }
-    let mem = Arc::new(mem);
-    sources.push(Box::new(mem.iter()));
-    range_dels.extend(mem.range_dels(crate::key::MAX_SEQ));
-
-    // Write the new run with numbers above everything on disk.
-    let scratch = VersionSet::scratch(vfs.clone(), dir, opts.num_levels, max_number + 1);
-    let env = Env {
-        vfs: vfs.as_ref(),
-        versions: &scratch,
-        tables: &cache,
-        opts: &opts,
-        policy: policy.as_ref(),
-        pipeline: crate::compaction::auto::resolve_without_history(opts.compaction_pipeline),
-        split_merges: Env::splits(opts.compaction_pipeline),
-    };
-    let level = opts.num_levels - 1;
-    // The view of the tree being rebuilt (empty until this output is installed).
-    let view = build_view(&scratch.current(), &scratch, &HashSet::new());
-    // One run holds everything: any allocation gives it the configured bits.
-    let target = WriteTarget { level, run: RunTarget::New, inputs: &[], entries: 1 };
-    let mut out = OutputWriter::new(&env, &view, &target, opts.target_file_size_base);
-    // The new run is the only one and no snapshot exists: range tombstones
-    // are applied here (every entry they cover is left out) instead of kept.
-    let mut merged =
-        RangeDelSkip::new(MergingIterator::new(sources), Arc::new(Fragments::of(&range_dels)), MAX_SEQ);
-    merged.seek_to_first()?;
-    let mut last_user_key: Option<Vec<u8>> = None;
-    // Whether the versions of the current key kept so far are all merge
-    // operands, which need the versions below them.
-    let mut operands_only = false;
-    while merged.valid() {
-        let k = parse_internal_key(merged.key())?;
-        max_seq = max_seq.max(k.seq);
-        // The first entry of a user key is its newest version, with the
-        // operands down to a put if it is one; a deletion has nothing below
-        // it any more, so it goes too.
-        if last_user_key.as_deref() != Some(k.user_key) {
-            last_user_key = Some(k.user_key.to_vec());
-            operands_only = true;
-        }
-        if operands_only {
-            operands_only = k.kind == ValueKind::Merge;
-            if k.kind != ValueKind::Delete {
-                out.add(merged.key(), merged.value(), k.seq)?;
-                report.entries_kept += 1;
-            }
-        }
-        merged.next()?;
-    }
-    let outputs = out.finish()?;
-    for (t, damaged) in counters {
-        let n = damaged.load(Ordering::Relaxed);
-        report.blocks_lost += n;
-        if n > 0 {
-            report.tables_damaged += 1;
-            lost.push(paths.table(t));
-        } else {
-            report.tables_intact += 1;
+        if (!whole || dropped > 0) && !in_lost {
+            lost_wals.push(path.clone());
         }
     }
 
-    // An empty log and a MANIFEST naming only the new run.
-    let log_number = scratch.new_file_number();
-    let run = scratch.new_file_number();
-    let manifest_number = scratch.new_file_number();
-    let new_ids: HashSet<u64> = outputs.iter().map(|f| f.id).collect();
+    let mut built = Vec::new();
+    for t in &trees {
+        built.push(t.rebuild(&mut report, &mut max_seq)?);
+    }
+    built[0].lost.extend(lost_wals);
+
+    // One empty WAL, from the root's numbers, then each tree's MANIFEST
+    // naming only its new run; every tree's log number is that WAL's.
+    let log_number = built[0].scratch.new_file_number();
     let mut wal = vfs.create(&wal_path(dir, log_number))?;
     wal.sync()?;
     drop(wal);
-    let edit = VersionEdit {
-        log_number: Some(log_number),
-        next_file_number: Some(manifest_number + 1),
-        last_sequence: Some(max_seq),
-        new_files: outputs.into_iter().map(|f| (level, run, f)).collect(),
-        ..Default::default()
-    };
-    ManifestWriter::create(vfs.as_ref(), dir, manifest_number, &edit)?;
-    vfs.sync_dir(dir)?;
-    report.manifest_number = manifest_number;
+    let mut new_manifests = Vec::new();
+    for (t, b) in trees.iter().zip(&mut built) {
+        b.scratch.mark_file_number_used(log_number);
+        let run = b.scratch.new_file_number();
+        let manifest_number = b.scratch.new_file_number();
+        let mut edit = VersionEdit {
+            log_number: Some(log_number),
+            next_file_number: Some(manifest_number + 1),
+            last_sequence: Some(max_seq),
+            new_files: b.outputs.drain(..).map(|f| (t.opts.num_levels - 1, run, f)).collect(),
+            ..Default::default()
+        };
+        if let (0, Some(v)) = (t.id, &t.old) {
+            edit.keyspace_ops = registry
+                .iter()
+                .map(|(&id, e)| KeyspaceOp::Add { id, name: e.name.clone(), options: e.options.clone() })
+                .collect();
+            edit.next_keyspace_id = v.ever_had_keyspaces().then(|| v.next_keyspace_id());
+            edit.default_options = v.default_options();
+        }
+        ManifestWriter::create(vfs.as_ref(), &t.dir, manifest_number, &edit)?;
+        vfs.sync_dir(&t.dir)?;
+        new_manifests.push(manifest_number);
+    }
+    if trees.len() > 1 {
+        // The entries of keyspace directories this repair created.
+        vfs.sync_dir(&ks_base)?;
+    }
+    report.manifest_number = new_manifests[0];
 
     // Damaged files are kept for a person to look at, never deleted.
-    lost.sort();
-    lost.dedup();
     let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    if !lost.is_empty() {
-        // In the main directory, whichever data path a damaged table was in.
-        let lost_dir = dir.join("lost");
+    for (t, b) in trees.iter().zip(&mut built) {
+        b.lost.sort();
+        b.lost.dedup();
+        if b.lost.is_empty() {
+            continue;
+        }
+        // In the tree's directory, whichever data path a damaged table was in.
+        let lost_dir = t.dir.join("lost");
         vfs.create_dir_all(&lost_dir)?;
-        for path in &lost {
+        for path in &b.lost {
             vfs.rename(path, &lost_dir.join(name(path)))?;
             if let Some(parent) = path.parent() {
                 vfs.sync_dir(parent)?;
             }
+            report.moved_to_lost.push(match t.id {
+                0 => name(path),
+                id => format!("{KEYSPACES_DIR}/{id}/{}", name(path)),
+            });
         }
         vfs.sync_dir(&lost_dir)?;
-        vfs.sync_dir(dir)?;
+        vfs.sync_dir(&t.dir)?;
     }
-    report.moved_to_lost = lost.iter().map(|p| name(p)).collect();
-    set_current(vfs.as_ref(), dir, manifest_number)?;
+    // Keyspaces first: each switch stands alone (its MANIFEST's log number
+    // already skips the WAL ops its new run holds).
+    for (t, &number) in trees.iter().zip(&new_manifests).rev() {
+        set_current(vfs.as_ref(), &t.dir, number)?;
+    }
 
-    // Everything else the new MANIFEST does not name is superseded.
-    drop(old);
-    for (k, path) in &located {
-        let file = table_path(path, *k);
-        if !new_ids.contains(k) && !lost.contains(&file) {
-            let _ = vfs.remove_file(&file);
-        }
+    // Everything else the new MANIFESTs do not name is superseded.
+    for t in &mut trees {
+        t.old = None;
     }
-    for n in &entries {
-        let stale = match parse_file_name(n) {
-            Some(FileKind::Wal(k)) => k != log_number && !lost.contains(&dir.join(n)),
-            Some(FileKind::Manifest(k)) => k != manifest_number,
-            Some(FileKind::Temp(_)) => true,
-            _ => false,
-        };
-        if stale {
-            let _ = vfs.remove_file(&dir.join(n));
+    for ((t, b), &manifest_number) in trees.iter().zip(&built).zip(&new_manifests) {
+        for (k, path) in &t.located {
+            let file = table_path(path, *k);
+            if !b.new_ids.contains(k) && !b.lost.contains(&file) {
+                let _ = vfs.remove_file(&file);
+            }
+        }
+        for n in &t.entries {
+            let stale = match parse_file_name(n) {
+                Some(FileKind::Wal(k)) => t.id == 0 && k != log_number && !b.lost.contains(&t.dir.join(n)),
+                Some(FileKind::Manifest(k)) => k != manifest_number,
+                Some(FileKind::Temp(_)) => true,
+                _ => false,
+            };
+            if stale {
+                let _ = vfs.remove_file(&t.dir.join(n));
+            }
+        }
+        if t.id != 0 {
+            vfs.sync_dir(&t.dir)?;
         }
     }
     // The rebuilt database stands: a failed write is logged, the next open writes one.
-    if let Err(e) = crate::options_file::write(vfs.as_ref(), dir, &[("default".to_string(), opts.clone())]) {
+    let named: Vec<(String, Options)> = trees
+        .iter()
+        .zip(std::iter::once(DEFAULT_KEYSPACE.to_string()).chain(registry.values().map(|e| e.name.clone())))
+        .map(|(t, n)| (n, t.opts.clone()))
+        .collect();
+    if let Err(e) = crate::options_file::write(vfs.as_ref(), dir, &named) {
         log::warn!(target: "strata::options", "repair: OPTIONS file not written: {e}");
     }
     vfs.sync_dir(dir)?;
     Ok(report)
 }
 
+/// One tree being rebuilt: the default keyspace (id 0) in the root directory
+/// and its data paths, or a keyspace in `keyspaces/<id>/`.
+struct Tree {
+    id: u32,
+    dir: PathBuf,
+    opts: Options,
+    policy: Arc<dyn CompactionPolicy>,
+    paths: Arc<TablePaths>,
+    /// Every table on disk, with its directory.
+    located: Vec<(u64, PathBuf)>,
+    /// The directory's file names.
+    entries: Vec<String>,
+    /// The highest file number on disk.
+    max_number: u64,
+    /// The newest MANIFEST that reads whole.
+    old: Option<VersionSet>,
+    /// The tables to salvage, each where it is (in place, or in `lost/`).
+    use_tables: Vec<(u64, PathBuf)>,
+    /// What the MANIFEST recorded of each live table: its length and segments.
+    recorded: HashMap<u64, (u64, Vec<SegmentMeta>)>,
+    /// The tree's ops from the WALs.
+    mem: Arc<MemTable>,
+}
+
+/// A tree's new run, before its MANIFEST is written.
+struct Built {
+    scratch: VersionSet,
+    outputs: Vec<NewFile>,
+    new_ids: HashSet<u64>,
+    /// Damaged files to move into `lost/`.
+    lost: Vec<PathBuf>,
+}
+
+impl Tree {
+    /// Finds a tree's files and decides which tables are current.
+    fn scan(
+        id: u32,
+        dir: PathBuf,
+        opts: Options,
+        data: &[PathBuf],
+        report: &mut RepairReport,
+    ) -> Result<Tree> {
+        let policy = checked_policy(&opts)?;
+        let vfs = opts.vfs.clone();
+        // A registered keyspace whose directory is gone is rebuilt from the WALs.
+        vfs.create_dir_all(&dir)?;
+        let entries = vfs.list_dir(&dir)?;
+        let paths = Arc::new(TablePaths::new(&dir, data));
+        let located = paths.scan(vfs.as_ref(), true)?;
+        let mut manifests = Vec::new();
+        let mut max_number = located.iter().map(|(k, _)| *k).max().unwrap_or(0);
+        for n in &entries {
+            if let Some(FileKind::Manifest(k)) = parse_file_name(n) {
+                manifests.push(k);
+            }
+            if let Some(FileKind::Table(k) | FileKind::Wal(k) | FileKind::Manifest(k) | FileKind::Temp(k)) =
+                parse_file_name(n)
+            {
+                max_number = max_number.max(k);
+            }
+        }
+        manifests.sort_unstable();
+        let levels = opts.num_levels;
+        let old = VersionSet::load_read_only(vfs.clone(), &dir, levels, |_, _| Ok(())).ok().or_else(|| {
+            // CURRENT lost or damaged: the newest MANIFEST that reads whole.
+            manifests.iter().rev().find_map(|&n| {
+                VersionSet::load_read_only_at(vfs.clone(), &dir, n, levels, |_, _| Ok(())).ok()
+            })
+        });
+        let mut tables: Vec<u64> = located.iter().map(|(k, _)| *k).collect();
+        tables.sort_unstable();
+        tables.dedup();
+        let mut recorded = HashMap::new();
+        let mut use_tables = Vec::new();
+        match &old {
+            Some(v) => {
+                // Run files only, as open: a compaction buffer holds older
+                // copies of data already merged below, which a dropped
+                // deletion may have retired; a table named nowhere is retired
+                // or an uncommitted output (see the module comment).
+                let version = v.current();
+                for f in version.levels.iter().flat_map(|l| &l.runs).flat_map(|r| &r.files) {
+                    recorded.insert(f.id, (f.size, f.segments.clone()));
+                }
+                let mut live: Vec<u64> = recorded.keys().copied().collect();
+                live.sort_unstable();
+                for t in live {
+                    if tables.binary_search(&t).is_ok() {
+                        use_tables.push((t, paths.table(t)));
+                    } else {
+                        // Moved aside by a repair that crashed before its CURRENT switch.
+                        let aside =
+                            dir.join("lost").join(table_path(&dir, t).file_name().unwrap_or_default());
+                        if vfs.exists(&aside) {
+                            use_tables.push((t, aside));
+                        }
+                    }
+                }
+                report.tables_superseded += tables.iter().filter(|t| !recorded.contains_key(t)).count();
+            }
+            None => use_tables = tables.iter().map(|&t| (t, paths.table(t))).collect(),
+        }
+        Ok(Tree {
+            id,
+            dir,
+            opts,
+            policy,
+            paths,
+            located,
+            entries,
+            max_number,
+            old,
+            use_tables,
+            recorded,
+            mem: Arc::new(MemTable::new()),
+        })
+    }
+
+    /// WALs below this were flushed into the tree's tables (0: no MANIFEST, all count).
+    fn log_number(&self) -> u64 {
+        self.old.as_ref().map_or(0, |v| v.log_number())
+    }
+
+    /// Merges the tree's salvaged tables and WAL ops into one new run in its
+    /// last level, numbered above everything in its directory.
+    fn rebuild(&self, report: &mut RepairReport, max_seq: &mut u64) -> Result<Built> {
+        let vfs = self.opts.vfs.clone();
+        let lost_dir = self.dir.join("lost");
+        let cache = table_cache(&self.paths, &self.opts, None);
+        let mut sources: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let mut counters = Vec::new();
+        let mut lost = Vec::new();
+        let mut range_dels: Vec<RangeTombstone> = Vec::new();
+        for (t, path) in &self.use_tables {
+            report.tables_scanned += 1;
+            // A file already in lost/ stays there.
+            let aside = path.starts_with(&lost_dir);
+            match salvage_table(vfs.as_ref(), path, *t, self.recorded.get(t)) {
+                Ok((iters, damaged, frags)) => {
+                    range_dels.extend(frags.clipped(None, None));
+                    sources.extend(iters.into_iter().map(|it| Box::new(it) as Box<dyn InternalIterator>));
+                    counters.push((path.clone(), damaged, aside));
+                }
+                Err(_) => {
+                    report.tables_lost += 1;
+                    if !aside {
+                        lost.push(path.clone());
+                    }
+                }
+            }
+        }
+        sources.push(Box::new(self.mem.iter()));
+        range_dels.extend(self.mem.range_dels(MAX_SEQ));
+
+        let scratch = VersionSet::scratch(vfs.clone(), &self.dir, self.opts.num_levels, self.max_number + 1);
+        let env = Env {
+            vfs: vfs.as_ref(),
+            versions: &scratch,
+            tables: &cache,
+            opts: &self.opts,
+            policy: self.policy.as_ref(),
+            pipeline: crate::compaction::auto::resolve_without_history(self.opts.compaction_pipeline),
+            split_merges: Env::splits(self.opts.compaction_pipeline),
+        };
+        let level = self.opts.num_levels - 1;
+        // The view of the tree being rebuilt (empty until this output is installed).
+        let view = build_view(&scratch.current(), &scratch, &HashSet::new());
+        // One run holds everything: any allocation gives it the configured bits.
+        let target = WriteTarget { level, run: RunTarget::New, inputs: &[], entries: 1 };
+        let mut out = OutputWriter::new(&env, &view, &target, self.opts.target_file_size_base);
+        // The new run is the only one and no snapshot exists: range tombstones
+        // are applied here (every entry they cover is left out) instead of kept.
+        let mut merged =
+            RangeDelSkip::new(MergingIterator::new(sources), Arc::new(Fragments::of(&range_dels)), MAX_SEQ);
+        merged.seek_to_first()?;
+        let mut keep = Keep::default();
+        // Entries of one user key at one sequence number are one write seen
+        // twice (a table and the WAL it was flushed from, or without a
+        // MANIFEST an output and its inputs): one is kept, a put or deletion
+        // over a merge operand, since a merge folded onto older versions is
+        // a put at the operand's sequence that already holds it.
+        let mut pending: Option<(Vec<u8>, Vec<u8>)> = None;
+        while merged.valid() {
+            let k = parse_internal_key(merged.key())?;
+            *max_seq = (*max_seq).max(k.seq);
+            if let Some(p) = pending.as_mut() {
+                let held = parse_internal_key(&p.0)?;
+                if held.user_key == k.user_key && held.seq == k.seq {
+                    if held.kind == ValueKind::Merge && k.kind != ValueKind::Merge {
+                        *p = (merged.key().to_vec(), merged.value().to_vec());
+                    }
+                    merged.next()?;
+                    continue;
+                }
+            }
+            if let Some((key, value)) = pending.replace((merged.key().to_vec(), merged.value().to_vec())) {
+                report.entries_kept += u64::from(keep.add(&mut out, &key, &value)?);
+            }
+            merged.next()?;
+        }
+        if let Some((key, value)) = pending {
+            report.entries_kept += u64::from(keep.add(&mut out, &key, &value)?);
+        }
+        let outputs = out.finish()?;
+        for (path, damaged, aside) in counters {
+            let n = damaged.load(Ordering::Relaxed);
+            report.blocks_lost += n;
+            if n > 0 {
+                report.tables_damaged += 1;
+                if !aside {
+                    lost.push(path);
+                }
+            } else {
+                report.tables_intact += 1;
+            }
+        }
+        let new_ids = outputs.iter().map(|f| f.id).collect();
+        Ok(Built { scratch, outputs, new_ids, lost })
+    }
+}
+
+/// Which versions of each user key the new run keeps, fed newest first.
+#[derive(Default)]
+struct Keep {
+    user_key: Option<Vec<u8>>,
+    /// Whether the versions of the current key kept so far are all merge
+    /// operands, which need the versions below them.
+    operands_only: bool,
+}
+
+impl Keep {
+    /// Writes the entry if the key still needs it; true if written.
+    fn add(&mut self, out: &mut OutputWriter<'_>, ikey: &[u8], value: &[u8]) -> Result<bool> {
+        let k = parse_internal_key(ikey)?;
+        // The first entry of a user key is its newest version, with the
+        // operands down to a put if it is one; a deletion has nothing below
+        // it any more, so it goes too.
+        if self.user_key.as_deref() != Some(k.user_key) {
+            self.user_key = Some(k.user_key.to_vec());
+            self.operands_only = true;
+        }
+        if !self.operands_only {
+            return Ok(false);
+        }
+        self.operands_only = k.kind == ValueKind::Merge;
+        if k.kind == ValueKind::Delete {
+            return Ok(false);
+        }
+        out.add(ikey, value, k.seq)?;
+        Ok(true)
+    }
+}
+
 /// Removes a database's files (LevelDB `DestroyDB`): its keyspaces'
-/// directories, CURRENT, LOCK, MANIFESTs, OPTIONS files, logs, tables and temp files, the tables in its data paths
+/// directories, CURRENT, LOCK, MANIFESTs, OPTIONS files, logs, tables, temp files and an unfinished restore's marker, the tables in its data paths
 /// (`Options::with_db_paths`), then each directory if nothing else is in it. Other files stay. A missing directory is not an error. Fails
 /// with [`Error::Locked`] while the database is open.
 pub fn destroy(path: impl AsRef<Path>, opts: Options) -> Result<()> {
@@ -380,7 +613,7 @@ pub fn destroy(path: impl AsRef<Path>, opts: Options) -> Result<()> {
     for n in &names {
         match parse_file_name(n) {
             Some(FileKind::Lock) => {}
-            None if !crate::options_file::is_options_file(n) => {}
+            None if !crate::options_file::is_options_file(n) && n != crate::backup::RESTORE_MARKER => {}
             _ => vfs.remove_file(&dir.join(n))?,
         }
     }
@@ -406,16 +639,10 @@ pub fn destroy(path: impl AsRef<Path>, opts: Options) -> Result<()> {
     Ok(())
 }
 
-/// Replays one WAL into `mem`, skipping damaged records. Returns (records,
-/// bytes dropped, read to the end).
-fn replay_wal(
-    vfs: &dyn Vfs,
-    dir: &Path,
-    log: u64,
-    mem: &mut MemTable,
-    max_seq: &mut u64,
-) -> (u64, u64, bool) {
-    let Ok(file) = vfs.open_sequential(&wal_path(dir, log)) else { return (0, 0, false) };
+/// Replays the WAL at `path`, skipping damaged records, handing each op to
+/// `on_op`. Returns (records, bytes dropped, read to the end).
+fn replay_wal(vfs: &dyn Vfs, path: &Path, mut on_op: impl FnMut(u64, &BatchOp<'_>)) -> (u64, u64, bool) {
+    let Ok(file) = vfs.open_sequential(path) else { return (0, 0, false) };
     let mut reader = LogReader::new(file, WalRecoveryMode::SkipAnyCorruptedRecords);
     let mut records = 0;
     let whole = loop {
@@ -425,12 +652,7 @@ fn replay_wal(
                 let ops: Result<Vec<_>> = batch.iter().collect();
                 let Ok(ops) = ops else { continue };
                 for (seq, op) in (batch.sequence()..).zip(ops) {
-                    // Never another keyspace's op into the default keyspace.
-                    if op.keyspace != 0 {
-                        continue;
-                    }
-                    mem.add_op(seq, &op);
-                    *max_seq = (*max_seq).max(seq);
+                    on_op(seq, &op);
                 }
                 records += 1;
             }
