@@ -401,7 +401,17 @@ impl Db {
     /// `compact_range` and the buffer trim return [`Error::ReadOnly`];
     /// `wait_for_compactions` returns at once.
     pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        read_only::open(path.as_ref(), opts).map(|inner| Db { inner })
+        let path = path.as_ref();
+        // As at a read-write open, unset per-tree options keep the recorded ones.
+        // A MANIFEST a writer beside us is replacing is read again by the open, which retries.
+        let opts = match opts.vfs.exists(&crate::filename::current_path(path)) {
+            true => match policy_change::resolve_default(opts.clone(), path) {
+                Err(e @ Error::InvalidArgument(_)) => return Err(e),
+                r => r.unwrap_or(opts),
+            },
+            false => opts,
+        };
+        read_only::open(path, opts).map(|inner| Db { inner })
     }
 
     /// Stores a value (RocksDB `Put`).

@@ -235,6 +235,7 @@ fn load(dir: &Path, given: &Options) -> Result<Options> {
                 );
             let mut tree = Options::default();
             apply_tree(&file, &name, s, &given_ks, &mut tree)?;
+            tree.explicit = 0;
             o.keyspaces.push((name, KeyspaceOptions::from_options(&tree)));
         }
     }
@@ -261,10 +262,15 @@ fn load(dir: &Path, given: &Options) -> Result<Options> {
             keep
         });
         for (name, ks) in &mut o.keyspaces {
-            let tree = with_recorded(&ks.apply(given), &registry[name.as_str()], &file, name)?;
+            let mut tree = with_recorded(&ks.apply(given), &registry[name.as_str()], &file, name)?;
+            tree.explicit = 0;
             *ks = KeyspaceOptions::from_options(&tree);
         }
     }
+    // What was loaded is what the database records, not a change the caller
+    // asks for: a later open keeps the MANIFEST's value of every field the
+    // caller does not set after loading.
+    o.explicit = 0;
     // Keyspaces the caller named that the file does not list (to be created).
     for (name, ks) in &given.keyspaces {
         if !o.keyspaces.iter().any(|(n, _)| n == name) {
