@@ -19,10 +19,11 @@ use crate::util::coding::{put_fixed64, put_length_prefixed, put_varint64, Reader
 /// reads through the database's one block cache and one row cache, and
 /// every keyspace reports to the database's event listeners
 /// ([`Options::with_event_listener`]; each event names its keyspace).
-/// The numeric and enum settings are persisted when the keyspace is created
-/// and used when it is reopened without options; options given with
-/// [`Options::with_keyspace`] that differ (another policy included, see
-/// [`Options::with_compaction_style`]) are recorded by a read-write open. The
+/// The numeric and enum settings are persisted when the keyspace is created.
+/// At a reopen, each one these options did not set with its `with_*` method
+/// keeps its recorded value; one given with [`Options::with_keyspace`] that
+/// was set and differs (another policy included, see
+/// [`Options::with_compaction_style`]) is applied and recorded. The
 /// trait objects (merge operator, compaction filter, prefix extractor) cannot
 /// be persisted and are given again at open; the merge operator's name is,
 /// and an operator of another name is refused.

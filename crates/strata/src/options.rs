@@ -649,16 +649,24 @@ impl Options {
         with_wal_recovery_mode, wal_recovery_mode, WalRecoveryMode);
     tree_setter!(/// The compaction policy (RocksDB `compaction_style`; default leveled).
         ///
-        /// The policy may change between opens (for a keyspace: give
-        /// [`Options::with_keyspace`] another policy): the root MANIFEST
-        /// records each tree's options, and a read-write open under another
-        /// policy drops the LSbM/dLSM compaction buffers unless the new policy
-        /// keeps them (they hold copies only) and clears the old policy's state
-        /// before any compaction runs; the new policy then reshapes the tree as
-        /// it compacts. No built-in pair is refused. Refused at open: a
-        /// `num_levels` below the deepest level holding data, and a merge
-        /// operator of another name than the recorded one. A read-only open
-        /// reads under the given policy and records nothing.
+        /// The root MANIFEST records each tree's policy and the other
+        /// per-tree options that shape it (those [`KeyspaceOptions`](crate::KeyspaceOptions)
+        /// has). Reopening an existing database, each of them the caller did
+        /// not set with its `with_*` method keeps its recorded value: options
+        /// that never call this method reopen under the recorded policy. A
+        /// policy set here (for a keyspace: on the options given with
+        /// [`Options::with_keyspace`]) that differs is a policy change: a
+        /// read-write open logs it, drops the LSbM/dLSM compaction buffers
+        /// unless the new policy keeps them (they hold copies only), clears
+        /// the old policy's state before any compaction runs, records the new
+        /// policy and reports it to [`EventListener::on_policy_changed`](crate::EventListener::on_policy_changed);
+        /// the new policy then reshapes the tree as it compacts. No built-in
+        /// pair is refused. Refused at open: a `num_levels` below the deepest
+        /// level holding data, a merge operator of another name than the
+        /// recorded one, and leaving out a recorded custom policy (it cannot
+        /// be rebuilt: give it again). A read-only open reads under the
+        /// resolved policy and records nothing. A new database or keyspace
+        /// uses these options as they are, defaults included.
         ///
         /// # Examples
         ///
@@ -674,6 +682,10 @@ impl Options {
         /// let db = Db::open("/db", opts(CompactionStyle::Tiered))?;
         /// assert_eq!(db.property("strata.policy")?, "tiered");
         /// assert_eq!(db.get("k")?, Some(b"v".to_vec()));
+        /// drop(db);
+        /// // Options that set no policy keep the recorded one.
+        /// let db = Db::open("/db", Options::default().with_vfs(vfs))?;
+        /// assert_eq!(db.property("strata.policy")?, "tiered");
         /// # Ok::<(), strata::Error>(())
         /// ```
         with_compaction_style, compaction_style, CompactionStyle, F_STYLE);
@@ -733,14 +745,18 @@ impl Options {
         with_max_total_wal_size, max_total_wal_size, u64);
 
     /// Options for keyspace `name` at open (RocksDB's column family
-    /// descriptors): an existing keyspace uses them instead of the options
-    /// persisted when it was created — the only way to give it back its trait
-    /// objects (merge operator, compaction filter, prefix extractor) — and
-    /// its policy must be the one it was created with (changing it is
-    /// refused); a keyspace the database does not have yet is created with
-    /// them once the open has recovered (fjall's open-or-create). Keyspaces
-    /// not named here reopen with their persisted options. Naming
-    /// `"default"` is refused: the default keyspace uses these `Options`.
+    /// descriptors), the only way to give an existing keyspace back its
+    /// trait objects (merge operator, compaction filter, prefix extractor).
+    /// For an existing keyspace they are laid over its recorded options:
+    /// every persisted option `opts` did not set with its `with_*` method
+    /// keeps the recorded value, so `KeyspaceOptions::default()` plus an
+    /// operator changes nothing else; one it set that differs is applied and
+    /// recorded, and another policy is a policy change (see
+    /// [`Options::with_compaction_style`]). A keyspace the database does not
+    /// have yet is created with `opts` as they are, defaults included, once
+    /// the open has recovered (fjall's open-or-create). Keyspaces not named
+    /// here reopen with their recorded options. Naming `"default"` is
+    /// refused: the default keyspace uses these `Options`.
     ///
     /// # Examples
     ///
