@@ -2,7 +2,9 @@
 //! every built-in ordered pair returns the model's answers, the tree is
 //! normalized for the new policy (no LSbM/dLSM compaction buffers unless it
 //! keeps them), the new options are recorded, a crash during the transition
-//! loses nothing, and the changes a tree cannot take are refused.
+//! loses nothing, and the changes a tree cannot take are refused. Options
+//! the caller did not set (no policy given, a merge operator handed back)
+//! keep the recorded ones (issue 28).
 
 mod common;
 
