@@ -60,6 +60,32 @@ pub trait EventListener: Send + Sync {
     /// A flush, compaction or WAL failure stopped writes (the keyspace is
     /// read-only from now on; reopen the database to recover).
     fn on_background_error(&self, _info: &BackgroundErrorInfo) {}
+    /// A read-write open applied another compaction policy than the one the
+    /// keyspace had recorded (the caller set it explicitly, see
+    /// [`Options::with_compaction_style`](crate::Options::with_compaction_style)).
+    /// Unlike the others, it is called on the opening thread, during
+    /// `Db::open`, once the change is recorded.
+    fn on_policy_changed(&self, _info: &PolicyChangeInfo) {}
+}
+
+/// A compaction policy changed at open ([`EventListener::on_policy_changed`]).
+///
+/// # Examples
+///
+/// ```
+/// fn describe(info: &strata::PolicyChangeInfo) -> String {
+///     format!("{}: {} -> {}", info.keyspace, info.old, info.new)
+/// }
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct PolicyChangeInfo {
+    /// The keyspace's name.
+    pub keyspace: String,
+    /// The recorded policy's name.
+    pub old: String,
+    /// The policy the keyspace runs with from now on.
+    pub new: String,
 }
 
 /// A completed flush ([`EventListener::on_flush_completed`]).
@@ -270,6 +296,18 @@ fn stall_code((condition, cause): (StallCondition, Option<StallCause>)) -> u8 {
 /// The listeners an `Options` carries (its `Debug` shows how many).
 #[derive(Clone, Default)]
 pub(crate) struct Listeners(pub(crate) Vec<Arc<dyn EventListener>>);
+
+impl Listeners {
+    /// Hands a policy change to every listener at once: it happens during
+    /// the open, before any background thread exists.
+    pub(crate) fn policy_changed(&self, info: &PolicyChangeInfo) {
+        for l in &self.0 {
+            if catch_unwind(AssertUnwindSafe(|| l.on_policy_changed(info))).is_err() {
+                log::error!(target: "strata::events", "event listener panicked in on_policy_changed; ignored");
+            }
+        }
+    }
+}
 
 impl fmt::Debug for Listeners {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

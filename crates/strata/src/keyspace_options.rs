@@ -19,10 +19,11 @@ use crate::util::coding::{put_fixed64, put_length_prefixed, put_varint64, Reader
 /// reads through the database's one block cache and one row cache, and
 /// every keyspace reports to the database's event listeners
 /// ([`Options::with_event_listener`]; each event names its keyspace).
-/// The numeric and enum settings are persisted when the keyspace is created
-/// and used when it is reopened without options; options given with
-/// [`Options::with_keyspace`] that differ (another policy included, see
-/// [`Options::with_compaction_style`]) are recorded by a read-write open. The
+/// The numeric and enum settings are persisted when the keyspace is created.
+/// At a reopen, each one these options did not set with its `with_*` method
+/// keeps its recorded value; one given with [`Options::with_keyspace`] that
+/// was set and differs (another policy included, see
+/// [`Options::with_compaction_style`]) is applied and recorded. The
 /// trait objects (merge operator, compaction filter, prefix extractor) cannot
 /// be persisted and are given again at open; the merge operator's name is,
 /// and an operator of another name is refused.
@@ -64,11 +65,12 @@ impl fmt::Debug for KeyspaceOptions {
 }
 
 macro_rules! ks_setter {
-    ($(#[$doc:meta])* $name:ident, $field:ident, $ty:ty) => {
+    ($(#[$doc:meta])* $name:ident, $field:ident, $ty:ty, $f:ident) => {
         $(#[$doc])*
         #[must_use]
         pub fn $name(mut self, v: $ty) -> Self {
             self.tree.$field = v;
+            self.tree.explicit |= 1 << $f;
             self
         }
     };
@@ -144,50 +146,50 @@ impl KeyspaceOptions {
     }
 
     ks_setter!(/// The compaction policy (RocksDB `compaction_style`; default leveled).
-        with_compaction_style, compaction_style, CompactionStyle);
+        with_compaction_style, compaction_style, CompactionStyle, F_STYLE);
     ks_setter!(/// Memtable size before it is switched and flushed (RocksDB `write_buffer_size`; default 64 MiB).
-        with_write_buffer_size, write_buffer_size, usize);
+        with_write_buffer_size, write_buffer_size, usize, F_WRITE_BUFFER_SIZE);
     ks_setter!(/// Memtables (active + immutable) before writes stop (RocksDB `max_write_buffer_number`; default 2).
-        with_max_write_buffer_number, max_write_buffer_number, usize);
+        with_max_write_buffer_number, max_write_buffer_number, usize, F_MAX_WRITE_BUFFER_NUMBER);
     ks_setter!(/// L0 files that trigger a compaction (RocksDB `level0_file_num_compaction_trigger`; default 4).
-        with_level0_file_num_compaction_trigger, level0_file_num_compaction_trigger, usize);
+        with_level0_file_num_compaction_trigger, level0_file_num_compaction_trigger, usize, F_L0_TRIGGER);
     ks_setter!(/// L0 files at which writes slow down (RocksDB `level0_slowdown_writes_trigger`; default 20).
-        with_level0_slowdown_writes_trigger, level0_slowdown_writes_trigger, usize);
+        with_level0_slowdown_writes_trigger, level0_slowdown_writes_trigger, usize, F_L0_SLOWDOWN);
     ks_setter!(/// L0 files at which writes stop (RocksDB `level0_stop_writes_trigger`; default 36).
-        with_level0_stop_writes_trigger, level0_stop_writes_trigger, usize);
+        with_level0_stop_writes_trigger, level0_stop_writes_trigger, usize, F_L0_STOP);
     ks_setter!(/// Capacity of level 1 in bytes (RocksDB `max_bytes_for_level_base`; default 256 MiB).
-        with_max_bytes_for_level_base, max_bytes_for_level_base, u64);
+        with_max_bytes_for_level_base, max_bytes_for_level_base, u64, F_LEVEL_BASE);
     ks_setter!(/// Size ratio between adjacent levels (RocksDB `max_bytes_for_level_multiplier`; default 10).
-        with_max_bytes_for_level_multiplier, max_bytes_for_level_multiplier, f64);
+        with_max_bytes_for_level_multiplier, max_bytes_for_level_multiplier, f64, F_MULTIPLIER);
     ks_setter!(/// Number of levels including L0 (RocksDB `num_levels`; default 7).
-        with_num_levels, num_levels, usize);
+        with_num_levels, num_levels, usize, F_NUM_LEVELS);
     ks_setter!(/// Target size of compaction output files (RocksDB `target_file_size_base`; default 64 MiB).
-        with_target_file_size_base, target_file_size_base, u64);
+        with_target_file_size_base, target_file_size_base, u64, F_TARGET_FILE_SIZE);
     ks_setter!(/// Uncompressed data block size (RocksDB `BlockBasedTableOptions::block_size`; default 4 KiB).
-        with_block_size, block_size, usize);
+        with_block_size, block_size, usize, F_BLOCK_SIZE);
     ks_setter!(/// Keys between restart points in a block (RocksDB `block_restart_interval`; default 16).
-        with_block_restart_interval, block_restart_interval, usize);
+        with_block_restart_interval, block_restart_interval, usize, F_RESTART_INTERVAL);
     ks_setter!(/// Bloom filter bits per key, 0 for none (RocksDB `NewBloomFilterPolicy(bits)`; default 10).
-        with_bloom_bits_per_key, bloom_bits_per_key, f64);
+        with_bloom_bits_per_key, bloom_bits_per_key, f64, F_BLOOM_BITS);
     ks_setter!(/// How the bloom bits are spread over the sorted runs (default uniform; see [`BloomAllocation`]).
-        with_bloom_allocation, bloom_allocation, BloomAllocation);
+        with_bloom_allocation, bloom_allocation, BloomAllocation, F_BLOOM_ALLOCATION);
     ks_setter!(/// Whether table filters hold whole keys (RocksDB `whole_key_filtering`; default true).
-        with_whole_key_filtering, whole_key_filtering, bool);
+        with_whole_key_filtering, whole_key_filtering, bool, F_WHOLE_KEY_FILTERING);
     ks_setter!(/// Block compression (RocksDB `compression`; default LZ4).
-        with_compression, compression, CompressionType);
+        with_compression, compression, CompressionType, F_COMPRESSION);
     ks_setter!(/// Turn background compactions off (RocksDB `disable_auto_compactions`).
-        with_disable_auto_compactions, disable_auto_compactions, bool);
+        with_disable_auto_compactions, disable_auto_compactions, bool, F_DISABLE_AUTO);
     ks_setter!(/// LSbM: how often the trim runs (default 30 s).
-        with_buffer_trim_interval, buffer_trim_interval, Duration);
+        with_buffer_trim_interval, buffer_trim_interval, Duration, F_TRIM_INTERVAL_NANOS);
     ks_setter!(/// LSbM: cached-block fraction under which a buffer file is trimmed (default 0.8).
-        with_buffer_trim_threshold, buffer_trim_threshold, f64);
+        with_buffer_trim_threshold, buffer_trim_threshold, f64, F_TRIM_THRESHOLD);
     ks_setter!(/// LSbM: whether a read may fetch a buffer file's block from the device (default false).
-        with_buffer_read_misses, buffer_read_misses, bool);
+        with_buffer_read_misses, buffer_read_misses, bool, F_READ_MISSES);
     ks_setter!(/// Seek-triggered compaction (LevelDB's `allowed_seeks`; default false).
-        with_seek_compaction, seek_compaction, bool);
+        with_seek_compaction, seek_compaction, bool, F_SEEK_COMPACTION);
     ks_setter!(/// Deepest level a flushed memtable's table may go to (RocksDB's former
         /// `max_mem_compaction_level`; default 0).
-        with_max_mem_compaction_level, max_mem_compaction_level, usize);
+        with_max_mem_compaction_level, max_mem_compaction_level, usize, F_MAX_MEM_LEVEL);
 
     /// The keyspace's compaction filter (RocksDB `compaction_filter`); not persisted.
     ///
@@ -274,7 +276,17 @@ impl KeyspaceOptions {
         o.merge_operator = t.merge_operator.clone();
         o.prefix_extractor = t.prefix_extractor.clone();
         o.db_paths = Vec::new();
+        o.explicit = t.explicit;
         o
+    }
+
+    /// These options over what the MANIFEST recorded for the keyspace
+    /// (see [`keep_recorded`]).
+    pub(crate) fn over_recorded(&self, recorded: &[u8], whose: &str) -> Result<KeyspaceOptions> {
+        Ok(KeyspaceOptions {
+            tree: keep_recorded(&self.tree, recorded, whose)?,
+            recorded_merge_operator: self.recorded_merge_operator.clone(),
+        })
     }
 
     /// The persisted form: every numeric and enum setting as (field, value).
@@ -433,6 +445,60 @@ impl KeyspaceOptions {
     }
 }
 
+/// `given` with every persisted per-tree field the caller did not set
+/// (`Options::explicit`) taken from `recorded` (a tree's persisted options),
+/// so reopening with options that only hand back a trait object changes
+/// nothing else. Everything else, trait objects included, is `given`'s. A
+/// recorded custom policy cannot be rebuilt: it must be given again.
+pub(crate) fn keep_recorded(given: &Options, recorded: &[u8], whose: &str) -> Result<Options> {
+    let (stored, style) =
+        KeyspaceOptions::decode(recorded).map_err(|e| Error::corruption(format!("{whose}: {e}")))?;
+    let mut o = given.clone();
+    for f in F_WRITE_BUFFER_SIZE..=F_MAX_MEM_LEVEL {
+        if given.explicit & (1 << f) == 0 {
+            copy_field(&mut o, &stored.tree, f);
+        }
+    }
+    if given.explicit & (1 << F_STYLE) == 0 {
+        if let PersistedStyle::Custom(name) = style {
+            return Err(Error::invalid(format!(
+                "{whose} uses the custom policy {name:?}, which cannot be persisted: give it again \
+                 (with_compaction_style(CompactionStyle::Custom(..)))"
+            )));
+        }
+    }
+    Ok(o)
+}
+
+/// Copies persisted field `f` (an `F_*` id) from `src` to `dst`.
+fn copy_field(dst: &mut Options, src: &Options, f: u64) {
+    match f {
+        F_WRITE_BUFFER_SIZE => dst.write_buffer_size = src.write_buffer_size,
+        F_MAX_WRITE_BUFFER_NUMBER => dst.max_write_buffer_number = src.max_write_buffer_number,
+        F_L0_TRIGGER => dst.level0_file_num_compaction_trigger = src.level0_file_num_compaction_trigger,
+        F_L0_SLOWDOWN => dst.level0_slowdown_writes_trigger = src.level0_slowdown_writes_trigger,
+        F_L0_STOP => dst.level0_stop_writes_trigger = src.level0_stop_writes_trigger,
+        F_LEVEL_BASE => dst.max_bytes_for_level_base = src.max_bytes_for_level_base,
+        F_MULTIPLIER => dst.max_bytes_for_level_multiplier = src.max_bytes_for_level_multiplier,
+        F_NUM_LEVELS => dst.num_levels = src.num_levels,
+        F_TARGET_FILE_SIZE => dst.target_file_size_base = src.target_file_size_base,
+        F_BLOCK_SIZE => dst.block_size = src.block_size,
+        F_RESTART_INTERVAL => dst.block_restart_interval = src.block_restart_interval,
+        F_BLOOM_BITS => dst.bloom_bits_per_key = src.bloom_bits_per_key,
+        F_BLOOM_ALLOCATION => dst.bloom_allocation = src.bloom_allocation,
+        F_WHOLE_KEY_FILTERING => dst.whole_key_filtering = src.whole_key_filtering,
+        F_COMPRESSION => dst.compression = src.compression,
+        F_STYLE => dst.compaction_style = src.compaction_style.clone(),
+        F_DISABLE_AUTO => dst.disable_auto_compactions = src.disable_auto_compactions,
+        F_TRIM_INTERVAL_NANOS => dst.buffer_trim_interval = src.buffer_trim_interval,
+        F_TRIM_THRESHOLD => dst.buffer_trim_threshold = src.buffer_trim_threshold,
+        F_READ_MISSES => dst.buffer_read_misses = src.buffer_read_misses,
+        F_SEEK_COMPACTION => dst.seek_compaction = src.seek_compaction,
+        F_MAX_MEM_LEVEL => dst.max_mem_compaction_level = src.max_mem_compaction_level,
+        _ => {}
+    }
+}
+
 /// The policy a keyspace was created with, as the registry recorded it.
 #[derive(Debug)]
 pub(crate) enum PersistedStyle {
@@ -451,30 +517,30 @@ impl PersistedStyle {
     }
 }
 
-const F_WRITE_BUFFER_SIZE: u64 = 1;
-const F_MAX_WRITE_BUFFER_NUMBER: u64 = 2;
-const F_L0_TRIGGER: u64 = 3;
-const F_L0_SLOWDOWN: u64 = 4;
-const F_L0_STOP: u64 = 5;
-const F_LEVEL_BASE: u64 = 6;
-const F_MULTIPLIER: u64 = 7;
-const F_NUM_LEVELS: u64 = 8;
-const F_TARGET_FILE_SIZE: u64 = 9;
-const F_BLOCK_SIZE: u64 = 10;
-const F_RESTART_INTERVAL: u64 = 11;
-const F_BLOOM_BITS: u64 = 12;
-const F_BLOOM_ALLOCATION: u64 = 13;
-const F_WHOLE_KEY_FILTERING: u64 = 14;
-const F_COMPRESSION: u64 = 15;
-const F_STYLE: u64 = 16;
-const F_DISABLE_AUTO: u64 = 17;
-const F_TRIM_INTERVAL_NANOS: u64 = 18;
-const F_TRIM_THRESHOLD: u64 = 19;
-const F_READ_MISSES: u64 = 20;
-const F_SEEK_COMPACTION: u64 = 21;
-const F_MAX_MEM_LEVEL: u64 = 22;
+pub(crate) const F_WRITE_BUFFER_SIZE: u64 = 1;
+pub(crate) const F_MAX_WRITE_BUFFER_NUMBER: u64 = 2;
+pub(crate) const F_L0_TRIGGER: u64 = 3;
+pub(crate) const F_L0_SLOWDOWN: u64 = 4;
+pub(crate) const F_L0_STOP: u64 = 5;
+pub(crate) const F_LEVEL_BASE: u64 = 6;
+pub(crate) const F_MULTIPLIER: u64 = 7;
+pub(crate) const F_NUM_LEVELS: u64 = 8;
+pub(crate) const F_TARGET_FILE_SIZE: u64 = 9;
+pub(crate) const F_BLOCK_SIZE: u64 = 10;
+pub(crate) const F_RESTART_INTERVAL: u64 = 11;
+pub(crate) const F_BLOOM_BITS: u64 = 12;
+pub(crate) const F_BLOOM_ALLOCATION: u64 = 13;
+pub(crate) const F_WHOLE_KEY_FILTERING: u64 = 14;
+pub(crate) const F_COMPRESSION: u64 = 15;
+pub(crate) const F_STYLE: u64 = 16;
+pub(crate) const F_DISABLE_AUTO: u64 = 17;
+pub(crate) const F_TRIM_INTERVAL_NANOS: u64 = 18;
+pub(crate) const F_TRIM_THRESHOLD: u64 = 19;
+pub(crate) const F_READ_MISSES: u64 = 20;
+pub(crate) const F_SEEK_COMPACTION: u64 = 21;
+pub(crate) const F_MAX_MEM_LEVEL: u64 = 22;
 /// The merge operator's name; written only when one is set.
-const F_MERGE_OPERATOR: u64 = 23;
+pub(crate) const F_MERGE_OPERATOR: u64 = 23;
 
 #[cfg(test)]
 mod tests {

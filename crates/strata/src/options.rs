@@ -432,6 +432,10 @@ pub struct Options {
     pub(crate) max_total_wal_size: u64,
     pub(crate) keyspaces: Vec<(String, crate::KeyspaceOptions)>,
     pub(crate) listeners: crate::events::Listeners,
+    /// The persisted per-tree fields the caller set (bit `1 << F_*` of
+    /// `keyspace_options`): at reopen those win over the recorded values, the
+    /// others keep them.
+    pub(crate) explicit: u32,
 }
 
 impl Default for Options {
@@ -483,8 +487,23 @@ impl Default for Options {
             max_total_wal_size: 0,
             keyspaces: Vec::new(),
             listeners: Default::default(),
+            explicit: 0,
         }
     }
+}
+
+/// A setter of a persisted per-tree field: it also marks the field as set
+/// by the caller (see `Options::explicit`).
+macro_rules! tree_setter {
+    ($(#[$doc:meta])* $name:ident, $field:ident, $ty:ty, $f:ident) => {
+        $(#[$doc])*
+        #[must_use]
+        pub fn $name(mut self, v: $ty) -> Self {
+            self.$field = v;
+            self.explicit |= 1 << crate::keyspace_options::$f;
+            self
+        }
+    };
 }
 
 macro_rules! setter {
@@ -508,35 +527,35 @@ impl Options {
         with_create_if_missing, create_if_missing, bool);
     setter!(/// Fail if the database already exists (RocksDB `error_if_exists`).
         with_error_if_exists, error_if_exists, bool);
-    setter!(/// Memtable size before it is switched and flushed (RocksDB `write_buffer_size`; default 64 MiB).
-        with_write_buffer_size, write_buffer_size, usize);
-    setter!(/// Memtables (active + immutable) before writes stop (RocksDB `max_write_buffer_number`; default 2).
-        with_max_write_buffer_number, max_write_buffer_number, usize);
-    setter!(/// L0 files that trigger a compaction (RocksDB `level0_file_num_compaction_trigger`; default 4).
-        with_level0_file_num_compaction_trigger, level0_file_num_compaction_trigger, usize);
-    setter!(/// L0 files at which writes slow down (RocksDB `level0_slowdown_writes_trigger`; default 20).
-        with_level0_slowdown_writes_trigger, level0_slowdown_writes_trigger, usize);
-    setter!(/// L0 files at which writes stop (RocksDB `level0_stop_writes_trigger`; default 36).
-        with_level0_stop_writes_trigger, level0_stop_writes_trigger, usize);
-    setter!(/// Capacity of level 1 in bytes (RocksDB `max_bytes_for_level_base`; default 256 MiB).
-        with_max_bytes_for_level_base, max_bytes_for_level_base, u64);
-    setter!(/// Size ratio between adjacent levels (RocksDB `max_bytes_for_level_multiplier`; default 10).
-        with_max_bytes_for_level_multiplier, max_bytes_for_level_multiplier, f64);
-    setter!(/// Number of levels including L0 (RocksDB `num_levels`; default 7).
-        with_num_levels, num_levels, usize);
-    setter!(/// Target size of compaction output files (RocksDB `target_file_size_base`; default 64 MiB).
-        with_target_file_size_base, target_file_size_base, u64);
-    setter!(/// Uncompressed data block size (RocksDB `BlockBasedTableOptions::block_size`; default 4 KiB).
-        with_block_size, block_size, usize);
-    setter!(/// Keys between restart points in a block (RocksDB `block_restart_interval`; default 16).
-        with_block_restart_interval, block_restart_interval, usize);
-    setter!(/// Bloom filter bits per key, 0 for none (RocksDB `NewBloomFilterPolicy(bits)`; default 10).
+    tree_setter!(/// Memtable size before it is switched and flushed (RocksDB `write_buffer_size`; default 64 MiB).
+        with_write_buffer_size, write_buffer_size, usize, F_WRITE_BUFFER_SIZE);
+    tree_setter!(/// Memtables (active + immutable) before writes stop (RocksDB `max_write_buffer_number`; default 2).
+        with_max_write_buffer_number, max_write_buffer_number, usize, F_MAX_WRITE_BUFFER_NUMBER);
+    tree_setter!(/// L0 files that trigger a compaction (RocksDB `level0_file_num_compaction_trigger`; default 4).
+        with_level0_file_num_compaction_trigger, level0_file_num_compaction_trigger, usize, F_L0_TRIGGER);
+    tree_setter!(/// L0 files at which writes slow down (RocksDB `level0_slowdown_writes_trigger`; default 20).
+        with_level0_slowdown_writes_trigger, level0_slowdown_writes_trigger, usize, F_L0_SLOWDOWN);
+    tree_setter!(/// L0 files at which writes stop (RocksDB `level0_stop_writes_trigger`; default 36).
+        with_level0_stop_writes_trigger, level0_stop_writes_trigger, usize, F_L0_STOP);
+    tree_setter!(/// Capacity of level 1 in bytes (RocksDB `max_bytes_for_level_base`; default 256 MiB).
+        with_max_bytes_for_level_base, max_bytes_for_level_base, u64, F_LEVEL_BASE);
+    tree_setter!(/// Size ratio between adjacent levels (RocksDB `max_bytes_for_level_multiplier`; default 10).
+        with_max_bytes_for_level_multiplier, max_bytes_for_level_multiplier, f64, F_MULTIPLIER);
+    tree_setter!(/// Number of levels including L0 (RocksDB `num_levels`; default 7).
+        with_num_levels, num_levels, usize, F_NUM_LEVELS);
+    tree_setter!(/// Target size of compaction output files (RocksDB `target_file_size_base`; default 64 MiB).
+        with_target_file_size_base, target_file_size_base, u64, F_TARGET_FILE_SIZE);
+    tree_setter!(/// Uncompressed data block size (RocksDB `BlockBasedTableOptions::block_size`; default 4 KiB).
+        with_block_size, block_size, usize, F_BLOCK_SIZE);
+    tree_setter!(/// Keys between restart points in a block (RocksDB `block_restart_interval`; default 16).
+        with_block_restart_interval, block_restart_interval, usize, F_RESTART_INTERVAL);
+    tree_setter!(/// Bloom filter bits per key, 0 for none (RocksDB `NewBloomFilterPolicy(bits)`; default 10).
         /// Under [`BloomAllocation::Monkey`] this is the average over all entries of the tree.
-        with_bloom_bits_per_key, bloom_bits_per_key, f64);
-    setter!(/// How the bloom bits are spread over the sorted runs (default
+        with_bloom_bits_per_key, bloom_bits_per_key, f64, F_BLOOM_BITS);
+    tree_setter!(/// How the bloom bits are spread over the sorted runs (default
         /// [`BloomAllocation::Uniform`]; RocksDB has no equivalent).
-        with_bloom_allocation, bloom_allocation, BloomAllocation);
-    setter!(/// Whether table filters hold whole keys (RocksDB
+        with_bloom_allocation, bloom_allocation, BloomAllocation, F_BLOOM_ALLOCATION);
+    tree_setter!(/// Whether table filters hold whole keys (RocksDB
         /// `BlockBasedTableOptions::whole_key_filtering`; default true). Off, with a
         /// [prefix extractor](Self::with_prefix_extractor), filters hold only prefixes:
         /// smaller, but point reads then ask no filter of those tables. Off without an
@@ -559,9 +578,9 @@ impl Options {
         /// assert_eq!(db.get(b"user0001")?.as_deref(), Some(&b"ada"[..]));
         /// # Ok::<(), strata::Error>(())
         /// ```
-        with_whole_key_filtering, whole_key_filtering, bool);
-    setter!(/// Block compression (RocksDB `compression`; default LZ4).
-        with_compression, compression, CompressionType);
+        with_whole_key_filtering, whole_key_filtering, bool, F_WHOLE_KEY_FILTERING);
+    tree_setter!(/// Block compression (RocksDB `compression`; default LZ4).
+        with_compression, compression, CompressionType, F_COMPRESSION);
     setter!(/// Block cache capacity in bytes, 0 for none (RocksDB `NewLRUCache(capacity)`; default 32 MiB).
         /// One cache for the whole database: every keyspace reads through it (keyed apart by
         /// keyspace) and this bounds their blocks together, as one RocksDB `Cache` shared by all
@@ -628,18 +647,26 @@ impl Options {
         with_avoid_flush_during_shutdown, avoid_flush_during_shutdown, bool);
     setter!(/// What WAL replay does with damage (RocksDB `wal_recovery_mode`).
         with_wal_recovery_mode, wal_recovery_mode, WalRecoveryMode);
-    setter!(/// The compaction policy (RocksDB `compaction_style`; default leveled).
+    tree_setter!(/// The compaction policy (RocksDB `compaction_style`; default leveled).
         ///
-        /// The policy may change between opens (for a keyspace: give
-        /// [`Options::with_keyspace`] another policy): the root MANIFEST
-        /// records each tree's options, and a read-write open under another
-        /// policy drops the LSbM/dLSM compaction buffers unless the new policy
-        /// keeps them (they hold copies only) and clears the old policy's state
-        /// before any compaction runs; the new policy then reshapes the tree as
-        /// it compacts. No built-in pair is refused. Refused at open: a
-        /// `num_levels` below the deepest level holding data, and a merge
-        /// operator of another name than the recorded one. A read-only open
-        /// reads under the given policy and records nothing.
+        /// The root MANIFEST records each tree's policy and the other
+        /// per-tree options that shape it (those [`KeyspaceOptions`](crate::KeyspaceOptions)
+        /// has). Reopening an existing database, each of them the caller did
+        /// not set with its `with_*` method keeps its recorded value: options
+        /// that never call this method reopen under the recorded policy. A
+        /// policy set here (for a keyspace: on the options given with
+        /// [`Options::with_keyspace`]) that differs is a policy change: a
+        /// read-write open logs it, drops the LSbM/dLSM compaction buffers
+        /// unless the new policy keeps them (they hold copies only), clears
+        /// the old policy's state before any compaction runs, records the new
+        /// policy and reports it to [`EventListener::on_policy_changed`](crate::EventListener::on_policy_changed);
+        /// the new policy then reshapes the tree as it compacts. No built-in
+        /// pair is refused. Refused at open: a `num_levels` below the deepest
+        /// level holding data, a merge operator of another name than the
+        /// recorded one, and leaving out a recorded custom policy (it cannot
+        /// be rebuilt: give it again). A read-only open reads under the
+        /// resolved policy and records nothing. A new database or keyspace
+        /// uses these options as they are, defaults included.
         ///
         /// # Examples
         ///
@@ -655,26 +682,30 @@ impl Options {
         /// let db = Db::open("/db", opts(CompactionStyle::Tiered))?;
         /// assert_eq!(db.property("strata.policy")?, "tiered");
         /// assert_eq!(db.get("k")?, Some(b"v".to_vec()));
+        /// drop(db);
+        /// // Options that set no policy keep the recorded one.
+        /// let db = Db::open("/db", Options::default().with_vfs(vfs))?;
+        /// assert_eq!(db.property("strata.policy")?, "tiered");
         /// # Ok::<(), strata::Error>(())
         /// ```
-        with_compaction_style, compaction_style, CompactionStyle);
-    setter!(/// Turn background compactions off; `compact_range` still works (RocksDB `disable_auto_compactions`).
-        with_disable_auto_compactions, disable_auto_compactions, bool);
+        with_compaction_style, compaction_style, CompactionStyle, F_STYLE);
+    tree_setter!(/// Turn background compactions off; `compact_range` still works (RocksDB `disable_auto_compactions`).
+        with_disable_auto_compactions, disable_auto_compactions, bool, F_DISABLE_AUTO);
     setter!(/// MANIFEST size at which it is rewritten as a snapshot into a new file
         /// (RocksDB `max_manifest_file_size`; default 64 MiB).
         with_max_manifest_file_size, max_manifest_file_size, u64);
-    setter!(/// LSbM: how often the trim removes buffer files whose blocks are not
+    tree_setter!(/// LSbM: how often the trim removes buffer files whose blocks are not
         /// cached (paper: 30 s; RocksDB has no equivalent). Default 30 s.
-        with_buffer_trim_interval, buffer_trim_interval, std::time::Duration);
-    setter!(/// LSbM: a buffer file with less than this fraction of its data blocks in
+        with_buffer_trim_interval, buffer_trim_interval, std::time::Duration, F_TRIM_INTERVAL_NANOS);
+    tree_setter!(/// LSbM: a buffer file with less than this fraction of its data blocks in
         /// the block cache is removed by the trim (paper: 0.8). Default 0.8.
-        with_buffer_trim_threshold, buffer_trim_threshold, f64);
-    setter!(/// LSbM: whether a read may fetch a buffer file's block from the device
+        with_buffer_trim_threshold, buffer_trim_threshold, f64, F_TRIM_THRESHOLD);
+    tree_setter!(/// LSbM: whether a read may fetch a buffer file's block from the device
         /// when it is not cached (the paper's Algorithm 3 as written; dLSM
         /// always does). Default false: a buffer file answers only from cached
         /// blocks and an uncached one sends the read to its run.
-        with_buffer_read_misses, buffer_read_misses, bool);
-    setter!(/// Seek-triggered compaction (LevelDB's `allowed_seeks`, always on there;
+        with_buffer_read_misses, buffer_read_misses, bool, F_READ_MISSES);
+    tree_setter!(/// Seek-triggered compaction (LevelDB's `allowed_seeks`, always on there;
         /// RocksDB removed it in 3.2 with its `disable_seek_compaction`). Default false.
         /// A point read that has to look in a second table charges one seek to the
         /// first table it read in vain (iterators sample one read per ~1 MiB they
@@ -688,8 +719,8 @@ impl Options {
         /// cause writes: every policy's write amplification and cache behaviour
         /// under read-heavy runs would change, and with bloom filters most wasted
         /// probes cost no block read (RocksDB's reason to drop it).
-        with_seek_compaction, seek_compaction, bool);
-    setter!(/// Deepest level a flushed memtable's table may go to (RocksDB's former
+        with_seek_compaction, seek_compaction, bool, F_SEEK_COMPACTION);
+    tree_setter!(/// Deepest level a flushed memtable's table may go to (RocksDB's former
         /// `max_mem_compaction_level`, LevelDB's fixed `kMaxMemCompactLevel` = 2). Default
         /// 0: always L0, as in RocksDB today. Above 0 the policy may place a flushed
         /// table that overlaps nothing above that level lower (LevelDB's
@@ -697,7 +728,7 @@ impl Options {
         /// others keep L0), saving the L0 -> L1 rewrite of key ranges the tree does
         /// not hold yet. Clamped to the last level. Off by default so that trees
         /// benchmarked before keep their shape.
-        with_max_mem_compaction_level, max_mem_compaction_level, usize);
+        with_max_mem_compaction_level, max_mem_compaction_level, usize, F_MAX_MEM_LEVEL);
     setter!(/// The file system (RocksDB `Env`); default the real one.
         with_vfs, vfs, Arc<dyn Vfs>);
     setter!(/// Bytes of live WAL files above which the keyspaces whose unflushed
@@ -714,14 +745,18 @@ impl Options {
         with_max_total_wal_size, max_total_wal_size, u64);
 
     /// Options for keyspace `name` at open (RocksDB's column family
-    /// descriptors): an existing keyspace uses them instead of the options
-    /// persisted when it was created — the only way to give it back its trait
-    /// objects (merge operator, compaction filter, prefix extractor) — and
-    /// its policy must be the one it was created with (changing it is
-    /// refused); a keyspace the database does not have yet is created with
-    /// them once the open has recovered (fjall's open-or-create). Keyspaces
-    /// not named here reopen with their persisted options. Naming
-    /// `"default"` is refused: the default keyspace uses these `Options`.
+    /// descriptors), the only way to give an existing keyspace back its
+    /// trait objects (merge operator, compaction filter, prefix extractor).
+    /// For an existing keyspace they are laid over its recorded options:
+    /// every persisted option `opts` did not set with its `with_*` method
+    /// keeps the recorded value, so `KeyspaceOptions::default()` plus an
+    /// operator changes nothing else; one it set that differs is applied and
+    /// recorded, and another policy is a policy change (see
+    /// [`Options::with_compaction_style`]). A keyspace the database does not
+    /// have yet is created with `opts` as they are, defaults included, once
+    /// the open has recovered (fjall's open-or-create). Keyspaces not named
+    /// here reopen with their recorded options. Naming `"default"` is
+    /// refused: the default keyspace uses these `Options`.
     ///
     /// # Examples
     ///

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use strata::vfs::{FaultConfig, FaultOp, FaultVfs, PathFilter};
 use strata::{
     BackgroundErrorInfo, BackgroundErrorReason, CompactionFilter, CompactionInfo, Db, Decision,
-    EventListener, FlushInfo, KeyspaceOptions, MemVfs, Options, StallCause, StallCondition, StallInfo,
+    EventListener, FlushInfo, KeyspaceOptions, MemVfs, Options, PolicyChangeInfo, StallCause, StallCondition,
+    StallInfo,
 };
 
 /// Records every event it sees.
@@ -18,6 +19,7 @@ struct Recorder {
     compactions: Mutex<Vec<CompactionInfo>>,
     stalls: Mutex<Vec<StallInfo>>,
     errors: Mutex<Vec<BackgroundErrorInfo>>,
+    policies: Mutex<Vec<PolicyChangeInfo>>,
 }
 
 impl EventListener for Recorder {
@@ -32,6 +34,9 @@ impl EventListener for Recorder {
     }
     fn on_background_error(&self, info: &BackgroundErrorInfo) {
         self.errors.lock().unwrap().push(info.clone());
+    }
+    fn on_policy_changed(&self, info: &PolicyChangeInfo) {
+        self.policies.lock().unwrap().push(info.clone());
     }
 }
 
@@ -331,4 +336,45 @@ fn background_errors_and_listener_panics_are_logged() {
     eventually("the error line", || !lines_with("[failing] flush failed, writes stopped").is_empty());
     assert!(lines_with("[failing] flush failed")[0].starts_with("ERROR strata::background"));
     eventually("the panic line", || !lines_with("panicked in on_flush_completed").is_empty());
+}
+
+/// Issue 28: an explicitly given other policy is applied, logged and
+/// reported to listeners (during the open); an open that gives no policy
+/// changes none and reports nothing.
+#[test]
+fn an_explicit_policy_change_is_applied_logged_and_reported() {
+    captured();
+    let vfs = Arc::new(MemVfs::new());
+    let tiered = || KeyspaceOptions::default().with_compaction_style(strata::CompactionStyle::Tiered);
+    {
+        let db = Db::open("/policy", Options::default().with_vfs(vfs.clone())).unwrap();
+        db.create_keyspace("policy-ks", tiered()).unwrap();
+    }
+    let rec = Arc::new(Recorder::default());
+    let quiet = Options::default().with_vfs(vfs.clone()).with_event_listener(rec.clone());
+    drop(Db::open("/policy", quiet.clone().with_keyspace("policy-ks", KeyspaceOptions::default())).unwrap());
+    assert!(rec.policies.lock().unwrap().is_empty(), "nothing set, nothing changed");
+
+    let changed = quiet.with_compaction_style(strata::CompactionStyle::Lsbm).with_keyspace(
+        "policy-ks",
+        KeyspaceOptions::default().with_compaction_style(strata::CompactionStyle::Blsm),
+    );
+    let db = Db::open("/policy", changed).unwrap();
+    assert_eq!(db.property("strata.policy").unwrap(), "lsbm");
+    assert_eq!(db.keyspace("policy-ks").unwrap().property("strata.policy").unwrap(), "blsm");
+    let seen: Vec<_> = rec
+        .policies
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|i| (i.keyspace.clone(), i.old.clone(), i.new.clone()))
+        .collect();
+    let s = |a: &str, b: &str, c: &str| (a.to_string(), b.to_string(), c.to_string());
+    assert_eq!(seen, [s("default", "leveled", "lsbm"), s("policy-ks", "tiered", "blsm")]);
+    let logged = lines_with("compaction policy changed from tiered to blsm");
+    assert!(
+        logged.iter().any(|l| l.starts_with("INFO strata::recovery") && l.contains("[policy-ks]")),
+        "{logged:?}"
+    );
+    assert!(!lines_with("[default] compaction policy changed from leveled to lsbm").is_empty());
 }

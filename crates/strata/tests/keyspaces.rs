@@ -378,7 +378,8 @@ fn errors_are_clear() {
     let db = Db::open("/db", opts(vfs.clone()).with_keyspace("lsbm", lsbm)).unwrap();
     assert_eq!(db.keyspace("lsbm").unwrap().property("strata.policy").unwrap(), "lsbm");
     db.close().unwrap();
-    let changed = opts(vfs.clone()).with_keyspace("lsbm", KeyspaceOptions::default());
+    let leveled = KeyspaceOptions::default().with_compaction_style(CompactionStyle::Leveled);
+    let changed = opts(vfs.clone()).with_keyspace("lsbm", leveled);
     Db::open("/db", changed).unwrap().close().unwrap();
     let db = Db::open("/db", opts(vfs.clone())).unwrap();
     assert_eq!(db.keyspace("lsbm").unwrap().property("strata.policy").unwrap(), "leveled");

@@ -19,6 +19,20 @@ fn read(vfs: &dyn Vfs, path: &Path) -> String {
     String::from_utf8(vfs.read_file(path).unwrap()).unwrap()
 }
 
+/// `text` (an edited OPTIONS file) with its checksum line recomputed, as
+/// the file a newer build would write.
+fn reseal(text: &str) -> String {
+    let body = &text[..text.rfind("# crc32c=").expect("a checksum line")];
+    format!("{body}# crc32c={:08x}\n", crc32c::crc32c(body.as_bytes()))
+}
+
+fn write_file(vfs: &dyn Vfs, path: &Path, bytes: &[u8]) {
+    let _ = vfs.remove_file(path);
+    let mut f = vfs.create(path).unwrap();
+    f.append(bytes).unwrap();
+    f.sync().unwrap();
+}
+
 fn replace_newest(vfs: &dyn Vfs, dir: &Path, edit: impl Fn(&str) -> String) {
     let newest = dir.join(options_files(vfs, dir).pop().unwrap());
     let text = edit(&read(vfs, &newest));
@@ -67,7 +81,10 @@ fn opens_refuse_a_newer_options_file_or_another_comparator() {
         ("table_format=1", "table_format=2", "table_format=2"),
         ("comparator=leveldb.BytewiseComparator", "comparator=my.Reverse", "comparator=my.Reverse"),
     ] {
+        // Without a matching checksum the same text is damage, and skipped.
         replace_newest(vfs.as_ref(), dir, |t| t.replace(from, to));
+        drop(Db::open_read_only(dir, opts.clone()).unwrap());
+        replace_newest(vfs.as_ref(), dir, |t| reseal(&t.replace(from, to)));
         for r in [Db::open(dir, opts.clone()), Db::open_read_only(dir, opts.clone())] {
             match r {
                 Err(Error::InvalidArgument(m)) => {
@@ -76,7 +93,7 @@ fn opens_refuse_a_newer_options_file_or_another_comparator() {
                 other => panic!("expected InvalidArgument, got {other:?}"),
             }
         }
-        replace_newest(vfs.as_ref(), dir, |t| t.replace(to, from));
+        replace_newest(vfs.as_ref(), dir, |t| reseal(&t.replace(to, from)));
     }
     Db::open(dir, opts).unwrap().close().unwrap();
 }
@@ -224,4 +241,108 @@ fn load_latest_prefers_the_manifest_over_a_stale_options_file() {
     let db = Db::open(dir, loaded).unwrap();
     assert_eq!(db.property("strata.policy").unwrap(), "tiered");
     assert_eq!(db.keyspace("ks").unwrap().property("strata.policy").unwrap(), "dlsm");
+}
+
+/// Issue 28: one flipped byte (85 of 1 586, e.g. in `comparator=`) made the
+/// open refuse the database, through a file the MANIFEST does not even need.
+/// Now only a file that passes its checksum can refuse an open; `load_latest`
+/// passes a damaged newest file over for the previous one.
+#[test]
+fn one_flipped_byte_in_the_options_file_never_makes_the_database_unopenable() {
+    let vfs = Arc::new(MemVfs::new());
+    let dir = Path::new("/db");
+    let opts = Options::default().with_vfs(vfs.clone());
+    let db = Db::open(dir, opts.clone().with_compaction_style(CompactionStyle::Tiered)).unwrap();
+    db.create_keyspace("ks", KeyspaceOptions::new().with_compaction_style(CompactionStyle::Lsbm)).unwrap();
+    db.put("k", "v").unwrap();
+    db.close().unwrap();
+    let names = options_files(vfs.as_ref(), dir);
+    let [previous, newest] =
+        [&names[0], &names[1]].map(|n| (dir.join(n), vfs.read_file(&dir.join(n)).unwrap()));
+    assert!(String::from_utf8_lossy(&newest.1).contains("comparator="));
+    // Failures are collected, so a run shows how many flips each path fails on.
+    let (mut refused, mut unloadable) = (Vec::new(), Vec::new());
+    for i in 0..newest.1.len() {
+        for flip in [1u8 << (i % 8), 0x20, 0xff] {
+            let mut damaged = newest.1.clone();
+            damaged[i] ^= flip;
+            for name in options_files(vfs.as_ref(), dir) {
+                vfs.remove_file(&dir.join(name)).unwrap();
+            }
+            write_file(vfs.as_ref(), &previous.0, &previous.1);
+            write_file(vfs.as_ref(), &newest.0, &damaged);
+            let what = format!("byte {i} ^ {flip:#04x}");
+            match Options::load_latest_with(dir, &opts) {
+                Ok(o) => assert_eq!(o.compaction_style().name(), "tiered", "{what}"),
+                Err(e) => unloadable.push(format!("{what}: {e}")),
+            }
+            match Db::open(dir, opts.clone()) {
+                Ok(db) => {
+                    assert_eq!(db.get("k").unwrap(), Some(b"v".to_vec()), "{what}");
+                    assert_eq!(db.property("strata.policy").unwrap(), "tiered", "{what}");
+                    db.close().unwrap();
+                }
+                Err(e) => refused.push(format!("{what}: {e}")),
+            }
+            // With no previous file, loading names the damaged one or reads it right.
+            for name in options_files(vfs.as_ref(), dir) {
+                vfs.remove_file(&dir.join(name)).unwrap();
+            }
+            write_file(vfs.as_ref(), &newest.0, &damaged);
+            match Options::load_latest_with(dir, &opts) {
+                Ok(o) => assert_eq!(o.compaction_style().name(), "tiered", "{what}"),
+                Err(e) => assert!(e.is_corruption() && e.to_string().contains("OPTIONS-"), "{what}: {e}"),
+            }
+        }
+    }
+    assert!(
+        refused.is_empty(),
+        "{} opens refused, e.g. {:?}",
+        refused.len(),
+        &refused[..refused.len().min(3)]
+    );
+    assert!(
+        unloadable.is_empty(),
+        "{} loads failed, e.g. {:?}",
+        unloadable.len(),
+        &unloadable[..unloadable.len().min(3)]
+    );
+}
+
+/// Files written before the checksum line still load, and still refuse
+/// nothing on their own: only damage could make them name another
+/// comparator or a newer version.
+#[test]
+fn an_options_file_without_a_checksum_still_loads() {
+    let vfs = Arc::new(MemVfs::new());
+    let dir = Path::new("/db");
+    let opts = Options::default().with_vfs(vfs.clone());
+    Db::open(dir, opts.clone().with_compaction_style(CompactionStyle::Blsm)).unwrap().close().unwrap();
+    let unsealed = |t: &str| t[..t.rfind("# crc32c=").unwrap()].to_string();
+    replace_newest(vfs.as_ref(), dir, unsealed);
+    assert_eq!(Options::load_latest_with(dir, &opts).unwrap().compaction_style().name(), "blsm");
+    replace_newest(vfs.as_ref(), dir, |t| t.replace("BytewiseComparator", "BytewiseComparatoR"));
+    let db = Db::open(dir, opts.clone()).unwrap();
+    assert_eq!(db.property("strata.policy").unwrap(), "blsm");
+    db.close().unwrap();
+    let newest = options_files(vfs.as_ref(), dir).pop().unwrap();
+    assert!(read(vfs.as_ref(), &dir.join(newest)).contains("\n# crc32c="), "rewritten with one");
+}
+
+/// A damaged newest file: `load_latest` uses the previous one (kept by every
+/// write), or fails naming the damaged file when there is none.
+#[test]
+fn load_latest_passes_a_damaged_newest_file_over_for_the_previous_one() {
+    let vfs = Arc::new(MemVfs::new());
+    let dir = Path::new("/db");
+    let opts = Options::default().with_vfs(vfs.clone());
+    Db::open(dir, opts.clone().with_write_buffer_size(1 << 20)).unwrap().close().unwrap();
+    Db::open(dir, opts.clone().with_max_open_files(321)).unwrap().close().unwrap();
+    replace_newest(vfs.as_ref(), dir, |t| t.replace("max_open_files=321", "max_open_files=322"));
+    let loaded = Options::load_latest_with(dir, &opts).unwrap();
+    assert!(format!("{loaded:?}").contains("max_open_files: 1000"), "the previous file's: {loaded:?}");
+    let names = options_files(vfs.as_ref(), dir);
+    vfs.remove_file(&dir.join(&names[0])).unwrap();
+    let err = Options::load_latest_with(dir, &opts).unwrap_err();
+    assert!(err.is_corruption() && err.to_string().contains(&names[1]), "{err}");
 }

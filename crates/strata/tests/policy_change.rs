@@ -2,7 +2,9 @@
 //! every built-in ordered pair returns the model's answers, the tree is
 //! normalized for the new policy (no LSbM/dLSM compaction buffers unless it
 //! keeps them), the new options are recorded, a crash during the transition
-//! loses nothing, and the changes a tree cannot take are refused.
+//! loses nothing, and the changes a tree cannot take are refused. Options
+//! the caller did not set (no policy given, a merge operator handed back)
+//! keep the recorded ones (issue 28).
 
 mod common;
 
@@ -733,4 +735,117 @@ fn changed_keyspace_numbers_are_recorded() {
     let ks = db.keyspace("ks").unwrap();
     assert_eq!(ks.property_int("rocksdb.num-levels").unwrap(), 6);
     assert!(format!("{:?}", ks.options()).contains("write_buffer_size: 12345"), "{:?}", ks.options());
+}
+
+/// Issue 28: `Db::open(p, Options::default())` on an LSbM database ran it as
+/// leveled and dropped its compaction buffers. Options the caller did not
+/// set keep the recorded values, the policy included.
+#[test]
+fn reopening_with_default_options_keeps_the_recorded_lsbm_policy_and_its_buffers() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let mut model = Model::new();
+    let buffers = {
+        let db = Db::open("/db", opts(&CompactionStyle::Lsbm, vfs.clone())).unwrap();
+        load_structure(&db.default_keyspace(), &CompactionStyle::Lsbm, &mut model);
+        shape(&db.default_keyspace()).buffers
+    };
+    let db = Db::open("/db", Options::default().with_vfs(vfs.clone())).unwrap();
+    let ks = db.default_keyspace();
+    assert_eq!(db.property("strata.policy").unwrap(), "lsbm");
+    assert_eq!(shape(&ks).buffers, buffers, "the buffers are kept");
+    assert_eq!(ks.property_int("rocksdb.num-levels").unwrap(), 5, "and the level shape");
+    assert!(format!("{:?}", ks.options()).contains("write_buffer_size: 4096"), "{:?}", ks.options());
+    check(&ks, &model, "reopened with default options");
+    drop((ks, db));
+    let db = Db::open_read_only("/db", Options::default().with_vfs(vfs)).unwrap();
+    assert_eq!(db.property("strata.policy").unwrap(), "lsbm", "a read-only open too");
+}
+
+/// Issue 28: `with_keyspace("ks", KeyspaceOptions::default().with_merge_operator(op))`,
+/// the only way to hand back a merge operator, reopened a tiered keyspace as
+/// leveled. Only what the caller set changes.
+#[test]
+fn handing_back_a_merge_operator_keeps_the_keyspace_policy() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let concat = associative_merge_operator("concat", |_k, e, o| Some([e.unwrap_or_default(), o].concat()));
+    let root = || Options::default().with_vfs(vfs.clone());
+    {
+        let db = Db::open("/db", root()).unwrap();
+        let created = tree(&CompactionStyle::Tiered).with_merge_operator(concat.clone());
+        db.create_keyspace("ks", created).unwrap().merge("k", "a").unwrap();
+    }
+    let handed_back = KeyspaceOptions::default().with_merge_operator(concat.clone());
+    let db = Db::open("/db", root().with_keyspace("ks", handed_back)).unwrap();
+    let ks = db.keyspace("ks").unwrap();
+    assert_eq!(ks.property("strata.policy").unwrap(), "tiered");
+    assert_eq!(ks.property_int("rocksdb.num-levels").unwrap(), 5);
+    assert!(format!("{:?}", ks.options()).contains("write_buffer_size: 4096"), "{:?}", ks.options());
+    ks.merge("k", "b").unwrap();
+    assert_eq!(ks.get("k").unwrap(), Some(b"ab".to_vec()));
+    drop((ks, db));
+    // Nothing was recorded as changed.
+    let db = Db::open("/db", root()).unwrap();
+    assert_eq!(db.keyspace("ks").unwrap().property("strata.policy").unwrap(), "tiered");
+}
+
+/// An option set explicitly is recorded, and the next open that does not
+/// set it keeps it (the default tree, as `changed_keyspace_numbers_are_recorded`
+/// does for a keyspace).
+#[test]
+fn an_explicitly_changed_default_option_is_recorded_and_kept_by_the_next_default_open() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    drop(Db::open("/db", opts(&CompactionStyle::Tiered, vfs.clone())).unwrap());
+    let changed = Options::default().with_vfs(vfs.clone()).with_write_buffer_size(12345).with_num_levels(6);
+    drop(Db::open("/db", changed).unwrap());
+    let db = Db::open("/db", Options::default().with_vfs(vfs)).unwrap();
+    let ks = db.default_keyspace();
+    assert_eq!(ks.property("strata.policy").unwrap(), "tiered", "not set, kept");
+    assert_eq!(ks.property_int("rocksdb.num-levels").unwrap(), 6);
+    assert!(format!("{:?}", ks.options()).contains("write_buffer_size: 12345"), "{:?}", ks.options());
+}
+
+/// A leveled policy under another name (a custom policy).
+#[derive(Debug)]
+struct Renamed(strata::compaction::LeveledPolicy);
+
+impl strata::CompactionPolicy for Renamed {
+    fn name(&self) -> &str {
+        "renamed-leveled"
+    }
+    fn num_levels(&self) -> usize {
+        self.0.num_levels()
+    }
+    fn pick(&self, view: &strata::compaction::LsmView) -> Option<strata::compaction::PickResult> {
+        self.0.pick(view)
+    }
+    fn scores(&self, view: &strata::compaction::LsmView) -> Vec<f64> {
+        self.0.scores(view)
+    }
+    fn level_target_bytes(&self, view: &strata::compaction::LsmView, level: usize) -> Option<u64> {
+        self.0.level_target_bytes(view, level)
+    }
+    fn compact_range(
+        &self,
+        view: &strata::compaction::LsmView,
+        level: usize,
+        range: &strata::compaction::ManualRange<'_>,
+    ) -> Option<strata::compaction::PickResult> {
+        self.0.compact_range(view, level, range)
+    }
+}
+
+/// A recorded custom policy cannot be rebuilt: an open that does not give a
+/// policy is refused rather than run under another one.
+#[test]
+fn a_recorded_custom_policy_must_be_given_again() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let inner = strata::compaction::LeveledPolicy::new(strata::compaction::LeveledConfig::default()).unwrap();
+    let custom = CompactionStyle::Custom(Arc::new(Renamed(inner)));
+    let with = |s: CompactionStyle| Options::default().with_vfs(vfs.clone()).with_compaction_style(s);
+    drop(Db::open("/db", with(custom.clone())).unwrap());
+    let err = Db::open("/db", Options::default().with_vfs(vfs.clone())).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert!(err.to_string().contains("custom policy"), "{err}");
+    let db = Db::open("/db", with(custom)).unwrap();
+    assert_eq!(db.property("strata.policy").unwrap(), "renamed-leveled");
 }

@@ -374,6 +374,17 @@ impl fmt::Debug for Db {
 impl Db {
     /// Opens (or creates, with `create_if_missing`) the database in `path`.
     /// Fails with [`Error::Locked`] if another handle or process has it open.
+    ///
+    /// A new database takes `opts` as they are. An existing one keeps, for
+    /// each tree, the value its MANIFEST records of every per-tree option
+    /// (policy, sizes, level shape, L0 triggers, filters, block format,
+    /// compression) that `opts` did not set with its `with_*` method (for a
+    /// keyspace: the options given with [`Options::with_keyspace`]); one set
+    /// that differs is applied and recorded, another policy as a policy
+    /// change (see [`Options::with_compaction_style`]). So
+    /// `Db::open(path, Options::default())` reopens a database as it was
+    /// recorded. The database-wide options (caches, WAL, threads) are
+    /// always `opts`'s.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let wanted = opts.keyspaces.clone();
         let db = recovery::open(path.as_ref(), opts).map(|inner| Db { inner })?;
@@ -399,9 +410,20 @@ impl Db {
     /// tables (compaction), reads that need them fail with an I/O error, never
     /// with wrong data — reopen to see newer data. Writes, `flush`,
     /// `compact_range` and the buffer trim return [`Error::ReadOnly`];
-    /// `wait_for_compactions` returns at once.
+    /// `wait_for_compactions` returns at once. Per-tree options not set in
+    /// `opts` keep their recorded values, as with [`Db::open`].
     pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        read_only::open(path.as_ref(), opts).map(|inner| Db { inner })
+        let path = path.as_ref();
+        // As at a read-write open, unset per-tree options keep the recorded ones.
+        // A MANIFEST a writer beside us is replacing is read again by the open, which retries.
+        let opts = match opts.vfs.exists(&crate::filename::current_path(path)) {
+            true => match policy_change::resolve_default(opts.clone(), path) {
+                Err(e @ Error::InvalidArgument(_)) => return Err(e),
+                r => r.unwrap_or(opts),
+            },
+            false => opts,
+        };
+        read_only::open(path, opts).map(|inner| Db { inner })
     }
 
     /// Stores a value (RocksDB `Put`).

@@ -1,15 +1,44 @@
-//! Reopening a tree under other per-tree options: what the root MANIFEST
-//! recorded is compared with what the open gives, incompatible changes are
-//! refused, a policy change normalizes the tree in one edit, and the new
-//! options are recorded. See "Changing the compaction policy" in
-//! docs/ARCHITECTURE.md.
+//! Reopening a tree under other per-tree options: every persisted option the
+//! caller did not set keeps its recorded value, what the root MANIFEST
+//! recorded is compared with the result, incompatible changes are refused, a
+//! policy change normalizes the tree in one edit, and the new options are
+//! recorded. See "Changing the compaction policy" in docs/ARCHITECTURE.md.
+
+use std::path::Path;
 
 use super::recovery::Parts;
 use crate::compaction::CompactionPolicy;
 use crate::error::{Error, Result};
-use crate::keyspace_options::KeyspaceOptions;
-use crate::options::Options;
+use crate::events::PolicyChangeInfo;
+use crate::keyspace_options::{keep_recorded, KeyspaceOptions};
+use crate::options::{Options, MAX_LEVELS};
 use crate::version::{BufferOp, KeyspaceOp, VersionEdit, VersionSet};
+
+/// The options the default tree of the database in `dir` (which has a
+/// CURRENT file) opens with: `opts` over what the root MANIFEST records for
+/// it. Read before the tree is recovered, since they shape it (`num_levels`).
+pub(crate) fn resolve_default(opts: Options, dir: &Path) -> Result<Options> {
+    let root = VersionSet::load_read_only(opts.vfs.clone(), dir, MAX_LEVELS, |_, _| Ok(()))?;
+    match root.default_options() {
+        Some(bytes) => keep_recorded(&opts, &bytes, "the default keyspace"),
+        // Written before options were recorded: the given ones are all there is.
+        None => Ok(opts),
+    }
+}
+
+/// `opts` with the options of each registered keyspace it names
+/// (`Options::with_keyspace`) laid over the recorded ones, so handing back a
+/// merge operator or a filter changes nothing else.
+pub(super) fn keyspaces_over_recorded(opts: &Options, root: &VersionSet) -> Result<Options> {
+    let registry = root.keyspaces();
+    let mut o = opts.clone();
+    for (name, ks) in &mut o.keyspaces {
+        if let Some(e) = registry.values().find(|e| e.name == *name) {
+            *ks = ks.over_recorded(&e.options, &format!("keyspace {name:?}"))?;
+        }
+    }
+    Ok(o)
+}
 
 /// What the root MANIFEST recorded of a tree's options.
 pub(super) struct Recorded {
@@ -90,6 +119,16 @@ fn log_change(tree: &str, from: &str, to: &str, edit: &VersionEdit) {
     );
 }
 
+/// Tells the listeners of `opts` that the policy of `tree` changed. Called
+/// during the open, which holds no engine lock and has no handle out yet.
+fn report_change(opts: &Options, tree: &str, old: &str, new: &str) {
+    opts.listeners.policy_changed(&PolicyChangeInfo {
+        keyspace: tree.to_string(),
+        old: old.to_string(),
+        new: new.to_string(),
+    });
+}
+
 /// The default tree at a read-write open, before any background work:
 /// refuses an incompatible merge operator, normalizes the tree if the
 /// policy changed, and records the options when they differ from the
@@ -104,12 +143,14 @@ pub(super) fn reconcile_default(
     let recorded = versions.default_options().map(|b| Recorded::decode(&b, "default options")).transpose()?;
     let given = opts.compaction_style.name();
     let mut edit = VersionEdit::default();
+    let mut changed_from = None;
     match &recorded {
         Some(r) => {
             check_merge_operator("default", r, opts)?;
             if r.policy != given {
                 edit = normalization(versions, policy);
                 log_change("default", &r.policy, &given, &edit);
+                changed_from = Some(&r.policy);
             }
         }
         None if !created => log::info!(
@@ -125,6 +166,9 @@ pub(super) fn reconcile_default(
     }
     if edit != VersionEdit::default() {
         versions.log_and_apply(edit)?;
+    }
+    if let Some(old) = changed_from {
+        report_change(opts, "default", old, &given);
     }
     Ok(())
 }
@@ -157,6 +201,9 @@ pub(super) fn reconcile_keyspace(
             ..VersionEdit::default()
         };
         root.log_and_apply(edit)?;
+    }
+    if recorded.policy != given {
+        report_change(opts, name, &recorded.policy, &given);
     }
     Ok(())
 }

@@ -102,9 +102,13 @@ pub(super) fn table_cache(
 }
 
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
-    let policy = checked_policy(&opts)?;
     let vfs = opts.vfs.clone();
     crate::backup::refuse_incomplete_restore(vfs.as_ref(), dir)?;
+    // Options a new database takes as given are refused before anything is
+    // created; an existing one's are checked once laid over the recorded ones.
+    if !vfs.exists(&current_path(dir)) {
+        checked_policy(&opts)?;
+    }
     if !vfs.exists(dir) {
         if !opts.create_if_missing {
             return Err(Error::NotADatabase(format!(
@@ -125,6 +129,13 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let paths = Arc::new(TablePaths::new(dir, &opts.db_paths));
     let located = paths.scan(vfs.as_ref(), true)?;
     let has_current = vfs.exists(&current_path(dir));
+    // Every persisted per-tree option the caller did not set keeps its recorded value.
+    let opts = if has_current && !opts.error_if_exists {
+        super::policy_change::resolve_default(opts, dir)?
+    } else {
+        opts
+    };
+    let policy = checked_policy(&opts)?;
     let mut root_log = 0;
     let versions = if has_current {
         if opts.error_if_exists {
@@ -206,7 +217,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         row_cache,
         policy,
     }];
-    trees.extend(ks_recovery::recover_keyspaces(dir, &opts, &versions, &caches)?);
+    let ks_opts = super::policy_change::keyspaces_over_recorded(&opts, &versions)?;
+    trees.extend(ks_recovery::recover_keyspaces(dir, &ks_opts, &versions, &caches)?);
     // The new WAL exists (durably) before the edits that retire the old ones.
     let wal_number = versions.new_file_number();
     let wal_file = vfs.create(&wal_path(dir, wal_number))?;

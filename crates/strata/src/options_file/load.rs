@@ -13,7 +13,7 @@ use crate::version::VersionSet;
 use crate::vfs::RealVfs;
 
 use super::text::{parse_recovery_mode, Entry, Section};
-use super::{newest, read};
+use super::{file_name, list, read};
 
 fn value<T: std::str::FromStr>(file: &str, e: &Entry) -> Result<T> {
     e.value.parse().map_err(|_| {
@@ -202,12 +202,36 @@ fn with_recorded(tree: &Options, bytes: &[u8], file: &str, name: &str) -> Result
     Ok(t)
 }
 
-/// [`Options::load_latest_with`]'s work.
+/// [`Options::load_latest_with`]'s work: the newest file, else (damaged)
+/// the one before it, which every write keeps.
 fn load(dir: &Path, given: &Options) -> Result<Options> {
     let vfs = given.vfs.as_ref();
-    let path = newest(vfs, dir)?
-        .ok_or_else(|| Error::NotADatabase(format!("{} holds no OPTIONS file", dir.display())))?;
-    let parsed = read(vfs, &path)?;
+    let files = list(vfs, dir)?;
+    let Some(&newest) = files.last() else {
+        return Err(Error::NotADatabase(format!("{} holds no OPTIONS file", dir.display())));
+    };
+    let err = match load_file(&dir.join(file_name(newest)), dir, given) {
+        Err(e) if e.is_corruption() => e,
+        r => return r,
+    };
+    let Some(&previous) = files.iter().rev().nth(1) else { return Err(err) };
+    match load_file(&dir.join(file_name(previous)), dir, given) {
+        Ok(o) => {
+            log::warn!(
+                target: "strata::options",
+                "{err}: loaded the previous file, {}, instead",
+                file_name(previous)
+            );
+            Ok(o)
+        }
+        Err(_) => Err(err),
+    }
+}
+
+/// Loads the OPTIONS file at `path` of the database in `dir`.
+fn load_file(path: &Path, dir: &Path, given: &Options) -> Result<Options> {
+    let vfs = given.vfs.as_ref();
+    let parsed = read(vfs, path)?;
     parsed.check()?;
     let file = parsed.name();
     let mut o = given.clone();
@@ -235,6 +259,7 @@ fn load(dir: &Path, given: &Options) -> Result<Options> {
                 );
             let mut tree = Options::default();
             apply_tree(&file, &name, s, &given_ks, &mut tree)?;
+            tree.explicit = 0;
             o.keyspaces.push((name, KeyspaceOptions::from_options(&tree)));
         }
     }
@@ -261,10 +286,15 @@ fn load(dir: &Path, given: &Options) -> Result<Options> {
             keep
         });
         for (name, ks) in &mut o.keyspaces {
-            let tree = with_recorded(&ks.apply(given), &registry[name.as_str()], &file, name)?;
+            let mut tree = with_recorded(&ks.apply(given), &registry[name.as_str()], &file, name)?;
+            tree.explicit = 0;
             *ks = KeyspaceOptions::from_options(&tree);
         }
     }
+    // What was loaded is what the database records, not a change the caller
+    // asks for: a later open keeps the MANIFEST's value of every field the
+    // caller does not set after loading.
+    o.explicit = 0;
     // Keyspaces the caller named that the file does not list (to be created).
     for (name, ks) in &given.keyspaces {
         if !o.keyspaces.iter().any(|(n, _)| n == name) {
@@ -289,7 +319,12 @@ impl Options {
     /// operator or a custom policy fails with [`Error::InvalidArgument`]
     /// naming it: supply those through [`Options::load_latest_with`]. No
     /// OPTIONS file (a database last opened by an older Strata) is
-    /// [`Error::NotADatabase`]; a damaged one is [`Error::Corruption`].
+    /// [`Error::NotADatabase`]. A damaged newest file (one that fails its
+    /// checksum or cannot be read back) is passed over, with a warning, for
+    /// the previous one, which every write keeps; if that is missing or
+    /// damaged too, the error is [`Error::Corruption`] naming the newest.
+    /// Options loaded are not "set by the caller": [`Db::open`](crate::Db::open)
+    /// keeps the MANIFEST's value of every per-tree option not set after loading.
     ///
     /// # Examples
     ///

@@ -43,7 +43,7 @@ pub(crate) fn is_options_file(name: &str) -> bool {
 }
 
 /// The OPTIONS files in `dir`, oldest first.
-fn list(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<u64>> {
+pub(super) fn list(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<u64>> {
     let mut numbers: Vec<u64> = vfs.list_dir(dir)?.iter().filter_map(|n| parse_name(n)).collect();
     numbers.sort_unstable();
     Ok(numbers)
@@ -94,10 +94,11 @@ pub(crate) fn write(vfs: &dyn Vfs, dir: &Path, trees: &[(String, Options)]) -> R
 }
 
 /// The check every open (read-write and read-only) makes against the newest
-/// OPTIONS file. A file that cannot be parsed is skipped with a warning: the
-/// MANIFEST is authoritative, and a read-write open rewrites it. An I/O
-/// error (listing the directory, reading the file) fails the open like any
-/// other I/O error of an open.
+/// OPTIONS file. Only a file that passes its checksum can refuse the open: one
+/// that fails it, has none (older builds) or cannot be parsed is skipped
+/// with a warning, since the MANIFEST is authoritative and a read-write open
+/// rewrites the file. An I/O error (listing the directory, reading the file)
+/// fails the open like any other I/O error of an open.
 pub(crate) fn check_at_open(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
     let Some(path) = newest(vfs, dir)? else {
         return Ok(());

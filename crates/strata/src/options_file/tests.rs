@@ -154,17 +154,38 @@ fn check_text(text: &str) -> Result<()> {
     check_at_open(vfs.as_ref(), dir)
 }
 
+/// `text` with its checksum line recomputed (a file as a newer build writes it).
+fn reseal(text: &str) -> String {
+    let body = &text[..text.rfind(text::CHECKSUM_PREFIX).unwrap()];
+    format!("{body}{}{:08x}\n", text::CHECKSUM_PREFIX, crc32c::crc32c(body.as_bytes()))
+}
+
 #[test]
 fn open_check_refuses_newer_formats_and_other_comparators() {
     let good = render(&[("default".into(), Options::default())]);
     check_text(&good).unwrap();
-    let newer = good.replace("options_file_version=1", "options_file_version=2");
+    // Only a file that passes its checksum refuses: the same text unsealed is damage.
+    let (vfs, dir) = mem();
+    let other = good.replace(COMPARATOR, "x");
+    let unsealed = other[..other.rfind(text::CHECKSUM_PREFIX).unwrap()].to_string();
+    for (i, text) in [other, unsealed].into_iter().enumerate() {
+        let _ = vfs.remove_file(&dir.join("OPTIONS-000001"));
+        let mut f = vfs.create(&dir.join("OPTIONS-000001")).unwrap();
+        f.append(text.as_bytes()).unwrap();
+        drop(f);
+        check_at_open(vfs.as_ref(), dir).unwrap_or_else(|e| panic!("case {i}: {e}"));
+        assert!(Options::load_latest_with(dir, &Options::default().with_vfs(vfs.clone()))
+            .unwrap_err()
+            .is_corruption());
+    }
+    let good = reseal(&good);
+    let newer = reseal(&good.replace("options_file_version=1", "options_file_version=2"));
     let err = check_text(&newer).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
     assert!(err.to_string().contains("OPTIONS-000001") && err.to_string().contains("options_file_version=2"));
-    let newer = good.replace("table_format=1", "table_format=9");
+    let newer = reseal(&good.replace("table_format=1", "table_format=9"));
     assert!(check_text(&newer).unwrap_err().to_string().contains("table_format=9"));
-    let other = good.replace(COMPARATOR, "rocksdb.ReverseBytewiseComparator");
+    let other = reseal(&good.replace(COMPARATOR, "rocksdb.ReverseBytewiseComparator"));
     let err = check_text(&other).unwrap_err();
     assert!(err.to_string().contains("comparator=rocksdb.ReverseBytewiseComparator"), "{err}");
 }
@@ -172,8 +193,9 @@ fn open_check_refuses_newer_formats_and_other_comparators() {
 #[test]
 fn unknown_keys_and_damaged_files_do_not_stop_an_open() {
     let good = render(&[("default".into(), Options::default())]);
-    check_text(&good.replace("[DBOptions]\n", "[DBOptions]\nfuture_option=42\n")).unwrap();
-    check_text(&format!("{good}\n[FutureSection]\nx=y\n")).unwrap();
+    check_text(&reseal(&good.replace("[DBOptions]\n", "[DBOptions]\nfuture_option=42\n"))).unwrap();
+    let body = &good[..good.rfind(text::CHECKSUM_PREFIX).unwrap()];
+    check_text(&reseal(&format!("{body}[FutureSection]\nx=y\n\n{}", text::CHECKSUM_PREFIX))).unwrap();
     for damaged in
         ["garbage without equals", "[Version\n", "\u{0}\u{1}", "", "[Version]\noptions_file_version=x"]
     {

@@ -187,7 +187,36 @@ pub(crate) fn render(trees: &[(String, Options)]) -> String {
             let _ = writeln!(s, "{k}={}", escape(&v));
         }
     }
+    s.push('\n');
+    let crc = crc32c::crc32c(s.as_bytes());
+    let _ = writeln!(s, "{CHECKSUM_PREFIX}{crc:08x}");
     s
+}
+
+/// The last line of a file: the CRC32C (Castagnoli, unmasked, 8 lowercase
+/// hex digits) of every byte before it. A comment to the parser, so older
+/// builds read such files as before.
+pub(crate) const CHECKSUM_PREFIX: &str = "# crc32c=";
+
+/// Whether `bytes` carry a checksum line, and then whether it holds: `Ok(true)`
+/// verified, `Ok(false)` no checksum (a file older than it), `Err` a file
+/// that fails it or whose checksum line is damaged.
+fn verify(path: &Path, bytes: &[u8]) -> Result<bool> {
+    let prefix = CHECKSUM_PREFIX.as_bytes();
+    // The last occurrence: a value may hold the text, the real line is last.
+    let Some(at) = bytes.windows(prefix.len()).rposition(|w| w == prefix) else {
+        return Ok(false);
+    };
+    let fails = || Error::corruption(format!("{}: fails its checksum (damaged)", path.display()));
+    let tail = &bytes[at + prefix.len()..];
+    if tail.len() != 9 || tail[8] != b'\n' || !tail[..8].iter().all(|b| b.is_ascii_hexdigit()) {
+        return Err(fails());
+    }
+    let want = std::str::from_utf8(&tail[..8]).ok().and_then(|h| u32::from_str_radix(h, 16).ok());
+    if want != Some(crc32c::crc32c(&bytes[..at])) {
+        return Err(fails());
+    }
+    Ok(true)
 }
 
 /// One `[...]` section: its kind (`Version`, `DBOptions`, `Keyspace`), the
@@ -212,6 +241,8 @@ pub(crate) struct Parsed {
     /// The file, for messages.
     pub(super) path: PathBuf,
     pub(super) sections: Vec<Section>,
+    /// The file passed its checksum (false: written before files had one).
+    pub(super) verified: bool,
 }
 
 pub(super) fn parse(path: &Path, text: &str) -> Result<Parsed> {
@@ -244,15 +275,19 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Parsed> {
         let value = unescape(value.trim()).ok_or_else(|| bad(n, "bad escape"))?;
         section.entries.push(Entry { key: key.trim().to_string(), value, line: n });
     }
-    Ok(Parsed { path: path.to_path_buf(), sections })
+    Ok(Parsed { path: path.to_path_buf(), sections, verified: false })
 }
 
 /// Reads and parses the OPTIONS file at `path`.
+/// A file that fails its checksum is `Corruption`.
 pub(crate) fn read(vfs: &dyn Vfs, path: &Path) -> Result<Parsed> {
     let bytes = vfs.read_file(path)?;
+    let verified = verify(path, &bytes)?;
     let text = std::str::from_utf8(&bytes)
         .map_err(|_| Error::corruption(format!("{}: not UTF-8 text", path.display())))?;
-    parse(path, text)
+    let mut parsed = parse(path, text)?;
+    parsed.verified = verified;
+    Ok(parsed)
 }
 
 const VERSION_KEYS: &[&str] = &["strata_version", "options_file_version", "table_format"];
@@ -268,8 +303,19 @@ impl Parsed {
 
     /// What an open refuses: a grammar or table format newer than this
     /// build's, a comparator other than the bytewise one. `Err(Corruption)`
-    /// for a file whose version section cannot be read.
+    /// for a file whose version section cannot be read, and instead of a
+    /// refusal for a file without a checksum: only older builds wrote those,
+    /// and they never wrote such values, so it can only be damage.
     pub(super) fn check(&self) -> Result<()> {
+        match self.refusal() {
+            Err(Error::InvalidArgument(m)) if !self.verified => {
+                Err(Error::corruption(format!("{m} (in a file without a checksum: taken as damage)")))
+            }
+            r => r,
+        }
+    }
+
+    fn refusal(&self) -> Result<()> {
         let file = self.name();
         let version = self
             .section("Version")
