@@ -353,9 +353,13 @@ pub(crate) struct EventHub {
 }
 
 impl EventHub {
-    pub(crate) fn new(listeners: &Listeners) -> Self {
+    /// `info_log` (the database's `LOG`) hears every event after the
+    /// user's listeners.
+    pub(crate) fn new(listeners: &Listeners, info_log: Option<Arc<crate::info_log::InfoLog>>) -> Self {
+        let mut listeners = listeners.0.clone();
+        listeners.extend(info_log.map(|l| l as Arc<dyn EventListener>));
         EventHub {
-            listeners: listeners.0.clone(),
+            listeners,
             pending: Mutex::new(VecDeque::new()),
             delivering: Mutex::new(()),
             stall: AtomicU8::new(stall_code((StallCondition::Normal, None))),

@@ -37,6 +37,7 @@ pub mod error;
 mod events;
 #[doc(hidden)]
 pub mod filename;
+mod info_log;
 #[doc(hidden)]
 pub mod iter;
 pub mod key;

@@ -430,6 +430,9 @@ pub struct Options {
     pub(crate) max_mem_compaction_level: usize,
     pub(crate) vfs: Arc<dyn Vfs>,
     pub(crate) max_total_wal_size: u64,
+    pub(crate) info_log: bool,
+    pub(crate) max_log_file_size: u64,
+    pub(crate) keep_log_file_num: usize,
     pub(crate) keyspaces: Vec<(String, crate::KeyspaceOptions)>,
     pub(crate) listeners: crate::events::Listeners,
     /// The persisted per-tree fields the caller set (bit `1 << F_*` of
@@ -485,6 +488,9 @@ impl Default for Options {
             max_mem_compaction_level: 0,
             vfs: Arc::new(RealVfs::new()),
             max_total_wal_size: 0,
+            info_log: true,
+            max_log_file_size: 4 << 20,
+            keep_log_file_num: 5,
             keyspaces: Vec::new(),
             listeners: Default::default(),
             explicit: 0,
@@ -647,6 +653,23 @@ impl Options {
         with_avoid_flush_during_shutdown, avoid_flush_during_shutdown, bool);
     setter!(/// What WAL replay does with damage (RocksDB `wal_recovery_mode`).
         with_wal_recovery_mode, wal_recovery_mode, WalRecoveryMode);
+    setter!(/// Write the info log `LOG` in the database directory (RocksDB's `LOG`; default
+        /// on): the options at open, every flush, compaction, stall change, policy change and
+        /// background error, one timestamped line each. Each read-write open starts a new
+        /// file and renames the last one `LOG.old.<microseconds>`; a read-only open writes
+        /// none. A failed write turns it off for that open and fails nothing else.
+        ///
+        /// ```
+        /// let opts = strata::Options::default().with_info_log(false);
+        /// ```
+        with_info_log, info_log, bool);
+    setter!(/// Rotate `LOG` once it would pass this many bytes (RocksDB `max_log_file_size`;
+        /// default 4 MiB; 0: never by size, as in RocksDB).
+        with_max_log_file_size, max_log_file_size, u64);
+    setter!(/// How many rotated `LOG.old.*` files are kept; older ones are deleted (RocksDB
+        /// `keep_log_file_num`; default 5). With a size limit the info log takes at most
+        /// about `(keep_log_file_num + 1) × max_log_file_size` bytes.
+        with_keep_log_file_num, keep_log_file_num, usize);
     tree_setter!(/// The compaction policy (RocksDB `compaction_style`; default leveled).
         ///
         /// The root MANIFEST records each tree's policy and the other
@@ -942,6 +965,14 @@ impl Options {
     pub fn with_db_paths<P: Into<std::path::PathBuf>>(mut self, paths: impl IntoIterator<Item = P>) -> Self {
         self.db_paths = paths.into_iter().map(Into::into).collect();
         self
+    }
+
+    /// The info log's rotation limits.
+    pub(crate) fn info_log_limits(&self) -> crate::info_log::InfoLogLimits {
+        crate::info_log::InfoLogLimits {
+            max_file_size: self.max_log_file_size,
+            keep_old: self.keep_log_file_num,
+        }
     }
 
     /// Checks that the options make sense together.

@@ -1132,6 +1132,16 @@ pub(super) fn persist_options(shared: &super::shared::Shared) -> Result<()> {
     crate::options_file::write(shared.vfs.as_ref(), &shared.dir, &trees).map(|_| ())
 }
 
+/// Writes every open keyspace's options into the info log, one line each as
+/// the OPTIONS file has them (RocksDB dumps its options into `LOG` at open).
+pub(super) fn log_options(shared: &super::shared::Shared) {
+    let Some(log) = &shared.info_log else { return };
+    let trees: Vec<(String, Options)> =
+        shared.all_trees().iter().map(|t| (t.name.clone(), t.opts.clone())).collect();
+    let text = crate::options_file::render(&trees);
+    log.lines("options", text.lines().filter(|l| !l.is_empty() && !l.starts_with('#')));
+}
+
 /// After a keyspace was created or dropped, which stands whatever happens
 /// here: a failed OPTIONS write is logged, and the next open writes one.
 fn persist_options_after_ddl(shared: &super::shared::Shared, what: &str) {

@@ -336,6 +336,12 @@ impl DbInner {
             t.purge_obsolete_files();
         }
         shared.trees.write().clear();
+        if let Some(l) = &shared.info_log {
+            match &result {
+                Ok(()) => l.line("close", format_args!("closed")),
+                Err(e) => l.line("close", format_args!("closed with an error: {e}")),
+            }
+        }
         shared.lock_file.lock().take();
         result
     }
@@ -396,6 +402,7 @@ impl Db {
         }
         // Dropping `db` on failure closes it: the open fails with the error.
         keyspace::persist_options(&db.inner.shared)?;
+        keyspace::log_options(&db.inner.shared);
         Ok(db)
     }
 

@@ -107,6 +107,7 @@ fn open_once(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         last_seq: max_seq,
         max_total_wal_size: opts.max_total_wal_size,
         caches,
+        info_log: None,
     }));
     let name = "default".to_string();
     let parts =

@@ -25,6 +25,7 @@ use crate::compaction::{
 };
 use crate::error::{Error, Result};
 use crate::filename::{current_path, lock_path, parse_file_name, wal_path, FileKind};
+use crate::info_log::InfoLog;
 use crate::iter::InternalIterator;
 use crate::key::parse_internal_key;
 use crate::memtable::MemTable;
@@ -125,6 +126,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         other => other,
     })?;
     let lock = vfs.lock(&lock_path(dir))?;
+    let info_log = opts.info_log.then(|| InfoLog::open(vfs.clone(), dir, opts.info_log_limits())).flatten();
+    if let Some(l) = &info_log {
+        l.line("open", format_args!("Strata {} opening {}", env!("CARGO_PKG_VERSION"), dir.display()));
+    }
     crate::options_file::check_at_open(vfs.as_ref(), dir)?;
     let paths = Arc::new(TablePaths::new(dir, &opts.db_paths));
     let located = paths.scan(vfs.as_ref(), true)?;
@@ -240,6 +245,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         last_seq,
         max_total_wal_size: opts.max_total_wal_size,
         caches,
+        info_log,
     }));
     let inners: Vec<Arc<DbInner>> =
         trees.into_iter().map(|p| p.assemble(MemTable::new(), wal_number, shared.clone())).collect();
@@ -255,6 +261,15 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         "[default] database open: {} keyspace(s), last sequence {last_seq}, new WAL {wal_number:06}.log",
         inners.len()
     );
+    if let Some(l) = &shared.info_log {
+        l.line(
+            "open",
+            format_args!(
+                "open: {} keyspace(s), last sequence {last_seq}, new WAL {wal_number:06}.log",
+                inners.len()
+            ),
+        );
+    }
     Ok(inners[0].clone())
 }
 
@@ -292,7 +307,7 @@ impl Parts {
     pub(super) fn assemble(self, mem: MemTable, mem_wal: u64, shared: Arc<Shared>) -> Arc<DbInner> {
         let mem = Arc::new(mem);
         let sv = SuperVersion::new(mem.clone(), Vec::new(), self.versions.current());
-        let events = crate::events::EventHub::new(&self.opts.listeners);
+        let events = crate::events::EventHub::new(&self.opts.listeners, shared.info_log.clone());
         Arc::new(DbInner {
             id: self.id,
             name: self.name,

@@ -613,7 +613,9 @@ pub fn destroy(path: impl AsRef<Path>, opts: Options) -> Result<()> {
     for n in &names {
         match parse_file_name(n) {
             Some(FileKind::Lock) => {}
-            None if !crate::options_file::is_options_file(n) && n != crate::backup::RESTORE_MARKER => {}
+            None if !crate::options_file::is_options_file(n)
+                && n != crate::backup::RESTORE_MARKER
+                && !crate::info_log::is_info_log(n) => {}
             _ => vfs.remove_file(&dir.join(n))?,
         }
     }

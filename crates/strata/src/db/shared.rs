@@ -3,6 +3,7 @@
 //! row caches, the registry of open trees, and whether the database is open
 //! at all.
 
+use crate::info_log::InfoLog;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -90,6 +91,8 @@ pub(crate) struct Shared {
     pub instance: u64,
     /// The caches every tree reads through.
     pub caches: Caches,
+    /// The `LOG` file (`None`: off, a read-only open, or it could not be made).
+    pub info_log: Option<Arc<InfoLog>>,
 }
 
 pub(crate) struct SharedParts {
@@ -102,6 +105,7 @@ pub(crate) struct SharedParts {
     pub last_seq: u64,
     pub max_total_wal_size: u64,
     pub caches: Caches,
+    pub info_log: Option<Arc<InfoLog>>,
 }
 
 impl Shared {
@@ -128,6 +132,7 @@ impl Shared {
             wal_deletion_paused: AtomicUsize::new(0),
             instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
             caches: p.caches,
+            info_log: p.info_log,
         }
     }
 
