@@ -120,7 +120,7 @@ impl InfoLog {
         let mut file = self.file.lock();
         let Some(f) = file.as_mut() else { return };
         let max = self.limits.max_file_size;
-        let result = if max > 0 && f.len() > 0 && f.len() + text.len() as u64 > max {
+        let result = if max > 0 && !f.is_empty() && f.len() + text.len() as u64 > max {
             f.flush().and_then(|()| self.start_file()).and_then(|mut next| {
                 next.append(text.as_bytes())?;
                 next.flush()?;

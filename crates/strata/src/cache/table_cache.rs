@@ -161,6 +161,14 @@ impl TableCache {
     }
 }
 
+/// A corruption found opening a table, with the file's path in front.
+fn name_file(e: Error, path: &Path) -> Error {
+    match e {
+        Error::Corruption(msg) => Error::Corruption(format!("{}: {msg}", path.display())),
+        e => e,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,13 +279,5 @@ mod tests {
                 check_get(&cache.get(id, sizes[id as usize], &[]).unwrap(), id);
             }
         }
-    }
-}
-
-/// A corruption found opening a table, with the file's path in front.
-fn name_file(e: Error, path: &Path) -> Error {
-    match e {
-        Error::Corruption(msg) => Error::Corruption(format!("{}: {msg}", path.display())),
-        e => e,
     }
 }
