@@ -1,7 +1,7 @@
-//! Opening the database the way each command needs: read-only unless the
-//! command writes (or reads a keyspace other than `default`, which only a
-//! read-write open can see), never creating one unless `--create` is given,
-//! with the options the database records in its OPTIONS file.
+//! Opening the database the way each command needs: read-only (every
+//! keyspace, writing nothing) unless the command writes, never creating one
+//! unless `--create` is given, with the options the database records in its
+//! OPTIONS file.
 
 use std::path::Path;
 
@@ -12,10 +12,9 @@ use crate::{Cli, CliResult};
 /// What a command does to the database.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
-    /// Reads one keyspace (`--keyspace`).
+    /// Reads (any keyspace): a read-only open, which writes nothing and
+    /// works beside a process that has the database open.
     Read,
-    /// Reads every keyspace.
-    ReadAll,
     /// Writes (or otherwise needs a read-write open: checkpoint, compact).
     Write,
 }
@@ -70,22 +69,14 @@ pub fn options(cli: &Cli, dir: &Path) -> CliResult<Options> {
 pub fn open(cli: &Cli, what: &str, access: Access) -> CliResult<Db> {
     let create = cli.create && access == Access::Write;
     let dir = db_dir_for(cli, create)?;
-    let read_only = match access {
-        Access::Write if cli.read_only => {
-            return Err(format!("{what} writes to the database and --read-only was given"))
-        }
-        Access::Write => false,
-        Access::Read => cli.keyspace == "default" || cli.read_only,
-        Access::ReadAll => {
-            cli.read_only || Db::list_keyspaces_at(dir, &Options::default()).is_ok_and(|k| k.len() == 1)
-        }
-    };
-    // A read opened read-write (another keyspace than the default) runs with
-    // the recorded options as they are: a read-write open records the
-    // options it is given, so turning compactions off here would turn them
-    // off for every later open.
+    if access == Access::Write && cli.read_only {
+        return Err(format!("{what} writes to the database and --read-only was given"));
+    }
     let opts = options(cli, dir)?.with_create_if_missing(create);
-    let db = if read_only { Db::open_read_only(dir, opts) } else { Db::open(dir, opts) };
+    let db = match access {
+        Access::Read => Db::open_read_only(dir, opts),
+        Access::Write => Db::open(dir, opts),
+    };
     db.map_err(|e| format!("cannot open {}: {e}", dir.display()))
 }
 

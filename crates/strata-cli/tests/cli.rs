@@ -276,8 +276,8 @@ fn read_only_refuses_writes_and_reads_write_nothing() {
     ok(&["properties", "--db", &d]);
     ok(&["verify", "--db", &d]);
     assert_eq!(files(&dir, ""), before, "a reading command changed the directory");
-    let o = strata(&["get", "--db", &d, "--read-only", "--keyspace", "users", "u1"]);
-    assert_eq!(o.status.code(), Some(1));
+    // --read-only refuses writes only: every keyspace reads.
+    assert_eq!(ok(&["get", "--db", &d, "--read-only", "--keyspace", "users", "u1"]), "ada\n");
 }
 
 #[test]
@@ -509,21 +509,110 @@ fn policy_set_changes_a_keyspace_and_the_database_records_it() {
     assert_eq!(db.keyspace("users").unwrap().property("strata.policy").unwrap(), "lwc");
 }
 
-/// Regression: reading a keyspace other than the default (a read-write open)
-/// turned compactions off for that open, and the open recorded those options
-/// in the database, so every later open ran with compactions off.
+/// A path, its bytes (none for a directory) and its modification time.
+type TreeState = Vec<(PathBuf, Option<Vec<u8>>, std::time::SystemTime)>;
+
+/// Every file and directory under `dir` with its bytes (none for a
+/// directory) and modification time.
+fn tree_state(dir: &Path) -> TreeState {
+    let mut out = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for p in entries {
+        let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();
+        if p.is_dir() {
+            out.push((p.clone(), None, mtime));
+            out.extend(tree_state(&p));
+        } else {
+            out.push((p.clone(), Some(std::fs::read(&p).unwrap()), mtime));
+        }
+    }
+    out
+}
+
+/// The paths whose bytes or mtime differ between two [`tree_state`]s, or
+/// that only one has.
+fn changed(before: &TreeState, after: &TreeState) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = before
+        .iter()
+        .chain(after)
+        .filter(|e| !(before.contains(e) && after.contains(e)))
+        .map(|e| e.0.clone())
+        .collect();
+    paths.dedup();
+    paths
+}
+
+/// Every reading command on keyspace `users` (whose scan is `users`) and on
+/// the default keyspace.
+fn read_everything(d: &str, users: &str) {
+    assert_eq!(ok(&["get", "--db", d, "--keyspace", "users", "u1"]), "ada\n");
+    assert_eq!(ok(&["scan", "--db", d, "--keyspace", "users"]), users);
+    let first = users.lines().next().unwrap();
+    assert_eq!(
+        ok(&["scan", "--db", d, "--keyspace", "users", "--prefix", "u", "--limit", "1"]),
+        format!("{first}\n")
+    );
+    assert!(ok(&["stats", "--db", d, "--keyspace", "users"]).contains("L0"));
+    assert!(ok(&["properties", "--db", d, "--keyspace", "users"]).contains("strata.policy"));
+    let out = ok(&["policy", "--db", d]);
+    assert!(out.contains("default: leveled") && out.contains("users: leveled"), "{out}");
+    assert_eq!(ok(&["get", "--db", d, "in-wal"]), "w\n");
+    assert_eq!(ok(&["list-keyspaces", "--db", d]), "default\nusers\n");
+}
+
+/// Regression: `get --keyspace` (and scan, stats, properties, policy on a
+/// database with keyspaces) opened the database read-write, which rewrote
+/// its MANIFESTs and WAL (and so could change what it records, such as its
+/// options).
+#[test]
+fn cli_get_on_a_keyspace_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    populated(&dir);
+    let d = db_arg(&dir);
+    let before = tree_state(&dir);
+    read_everything(&d, "u1\tada\n");
+    assert_eq!(changed(&before, &tree_state(&dir)), Vec::<PathBuf>::new(), "changed by a reading command");
+}
+
+/// Regression: reading a keyspace other than the default (then a read-write
+/// open) turned compactions off for that open, and the open recorded those
+/// options in the database, so every later open ran with compactions off.
+/// A read now records nothing at all.
 #[test]
 fn reading_a_keyspace_leaves_its_compactions_on() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     populated(&dir);
     let d = db_arg(&dir);
+    let before = tree_state(&dir);
     assert_eq!(ok(&["get", "--db", &d, "--keyspace", "users", "u1"]), "ada\n");
     assert_eq!(ok(&["scan", "--db", &d, "--keyspace", "users"]), "u1\tada\n");
+    assert_eq!(changed(&before, &tree_state(&dir)), Vec::<PathBuf>::new(), "changed by a read");
     // A plain open uses what the database recorded; its OPTIONS file shows it.
     strata::Db::open(&dir, strata::Options::default()).unwrap().close().unwrap();
     let newest =
         files(&dir, "").into_iter().filter(|f| f.to_string_lossy().contains("OPTIONS-")).max().unwrap();
     let text = std::fs::read_to_string(newest).unwrap();
     assert!(!text.contains("disable_auto_compactions=true"), "{text}");
+}
+
+/// Regression: reading a keyspace (or `policy` on a database with keyspaces)
+/// failed with "database is locked" while an application had the database
+/// open. Another process holds it here: the test's own open takes the LOCK.
+#[test]
+fn cli_reads_every_keyspace_while_the_database_is_open_elsewhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    populated(&dir);
+    let d = db_arg(&dir);
+    let app = strata::Db::open(&dir, strata::Options::load_latest(&dir).unwrap()).unwrap();
+    app.keyspace("users").unwrap().put("u2", "grace").unwrap();
+    assert!(matches!(strata::Db::open(&dir, strata::Options::default()), Err(strata::Error::Locked(_))));
+    assert_eq!(ok(&["get", "--db", &d, "--keyspace", "users", "u2"]), "grace\n", "a write in the app's WAL");
+    read_everything(&d, "u1\tada\nu2\tgrace\n");
+    let o = strata(&["put", "--db", &d, "--keyspace", "users", "u3", "x"]);
+    assert_eq!(o.status.code(), Some(1), "a write still needs the LOCK");
+    app.close().unwrap();
 }
