@@ -132,7 +132,7 @@ fn set_policy(cli: &Cli, name: &str) -> CliResult<()> {
     }
     let style = CompactionStyle::from_name(name).map_err(|e| e.to_string())?;
     let dir = db_dir(cli)?;
-    let loaded = options(cli, dir)?;
+    let loaded = options(cli, dir, Access::Write)?;
     let (old, opts) = if cli.keyspace == "default" {
         (loaded.compaction_style().name(), loaded.clone().with_compaction_style(style.clone()))
     } else {

@@ -24,7 +24,9 @@ use clap::{Parser, Subcommand};
 /// written to it, not even a LOCK file, so they also work while an
 /// application has it open. `--read-only` refuses every writing command
 /// (put, delete, load, compact, policy --set, and checkpoint, which opens
-/// the database read-write). No command creates a database
+/// the database read-write). A database whose merge operator this tool does
+/// not have (a custom one) can only be read: get and scan show a key's
+/// operands unmerged, labelled. No command creates a database
 /// unless `--create` is given (to `put`, `load`). A database opens with the
 /// options its newest OPTIONS file records (the defaults, with a warning, if it
 /// has none). Keys and values are text in

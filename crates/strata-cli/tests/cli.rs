@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
 
 fn strata(args: &[&str]) -> Output {
     strata_stdin(args, "")
@@ -615,4 +616,94 @@ fn cli_reads_every_keyspace_while_the_database_is_open_elsewhere() {
     let o = strata(&["put", "--db", &d, "--keyspace", "users", "u3", "x"]);
     assert_eq!(o.status.code(), Some(1), "a write still needs the LOCK");
     app.close().unwrap();
+}
+
+/// Regression: a database using a merge operator could not be read at all
+/// ("supply it in the options given to load_latest_with"); the engine's
+/// named operators are rebuilt by name, for reads and writes.
+#[test]
+fn cli_reads_a_database_with_a_named_merge_operator() {
+    use strata::merge_operators::{StringAppend, UInt64Add};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db =
+        strata::Db::open(&dir, strata::Options::default().with_merge_operator(Arc::new(UInt64Add))).unwrap();
+    let tags = db
+        .create_keyspace(
+            "tags",
+            strata::KeyspaceOptions::default().with_merge_operator(Arc::new(StringAppend::default())),
+        )
+        .unwrap();
+    db.merge("n", 2u64.to_le_bytes()).unwrap();
+    db.flush().unwrap();
+    db.merge("n", 3u64.to_le_bytes()).unwrap();
+    tags.put("t", "a").unwrap();
+    tags.merge("t", "b").unwrap();
+    db.close().unwrap();
+    let d = db_arg(&dir);
+    assert_eq!(ok(&["get", "--db", &d, "--hex", "6e"]), format!("{}\n", "0500000000000000"));
+    assert_eq!(ok(&["scan", "--db", &d, "--keyspace", "tags"]), "t\ta,b\n");
+    ok(&["put", "--db", &d, "--keyspace", "tags", "u", "x"]);
+    assert_eq!(ok(&["get", "--db", &d, "--keyspace", "tags", "t"]), "a,b\n");
+}
+
+/// Regression: a database whose merge operator is a custom one could not be
+/// read by the tool, and the error told the operator to call a library
+/// function. Reading commands now show a key's operands unmerged, labelled;
+/// they write nothing; writing commands are refused in operator's terms.
+#[test]
+fn cli_reads_a_database_whose_merge_operator_is_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let concat =
+        || strata::associative_merge_operator("my.op", |_k, e, o| Some([e.unwrap_or_default(), o].concat()));
+    let db = strata::Db::open(&dir, strata::Options::default().with_merge_operator(concat())).unwrap();
+    let ks =
+        db.create_keyspace("ks", strata::KeyspaceOptions::default().with_merge_operator(concat())).unwrap();
+    for t in [db.default_keyspace(), ks] {
+        t.merge("a", "x").unwrap();
+        t.flush().unwrap();
+        t.merge("a", "y").unwrap();
+        t.put("b", "base").unwrap();
+        t.merge("b", "z").unwrap();
+        t.put("plain", "v").unwrap();
+    }
+    db.close().unwrap();
+    let d = db_arg(&dir);
+    let before = tree_state(&dir);
+    let label = "[unmerged: merge operator \"my.op\" not available]";
+    for ks in ["default", "ks"] {
+        assert_eq!(
+            ok(&["get", "--db", &d, "--keyspace", ks, "a"]),
+            format!("{label} merge operands: x | y\n")
+        );
+        assert_eq!(
+            ok(&["get", "--db", &d, "--keyspace", ks, "b"]),
+            format!("{label} base value: base; merge operands: z\n")
+        );
+        assert_eq!(ok(&["get", "--db", &d, "--keyspace", ks, "plain"]), "v\n");
+        assert_eq!(
+            ok(&["scan", "--db", &d, "--keyspace", ks]),
+            format!("a\t{label} merge operands: x | y\nb\t{label} base value: base; merge operands: z\nplain\tv\n")
+        );
+        assert_eq!(
+            ok(&["scan", "--db", &d, "--keyspace", ks, "--hex", "--reverse", "--limit", "1", "--to", "62"]),
+            format!("61\t{label} merge operands: 78 | 79\n")
+        );
+        ok(&["stats", "--db", &d, "--keyspace", ks]);
+    }
+    assert!(ok(&["policy", "--db", &d]).contains("ks: leveled"));
+    assert_eq!(changed(&before, &tree_state(&dir)), Vec::<PathBuf>::new(), "changed by a reading command");
+    for args in [
+        vec!["put", "--db", &d, "k", "v"],
+        vec!["compact", "--db", &d],
+        vec!["policy", "--db", &d, "--set", "tiered"],
+    ] {
+        let o = strata(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let e = stderr(&o);
+        assert!(e.contains("\"my.op\"") && e.contains("does not have"), "{args:?}: {e}");
+        assert!(!e.contains("load_latest") && !e.contains("Options::"), "speaks to an operator: {e}");
+    }
+    assert_eq!(changed(&before, &tree_state(&dir)), Vec::<PathBuf>::new(), "changed by a refused write");
 }
