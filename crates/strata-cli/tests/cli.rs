@@ -29,11 +29,40 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// Runs and expects success, returning stdout.
+/// How long a LOCK this process released may still look held. A child
+/// that another test thread spawns inherits every descriptor of this
+/// process until its exec closes them, and a flock lasts while any
+/// descriptor of it is open: a database this process just closed can be
+/// "locked" for that moment.
+const INHERITED_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs and expects success, returning stdout (again while the database is
+/// locked only by a descriptor a sibling test's child inherited).
 fn ok(args: &[&str]) -> String {
-    let o = strata(args);
-    assert!(o.status.success(), "strata {args:?} failed: {}", stderr(&o));
-    stdout(&o)
+    let start = std::time::Instant::now();
+    loop {
+        let o = strata(args);
+        if !o.status.success()
+            && stderr(&o).contains("database is locked")
+            && start.elapsed() < INHERITED_LOCK
+        {
+            continue;
+        }
+        assert!(o.status.success(), "strata {args:?} failed: {}", stderr(&o));
+        return stdout(&o);
+    }
+}
+
+/// `Db::open` in this process, again while the LOCK is held only by a
+/// descriptor a sibling test's child inherited (see [`INHERITED_LOCK`]).
+fn open_here(dir: &Path, opts: strata::Options) -> strata::Db {
+    let start = std::time::Instant::now();
+    loop {
+        match strata::Db::open(dir, opts.clone()) {
+            Err(strata::Error::Locked(_)) if start.elapsed() < INHERITED_LOCK => std::thread::yield_now(),
+            r => return r.unwrap(),
+        }
+    }
 }
 
 fn db_arg(dir: &Path) -> String {
@@ -506,7 +535,7 @@ fn policy_set_changes_a_keyspace_and_the_database_records_it() {
     assert!(out.contains("users: lwc") && out.contains("default: leveled"), "{out}");
     assert_eq!(ok(&["get", "--db", &d, "--keyspace", "users", "u1"]), "ada\n");
     // The engine's own record, not only the OPTIONS file: a plain open sees it.
-    let db = strata::Db::open(&dir, strata::Options::default()).unwrap();
+    let db = open_here(&dir, strata::Options::default());
     assert_eq!(db.keyspace("users").unwrap().property("strata.policy").unwrap(), "lwc");
 }
 
@@ -592,7 +621,7 @@ fn reading_a_keyspace_leaves_its_compactions_on() {
     assert_eq!(ok(&["scan", "--db", &d, "--keyspace", "users"]), "u1\tada\n");
     assert_eq!(changed(&before, &tree_state(&dir)), Vec::<PathBuf>::new(), "changed by a read");
     // A plain open uses what the database recorded; its OPTIONS file shows it.
-    strata::Db::open(&dir, strata::Options::default()).unwrap().close().unwrap();
+    open_here(&dir, strata::Options::default()).close().unwrap();
     let newest =
         files(&dir, "").into_iter().filter(|f| f.to_string_lossy().contains("OPTIONS-")).max().unwrap();
     let text = std::fs::read_to_string(newest).unwrap();
@@ -608,7 +637,7 @@ fn cli_reads_every_keyspace_while_the_database_is_open_elsewhere() {
     let dir = tmp.path().join("db");
     populated(&dir);
     let d = db_arg(&dir);
-    let app = strata::Db::open(&dir, strata::Options::load_latest(&dir).unwrap()).unwrap();
+    let app = open_here(&dir, strata::Options::load_latest(&dir).unwrap());
     app.keyspace("users").unwrap().put("u2", "grace").unwrap();
     assert!(matches!(strata::Db::open(&dir, strata::Options::default()), Err(strata::Error::Locked(_))));
     assert_eq!(ok(&["get", "--db", &d, "--keyspace", "users", "u2"]), "grace\n", "a write in the app's WAL");
