@@ -57,6 +57,25 @@ pub fn options(cli: &Cli, dir: &Path, access: Access) -> CliResult<Options> {
                     one use `policy --set NAME`"
             .into());
     }
+    let (given, fallback) = merge_operators_given(dir, access)?;
+    match Options::load_latest_with(dir, &given) {
+        Ok(o) => Ok(o),
+        Err(Error::NotADatabase(_)) => {
+            eprintln!(
+                "strata: warning: {} has no OPTIONS file (last opened by an older Strata): using default options",
+                dir.display()
+            );
+            Ok(fallback)
+        }
+        Err(e) => Err(format!("cannot load the options of {}: {e}", dir.display())),
+    }
+}
+
+/// The options to load the OPTIONS file of `dir` with: every merge operator
+/// it records, the engine's by name, any other (for a read) as the
+/// unmerged stand-in; and without an OPTIONS file, the default keyspace's
+/// alone (other keyspaces then open with what they recorded).
+pub fn merge_operators_given(dir: &Path, access: Access) -> CliResult<(Options, Options)> {
     let base = Options::default().with_vfs(Arc::new(RealVfs::new()));
     let (mut given, mut fallback) = (base.clone(), base.clone());
     // A MANIFEST that cannot be read is reported by the open itself.
@@ -80,17 +99,7 @@ pub fn options(cli: &Cli, dir: &Path, access: Access) -> CliResult<Options> {
             given = given.with_keyspace(ks, KeyspaceOptions::default().with_merge_operator(op));
         }
     }
-    match Options::load_latest_with(dir, &given) {
-        Ok(o) => Ok(o),
-        Err(Error::NotADatabase(_)) => {
-            eprintln!(
-                "strata: warning: {} has no OPTIONS file (last opened by an older Strata): using default options",
-                dir.display()
-            );
-            Ok(fallback)
-        }
-        Err(e) => Err(format!("cannot load the options of {}: {e}", dir.display())),
-    }
+    Ok((given, fallback))
 }
 
 /// The name of the merge operator of `ks` when this tool does not have it

@@ -736,3 +736,30 @@ fn cli_reads_a_database_whose_merge_operator_is_missing() {
     }
     assert_eq!(changed(&before, &tree_state(&dir)), Vec::<PathBuf>::new(), "changed by a refused write");
 }
+
+/// Regression: `verify` of a database with a custom merge operator could not
+/// load its OPTIONS file, so it missed the data paths recorded there and
+/// called the tables in them missing.
+#[test]
+fn verify_finds_data_paths_of_a_database_whose_merge_operator_is_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, a) = (tmp.path().join("db"), tmp.path().join("a"));
+    let concat =
+        strata::associative_merge_operator("my.op", |_k, e, o| Some([e.unwrap_or_default(), o].concat()));
+    let opts = strata::Options::default()
+        .with_db_paths([a.clone()])
+        .with_merge_operator(concat)
+        .with_write_buffer_size(64 << 10)
+        .with_target_file_size_base(32 << 10)
+        .with_max_bytes_for_level_base(128 << 10);
+    let db = strata::Db::open(&dir, opts).unwrap();
+    for i in 0..5000 {
+        db.merge(format!("key{i:06}"), format!("value-{i}-{}", "x".repeat(60))).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    db.close().unwrap();
+    assert!(!files(&a, ".sst").is_empty(), "no table in the data path");
+    let out = ok(&["verify", "--db", &db_arg(&dir)]);
+    assert!(out.contains(" 0 damaged"), "{out}");
+}
