@@ -93,17 +93,11 @@ pub fn run(cli: &Cli) -> CliResult<ExitCode> {
         }
         Command::Policy { set: Some(name) } => set_policy(cli, name)?,
         Command::Policy { set: None } => {
-            let db = open(cli, "policy", Access::ReadAll)?;
-            let names = if cli.read_only { vec!["default".to_string()] } else { db.list_keyspaces() };
-            for name in names {
+            let db = open(cli, "policy", Access::Read)?;
+            for name in db.list_keyspaces() {
                 let ks = db.keyspace(&name).map_err(fail)?;
                 let policy = property(&ks, "strata.policy")?;
                 println!("{name}: {policy}\n  {}", describe(&policy));
-            }
-            if cli.read_only
-                && Db::list_keyspaces_at(db_dir(cli)?, &Options::default()).is_ok_and(|k| k.len() > 1)
-            {
-                println!("(other keyspaces: a --read-only open reads the default keyspace only)");
             }
         }
         _ => return Err("not an administrative command".into()),
@@ -138,7 +132,7 @@ fn set_policy(cli: &Cli, name: &str) -> CliResult<()> {
     }
     let style = CompactionStyle::from_name(name).map_err(|e| e.to_string())?;
     let dir = db_dir(cli)?;
-    let loaded = options(cli, dir)?;
+    let loaded = options(cli, dir, Access::Write)?;
     let (old, opts) = if cli.keyspace == "default" {
         (loaded.compaction_style().name(), loaded.clone().with_compaction_style(style.clone()))
     } else {

@@ -2,6 +2,8 @@
 //! (`--hex`), or escaped text (printable ASCII as is, every other byte and the
 //! backslash itself as `\xNN`, so the output reads back unambiguously).
 
+use strata::merge_operators::MergeOperands;
+
 /// Parses a command-line key or value: hex digits with `hex`, else text in
 /// which `\xNN` stands for the byte `NN`.
 pub fn parse(s: &str, hex: bool) -> Result<Vec<u8>, String> {
@@ -19,6 +21,21 @@ pub fn show(b: &[u8], hex: bool) -> String {
     } else {
         escape(b)
     }
+}
+
+/// A value as [`show`] prints it; with `unavailable` (the name of the
+/// keyspace's merge operator this tool does not have), a key's unmerged
+/// versions, labelled: `[unmerged: merge operator "NAME" not available]`,
+/// then `base value: V;` when a put lies below the operands, then
+/// `merge operands: A | B`, oldest first.
+pub fn show_value(v: &[u8], unavailable: Option<&str>, hex: bool) -> String {
+    let Some((name, m)) = unavailable.zip(MergeOperands::decode(v)) else { return show(v, hex) };
+    let operands: Vec<String> = m.operands.iter().map(|o| show(o, hex)).collect();
+    let base = m.base.map(|b| format!("base value: {}; ", show(&b, hex))).unwrap_or_default();
+    format!(
+        "[unmerged: merge operator {name:?} not available] {base}merge operands: {}",
+        operands.join(" | ")
+    )
 }
 
 /// Lowercase hex of `b`.

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use strata::{DbIterator, Keyspace, WriteBatch};
 
-use crate::bytes::{parse, show};
-use crate::open::{keyspace, open, Access};
+use crate::bytes::{parse, show, show_value};
+use crate::open::{keyspace, open, unavailable_merge_operator, Access};
 use crate::progress::Progress;
 use crate::{Cli, CliResult, Command};
 
@@ -19,9 +19,10 @@ pub fn run(cli: &Cli) -> CliResult<ExitCode> {
         Command::Get { key: k } => {
             let k = key(k)?;
             let db = open(cli, "get", Access::Read)?;
-            match keyspace(cli, &db)?.get(&k).map_err(fail)? {
+            let ks = keyspace(cli, &db)?;
+            match ks.get(&k).map_err(fail)? {
                 Some(v) => {
-                    println!("{}", show(&v, hex));
+                    println!("{}", show_value(&v, unavailable_merge_operator(&ks).as_deref(), hex));
                     Ok(ExitCode::SUCCESS)
                 }
                 None => Err(format!("key {} not found", show(&k, hex))),
@@ -89,6 +90,7 @@ fn scan(
         };
         above && below
     };
+    let unavailable = unavailable_merge_operator(ks);
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
     let mut n = 0;
@@ -99,7 +101,8 @@ fn scan(
         let (k, v) = kv.map_err(|e| e.to_string())?;
         // A prefix scan with --from/--to: the range narrows the prefix.
         if prefix.is_none() || in_range(&k) {
-            writeln!(out, "{}\t{}", show(&k, hex), show(&v, hex)).map_err(|e| e.to_string())?;
+            let v = show_value(&v, unavailable.as_deref(), hex);
+            writeln!(out, "{}\t{v}", show(&k, hex)).map_err(|e| e.to_string())?;
             n += 1;
         }
         Ok(true)

@@ -18,12 +18,15 @@ use clap::{Parser, Subcommand};
 
 /// Command-line tool for Strata databases.
 ///
-/// Run as `strata <COMMAND> --db <DIR> [options]`. Reading commands open the
-/// database read-only (nothing is written to it, not even a LOCK file), except
-/// that a read of a keyspace other than `default` needs a read-write open (the
-/// engine's read-only open reads the default keyspace only); `--read-only`
-/// forbids that and every writing command (put, delete, load, compact,
-/// checkpoint: the last opens the database read-write). No command creates a database
+/// Run as `strata <COMMAND> --db <DIR> [options]`. Reading commands (get,
+/// scan, stats, properties, policy without --set, list-keyspaces, the dumps,
+/// verify) open the database read-only, whatever the keyspace: nothing is
+/// written to it, not even a LOCK file, so they also work while an
+/// application has it open. `--read-only` refuses every writing command
+/// (put, delete, load, compact, policy --set, and checkpoint, which opens
+/// the database read-write). A database whose merge operator this tool does
+/// not have (a custom one) can only be read: get and scan show a key's
+/// operands unmerged, labelled. No command creates a database
 /// unless `--create` is given (to `put`, `load`). A database opens with the
 /// options its newest OPTIONS file records (the defaults, with a warning, if it
 /// has none). Keys and values are text in

@@ -1,21 +1,22 @@
-//! Opening the database the way each command needs: read-only unless the
-//! command writes (or reads a keyspace other than `default`, which only a
-//! read-write open can see), never creating one unless `--create` is given,
-//! with the options the database records in its OPTIONS file.
+//! Opening the database the way each command needs: read-only (every
+//! keyspace, writing nothing) unless the command writes, never creating one
+//! unless `--create` is given, with the options the database records in its
+//! OPTIONS file.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use strata::{CompactionStyle, Db, Error, Keyspace, Options};
+use strata::merge_operators::{builtin_merge_operator, recorded_merge_operators, unmerged_stand_in};
+use strata::{CompactionStyle, Db, Error, Keyspace, KeyspaceOptions, Options, RealVfs};
 
 use crate::{Cli, CliResult};
 
 /// What a command does to the database.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
-    /// Reads one keyspace (`--keyspace`).
+    /// Reads (any keyspace): a read-only open, which writes nothing and
+    /// works beside a process that has the database open.
     Read,
-    /// Reads every keyspace.
-    ReadAll,
     /// Writes (or otherwise needs a read-write open: checkpoint, compact).
     Write,
 }
@@ -42,7 +43,10 @@ pub fn db_dir(cli: &Cli) -> CliResult<&Path> {
 /// The options of the database in `dir`: those its newest OPTIONS file
 /// records, or (a database last opened by an older Strata) the defaults with
 /// a warning. A database `--create` is about to create gets `--policy`.
-pub fn options(cli: &Cli, dir: &Path) -> CliResult<Options> {
+/// A recorded merge operator is rebuilt by name if the engine ships it;
+/// any other can only be read (its operands are shown unmerged, see
+/// [`unavailable_merge_operator`]), so a command that writes is refused.
+pub fn options(cli: &Cli, dir: &Path, access: Access) -> CliResult<Options> {
     if !dir.join("CURRENT").exists() {
         let style = CompactionStyle::from_name(cli.policy.as_deref().unwrap_or("leveled"))
             .map_err(|e| e.to_string())?;
@@ -53,39 +57,70 @@ pub fn options(cli: &Cli, dir: &Path) -> CliResult<Options> {
                     one use `policy --set NAME`"
             .into());
     }
-    match Options::load_latest(dir) {
+    let (given, fallback) = merge_operators_given(dir, access)?;
+    match Options::load_latest_with(dir, &given) {
         Ok(o) => Ok(o),
         Err(Error::NotADatabase(_)) => {
             eprintln!(
                 "strata: warning: {} has no OPTIONS file (last opened by an older Strata): using default options",
                 dir.display()
             );
-            Ok(Options::default())
+            Ok(fallback)
         }
         Err(e) => Err(format!("cannot load the options of {}: {e}", dir.display())),
     }
+}
+
+/// The options to load the OPTIONS file of `dir` with: every merge operator
+/// it records, the engine's by name, any other (for a read) as the
+/// unmerged stand-in; and without an OPTIONS file, the default keyspace's
+/// alone (other keyspaces then open with what they recorded).
+pub fn merge_operators_given(dir: &Path, access: Access) -> CliResult<(Options, Options)> {
+    let base = Options::default().with_vfs(Arc::new(RealVfs::new()));
+    let (mut given, mut fallback) = (base.clone(), base.clone());
+    // A MANIFEST that cannot be read is reported by the open itself.
+    for (ks, name) in recorded_merge_operators(dir, &base).unwrap_or_default() {
+        let op = match builtin_merge_operator(&name) {
+            Some(op) => op,
+            None if access == Access::Write => {
+                return Err(format!(
+                    "keyspace {ks:?} of {} uses the merge operator {name:?}, which this tool does not have: \
+                     reading commands work (showing that keyspace's merge operands unmerged), but no command \
+                     may write to this database",
+                    dir.display()
+                ))
+            }
+            None => unmerged_stand_in(&name),
+        };
+        if ks == "default" {
+            given = given.with_merge_operator(op.clone());
+            fallback = fallback.with_merge_operator(op);
+        } else {
+            given = given.with_keyspace(ks, KeyspaceOptions::default().with_merge_operator(op));
+        }
+    }
+    Ok((given, fallback))
+}
+
+/// The name of the merge operator of `ks` when this tool does not have it
+/// (the keyspace then reads through a stand-in that returns operands
+/// unmerged).
+pub fn unavailable_merge_operator(ks: &Keyspace) -> Option<String> {
+    ks.options().merge_operator_name().filter(|n| builtin_merge_operator(n).is_none()).map(str::to_string)
 }
 
 /// Opens the database for a command named `what` that does `access`.
 pub fn open(cli: &Cli, what: &str, access: Access) -> CliResult<Db> {
     let create = cli.create && access == Access::Write;
     let dir = db_dir_for(cli, create)?;
-    let read_only = match access {
-        Access::Write if cli.read_only => {
-            return Err(format!("{what} writes to the database and --read-only was given"))
-        }
-        Access::Write => false,
-        Access::Read => cli.keyspace == "default" || cli.read_only,
-        Access::ReadAll => {
-            cli.read_only || Db::list_keyspaces_at(dir, &Options::default()).is_ok_and(|k| k.len() == 1)
-        }
+    if access == Access::Write && cli.read_only {
+        return Err(format!("{what} writes to the database and --read-only was given"));
+    }
+    let opts = options(cli, dir, access)?.with_create_if_missing(create);
+    let db = match access {
+        Access::Read => Db::open_read_only(dir, opts),
+        Access::Write => Db::open(dir, opts),
     };
-    // A read opened read-write (another keyspace than the default) runs with
-    // the recorded options as they are: a read-write open records the
-    // options it is given, so turning compactions off here would turn them
-    // off for every later open.
-    let opts = options(cli, dir)?.with_create_if_missing(create);
-    let db = if read_only { Db::open_read_only(dir, opts) } else { Db::open(dir, opts) };
     db.map_err(|e| format!("cannot open {}: {e}", dir.display()))
 }
 

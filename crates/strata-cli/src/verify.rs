@@ -227,7 +227,8 @@ fn judge(results: Vec<(Check, strata::Result<Found>)>, notes: &mut Vec<String>, 
 pub fn run(dir: &Path, given_paths: &[PathBuf]) -> CliResult<ExitCode> {
     // The data paths the OPTIONS file records, and any given.
     let mut data_paths = given_paths.to_vec();
-    if let Ok(opts) = Options::load_latest(dir) {
+    let given = crate::open::merge_operators_given(dir, crate::open::Access::Read).map(|(g, _)| g);
+    if let Ok(opts) = given.and_then(|g| Options::load_latest_with(dir, &g).map_err(|e| e.to_string())) {
         data_paths.extend(opts.db_paths().iter().filter(|p| !given_paths.contains(p)).cloned());
     }
     let data_paths = data_paths.as_slice();

@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
 
 fn strata(args: &[&str]) -> Output {
     strata_stdin(args, "")
@@ -28,11 +29,40 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// Runs and expects success, returning stdout.
+/// How long a LOCK this process released may still look held. A child
+/// that another test thread spawns inherits every descriptor of this
+/// process until its exec closes them, and a flock lasts while any
+/// descriptor of it is open: a database this process just closed can be
+/// "locked" for that moment.
+const INHERITED_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs and expects success, returning stdout (again while the database is
+/// locked only by a descriptor a sibling test's child inherited).
 fn ok(args: &[&str]) -> String {
-    let o = strata(args);
-    assert!(o.status.success(), "strata {args:?} failed: {}", stderr(&o));
-    stdout(&o)
+    let start = std::time::Instant::now();
+    loop {
+        let o = strata(args);
+        if !o.status.success()
+            && stderr(&o).contains("database is locked")
+            && start.elapsed() < INHERITED_LOCK
+        {
+            continue;
+        }
+        assert!(o.status.success(), "strata {args:?} failed: {}", stderr(&o));
+        return stdout(&o);
+    }
+}
+
+/// `Db::open` in this process, again while the LOCK is held only by a
+/// descriptor a sibling test's child inherited (see [`INHERITED_LOCK`]).
+fn open_here(dir: &Path, opts: strata::Options) -> strata::Db {
+    let start = std::time::Instant::now();
+    loop {
+        match strata::Db::open(dir, opts.clone()) {
+            Err(strata::Error::Locked(_)) if start.elapsed() < INHERITED_LOCK => std::thread::yield_now(),
+            r => return r.unwrap(),
+        }
+    }
 }
 
 fn db_arg(dir: &Path) -> String {
@@ -276,8 +306,8 @@ fn read_only_refuses_writes_and_reads_write_nothing() {
     ok(&["properties", "--db", &d]);
     ok(&["verify", "--db", &d]);
     assert_eq!(files(&dir, ""), before, "a reading command changed the directory");
-    let o = strata(&["get", "--db", &d, "--read-only", "--keyspace", "users", "u1"]);
-    assert_eq!(o.status.code(), Some(1));
+    // --read-only refuses writes only: every keyspace reads.
+    assert_eq!(ok(&["get", "--db", &d, "--read-only", "--keyspace", "users", "u1"]), "ada\n");
 }
 
 #[test]
@@ -505,25 +535,231 @@ fn policy_set_changes_a_keyspace_and_the_database_records_it() {
     assert!(out.contains("users: lwc") && out.contains("default: leveled"), "{out}");
     assert_eq!(ok(&["get", "--db", &d, "--keyspace", "users", "u1"]), "ada\n");
     // The engine's own record, not only the OPTIONS file: a plain open sees it.
-    let db = strata::Db::open(&dir, strata::Options::default()).unwrap();
+    let db = open_here(&dir, strata::Options::default());
     assert_eq!(db.keyspace("users").unwrap().property("strata.policy").unwrap(), "lwc");
 }
 
-/// Regression: reading a keyspace other than the default (a read-write open)
-/// turned compactions off for that open, and the open recorded those options
-/// in the database, so every later open ran with compactions off.
+/// A path, its bytes (none for a directory) and its modification time.
+type TreeState = Vec<(PathBuf, Option<Vec<u8>>, std::time::SystemTime)>;
+
+/// Every file and directory under `dir` with its bytes (none for a
+/// directory) and modification time.
+fn tree_state(dir: &Path) -> TreeState {
+    let mut out = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for p in entries {
+        let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();
+        if p.is_dir() {
+            out.push((p.clone(), None, mtime));
+            out.extend(tree_state(&p));
+        } else {
+            out.push((p.clone(), Some(std::fs::read(&p).unwrap()), mtime));
+        }
+    }
+    out
+}
+
+/// The paths whose bytes or mtime differ between two [`tree_state`]s, or
+/// that only one has.
+fn changed(before: &TreeState, after: &TreeState) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = before
+        .iter()
+        .chain(after)
+        .filter(|e| !(before.contains(e) && after.contains(e)))
+        .map(|e| e.0.clone())
+        .collect();
+    paths.dedup();
+    paths
+}
+
+/// Every reading command on keyspace `users` (whose scan is `users`) and on
+/// the default keyspace.
+fn read_everything(d: &str, users: &str) {
+    assert_eq!(ok(&["get", "--db", d, "--keyspace", "users", "u1"]), "ada\n");
+    assert_eq!(ok(&["scan", "--db", d, "--keyspace", "users"]), users);
+    let first = users.lines().next().unwrap();
+    assert_eq!(
+        ok(&["scan", "--db", d, "--keyspace", "users", "--prefix", "u", "--limit", "1"]),
+        format!("{first}\n")
+    );
+    assert!(ok(&["stats", "--db", d, "--keyspace", "users"]).contains("L0"));
+    assert!(ok(&["properties", "--db", d, "--keyspace", "users"]).contains("strata.policy"));
+    let out = ok(&["policy", "--db", d]);
+    assert!(out.contains("default: leveled") && out.contains("users: leveled"), "{out}");
+    assert_eq!(ok(&["get", "--db", d, "in-wal"]), "w\n");
+    assert_eq!(ok(&["list-keyspaces", "--db", d]), "default\nusers\n");
+}
+
+/// Regression: `get --keyspace` (and scan, stats, properties, policy on a
+/// database with keyspaces) opened the database read-write, which rewrote
+/// its MANIFESTs and WAL (and so could change what it records, such as its
+/// options).
+#[test]
+fn cli_get_on_a_keyspace_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    populated(&dir);
+    let d = db_arg(&dir);
+    let before = tree_state(&dir);
+    read_everything(&d, "u1\tada\n");
+    assert_eq!(changed(&before, &tree_state(&dir)), Vec::<PathBuf>::new(), "changed by a reading command");
+}
+
+/// Regression: reading a keyspace other than the default (then a read-write
+/// open) turned compactions off for that open, and the open recorded those
+/// options in the database, so every later open ran with compactions off.
+/// A read now records nothing at all.
 #[test]
 fn reading_a_keyspace_leaves_its_compactions_on() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     populated(&dir);
     let d = db_arg(&dir);
+    let before = tree_state(&dir);
     assert_eq!(ok(&["get", "--db", &d, "--keyspace", "users", "u1"]), "ada\n");
     assert_eq!(ok(&["scan", "--db", &d, "--keyspace", "users"]), "u1\tada\n");
+    assert_eq!(changed(&before, &tree_state(&dir)), Vec::<PathBuf>::new(), "changed by a read");
     // A plain open uses what the database recorded; its OPTIONS file shows it.
-    strata::Db::open(&dir, strata::Options::default()).unwrap().close().unwrap();
+    open_here(&dir, strata::Options::default()).close().unwrap();
     let newest =
         files(&dir, "").into_iter().filter(|f| f.to_string_lossy().contains("OPTIONS-")).max().unwrap();
     let text = std::fs::read_to_string(newest).unwrap();
     assert!(!text.contains("disable_auto_compactions=true"), "{text}");
+}
+
+/// Regression: reading a keyspace (or `policy` on a database with keyspaces)
+/// failed with "database is locked" while an application had the database
+/// open. Another process holds it here: the test's own open takes the LOCK.
+#[test]
+fn cli_reads_every_keyspace_while_the_database_is_open_elsewhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    populated(&dir);
+    let d = db_arg(&dir);
+    let app = open_here(&dir, strata::Options::load_latest(&dir).unwrap());
+    app.keyspace("users").unwrap().put("u2", "grace").unwrap();
+    assert!(matches!(strata::Db::open(&dir, strata::Options::default()), Err(strata::Error::Locked(_))));
+    assert_eq!(ok(&["get", "--db", &d, "--keyspace", "users", "u2"]), "grace\n", "a write in the app's WAL");
+    read_everything(&d, "u1\tada\nu2\tgrace\n");
+    let o = strata(&["put", "--db", &d, "--keyspace", "users", "u3", "x"]);
+    assert_eq!(o.status.code(), Some(1), "a write still needs the LOCK");
+    app.close().unwrap();
+}
+
+/// Regression: a database using a merge operator could not be read at all
+/// ("supply it in the options given to load_latest_with"); the engine's
+/// named operators are rebuilt by name, for reads and writes.
+#[test]
+fn cli_reads_a_database_with_a_named_merge_operator() {
+    use strata::merge_operators::{StringAppend, UInt64Add};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db =
+        strata::Db::open(&dir, strata::Options::default().with_merge_operator(Arc::new(UInt64Add))).unwrap();
+    let tags = db
+        .create_keyspace(
+            "tags",
+            strata::KeyspaceOptions::default().with_merge_operator(Arc::new(StringAppend::default())),
+        )
+        .unwrap();
+    db.merge("n", 2u64.to_le_bytes()).unwrap();
+    db.flush().unwrap();
+    db.merge("n", 3u64.to_le_bytes()).unwrap();
+    tags.put("t", "a").unwrap();
+    tags.merge("t", "b").unwrap();
+    db.close().unwrap();
+    let d = db_arg(&dir);
+    assert_eq!(ok(&["get", "--db", &d, "--hex", "6e"]), format!("{}\n", "0500000000000000"));
+    assert_eq!(ok(&["scan", "--db", &d, "--keyspace", "tags"]), "t\ta,b\n");
+    ok(&["put", "--db", &d, "--keyspace", "tags", "u", "x"]);
+    assert_eq!(ok(&["get", "--db", &d, "--keyspace", "tags", "t"]), "a,b\n");
+}
+
+/// Regression: a database whose merge operator is a custom one could not be
+/// read by the tool, and the error told the operator to call a library
+/// function. Reading commands now show a key's operands unmerged, labelled;
+/// they write nothing; writing commands are refused in operator's terms.
+#[test]
+fn cli_reads_a_database_whose_merge_operator_is_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let concat =
+        || strata::associative_merge_operator("my.op", |_k, e, o| Some([e.unwrap_or_default(), o].concat()));
+    let db = strata::Db::open(&dir, strata::Options::default().with_merge_operator(concat())).unwrap();
+    let ks =
+        db.create_keyspace("ks", strata::KeyspaceOptions::default().with_merge_operator(concat())).unwrap();
+    for t in [db.default_keyspace(), ks] {
+        t.merge("a", "x").unwrap();
+        t.flush().unwrap();
+        t.merge("a", "y").unwrap();
+        t.put("b", "base").unwrap();
+        t.merge("b", "z").unwrap();
+        t.put("plain", "v").unwrap();
+    }
+    db.close().unwrap();
+    let d = db_arg(&dir);
+    let before = tree_state(&dir);
+    let label = "[unmerged: merge operator \"my.op\" not available]";
+    for ks in ["default", "ks"] {
+        assert_eq!(
+            ok(&["get", "--db", &d, "--keyspace", ks, "a"]),
+            format!("{label} merge operands: x | y\n")
+        );
+        assert_eq!(
+            ok(&["get", "--db", &d, "--keyspace", ks, "b"]),
+            format!("{label} base value: base; merge operands: z\n")
+        );
+        assert_eq!(ok(&["get", "--db", &d, "--keyspace", ks, "plain"]), "v\n");
+        assert_eq!(
+            ok(&["scan", "--db", &d, "--keyspace", ks]),
+            format!("a\t{label} merge operands: x | y\nb\t{label} base value: base; merge operands: z\nplain\tv\n")
+        );
+        assert_eq!(
+            ok(&["scan", "--db", &d, "--keyspace", ks, "--hex", "--reverse", "--limit", "1", "--to", "62"]),
+            format!("61\t{label} merge operands: 78 | 79\n")
+        );
+        ok(&["stats", "--db", &d, "--keyspace", ks]);
+    }
+    assert!(ok(&["policy", "--db", &d]).contains("ks: leveled"));
+    assert_eq!(changed(&before, &tree_state(&dir)), Vec::<PathBuf>::new(), "changed by a reading command");
+    for args in [
+        vec!["put", "--db", &d, "k", "v"],
+        vec!["compact", "--db", &d],
+        vec!["policy", "--db", &d, "--set", "tiered"],
+    ] {
+        let o = strata(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let e = stderr(&o);
+        assert!(e.contains("\"my.op\"") && e.contains("does not have"), "{args:?}: {e}");
+        assert!(!e.contains("load_latest") && !e.contains("Options::"), "speaks to an operator: {e}");
+    }
+    assert_eq!(changed(&before, &tree_state(&dir)), Vec::<PathBuf>::new(), "changed by a refused write");
+}
+
+/// Regression: `verify` of a database with a custom merge operator could not
+/// load its OPTIONS file, so it missed the data paths recorded there and
+/// called the tables in them missing.
+#[test]
+fn verify_finds_data_paths_of_a_database_whose_merge_operator_is_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, a) = (tmp.path().join("db"), tmp.path().join("a"));
+    let concat =
+        strata::associative_merge_operator("my.op", |_k, e, o| Some([e.unwrap_or_default(), o].concat()));
+    let opts = strata::Options::default()
+        .with_db_paths([a.clone()])
+        .with_merge_operator(concat)
+        .with_write_buffer_size(64 << 10)
+        .with_target_file_size_base(32 << 10)
+        .with_max_bytes_for_level_base(128 << 10);
+    let db = strata::Db::open(&dir, opts).unwrap();
+    for i in 0..5000 {
+        db.merge(format!("key{i:06}"), format!("value-{i}-{}", "x".repeat(60))).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    db.close().unwrap();
+    assert!(!files(&a, ".sst").is_empty(), "no table in the data path");
+    let out = ok(&["verify", "--db", &db_arg(&dir)]);
+    assert!(out.contains(" 0 damaged"), "{out}");
 }

@@ -45,6 +45,7 @@ mod keyspace_options;
 #[doc(hidden)]
 pub mod memtable;
 mod merge_operator;
+pub mod merge_operators;
 pub mod options;
 mod options_file;
 pub(crate) mod paths;

@@ -86,6 +86,14 @@ pub trait MergeOperator: Send + Sync {
         let _ = (key, left, right);
         None
     }
+
+    /// True only for [`unmerged_stand_in`](crate::merge_operators::unmerged_stand_in):
+    /// reads then return a key's operands unmerged instead of calling
+    /// [`Self::full_merge`].
+    #[doc(hidden)]
+    fn lists_operands(&self) -> bool {
+        false
+    }
 }
 
 impl fmt::Debug for dyn MergeOperator {
@@ -170,6 +178,9 @@ pub(crate) fn full_merge(
             show_key(key)
         ))
     })?;
+    if op.lists_operands() {
+        return Ok(crate::merge_operators::MergeOperands::encode(existing, operands));
+    }
     op.full_merge(key, existing, operands).ok_or_else(|| {
         Error::corruption(format!("merge operator '{}' failed to merge key '{}'", op.name(), show_key(key)))
     })

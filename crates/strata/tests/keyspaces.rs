@@ -433,7 +433,7 @@ fn merge_operators_and_options_are_per_keyspace() {
 }
 
 #[test]
-fn read_only_open_of_a_database_with_keyspaces_reads_the_default_keyspace() {
+fn read_only_open_of_a_database_with_keyspaces_reads_every_keyspace() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let db = Db::open("/db", opts(vfs.clone())).unwrap();
     let ks = db.create_keyspace("ks", KeyspaceOptions::default()).unwrap();
@@ -444,7 +444,7 @@ fn read_only_open_of_a_database_with_keyspaces_reads_the_default_keyspace() {
     drop(db);
     let ro = Db::open_read_only("/db", opts(vfs)).unwrap();
     assert_eq!(ro.get("k").unwrap(), Some(b"default".to_vec()));
-    assert!(ro.keyspace("ks").is_err());
+    assert_eq!(ro.keyspace("ks").unwrap().get("k").unwrap(), Some(b"ks".to_vec()));
 }
 
 #[test]

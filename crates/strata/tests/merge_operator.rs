@@ -320,3 +320,115 @@ fn ttl_db_refuses_merges() {
     batch.merge("k", "v");
     assert!(matches!(db.write(batch), Err(Error::InvalidArgument(_))));
 }
+
+/// Regression: a database using a merge operator could not be loaded by
+/// `Options::load_latest` without code that supplies it; the engine's named
+/// operators are rebuilt from the name the OPTIONS file records.
+#[test]
+fn load_latest_rebuilds_the_named_merge_operators() {
+    use strata::merge_operators::{Max, StringAppend, UInt64Add};
+    use strata::KeyspaceOptions;
+    let base = Options::default().with_vfs(Arc::new(MemVfs::new()));
+    let db = Db::open("/db", base.clone().with_merge_operator(Arc::new(UInt64Add))).unwrap();
+    let tags = db
+        .create_keyspace(
+            "tags",
+            KeyspaceOptions::default().with_merge_operator(Arc::new(StringAppend::new("; "))),
+        )
+        .unwrap();
+    let high =
+        db.create_keyspace("high", KeyspaceOptions::default().with_merge_operator(Arc::new(Max))).unwrap();
+    db.merge("n", 2u64.to_le_bytes()).unwrap();
+    tags.merge("t", "a").unwrap();
+    high.merge("h", "b").unwrap();
+    db.flush().unwrap();
+    db.merge("n", 3u64.to_le_bytes()).unwrap();
+    tags.merge("t", "b").unwrap();
+    high.merge("h", "a").unwrap();
+    db.close().unwrap();
+    let loaded = Options::load_latest_with("/db", &base).expect("named operators load by name");
+    let db = Db::open("/db", loaded).unwrap();
+    db.merge("n", 4u64.to_le_bytes()).unwrap();
+    assert_eq!(db.get("n").unwrap(), Some(9u64.to_le_bytes().to_vec()));
+    assert_eq!(db.keyspace("tags").unwrap().get("t").unwrap(), Some(b"a; b".to_vec()));
+    assert_eq!(db.keyspace("high").unwrap().get("h").unwrap(), Some(b"b".to_vec()));
+    let names = strata::merge_operators::recorded_merge_operators("/db", &base).unwrap();
+    let want = [("default", "strata.UInt64Add"), ("tags", "strata.StringAppend.; "), ("high", "strata.Max")];
+    assert_eq!(names, want.map(|(k, o)| (k.to_string(), o.to_string())));
+}
+
+/// Regression: a database whose merge operator is not available (a custom
+/// one) could not be read at all where a key had operands. The stand-in
+/// returns each key's operands unmerged (over puts, deletes, flushed and
+/// compacted data, in gets and scans both ways), and leaves them as they are
+/// when a compaction runs under it.
+#[test]
+fn a_database_whose_merge_operator_is_missing_reads_its_operands_unmerged() {
+    use strata::merge_operators::{unmerged_stand_in, MergeOperands};
+    use strata::KeyspaceOptions;
+    let concat = || associative_merge_operator("my.op", |_k, e, o| Some([e.unwrap_or_default(), o].concat()));
+    let base = Options::default().with_vfs(Arc::new(MemVfs::new()));
+    let db = Db::open("/db", base.clone().with_merge_operator(concat())).unwrap();
+    let ks = db.create_keyspace("ks", KeyspaceOptions::default().with_merge_operator(concat())).unwrap();
+    for t in [db.default_keyspace(), ks.clone()] {
+        t.put("a", "base").unwrap();
+        t.merge("a", "1").unwrap();
+        t.put("plain", "v").unwrap();
+        t.merge("b", "x").unwrap();
+        t.flush().unwrap();
+        t.merge("a", "2").unwrap();
+        t.merge("b", "y").unwrap();
+        t.put("d", "old").unwrap();
+        t.delete("d").unwrap();
+        t.merge("d", "z").unwrap();
+    }
+    db.close().unwrap();
+    let ops = |base: Option<&str>, ops: &[&str]| MergeOperands {
+        base: base.map(|b| b.as_bytes().to_vec()),
+        operands: ops.iter().map(|o| o.as_bytes().to_vec()).collect(),
+    };
+    let want = [
+        ("a", Some(ops(Some("base"), &["1", "2"]))),
+        ("b", Some(ops(None, &["x", "y"]))),
+        ("d", Some(ops(None, &["z"]))),
+        ("plain", None),
+    ];
+    let stand_in = |o: Options| {
+        o.with_merge_operator(unmerged_stand_in("my.op"))
+            .with_keyspace("ks", KeyspaceOptions::default().with_merge_operator(unmerged_stand_in("my.op")))
+    };
+    let check = |db: &Db| {
+        for t in [db.default_keyspace(), db.keyspace("ks").unwrap()] {
+            for (k, w) in &want {
+                let v = t.get(k).unwrap().expect("every key has a value");
+                assert_eq!(&MergeOperands::decode(&v), w, "{} {k}", t.name());
+            }
+            assert_eq!(t.get("plain").unwrap(), Some(b"v".to_vec()));
+            let fwd: Vec<_> = t.iter().map(|kv| kv.unwrap()).collect();
+            let rev: Vec<_> = t.iter().rev().map(|kv| kv.unwrap()).collect();
+            assert_eq!(fwd.iter().rev().cloned().collect::<Vec<_>>(), rev);
+            let got: Vec<_> = fwd.iter().map(|(k, v)| (k.clone(), MergeOperands::decode(v))).collect();
+            let w: Vec<_> = want.iter().map(|(k, w)| (k.as_bytes().to_vec(), w.clone())).collect();
+            assert_eq!(got, w, "{}: scan", t.name());
+        }
+    };
+    check(&Db::open_read_only("/db", stand_in(base.clone())).unwrap());
+    // A compaction under the stand-in keeps every operand as it is.
+    let db = Db::open("/db", stand_in(base.clone())).unwrap();
+    for t in [db.default_keyspace(), db.keyspace("ks").unwrap()] {
+        t.compact_range(None, None).unwrap();
+    }
+    check(&db);
+    db.close().unwrap();
+    let db = Db::open(
+        "/db",
+        base.with_merge_operator(concat())
+            .with_keyspace("ks", KeyspaceOptions::default().with_merge_operator(concat())),
+    )
+    .unwrap();
+    for t in [db.default_keyspace(), db.keyspace("ks").unwrap()] {
+        assert_eq!(t.get("a").unwrap(), Some(b"base12".to_vec()));
+        assert_eq!(t.get("b").unwrap(), Some(b"xy".to_vec()));
+        assert_eq!(t.get("d").unwrap(), Some(b"z".to_vec()));
+    }
+}

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use common::{builtin_policies, policy_options};
 
 use strata::vfs::{FaultConfig, FaultOp, FaultVfs};
-use strata::{CompactionStyle, Db, Error, MemVfs, Options, ReadOptions, Vfs, WriteOptions};
+use strata::{
+    CompactionStyle, Db, Error, KeyspaceOptions, MemVfs, Options, ReadOptions, Vfs, WriteBatch, WriteOptions,
+};
 
 fn dir() -> PathBuf {
     PathBuf::from("/db")
@@ -300,4 +302,224 @@ fn read_only_opens_beside_a_busy_writer_always_succeed() {
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         w.join().unwrap();
     }
+}
+
+/// Every file under `dir`, keyspace directories included, with its bytes.
+fn files_under(vfs: &dyn Vfs, dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for n in vfs.list_dir(dir).unwrap() {
+        let p = dir.join(n);
+        match vfs.read_file(&p) {
+            Ok(bytes) => {
+                out.insert(p, bytes);
+            }
+            Err(_) => out.extend(files_under(vfs, &p)),
+        }
+    }
+    out
+}
+
+/// The keyspaces of the read-only tests: name and policy.
+fn ro_keyspaces() -> Vec<(&'static str, CompactionStyle)> {
+    vec![
+        ("hot", CompactionStyle::Lsbm),
+        ("ingest", CompactionStyle::Lwc { max_segments: 3 }),
+        ("tiers", CompactionStyle::from_name("tiered").unwrap()),
+    ]
+}
+
+fn ks_opts(style: &CompactionStyle) -> KeyspaceOptions {
+    KeyspaceOptions::from_options(&common::small_options().with_compaction_style(style.clone()))
+}
+
+/// Fills the default keyspace and every keyspace of [`ro_keyspaces`] with
+/// flushed, compacted and WAL-only data (one batch spans every keyspace);
+/// returns each keyspace's model, the default's first.
+fn fill_keyspaces(db: &Db) -> Vec<(String, Model)> {
+    let mut out = vec![("default".to_string(), fill(db))];
+    for (n, (name, style)) in ro_keyspaces().into_iter().enumerate() {
+        let ks = db.create_keyspace(name, ks_opts(&style)).unwrap();
+        let mut m = Model::new();
+        for i in 0..500u32 {
+            let k = format!("{name}{:04}", (i * 7919) % 300).into_bytes();
+            if i % 11 == 0 {
+                ks.delete(&k).unwrap();
+                m.remove(&k);
+            } else {
+                let v = format!("{n}:{i}-{}", "y".repeat((i % 40) as usize)).into_bytes();
+                ks.put(&k, &v).unwrap();
+                m.insert(k, v);
+            }
+            if i == 300 {
+                ks.flush().unwrap();
+                ks.wait_for_compactions().unwrap();
+            }
+        }
+        out.push((name.to_string(), m));
+    }
+    let mut batch = WriteBatch::new();
+    for (name, m) in out.iter_mut().skip(1) {
+        let ks = db.keyspace(name).unwrap();
+        batch.put_cf(&ks, "batched", name.as_bytes());
+        m.insert(b"batched".to_vec(), name.as_bytes().to_vec());
+    }
+    db.write(batch).unwrap();
+    out
+}
+
+/// Checks reads, iterators (both ways), snapshot reads and multi_get of every keyspace.
+fn check_keyspaces(db: &Db, models: &[(String, Model)]) {
+    let snap = db.snapshot();
+    for (name, m) in models {
+        let ks = db.keyspace(name).unwrap_or_else(|e| panic!("keyspace {name}: {e}"));
+        let all: Model = ks.iter().map(|kv| kv.unwrap()).collect();
+        assert_eq!(&all, m, "{name}: scan");
+        let rev: Vec<_> = ks.iter().rev().map(|kv| kv.unwrap()).collect();
+        assert_eq!(rev, m.clone().into_iter().rev().collect::<Vec<_>>(), "{name}: reverse scan");
+        let keys: Vec<&Vec<u8>> = m.keys().take(40).collect();
+        for k in &keys {
+            assert_eq!(ks.get(k).unwrap().as_ref(), m.get(*k), "{name}: get");
+            let at = ks.get_opt(k, &ReadOptions::default().with_snapshot(&snap)).unwrap();
+            assert_eq!(at.as_ref(), m.get(*k), "{name}: snapshot get");
+        }
+        let got = ks.multi_get(keys.iter().map(|k| k.as_slice()).chain([&b"absent"[..]]));
+        let want: Vec<Option<Vec<u8>>> = keys.iter().map(|k| m.get(*k).cloned()).chain([None]).collect();
+        assert_eq!(got.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>(), want, "{name}: multi_get");
+        let cf = db.multi_get_cf(keys.iter().map(|k| (&ks, k.as_slice())));
+        assert!(cf.iter().zip(&want).all(|(a, b)| a.as_ref().unwrap() == b), "{name}: multi_get_cf");
+    }
+}
+
+/// Regression: a read-only open opened only the default keyspace (its
+/// `keyspace(name)` failed and other keyspaces' WAL ops were skipped).
+#[test]
+fn read_only_open_reads_every_keyspace() {
+    let vfs = FaultVfs::new(Arc::new(MemVfs::new()), FaultConfig::new(1));
+    let opts = policy_options(&CompactionStyle::Leveled, Arc::new(vfs.clone()));
+    let db = Db::open(dir(), opts.clone()).unwrap();
+    let models = fill_keyspaces(&db);
+    db.close().unwrap();
+    let before = files_under(vfs.inner().as_ref(), &dir());
+    assert!(before.keys().any(|p| p.starts_with(dir().join("keyspaces"))), "keyspaces have files");
+    vfs.reset_counters();
+    // Without with_keyspace: every keyspace opens with its recorded options.
+    let db = Db::open_read_only(dir(), opts).unwrap();
+    assert_eq!(db.list_keyspaces(), ["default", "hot", "ingest", "tiers"]);
+    check_keyspaces(&db, &models);
+    for (name, style) in ro_keyspaces() {
+        let ks = db.keyspace(name).unwrap();
+        assert_eq!(ks.options().compaction_style().name(), style.name(), "{name}: its recorded policy");
+        assert!(ks.stats().memtable_bytes > 0, "{name}: its WAL ops were replayed into memory");
+        ks.wait_for_compactions().unwrap();
+    }
+    assert!(matches!(db.keyspace("nope"), Err(Error::KeyspaceNotFound(_))));
+    db.close().unwrap();
+    for op in [
+        FaultOp::Create,
+        FaultOp::Append,
+        FaultOp::Flush,
+        FaultOp::Sync,
+        FaultOp::SyncDir,
+        FaultOp::Rename,
+        FaultOp::Remove,
+        FaultOp::Lock,
+        FaultOp::Write,
+        FaultOp::DataSync,
+    ] {
+        assert_eq!(vfs.seen(op), 0, "{op:?} during a read-only open of keyspaces");
+    }
+    assert_eq!(files_under(vfs.inner().as_ref(), &dir()), before, "files changed");
+}
+
+/// Regression: writes, DDL, flushes and compactions on a keyspace of a
+/// read-only handle are refused with NotSupported (the keyspace could not
+/// be opened at all).
+#[test]
+fn read_only_keyspace_refuses_writes() {
+    let vfs = Arc::new(MemVfs::new());
+    let opts = policy_options(&CompactionStyle::Leveled, vfs);
+    let db = Db::open(dir(), opts.clone()).unwrap();
+    db.create_keyspace("hot", ks_opts(&CompactionStyle::Lsbm)).unwrap().put("k", "v").unwrap();
+    db.close().unwrap();
+    let db = Db::open_read_only(dir(), opts).unwrap();
+    let ks = db.keyspace("hot").unwrap();
+    let ro = |r: strata::Result<()>| matches!(r, Err(Error::NotSupported(m)) if m.contains("open_read_only"));
+    assert!(ro(ks.put("a", "b")));
+    assert!(ro(ks.delete("k")));
+    assert!(ro(ks.delete_range("a", "z")));
+    assert!(ro(ks.merge("k", "x")));
+    assert!(ro(db.put_cf(&ks, "a", "b")));
+    let mut batch = WriteBatch::new();
+    batch.put_cf(&ks, "a", "b");
+    assert!(ro(db.write(batch)));
+    assert!(ro(ks.flush()));
+    assert!(ro(ks.compact_range(None, None)));
+    assert!(matches!(db.create_keyspace("new", KeyspaceOptions::default()), Err(Error::NotSupported(_))));
+    assert!(matches!(db.drop_keyspace("hot"), Err(Error::NotSupported(_))));
+    assert_eq!(ks.get("k").unwrap().as_deref(), Some(&b"v"[..]));
+    assert_eq!(ks.get("a").unwrap(), None);
+}
+
+/// Regression: beside a writer that holds the database (and its LOCK), a
+/// read-only open reads every keyspace as of the open.
+#[test]
+fn read_only_open_reads_every_keyspace_beside_an_open_writer() {
+    let vfs = Arc::new(MemVfs::new());
+    let opts = policy_options(&CompactionStyle::Leveled, vfs);
+    let writer = Db::open(dir(), opts.clone()).unwrap();
+    let models = fill_keyspaces(&writer);
+    let reader = Db::open_read_only(dir(), opts.clone()).unwrap();
+    check_keyspaces(&reader, &models);
+    writer.keyspace("hot").unwrap().put("later", "x").unwrap();
+    assert_eq!(reader.keyspace("hot").unwrap().get("later").unwrap(), None, "the state as of open");
+    assert!(matches!(Db::open(dir(), opts), Err(Error::Locked(_))), "the writer still holds the lock");
+    writer.close().unwrap();
+}
+
+/// A read-only open beside a writer whose flushes and compactions in a
+/// keyspace delete that keyspace's tables while the open reads them must
+/// still open (the retry watches every keyspace's MANIFEST, not only the
+/// root's).
+#[test]
+fn read_only_opens_beside_a_writer_busy_in_a_keyspace_always_succeed() {
+    let vfs = Arc::new(MemVfs::new());
+    let opts = policy_options(&CompactionStyle::Leveled, vfs);
+    let writer = Arc::new(Db::open(dir(), opts.clone()).unwrap());
+    let ks_o = KeyspaceOptions::from_options(
+        &common::small_options()
+            .with_compaction_style(CompactionStyle::Leveled)
+            .with_write_buffer_size(64 << 10),
+    );
+    let ks = writer.create_keyspace("busy", ks_o).unwrap();
+    let acked = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let w = {
+        let (ks, acked, stop) = (ks.clone(), acked.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                ks.put(format!("key{i:06}"), "x".repeat(40)).unwrap();
+                acked.store(i + 1, std::sync::atomic::Ordering::SeqCst);
+                i += 1;
+                if i.is_multiple_of(50) {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            }
+        })
+    };
+    let mut opens = 0;
+    while opens < 40 || ks.stats().compactions < 10 {
+        assert!(opens < 5000, "the writer never compacted");
+        opens += 1;
+        let before = acked.load(std::sync::atomic::Ordering::SeqCst);
+        let reader = Db::open_read_only(dir(), opts.clone())
+            .unwrap_or_else(|e| panic!("read-only open beside a writer busy in a keyspace: {e}"));
+        let r = reader.keyspace("busy").unwrap();
+        let keys: Result<Vec<_>, _> = r.iter().map(|kv| kv.map(|(k, _)| k)).collect();
+        if let Ok(keys) = keys {
+            assert!(keys.len() >= before as usize, "{} keys, {before} acknowledged", keys.len());
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    w.join().unwrap();
 }

@@ -183,9 +183,6 @@ impl Db {
         let found = self.inner.shared.all_trees().into_iter().find(|t| t.name == name);
         match found {
             Some(tree) => Ok(Keyspace { tree }),
-            None if self.inner.shared.read_only => Err(Error::KeyspaceNotFound(format!(
-                "{name:?}: a read-only open reads only the default keyspace"
-            ))),
             None => Err(Error::KeyspaceNotFound(format!("{name:?} is not in this database"))),
         }
     }

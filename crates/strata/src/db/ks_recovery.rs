@@ -11,15 +11,16 @@ use super::recovery::{
     replay_log_ops, table_cache, verify_tables, Parts,
 };
 use super::shared::Caches;
+use crate::batch::BatchOp;
 use crate::compaction::executor::Env;
 use crate::error::{Error, Result};
-use crate::filename::{current_path, parse_file_name, FileKind};
+use crate::filename::{current_path, parse_file_name, wal_path, FileKind};
 use crate::keyspace_options::{KeyspaceOptions, PersistedStyle};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::paths::TablePaths;
-use crate::version::{KeyspaceEntry, VersionEdit, VersionSet};
-use crate::vfs::Vfs;
+use crate::version::{KeyspaceEntry, Version, VersionEdit, VersionSet};
+use crate::vfs::{SequentialFile, Vfs};
 
 /// The directory under the root that holds one directory per keyspace.
 pub(crate) const KEYSPACES_DIR: &str = "keyspaces";
@@ -69,18 +70,43 @@ pub(crate) fn recover_keyspaces(
     root_versions: &VersionSet,
     caches: &Caches,
 ) -> Result<Vec<Parts>> {
+    open_keyspaces(root, opts, root_versions, caches, false)
+}
+
+/// The read-only open's keyspaces: as [`recover_keyspaces`], but every
+/// MANIFEST is only read and nothing is removed, cut or reconciled.
+pub(crate) fn load_keyspaces_read_only(
+    root: &Path,
+    opts: &Options,
+    root_versions: &VersionSet,
+    caches: &Caches,
+) -> Result<Vec<Parts>> {
+    open_keyspaces(root, opts, root_versions, caches, true)
+}
+
+fn open_keyspaces(
+    root: &Path,
+    opts: &Options,
+    root_versions: &VersionSet,
+    caches: &Caches,
+    read_only: bool,
+) -> Result<Vec<Parts>> {
     let registry = root_versions.keyspaces();
     if opts.keyspaces.iter().any(|(n, _)| n == super::keyspace::DEFAULT_KEYSPACE) {
         return Err(Error::invalid(
             "Options::with_keyspace cannot name the default keyspace: its options are the database's",
         ));
     }
-    remove_orphans(opts.vfs.as_ref(), root, &registry);
+    if !read_only {
+        remove_orphans(opts.vfs.as_ref(), root, &registry);
+    }
     let mut trees = Vec::new();
     for (id, entry) in registry {
         let (tree_opts, recorded, given) = resolve_options(opts, &entry.name, &entry.options)?;
-        let tree = recover_tree(root, id, entry.name, tree_opts, caches)?;
-        reconcile_keyspace(root_versions, &tree, &recorded, given)?;
+        let tree = recover_tree(root, id, entry.name, tree_opts, caches, read_only)?;
+        if !read_only {
+            reconcile_keyspace(root_versions, &tree, &recorded, given)?;
+        }
         log::info!(
             target: "strata::recovery",
             "[{}] keyspace recovered (id {id}, policy {})",
@@ -92,7 +118,14 @@ pub(crate) fn recover_keyspaces(
     Ok(trees)
 }
 
-fn recover_tree(root: &Path, id: u32, name: String, opts: Options, caches: &Caches) -> Result<Parts> {
+fn recover_tree(
+    root: &Path,
+    id: u32,
+    name: String,
+    opts: Options,
+    caches: &Caches,
+    read_only: bool,
+) -> Result<Parts> {
     let policy = checked_policy(&opts)?;
     let vfs = opts.vfs.clone();
     let dir = keyspace_dir(root, id);
@@ -104,11 +137,14 @@ fn recover_tree(root: &Path, id: u32, name: String, opts: Options, caches: &Cach
     }
     let entries = vfs.list_dir(&dir)?;
     let paths = Arc::new(TablePaths::new(&dir, &[]));
-    let located = paths.scan(vfs.as_ref(), true)?;
+    let located = paths.scan(vfs.as_ref(), !read_only)?;
     // Keyspace directories hold no WAL: the root's WALs are checked there.
-    let versions = VersionSet::recover_checked(vfs.clone(), &dir, opts.num_levels, |v, _| {
-        check_files_present(vfs.as_ref(), &dir, &paths, v, 0)
-    })?;
+    let check = |v: &Version, _: u64| check_files_present(vfs.as_ref(), &dir, &paths, v, 0);
+    let versions = if read_only {
+        VersionSet::load_read_only(vfs.clone(), &dir, opts.num_levels, check)?
+    } else {
+        VersionSet::recover_checked(vfs.clone(), &dir, opts.num_levels, check)?
+    };
     super::recovery::log_manifest_replayed(&name, &versions);
     versions.set_max_manifest_size(opts.max_manifest_file_size);
     for n in &entries {
@@ -118,11 +154,15 @@ fn recover_tree(root: &Path, id: u32, name: String, opts: Options, caches: &Cach
     }
     let (block_cache, row_cache) = caches.for_tree();
     let tables = table_cache(&paths, &opts, block_cache.clone());
-    cut_uncommitted_appends(vfs.as_ref(), &versions.current(), &tables)?;
+    if !read_only {
+        cut_uncommitted_appends(vfs.as_ref(), &versions.current(), &tables)?;
+    }
     if opts.paranoid_checks {
         verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
     }
-    remove_unreferenced(&name, &dir, vfs.as_ref(), &versions, &entries, &located);
+    if !read_only {
+        remove_unreferenced(&name, &dir, vfs.as_ref(), &versions, &entries, &located);
+    }
     Ok(Parts { id, name, dir, opts, versions: Arc::new(versions), tables, block_cache, row_cache, policy })
 }
 
@@ -170,8 +210,6 @@ pub(crate) fn replay_wals(
     entries: &[String],
     new_log: u64,
 ) -> Result<u64> {
-    let root_versions = &trees[0].versions;
-    let next_id = root_versions.next_keyspace_id();
     let pipeline = crate::compaction::auto::resolve_without_history(opts.compaction_pipeline);
     let envs: Vec<Env<'_>> = trees
         .iter()
@@ -185,22 +223,108 @@ pub(crate) fn replay_wals(
             split_merges: Env::splits(t.opts.compaction_pipeline),
         })
         .collect();
-    let index: HashMap<u32, usize> = trees.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
-    let min_log = trees.iter().map(|t| t.versions.log_number()).min().unwrap_or(0);
+    let mut mems: Vec<MemTable> = trees.iter().map(|_| MemTable::new()).collect();
+    let mut edits: Vec<VersionEdit> =
+        trees.iter().map(|_| VersionEdit { log_number: Some(new_log), ..Default::default() }).collect();
+    let vfs = opts.vfs.as_ref();
+    let open = |log| vfs.open_sequential(&wal_path(root, log));
+    let max_seq = route_wal_ops(opts, trees, listed_wals(entries), open, |i, seq, op| {
+        mems[i].add_op(seq, op);
+        if mems[i].approximate_memory_usage() >= trees[i].opts.write_buffer_size {
+            flush_recovered(&envs[i], std::mem::take(&mut mems[i]), &mut edits[i])?;
+        }
+        Ok(())
+    })?;
+    for (i, (mem, mut edit)) in mems.into_iter().zip(edits).enumerate() {
+        if !mem.is_empty() {
+            flush_recovered(&envs[i], mem, &mut edit)?;
+        }
+        let versions = &trees[i].versions;
+        // WAL numbers come from the root MANIFEST: never a keyspace's table number.
+        versions.mark_file_number_used(new_log);
+        edit.last_sequence = Some(max_seq);
+        versions.set_last_sequence(max_seq);
+        versions.log_and_apply(edit)?;
+    }
+    Ok(max_seq)
+}
+
+/// The WALs a directory listing names, oldest first.
+fn listed_wals(entries: &[String]) -> Vec<u64> {
     let mut logs: Vec<u64> = entries
         .iter()
         .filter_map(|n| match parse_file_name(n) {
-            Some(FileKind::Wal(k)) if k >= min_log => Some(k),
+            Some(FileKind::Wal(k)) => Some(k),
             _ => None,
         })
         .collect();
     logs.sort_unstable();
-    let mut mems: Vec<MemTable> = trees.iter().map(|_| MemTable::new()).collect();
-    let mut edits: Vec<VersionEdit> =
-        trees.iter().map(|_| VersionEdit { log_number: Some(new_log), ..Default::default() }).collect();
+    logs
+}
+
+/// Opens every WAL of the listing `entries` of `root` now, for the
+/// read-only open: beside a writer, a WAL it deletes later stays readable
+/// (an open file outlives its name), and one deleted before it is opened
+/// is left out, as if it had been deleted before the listing: the writer
+/// deletes a WAL only after every tree with ops in it recorded their flush,
+/// which the MANIFESTs read after this show.
+pub(crate) fn open_listed_wals(
+    vfs: &dyn Vfs,
+    root: &Path,
+    entries: &[String],
+) -> Result<BTreeMap<u64, Box<dyn SequentialFile>>> {
+    let mut wals = BTreeMap::new();
+    for log in listed_wals(entries) {
+        match vfs.open_sequential(&wal_path(root, log)) {
+            Ok(f) => {
+                wals.insert(log, f);
+            }
+            Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(wals)
+}
+
+/// The read-only open's replay: the ops of the WALs `wals` (from
+/// [`open_listed_wals`]) routed as [`replay_wals`] routes them, into one
+/// in-memory memtable per tree (in `trees`' order). Writes nothing;
+/// returns the memtables and the last sequence.
+pub(crate) fn replay_wals_into_memory(
+    opts: &Options,
+    trees: &[Parts],
+    mut wals: BTreeMap<u64, Box<dyn SequentialFile>>,
+) -> Result<(Vec<MemTable>, u64)> {
+    let mems: Vec<MemTable> = trees.iter().map(|_| MemTable::new()).collect();
+    let logs: Vec<u64> = wals.keys().copied().collect();
+    let open = |log| wals.remove(&log).ok_or_else(|| Error::corruption(format!("WAL {log:06}.log not open")));
+    let max_seq = route_wal_ops(opts, trees, logs, open, |i, seq, op| {
+        mems[i].add_op(seq, op);
+        Ok(())
+    })?;
+    for t in trees {
+        t.versions.set_last_sequence(max_seq);
+    }
+    Ok((mems, max_seq))
+}
+
+/// Reads the WALs `logs` (oldest first; `open` opens one) at or after the
+/// smallest log number of `trees` and calls `add(i, seq, op)` for every op
+/// that `trees[i]` still needs. Returns the highest sequence of every
+/// tree's MANIFEST and the WALs.
+fn route_wal_ops(
+    opts: &Options,
+    trees: &[Parts],
+    logs: Vec<u64>,
+    mut open: impl FnMut(u64) -> Result<Box<dyn SequentialFile>>,
+    mut add: impl FnMut(usize, u64, &BatchOp<'_>) -> Result<()>,
+) -> Result<u64> {
+    let next_id = trees[0].versions.next_keyspace_id();
+    let index: HashMap<u32, usize> = trees.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
+    let min_log = trees.iter().map(|t| t.versions.log_number()).min().unwrap_or(0);
     let mut max_seq = trees.iter().map(|t| t.versions.last_sequence()).max().unwrap_or(0);
-    for log in logs {
-        replay_log_ops(root, opts, opts.vfs.as_ref(), log, |seq, op| {
+    for log in logs.into_iter().filter(|&k| k >= min_log) {
+        replay_log_ops(open(log)?, opts, log, |seq, op| {
             max_seq = max_seq.max(seq);
             let Some(&i) = index.get(&op.keyspace) else {
                 if op.keyspace < next_id {
@@ -214,23 +338,8 @@ pub(crate) fn replay_wals(
             if log < trees[i].versions.log_number() {
                 return Ok(()); // already in that keyspace's tables
             }
-            mems[i].add_op(seq, &op);
-            if mems[i].approximate_memory_usage() >= trees[i].opts.write_buffer_size {
-                flush_recovered(&envs[i], std::mem::take(&mut mems[i]), &mut edits[i])?;
-            }
-            Ok(())
+            add(i, seq, &op)
         })?;
-    }
-    for (i, (mem, mut edit)) in mems.into_iter().zip(edits).enumerate() {
-        if !mem.is_empty() {
-            flush_recovered(&envs[i], mem, &mut edit)?;
-        }
-        let versions = &trees[i].versions;
-        // WAL numbers come from the root MANIFEST: never a keyspace's table number.
-        versions.mark_file_number_used(new_log);
-        edit.last_sequence = Some(max_seq);
-        versions.set_last_sequence(max_seq);
-        versions.log_and_apply(edit)?;
     }
     Ok(max_seq)
 }

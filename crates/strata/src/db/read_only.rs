@@ -1,22 +1,23 @@
-//! `Db::open_read_only`: recovery that writes nothing. The MANIFEST is
-//! replayed but not rewritten, the WALs are replayed into one in-memory
-//! memtable instead of new tables, no LOCK is taken and no thread is started,
-//! so a database on a full or read-only disk can still be read. Only the
-//! default keyspace is opened: other keyspaces' WAL ops are skipped.
+//! `Db::open_read_only`: recovery that writes nothing. Every MANIFEST (the
+//! root's and each keyspace's) is replayed but not rewritten, the WALs are
+//! replayed into one in-memory memtable per keyspace instead of new tables,
+//! no LOCK is taken and no thread is started, so a database on a full or
+//! read-only disk can still be read.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::ks_recovery::{
+    keyspace_dir, load_keyspaces_read_only, open_listed_wals, replay_wals_into_memory, KEYSPACES_DIR,
+};
 use super::recovery::{
-    check_files_present, check_wal_present, checked_policy, logs_to_replay, replay_log, table_cache,
-    verify_tables, Parts,
+    check_files_present, check_wal_present, checked_policy, table_cache, verify_tables, Parts,
 };
 use super::shared::{Caches, Shared, SharedParts};
 use super::DbInner;
 use crate::error::{Error, Result};
 use crate::filename::current_path;
-use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::paths::TablePaths;
 use crate::version::VersionSet;
@@ -52,9 +53,19 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
 }
 
-/// What `CURRENT` names and how long that MANIFEST is: every change to the
-/// tree changes one of them.
-fn manifest_state(vfs: &dyn Vfs, dir: &Path) -> Option<(Vec<u8>, u64)> {
+/// What each `CURRENT` (the root's and every keyspace's) names and how long
+/// that MANIFEST is: every change to a tree changes one of them.
+fn manifest_state(vfs: &dyn Vfs, dir: &Path) -> Option<Vec<(Vec<u8>, u64)>> {
+    let mut state = vec![tree_state(vfs, dir)?];
+    if let Ok(mut ids) = vfs.list_dir(&dir.join(KEYSPACES_DIR)) {
+        ids.sort();
+        let ids = ids.iter().filter_map(|n| n.parse::<u32>().ok());
+        state.extend(ids.filter_map(|id| tree_state(vfs, &keyspace_dir(dir, id))));
+    }
+    Some(state)
+}
+
+fn tree_state(vfs: &dyn Vfs, dir: &Path) -> Option<(Vec<u8>, u64)> {
     let current = vfs.read_file(&current_path(dir)).ok()?;
     let name = std::str::from_utf8(&current).ok()?.trim_end();
     let size = vfs.file_size(&dir.join(name)).ok()?;
@@ -71,6 +82,7 @@ fn open_once(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         )));
     }
     let entries = vfs.list_dir(dir)?;
+    let wals = open_listed_wals(vfs.as_ref(), dir, &entries)?;
     crate::options_file::check_at_open(vfs.as_ref(), dir)?;
     // A read-only open creates no data path and deletes nothing.
     let paths = Arc::new(TablePaths::new(dir, &opts.db_paths));
@@ -90,29 +102,34 @@ fn open_once(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     if opts.paranoid_checks {
         verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
     }
-    let mut mem = MemTable::new();
-    let mut max_seq = versions.last_sequence();
-    for log in logs_to_replay(&entries, &versions) {
-        replay_log(dir, &opts, vfs.as_ref(), log, &mut mem, &mut max_seq)?;
-    }
-    versions.set_last_sequence(max_seq);
     let versions = Arc::new(versions);
+    let mut trees = vec![Parts {
+        id: 0,
+        name: "default".to_string(),
+        dir: dir.to_path_buf(),
+        opts: opts.clone(),
+        versions: versions.clone(),
+        tables,
+        block_cache,
+        row_cache,
+        policy,
+    }];
+    trees.extend(load_keyspaces_read_only(dir, &opts, &versions, &caches)?);
+    let (mems, last_seq) = replay_wals_into_memory(&opts, &trees, wals)?;
     let shared = Arc::new(Shared::new(SharedParts {
         dir: dir.to_path_buf(),
         vfs: vfs.clone(),
-        root_versions: versions.clone(),
+        root_versions: versions,
         wal: None,
         wal_number: 0,
         lock: None,
-        last_seq: max_seq,
+        last_seq,
         max_total_wal_size: opts.max_total_wal_size,
         caches,
         info_log: None,
     }));
-    let name = "default".to_string();
-    let parts =
-        Parts { id: 0, name, dir: dir.to_path_buf(), opts, versions, tables, block_cache, row_cache, policy };
-    let inner = parts.assemble(mem, 0, shared.clone());
-    shared.trees.write().insert(0, inner.clone());
-    Ok(inner)
+    let inners: Vec<Arc<DbInner>> =
+        trees.into_iter().zip(mems).map(|(p, mem)| p.assemble(mem, 0, shared.clone())).collect();
+    shared.trees.write().extend(inners.iter().map(|t| (t.id, t.clone())));
+    Ok(inners[0].clone())
 }

@@ -34,7 +34,7 @@ use crate::paths::TablePaths;
 use crate::range_del::Fragments;
 use crate::stats::Counters;
 use crate::version::{Version, VersionEdit, VersionSet};
-use crate::vfs::Vfs;
+use crate::vfs::{SequentialFile, Vfs};
 use crate::wal::{LogReader, LogWriter};
 
 /// LSbM and dLSM write files of a quarter of `target_file_size_base` and
@@ -341,49 +341,14 @@ impl Parts {
     }
 }
 
-/// WALs at or after the MANIFEST's log number, oldest first: the logs recovery replays.
-pub(super) fn logs_to_replay(entries: &[String], versions: &VersionSet) -> Vec<u64> {
-    let mut logs: Vec<u64> = entries
-        .iter()
-        .filter_map(|n| match parse_file_name(n) {
-            Some(FileKind::Wal(k)) if k >= versions.log_number() => Some(k),
-            _ => None,
-        })
-        .collect();
-    logs.sort_unstable();
-    logs
-}
-
-/// Adds every default-keyspace op of WAL `log` that `wal_recovery_mode`
-/// keeps to `mem`, raising `max_seq` (the read-only open: other keyspaces'
-/// ops are not read).
-pub(super) fn replay_log(
-    dir: &Path,
-    opts: &Options,
-    vfs: &dyn Vfs,
-    log: u64,
-    mem: &mut MemTable,
-    max_seq: &mut u64,
-) -> Result<()> {
-    replay_log_ops(dir, opts, vfs, log, |seq, op| {
-        if op.keyspace == 0 {
-            mem.add_op(seq, &op);
-        }
-        *max_seq = (*max_seq).max(seq);
-        Ok(())
-    })
-}
-
-/// Calls `on_op(seq, op)` for every op of every record of WAL `log` that
-/// `wal_recovery_mode` keeps, in log order.
+/// Calls `on_op(seq, op)` for every op of every record of WAL `log`, read
+/// from `file`, that `wal_recovery_mode` keeps, in log order.
 pub(super) fn replay_log_ops(
-    dir: &Path,
+    file: Box<dyn SequentialFile>,
     opts: &Options,
-    vfs: &dyn Vfs,
     log: u64,
     mut on_op: impl FnMut(u64, BatchOp<'_>) -> Result<()>,
 ) -> Result<()> {
-    let file = vfs.open_sequential(&wal_path(dir, log))?;
     let mut reader = LogReader::new(file, opts.wal_recovery_mode);
     let (mut records, mut ops) = (0u64, 0u64);
     while let Some(record) =

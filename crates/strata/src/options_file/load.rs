@@ -138,12 +138,16 @@ fn apply_tree(file: &str, ks: &str, s: &Section, given: &Options, o: &mut Option
                     m.name()
                 )))
             }
-            None => {
-                return Err(Error::invalid(format!(
-                    "{file}: keyspace {ks:?} uses merge operator {name:?}, which cannot be loaded: supply it \
-                     in the options given to load_latest_with"
-                )))
-            }
+            // The engine's named operators rebuild from their name.
+            None => match crate::merge_operators::builtin_merge_operator(&name) {
+                Some(op) => Some(op),
+                None => {
+                    return Err(Error::invalid(format!(
+                        "{file}: keyspace {ks:?} uses merge operator {name:?}, which cannot be loaded: supply it \
+                         in the options given to load_latest_with"
+                    )))
+                }
+            },
         },
     };
     o.compaction_filter = match (filter, &given.compaction_filter) {
@@ -319,7 +323,8 @@ impl Options {
     /// that are not written down stay at
     /// their defaults: `create_if_missing`, `error_if_exists`, event
     /// listeners, the file system. A database whose file names a merge
-    /// operator or a custom policy fails with [`Error::InvalidArgument`]
+    /// operator (other than one of [`crate::merge_operators`], rebuilt by
+    /// name) or a custom policy fails with [`Error::InvalidArgument`]
     /// naming it: supply those through [`Options::load_latest_with`]. No
     /// OPTIONS file (a database last opened by an older Strata) is
     /// [`Error::NotADatabase`]. A damaged newest file (one that fails its
