@@ -689,7 +689,8 @@ impl Keyspace {
         self.write_one(ValueKind::RangeDelete, start.as_ref(), end.as_ref(), wo)
     }
 
-    /// Writes a merge operand, combined by the keyspace's merge operator.
+    /// Writes a merge operand, combined by the keyspace's merge operator
+    /// (without one the write is refused with `InvalidArgument`).
     ///
     /// # Examples
     ///
@@ -715,8 +716,8 @@ impl Keyspace {
     /// ```
     /// # let db = strata::Db::open("/db", strata::Options::default().with_vfs(std::sync::Arc::new(strata::MemVfs::new())))?;
     /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
-    /// ks.merge_opt("k", "operand", &strata::WriteOptions::default())?;
-    /// assert!(ks.get("k").is_err(), "no merge operator to read it with");
+    /// let err = ks.merge_opt("k", "operand", &strata::WriteOptions::default()).unwrap_err();
+    /// assert!(matches!(err, strata::Error::InvalidArgument(_)), "no merge operator to read it with");
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn merge_opt(

@@ -485,8 +485,9 @@ impl Db {
     /// Writes a merge operand for a key (RocksDB `Merge`): reads combine it
     /// with the key's older versions through the
     /// [`MergeOperator`](crate::MergeOperator) set with
-    /// [`Options::with_merge_operator`]. Writing needs no operator; reading
-    /// the key without one is [`Error::InvalidArgument`](crate::Error).
+    /// [`Options::with_merge_operator`]. Without an operator the write is
+    /// refused with [`Error::InvalidArgument`](crate::Error) (as in RocksDB),
+    /// so no key holds operands nothing can combine.
     ///
     /// # Examples
     ///
