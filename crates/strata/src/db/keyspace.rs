@@ -129,7 +129,7 @@ impl Db {
         // On failure the directory stays: a failed sync may still have put the
         // edit on disk, and then the next open needs it (without the edit,
         // that open removes it).
-        root.log_and_apply(edit)?;
+        root.log_and_apply(edit).inspect_err(|e| self.inner.manifest_failed(e))?;
         versions.set_max_manifest_size(tree_opts.max_manifest_file_size);
         let paths = Arc::new(TablePaths::new(&dir, &[]));
         let (block_cache, row_cache) = shared.caches.for_tree();
@@ -242,7 +242,7 @@ impl Db {
             let _wal = shared.wal.lock();
             let edit =
                 VersionEdit { keyspace_ops: vec![KeyspaceOp::Drop { id: tree.id }], ..Default::default() };
-            shared.root_versions.log_and_apply(edit)?;
+            shared.root_versions.log_and_apply(edit).inspect_err(|e| self.inner.manifest_failed(e))?;
             tree.dropped.store(true, Ordering::Release);
             shared.trees.write().remove(&tree.id);
         }

@@ -147,9 +147,10 @@ impl Shared {
         self.trees.read().values().cloned().collect()
     }
 
-    /// A failed WAL write or sync stops every keyspace.
+    /// A failed WAL write or sync stops every keyspace (as any background
+    /// error does, see `DbInner::set_bg_error_for`).
     pub(crate) fn set_bg_error_all(&self, e: &Error) {
-        for t in self.all_trees() {
+        if let Some(t) = self.all_trees().first() {
             t.set_bg_error_for(e, crate::events::BackgroundErrorReason::Wal);
         }
     }

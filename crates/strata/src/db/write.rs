@@ -201,7 +201,7 @@ impl DbInner {
             let r = wal.add_record(batch.data()).and_then(|_| if sync { wal.sync() } else { wal.flush() });
             if let Err(e) = r {
                 // The WAL may now hold a partial record: no later write may follow it.
-                shared.set_bg_error_all(&e);
+                self.set_bg_error_for(&e, crate::events::BackgroundErrorReason::Wal);
                 return Err(e);
             }
             Counters::add(&self.counters.wal_bytes, wal.len() - before);
@@ -318,12 +318,10 @@ impl DbInner {
         let writer = match r {
             Ok(w) => w,
             Err(e) => {
-                if st.bg_error.is_none() {
-                    let msg = e.to_string();
-                    self.events.background_error(&self.name, crate::events::BackgroundErrorReason::Wal, &msg);
-                    st.bg_error = Some(msg);
-                    self.bg_cv.notify_all();
-                }
+                // Other trees' state locks are taken one at a time, ours released.
+                MutexGuard::unlocked(st, || {
+                    self.set_bg_error_for(&e, crate::events::BackgroundErrorReason::Wal)
+                });
                 return Err(e);
             }
         };
@@ -440,7 +438,10 @@ mod tests {
         });
         first.unwrap();
         assert!(matches!(gone_r, Err(Error::KeyspaceNotFound(_))), "{gone_r:?}");
-        assert!(matches!(&merge_r, Err(Error::InvalidArgument(m)) if m.contains("Merge operator not set")), "{merge_r:?}");
+        assert!(
+            matches!(&merge_r, Err(Error::InvalidArgument(m)) if m.contains("Merge operator not set")),
+            "{merge_r:?}"
+        );
         good_r.unwrap();
         assert_eq!(live.get("k").unwrap(), Some(b"v".to_vec()));
         assert_eq!(db.get("d").unwrap(), Some(b"v".to_vec()));
