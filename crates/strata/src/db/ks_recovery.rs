@@ -156,6 +156,31 @@ pub(crate) fn remove_tree_dir(vfs: &dyn Vfs, dir: &Path) {
     }
 }
 
+/// Some WAL at or after the largest log number of any tree is on disk: the
+/// active WAL is never older than a log number a flush records, and a WAL is
+/// deleted only once a newer one exists (durably). A cold keyspace's own
+/// log-number WAL may be gone legitimately, so this is what can be asked of
+/// a database with keyspaces; with none, the root log's WAL itself is checked.
+pub(crate) fn check_newest_wal(trees: &[Parts], entries: &[String]) -> Result<()> {
+    let Some(t) = trees.iter().max_by_key(|t| t.versions.log_number()) else { return Ok(()) };
+    let needed = t.versions.log_number();
+    let newest = entries
+        .iter()
+        .filter_map(|n| match parse_file_name(n) {
+            Some(FileKind::Wal(k)) => Some(k),
+            _ => None,
+        })
+        .max();
+    if needed == 0 || newest.is_some_and(|n| n >= needed) {
+        return Ok(());
+    }
+    Err(Error::corruption(format!(
+        "the MANIFEST of keyspace {:?} names WAL {needed:06}.log as the oldest log to replay, which does not exist, and no newer WAL does ({}): WALs were removed, and with them acknowledged writes",
+        t.name,
+        newest.map_or("no WAL on disk".to_string(), |n| format!("the newest is {n:06}.log"))
+    )))
+}
+
 /// Replays the WALs every keyspace may still need (from the smallest log
 /// number on) into each keyspace's L0 tables: an op goes to its keyspace
 /// only if the WAL's number is at or after that keyspace's log number; ops of

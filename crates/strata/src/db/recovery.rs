@@ -206,6 +206,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         policy,
     }];
     trees.extend(ks_recovery::recover_keyspaces(dir, &opts, &versions, &caches)?);
+    ks_recovery::check_newest_wal(&trees, &entries)?;
     // The new WAL exists (durably) before the edits that retire the old ones.
     let wal_number = versions.new_file_number();
     let wal_file = vfs.create(&wal_path(dir, wal_number))?;
