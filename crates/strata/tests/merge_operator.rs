@@ -277,7 +277,8 @@ fn merge_without_an_operator_is_refused() {
     let vfs = Arc::new(MemVfs::new());
     let db = Db::open("/db", Options::default().with_vfs(vfs.clone())).unwrap();
     let ks = db.create_keyspace("ks", KeyspaceOptions::default()).unwrap();
-    let with_op = db.create_keyspace("with-op", KeyspaceOptions::default().with_merge_operator(append())).unwrap();
+    let with_op =
+        db.create_keyspace("with-op", KeyspaceOptions::default().with_merge_operator(append())).unwrap();
     db.put("k", "v").unwrap();
     ks.put("k", "v").unwrap();
     let refused = |r: Result<(), Error>, what: &str| match r {
