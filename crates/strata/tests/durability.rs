@@ -378,3 +378,31 @@ fn a_deleted_wal_is_corruption_with_keyspaces() {
     assert!(remove_wals(vfs.as_ref(), &db_dir()) > 0);
     corrupt(Db::open(db_dir(), opts.clone()), "larger database");
 }
+
+#[test]
+fn a_deleted_oldest_wal_is_corruption_with_keyspaces() {
+    let vfs = Arc::new(MemVfs::new());
+    let opts = strata::Options::default().with_vfs(vfs.clone());
+    let db = Db::open(db_dir(), opts.clone()).unwrap();
+    db.create_keyspace("cold", strata::KeyspaceOptions::default()).unwrap();
+    db.close().unwrap();
+    let db = Db::open(db_dir(), opts.clone()).unwrap();
+    // "cold" holds its write in the oldest WAL while the default keyspace
+    // flushes into newer ones.
+    db.keyspace("cold").unwrap().put("k", "only in the oldest WAL").unwrap();
+    for i in 0..3 {
+        db.put(format!("d{i}"), "v").unwrap();
+        db.flush().unwrap();
+    }
+    db.close().unwrap();
+    let wals = files_with(vfs.as_ref(), &db_dir(), ".log");
+    assert!(wals.len() > 2, "{wals:?}");
+    vfs.remove_file(&db_dir().join(&wals[0])).unwrap();
+    match Db::open(db_dir(), opts) {
+        Err(Error::Corruption(m)) => assert!(m.contains(&wals[0]), "{m}"),
+        Err(e) => panic!("{e}"),
+        Ok(db) => {
+            panic!("opened without {}: cold's k is {:?}", wals[0], db.keyspace("cold").unwrap().get("k"))
+        }
+    }
+}

@@ -171,14 +171,31 @@ pub(crate) fn check_newest_wal(trees: &[Parts], entries: &[String]) -> Result<()
             _ => None,
         })
         .max();
-    if needed == 0 || newest.is_some_and(|n| n >= needed) {
-        return Ok(());
-    }
-    Err(Error::corruption(format!(
+    if needed != 0 && newest.is_none_or(|n| n < needed) {
+        return Err(Error::corruption(format!(
         "the MANIFEST of keyspace {:?} names WAL {needed:06}.log as the oldest log to replay, which does not exist, and no newer WAL does ({}): WALs were removed, and with them acknowledged writes",
         t.name,
         newest.map_or("no WAL on disk".to_string(), |n| format!("the newest is {n:06}.log"))
-    )))
+        )));
+    }
+    // The recorded floor and every log WAL above it were never deleted.
+    let Some(floor) = trees[0].versions.wal_floor() else { return Ok(()) };
+    let present = |n: u64| entries.iter().any(|e| parse_file_name(e) == Some(FileKind::Wal(n)));
+    if !present(floor) {
+        return Err(Error::corruption(format!(
+            "the root MANIFEST names WAL {floor:06}.log as the oldest WAL still needed, which does not exist: WALs were removed, and with them acknowledged writes"
+        )));
+    }
+    for t in trees {
+        let log = t.versions.log_number();
+        if log > floor && !present(log) {
+            return Err(Error::corruption(format!(
+                "the MANIFEST of keyspace {:?} names WAL {log:06}.log as the oldest log to replay, which does not exist: WALs were removed, and with them acknowledged writes",
+                t.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Replays the WALs every keyspace may still need (from the smallest log
@@ -223,6 +240,10 @@ pub(crate) fn replay_wals(
     let mut mems: Vec<MemTable> = trees.iter().map(|_| MemTable::new()).collect();
     let mut edits: Vec<VersionEdit> =
         trees.iter().map(|_| VersionEdit { log_number: Some(new_log), ..Default::default() }).collect();
+    if root_versions.ever_had_keyspaces() {
+        // Every older WAL is replayed now and deleted once the edits are durable.
+        edits[0].wal_floor = Some(new_log);
+    }
     let mut max_seq = trees.iter().map(|t| t.versions.last_sequence()).max().unwrap_or(0);
     for log in logs {
         replay_log_ops(root, opts, opts.vfs.as_ref(), log, |seq, op| {
