@@ -11,7 +11,7 @@ use std::sync::Arc;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::vfs::{FaultConfig, FaultVfs};
-use strata::{CompactionStyle, Db, Error, MemVfs, Options, WriteOptions};
+use strata::{CompactionStyle, Db, Error, KeyspaceOptions, MemVfs, Options, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -182,4 +182,63 @@ fn real_disk_full_on_tmpfs_keeps_every_acknowledged_write() {
         db.close().unwrap();
         drop(guard);
     }
+}
+
+#[test]
+fn a_full_disk_in_one_keyspace_makes_the_whole_database_read_only() {
+    let vfs = FaultVfs::new(Arc::new(MemVfs::new()), FaultConfig::new(7));
+    let opts = Options::default().with_vfs(Arc::new(vfs.clone()));
+    let db = Db::open("/db", opts.clone()).unwrap();
+    let full = db.create_keyspace("full", KeyspaceOptions::default()).unwrap();
+    let other = db.create_keyspace("other", KeyspaceOptions::default()).unwrap();
+    db.put("d", "1").unwrap();
+    other.put("o", "1").unwrap();
+    for i in 0..200 {
+        full.put(format!("f{i:04}"), "x".repeat(100)).unwrap();
+    }
+    // The flush of one keyspace hits the full disk; then space is freed, and
+    // the database stays read-only until reopened.
+    vfs.set_free_space(Some(0));
+    let e = full.flush().expect_err("the flush cannot write its table");
+    assert!(matches!(e, Error::ReadOnly(_)), "{e}");
+    vfs.set_free_space(None);
+
+    let read_only = |r: Result<(), Error>, what: &str| match r {
+        Err(Error::ReadOnly(m)) => {
+            assert!(
+                m.contains("open_read_only") && m.contains("reopen") && m.contains("\"full\""),
+                "{what}: {m}"
+            )
+        }
+        r => panic!("{what}: {r:?}"),
+    };
+    read_only(db.put("d", "2"), "the default keyspace");
+    read_only(other.put("o", "2"), "another keyspace");
+    read_only(full.put("f", "2"), "the keyspace that failed");
+    let mut batch = WriteBatch::new();
+    batch.put_cf(&other, "b", "2");
+    read_only(db.write(batch), "a batch");
+    read_only(db.create_keyspace("new", KeyspaceOptions::default()).map(drop), "create_keyspace");
+    read_only(db.drop_keyspace("other"), "drop_keyspace");
+    read_only(other.flush(), "a flush of another keyspace");
+    read_only(db.flush(), "a flush of the default keyspace");
+    for ks in [db.default_keyspace(), other.clone(), full.clone()] {
+        let advice = ks.stats().background_error.expect("every keyspace reports the error");
+        assert!(advice.contains("open_read_only"), "{advice}");
+    }
+    // Reads go on.
+    assert_eq!(db.get("d").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(other.get("o").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(full.iter().count(), 200);
+    drop((full, other));
+    drop(db);
+
+    let ro = Db::open_read_only("/db", opts.clone()).unwrap();
+    assert_eq!(ro.get("d").unwrap(), Some(b"1".to_vec()));
+    drop(ro);
+    let db = Db::open("/db", opts).unwrap();
+    assert_eq!(db.get("d").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(db.keyspace("other").unwrap().get("o").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(db.keyspace("full").unwrap().iter().count(), 200);
+    db.put("d", "3").unwrap();
 }

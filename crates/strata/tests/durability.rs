@@ -326,3 +326,83 @@ fn background_compaction_deletes_its_inputs_before_it_reports_done() {
         db.close().unwrap();
     }
 }
+
+/// Removes every WAL of the database at `dir`.
+fn remove_wals(vfs: &dyn Vfs, dir: &Path) -> usize {
+    let wals = files_with(vfs, dir, ".log");
+    for n in &wals {
+        vfs.remove_file(&dir.join(n)).unwrap();
+    }
+    wals.len()
+}
+
+#[test]
+fn a_deleted_wal_is_corruption_with_keyspaces() {
+    let corrupt = |r: strata::Result<Db>, ctx: &str| match r {
+        Err(Error::Corruption(m)) => {
+            assert!(m.contains(".log") && m.contains("WAL") && !m.contains("outside"), "{ctx}: {m}")
+        }
+        Err(e) => panic!("{ctx}: {e}"),
+        Ok(_) => panic!("{ctx}: opened without the WALs holding its writes"),
+    };
+    // The small case: one write in each keyspace, only in the WAL.
+    let vfs = Arc::new(MemVfs::new());
+    let opts = strata::Options::default().with_vfs(vfs.clone());
+    let db = Db::open(db_dir(), opts.clone()).unwrap();
+    db.put("k", "default").unwrap();
+    db.create_keyspace("ks", strata::KeyspaceOptions::default()).unwrap().put("k", "ks").unwrap();
+    db.close().unwrap();
+    assert!(remove_wals(vfs.as_ref(), &db_dir()) > 0);
+    corrupt(Db::open(db_dir(), opts.clone()), "small database");
+
+    // A larger one: keyspaces flushed at other times, so their MANIFESTs
+    // name different WALs, then writes only in the WAL.
+    let vfs = Arc::new(MemVfs::new());
+    let opts = strata::Options::default().with_vfs(vfs.clone()).with_write_buffer_size(4096);
+    let db = Db::open(db_dir(), opts.clone()).unwrap();
+    let a = db.create_keyspace("a", strata::KeyspaceOptions::default()).unwrap();
+    let b = db.create_keyspace("b", strata::KeyspaceOptions::default()).unwrap();
+    for i in 0..400 {
+        let v = format!("value-{i:0>60}");
+        db.put(format!("d{i:05}"), &v).unwrap();
+        a.put(format!("a{i:05}"), &v).unwrap();
+        if i % 3 == 0 {
+            b.put(format!("b{i:05}"), &v).unwrap();
+        }
+    }
+    a.flush().unwrap();
+    db.put("last", "only in the WAL").unwrap();
+    b.put("last", "only in the WAL").unwrap();
+    drop((a, b));
+    db.close().unwrap();
+    assert!(remove_wals(vfs.as_ref(), &db_dir()) > 0);
+    corrupt(Db::open(db_dir(), opts.clone()), "larger database");
+}
+
+#[test]
+fn a_deleted_oldest_wal_is_corruption_with_keyspaces() {
+    let vfs = Arc::new(MemVfs::new());
+    let opts = strata::Options::default().with_vfs(vfs.clone());
+    let db = Db::open(db_dir(), opts.clone()).unwrap();
+    db.create_keyspace("cold", strata::KeyspaceOptions::default()).unwrap();
+    db.close().unwrap();
+    let db = Db::open(db_dir(), opts.clone()).unwrap();
+    // "cold" holds its write in the oldest WAL while the default keyspace
+    // flushes into newer ones.
+    db.keyspace("cold").unwrap().put("k", "only in the oldest WAL").unwrap();
+    for i in 0..3 {
+        db.put(format!("d{i}"), "v").unwrap();
+        db.flush().unwrap();
+    }
+    db.close().unwrap();
+    let wals = files_with(vfs.as_ref(), &db_dir(), ".log");
+    assert!(wals.len() > 2, "{wals:?}");
+    vfs.remove_file(&db_dir().join(&wals[0])).unwrap();
+    match Db::open(db_dir(), opts) {
+        Err(Error::Corruption(m)) => assert!(m.contains(&wals[0]), "{m}"),
+        Err(e) => panic!("{e}"),
+        Ok(db) => {
+            panic!("opened without {}: cold's k is {:?}", wals[0], db.keyspace("cold").unwrap().get("k"))
+        }
+    }
+}

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use common::{builtin_policies, policy_options};
 use strata::{
-    associative_merge_operator, Db, Error, MemVfs, MergeOperator, Options, ReadOptions, WriteBatch,
+    associative_merge_operator, Db, Error, KeyspaceOptions, MemVfs, MergeOperator, Options, ReadOptions,
+    WriteBatch, WriteOptions,
 };
 
 /// Adds little-endian u64 counters (only a full merge: operands are kept
@@ -269,6 +270,54 @@ fn operands_without_an_operator_are_a_clear_error_on_every_read_path() {
     let mut raw = db.raw_iterator();
     raw.seek_to_first();
     assert!(matches!(raw.status(), Err(Error::InvalidArgument(_))));
+}
+
+#[test]
+fn merge_without_an_operator_is_refused() {
+    let vfs = Arc::new(MemVfs::new());
+    let db = Db::open("/db", Options::default().with_vfs(vfs.clone())).unwrap();
+    let ks = db.create_keyspace("ks", KeyspaceOptions::default()).unwrap();
+    let with_op =
+        db.create_keyspace("with-op", KeyspaceOptions::default().with_merge_operator(append())).unwrap();
+    db.put("k", "v").unwrap();
+    ks.put("k", "v").unwrap();
+    let refused = |r: Result<(), Error>, what: &str| match r {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("Merge operator not set"), "{what}: {m}"),
+        other => panic!("{what}: {other:?}"),
+    };
+    refused(db.merge("k", "x"), "Db::merge");
+    refused(db.merge_opt("k", "x", &WriteOptions::default().with_sync(true)), "Db::merge_opt");
+    refused(ks.merge("k", "x"), "Keyspace::merge");
+    refused(db.merge_cf(&ks, "k", "x"), "Db::merge_cf");
+    let mut batch = WriteBatch::new();
+    batch.put("other", "v");
+    batch.merge_cf(&with_op, "m", "a");
+    batch.merge_cf(&ks, "k", "x");
+    refused(db.write(batch), "a batch merging into a keyspace without an operator");
+    // Nothing of a refused batch is applied, and every read still works.
+    let check = |db: &Db| {
+        let ks = db.keyspace("ks").unwrap();
+        assert_eq!(db.get("k").unwrap(), Some(b"v".to_vec()));
+        assert_eq!(ks.get("k").unwrap(), Some(b"v".to_vec()));
+        assert_eq!(db.get("other").unwrap(), None);
+        assert_eq!(db.keyspace("with-op").unwrap().get("m").unwrap(), None);
+        assert_eq!(db.iter().collect::<Result<Vec<_>, _>>().unwrap(), [(b"k".to_vec(), b"v".to_vec())]);
+        assert_eq!(ks.iter().collect::<Result<Vec<_>, _>>().unwrap().len(), 1);
+    };
+    check(&db);
+    // A keyspace with an operator takes merges, in a batch too.
+    with_op.merge("m", "a").unwrap();
+    let mut batch = WriteBatch::new();
+    batch.merge_cf(&with_op, "m", "b");
+    db.write(batch).unwrap();
+    assert_eq!(with_op.get("m").unwrap(), Some(b"a.b".to_vec()));
+    db.close().unwrap();
+    // Nothing refused reached the WAL.
+    let db = Db::open("/db", Options::default().with_vfs(vfs)).unwrap();
+    let ks = db.keyspace("ks").unwrap();
+    assert_eq!(db.get("k").unwrap(), Some(b"v".to_vec()));
+    assert_eq!(ks.get("k").unwrap(), Some(b"v".to_vec()));
+    assert_eq!(db.iter().count(), 1);
 }
 
 #[test]

@@ -97,6 +97,8 @@ impl Db {
             // Read before the Versions: whatever a Version taken later lacks
             // is in a memtable whose WAL is at or above this one.
             let needed = shared.oldest_needed_wal();
+            // The copy's MANIFEST may record an older floor, which open checks.
+            let from = shared.root_versions.wal_floor().map_or(needed, |f| f.min(needed));
             let trees: Vec<TreeCut> = shared
                 .all_trees()
                 .iter()
@@ -118,7 +120,7 @@ impl Db {
                 })
                 .collect();
             let mut wals: Vec<(u64, u64)> =
-                shared.old_wals.lock().iter().filter(|(n, _)| **n >= needed).map(|(n, l)| (*n, *l)).collect();
+                shared.old_wals.lock().iter().filter(|(n, _)| **n >= from).map(|(n, l)| (*n, *l)).collect();
             wals.push(active);
             (trees, wals, pause)
         };

@@ -129,7 +129,7 @@ impl Db {
         // On failure the directory stays: a failed sync may still have put the
         // edit on disk, and then the next open needs it (without the edit,
         // that open removes it).
-        root.log_and_apply(edit)?;
+        root.log_and_apply(edit).inspect_err(|e| self.inner.manifest_failed(e))?;
         versions.set_max_manifest_size(tree_opts.max_manifest_file_size);
         let paths = Arc::new(TablePaths::new(&dir, &[]));
         let (block_cache, row_cache) = shared.caches.for_tree();
@@ -239,7 +239,7 @@ impl Db {
             let _wal = shared.wal.lock();
             let edit =
                 VersionEdit { keyspace_ops: vec![KeyspaceOp::Drop { id: tree.id }], ..Default::default() };
-            shared.root_versions.log_and_apply(edit)?;
+            shared.root_versions.log_and_apply(edit).inspect_err(|e| self.inner.manifest_failed(e))?;
             tree.dropped.store(true, Ordering::Release);
             shared.trees.write().remove(&tree.id);
         }
@@ -686,7 +686,8 @@ impl Keyspace {
         self.write_one(ValueKind::RangeDelete, start.as_ref(), end.as_ref(), wo)
     }
 
-    /// Writes a merge operand, combined by the keyspace's merge operator.
+    /// Writes a merge operand, combined by the keyspace's merge operator
+    /// (without one the write is refused with `InvalidArgument`).
     ///
     /// # Examples
     ///
@@ -712,8 +713,8 @@ impl Keyspace {
     /// ```
     /// # let db = strata::Db::open("/db", strata::Options::default().with_vfs(std::sync::Arc::new(strata::MemVfs::new())))?;
     /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
-    /// ks.merge_opt("k", "operand", &strata::WriteOptions::default())?;
-    /// assert!(ks.get("k").is_err(), "no merge operator to read it with");
+    /// let err = ks.merge_opt("k", "operand", &strata::WriteOptions::default()).unwrap_err();
+    /// assert!(matches!(err, strata::Error::InvalidArgument(_)), "no merge operator to read it with");
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn merge_opt(

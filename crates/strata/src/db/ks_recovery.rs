@@ -196,6 +196,48 @@ pub(crate) fn remove_tree_dir(vfs: &dyn Vfs, dir: &Path) {
     }
 }
 
+/// Some WAL at or after the largest log number of any tree is on disk: the
+/// active WAL is never older than a log number a flush records, and a WAL is
+/// deleted only once a newer one exists (durably). A cold keyspace's own
+/// log-number WAL may be gone legitimately, so this is what can be asked of
+/// a database with keyspaces; with none, the root log's WAL itself is checked.
+pub(crate) fn check_newest_wal(trees: &[Parts], entries: &[String]) -> Result<()> {
+    let Some(t) = trees.iter().max_by_key(|t| t.versions.log_number()) else { return Ok(()) };
+    let needed = t.versions.log_number();
+    let newest = entries
+        .iter()
+        .filter_map(|n| match parse_file_name(n) {
+            Some(FileKind::Wal(k)) => Some(k),
+            _ => None,
+        })
+        .max();
+    if needed != 0 && newest.is_none_or(|n| n < needed) {
+        return Err(Error::corruption(format!(
+        "the MANIFEST of keyspace {:?} names WAL {needed:06}.log as the oldest log to replay, which does not exist, and no newer WAL does ({}): WALs were removed, and with them acknowledged writes",
+        t.name,
+        newest.map_or("no WAL on disk".to_string(), |n| format!("the newest is {n:06}.log"))
+        )));
+    }
+    // The recorded floor and every log WAL above it were never deleted.
+    let Some(floor) = trees[0].versions.wal_floor() else { return Ok(()) };
+    let present = |n: u64| entries.iter().any(|e| parse_file_name(e) == Some(FileKind::Wal(n)));
+    if !present(floor) {
+        return Err(Error::corruption(format!(
+            "the root MANIFEST names WAL {floor:06}.log as the oldest WAL still needed, which does not exist: WALs were removed, and with them acknowledged writes"
+        )));
+    }
+    for t in trees {
+        let log = t.versions.log_number();
+        if log > floor && !present(log) {
+            return Err(Error::corruption(format!(
+                "the MANIFEST of keyspace {:?} names WAL {log:06}.log as the oldest log to replay, which does not exist: WALs were removed, and with them acknowledged writes",
+                t.name
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Replays the WALs every keyspace may still need (from the smallest log
 /// number on) into each keyspace's L0 tables: an op goes to its keyspace
 /// only if the WAL's number is at or after that keyspace's log number; ops of
@@ -226,6 +268,10 @@ pub(crate) fn replay_wals(
     let mut mems: Vec<MemTable> = trees.iter().map(|_| MemTable::new()).collect();
     let mut edits: Vec<VersionEdit> =
         trees.iter().map(|_| VersionEdit { log_number: Some(new_log), ..Default::default() }).collect();
+    if trees[0].versions.ever_had_keyspaces() {
+        // Every older WAL is replayed now and deleted once the edits are durable.
+        edits[0].wal_floor = Some(new_log);
+    }
     let vfs = opts.vfs.as_ref();
     let open = |log| vfs.open_sequential(&wal_path(root, log));
     let max_seq = route_wal_ops(opts, trees, listed_wals(entries), open, |i, seq, op| {

@@ -145,17 +145,51 @@ impl DbInner {
     }
 
     /// [`Self::set_bg_error`], saying what failed (logged and sent to the
-    /// listeners the first time).
+    /// listeners the first time). Every keyspace stops taking writes, not
+    /// only this one: the failed file may be the shared WAL or the root
+    /// MANIFEST's device, and a database is read-only as a whole.
     pub(crate) fn set_bg_error_for(&self, e: &Error, reason: crate::events::BackgroundErrorReason) {
-        let mut st = self.state.lock();
-        if st.bg_error.is_none() {
-            let msg = e.to_string();
+        let what = match reason {
+            crate::events::BackgroundErrorReason::Wal => "writing the WAL".to_string(),
+            r => format!("{r} in keyspace {:?}", self.name),
+        };
+        let msg = format!(
+            "{e} ({what}); reopen the database to go on (after freeing space if the disk is full), \
+             or read the data with Db::open_read_only"
+        );
+        if self.set_bg_error_msg(&msg) {
             self.events.background_error(&self.name, reason, &msg);
-            st.bg_error = Some(msg);
+        }
+        if self.dropped.load(Ordering::Acquire) {
+            return; // its failure is none of the live keyspaces' business
+        }
+        for t in self.shared.all_trees() {
+            if t.id != self.id {
+                t.set_bg_error_msg(&msg);
+            }
+        }
+    }
+
+    /// A failed root-MANIFEST edit outside flushes and compactions (a
+    /// keyspace created or dropped): the database goes read-only as well.
+    pub(crate) fn manifest_failed(&self, e: &Error) {
+        if !matches!(e, Error::InvalidArgument(_)) {
+            self.set_bg_error(e);
+        }
+    }
+
+    /// Sets this tree's background error unless one is set; true if it was
+    /// not. Takes only this tree's state lock.
+    fn set_bg_error_msg(&self, msg: &str) -> bool {
+        let mut st = self.state.lock();
+        let first = st.bg_error.is_none();
+        if first {
+            st.bg_error = Some(msg.to_string());
         }
         drop(st);
         self.done_cv.notify_all();
         self.bg_cv.notify_all();
+        first
     }
 
     /// Refuses a change on a read-only handle.
@@ -514,8 +548,9 @@ impl Db {
     /// Writes a merge operand for a key (RocksDB `Merge`): reads combine it
     /// with the key's older versions through the
     /// [`MergeOperator`](crate::MergeOperator) set with
-    /// [`Options::with_merge_operator`]. Writing needs no operator; reading
-    /// the key without one is [`Error::InvalidArgument`](crate::Error).
+    /// [`Options::with_merge_operator`]. Without an operator the write is
+    /// refused with [`Error::InvalidArgument`](crate::Error) (as in RocksDB),
+    /// so no key holds operands nothing can combine.
     ///
     /// # Examples
     ///

@@ -224,6 +224,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }];
     let ks_opts = super::policy_change::keyspaces_over_recorded(&opts, &versions)?;
     trees.extend(ks_recovery::recover_keyspaces(dir, &ks_opts, &versions, &caches)?);
+    ks_recovery::check_newest_wal(&trees, &entries)?;
     // The new WAL exists (durably) before the edits that retire the old ones.
     let wal_number = versions.new_file_number();
     let wal_file = vfs.create(&wal_path(dir, wal_number))?;

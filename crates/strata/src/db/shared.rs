@@ -18,7 +18,7 @@ use crate::cache::{BlockCache, RowCache};
 use crate::error::{Error, Result};
 use crate::filename::wal_path;
 use crate::options::Options;
-use crate::version::VersionSet;
+use crate::version::{VersionEdit, VersionSet};
 use crate::vfs::{FileLock, Vfs};
 use crate::wal::LogWriter;
 
@@ -152,9 +152,10 @@ impl Shared {
         self.trees.read().values().cloned().collect()
     }
 
-    /// A failed WAL write or sync stops every keyspace.
+    /// A failed WAL write or sync stops every keyspace (as any background
+    /// error does, see `DbInner::set_bg_error_for`).
     pub(crate) fn set_bg_error_all(&self, e: &Error) {
-        for t in self.all_trees() {
+        if let Some(t) = self.all_trees().first() {
             t.set_bg_error_for(e, crate::events::BackgroundErrorReason::Wal);
         }
     }
@@ -184,6 +185,20 @@ impl Shared {
             return; // the pause's end deletes them
         }
         let needed = self.oldest_needed_wal();
+        if !self.old_wals.lock().keys().any(|n| *n < needed) {
+            return;
+        }
+        // With keyspaces a log number alone cannot tell a WAL deleted here
+        // from a lost one: the floor is durable before any deletion.
+        if self.root_versions.ever_had_keyspaces() {
+            let edit = VersionEdit { wal_floor: Some(needed), ..Default::default() };
+            if let Err(e) = self.root_versions.log_and_apply(edit) {
+                if let Some(t) = self.all_trees().first() {
+                    t.manifest_failed(&e);
+                }
+                return;
+            }
+        }
         let gone: Vec<u64> = {
             let mut old = self.old_wals.lock();
             let keep = old.split_off(&needed);

@@ -1,17 +1,19 @@
 //! The write path: group commit (one WAL write and at most one sync for all
 //! writers queued behind a leader), memtable switches and write stalls.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
 
+use super::shared::Shared;
 use super::{DbInner, DbState};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::filename::wal_path;
+use crate::key::ValueKind;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::stats::Counters;
@@ -27,6 +29,8 @@ pub(crate) struct WriteSlot {
     size: usize,
     /// Filled by the leader that committed this slot's batch.
     result: Mutex<Option<Result<()>>>,
+    /// Set by the leader when this batch alone was refused (left out of the group).
+    refused: Mutex<Option<Error>>,
 }
 
 /// Writers waiting to commit, in arrival order; the front one leads.
@@ -54,6 +58,35 @@ fn check_entry_sizes(batch: &WriteBatch) -> Result<()> {
     Ok(())
 }
 
+/// The trees `batch` writes to that `known` lacks. Refuses an op of a keyspace
+/// that is not open (dropped) and a merge into a keyspace without a merge
+/// operator: every later read of that key would fail (RocksDB refuses it too).
+fn resolve_batch(
+    shared: &Shared,
+    batch: &WriteBatch,
+    known: &BTreeMap<u32, Arc<DbInner>>,
+) -> Result<BTreeMap<u32, Arc<DbInner>>> {
+    let mut found: BTreeMap<u32, Arc<DbInner>> = BTreeMap::new();
+    for op in batch.iter() {
+        let op = op?;
+        let tree = match known.get(&op.keyspace).or_else(|| found.get(&op.keyspace)) {
+            Some(t) => t.clone(),
+            None => {
+                let t = shared.tree(op.keyspace)?;
+                found.insert(op.keyspace, t.clone());
+                t
+            }
+        };
+        if op.kind == ValueKind::Merge && tree.opts.merge_operator.is_none() {
+            return Err(Error::invalid(format!(
+                "Merge operator not set: keyspace {:?} has no merge operator (Options::with_merge_operator, KeyspaceOptions::with_merge_operator)",
+                tree.name
+            )));
+        }
+    }
+    Ok(found)
+}
+
 impl DbInner {
     pub(crate) fn write(&self, batch: WriteBatch, wo: &WriteOptions) -> Result<()> {
         self.check_writable()?;
@@ -74,6 +107,7 @@ impl DbInner {
             sync: wo.sync,
             disable_wal: wo.disable_wal,
             result: Mutex::new(None),
+            refused: Mutex::new(None),
         });
         let mut q = self.shared.writers.lock();
         q.queue.push_back(slot.clone());
@@ -106,15 +140,20 @@ impl DbInner {
         for s in &group {
             q.queue.pop_front();
             if !Arc::ptr_eq(s, &slot) {
-                *s.result.lock() = Some(match &result {
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(e.duplicate()),
+                *s.result.lock() = Some(match (s.refused.lock().take(), &result) {
+                    (Some(e), _) => Err(e),
+                    (None, Ok(())) => Ok(()),
+                    (None, Err(e)) => Err(e.duplicate()),
                 });
             }
         }
         drop(q);
         self.shared.writers_cv.notify_all();
-        result
+        let refused = slot.refused.lock().take();
+        match refused {
+            Some(e) => Err(e),
+            None => result,
+        }
     }
 
     fn commit_group(&self, group: &[Arc<WriteSlot>]) -> Result<()> {
@@ -122,25 +161,31 @@ impl DbInner {
         if shared.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
+        // Under the WAL lock no keyspace is dropped until the group is applied.
         let mut wal_guard = shared.wal.lock();
+        // Each batch is checked on its own: one that names a dropped keyspace
+        // or merges without an operator fails its writer only.
         let mut batch = WriteBatch::new();
+        let mut trees = BTreeMap::new();
+        let mut committed = Vec::with_capacity(group.len());
         for s in group {
-            if let Some(b) = s.batch.lock().take() {
-                if group.len() == 1 {
-                    batch = b;
-                } else {
-                    batch.append(&b);
+            let Some(b) = s.batch.lock().take() else { continue };
+            match resolve_batch(shared, &b, &trees) {
+                Ok(found) => trees.extend(found),
+                Err(e) => {
+                    *s.refused.lock() = Some(e);
+                    continue;
                 }
             }
+            if batch.is_empty() {
+                batch = b;
+            } else {
+                batch.append(&b);
+            }
+            committed.push(s);
         }
-        // The trees the group writes to, each with room made in it.
-        let mut ids = BTreeSet::new();
-        for op in batch.iter() {
-            ids.insert(op?.keyspace);
-        }
-        let mut trees = BTreeMap::new();
-        for id in ids {
-            trees.insert(id, shared.tree(id)?);
+        if committed.is_empty() {
+            return Ok(());
         }
         self.flush_oldest_if_wal_full(&mut wal_guard)?;
         let mut mems = BTreeMap::new();
@@ -150,13 +195,13 @@ impl DbInner {
         let wal = wal_guard.as_mut().ok_or(Error::Closed)?;
         let first_seq = shared.root_versions.last_sequence() + 1;
         batch.set_sequence(first_seq);
-        let sync = group.iter().any(|s| s.sync);
-        if group.iter().any(|s| !s.disable_wal) {
+        let sync = committed.iter().any(|s| s.sync);
+        if committed.iter().any(|s| !s.disable_wal) {
             let before = wal.len();
             let r = wal.add_record(batch.data()).and_then(|_| if sync { wal.sync() } else { wal.flush() });
             if let Err(e) = r {
                 // The WAL may now hold a partial record: no later write may follow it.
-                shared.set_bg_error_all(&e);
+                self.set_bg_error_for(&e, crate::events::BackgroundErrorReason::Wal);
                 return Err(e);
             }
             Counters::add(&self.counters.wal_bytes, wal.len() - before);
@@ -168,7 +213,7 @@ impl DbInner {
             shared.unlogged_writes.store(true, Ordering::Release);
         }
         Counters::add(&self.counters.write_groups, 1);
-        Counters::add(&self.counters.writes, group.len() as u64);
+        Counters::add(&self.counters.writes, committed.len() as u64);
         let mut seq = first_seq;
         let mut user_bytes = 0u64;
         for op in batch.iter() {
@@ -273,12 +318,10 @@ impl DbInner {
         let writer = match r {
             Ok(w) => w,
             Err(e) => {
-                if st.bg_error.is_none() {
-                    let msg = e.to_string();
-                    self.events.background_error(&self.name, crate::events::BackgroundErrorReason::Wal, &msg);
-                    st.bg_error = Some(msg);
-                    self.bg_cv.notify_all();
-                }
+                // Other trees' state locks are taken one at a time, ours released.
+                MutexGuard::unlocked(st, || {
+                    self.set_bg_error_for(&e, crate::events::BackgroundErrorReason::Wal)
+                });
                 return Err(e);
             }
         };
@@ -344,5 +387,66 @@ impl DbInner {
             }
             self.done_cv.wait_for(&mut st, Duration::from_millis(100));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::thread;
+
+    use super::*;
+    use crate::{Db, KeyspaceOptions, MemVfs, Options};
+
+    /// Waits until `n` writers are queued (the front one has taken its group).
+    fn wait_for_writers(db: &Db, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while db.inner.shared.writers.lock().queue.len() < n {
+            assert!(Instant::now() < deadline, "{n} writers never queued");
+            thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn a_batch_for_a_dropped_keyspace_fails_only_its_own_writer() {
+        let db = Db::open("/db", Options::default().with_vfs(Arc::new(MemVfs::new()))).unwrap();
+        let gone = db.create_keyspace("gone", KeyspaceOptions::default()).unwrap();
+        let live = db.create_keyspace("live", KeyspaceOptions::default()).unwrap();
+        db.drop_keyspace("gone").unwrap();
+        let mut to_gone = WriteBatch::new();
+        to_gone.put_cf(&gone, "g", "1");
+        let mut no_operator = WriteBatch::new();
+        no_operator.put("m0", "v");
+        no_operator.merge("m", "x");
+        let mut good = WriteBatch::new();
+        good.put_cf(&live, "k", "v");
+        good.put("d", "v");
+
+        // Holding the WAL lock keeps the first leader from committing, so the
+        // next three writers queue behind it and form one group.
+        let wal = db.inner.shared.wal.lock();
+        let (first, gone_r, merge_r, good_r) = thread::scope(|s| {
+            let first = s.spawn(|| db.put("first", "1"));
+            wait_for_writers(&db, 1);
+            let gone_r = s.spawn(|| db.write(to_gone));
+            wait_for_writers(&db, 2);
+            let merge_r = s.spawn(|| db.write(no_operator));
+            wait_for_writers(&db, 3);
+            let good_r = s.spawn(|| db.write(good));
+            wait_for_writers(&db, 4);
+            drop(wal);
+            (first.join().unwrap(), gone_r.join().unwrap(), merge_r.join().unwrap(), good_r.join().unwrap())
+        });
+        first.unwrap();
+        assert!(matches!(gone_r, Err(Error::KeyspaceNotFound(_))), "{gone_r:?}");
+        assert!(
+            matches!(&merge_r, Err(Error::InvalidArgument(m)) if m.contains("Merge operator not set")),
+            "{merge_r:?}"
+        );
+        good_r.unwrap();
+        assert_eq!(live.get("k").unwrap(), Some(b"v".to_vec()));
+        assert_eq!(db.get("d").unwrap(), Some(b"v".to_vec()));
+        assert_eq!(db.get("m0").unwrap(), None, "a refused batch is refused whole");
+        assert_eq!(db.stats().write_groups, 2, "the last three writers formed one group");
+        db.close().unwrap();
     }
 }

@@ -48,6 +48,9 @@ const TAG_DEFAULT_OPTIONS: u64 = TAG_SAFE_TO_IGNORE | 23;
 /// ignore: a reader without it opens the keyspace with its older options,
 /// which read the same data.
 const TAG_KEYSPACE_SET_OPTIONS: u64 = TAG_SAFE_TO_IGNORE | 24;
+/// The oldest WAL the database still needs (root MANIFEST of a database with
+/// keyspaces). Safe to ignore: a reader without it checks less at open.
+const TAG_WAL_FLOOR: u64 = TAG_SAFE_TO_IGNORE | 25;
 /// Tags with this bit set carry a length-prefixed payload that a reader which
 /// does not know the tag may skip: information that only makes something
 /// better (RocksDB's `kTagSafeIgnoreMask`). Every other unknown tag changes
@@ -160,6 +163,9 @@ pub struct VersionEdit {
     /// The default tree's persisted options (root MANIFEST only; see
     /// `KeyspaceOptions`); replaces the stored ones.
     pub default_options: Option<Vec<u8>>,
+    /// The oldest WAL still needed (root MANIFEST of a database with
+    /// keyspaces): recorded before older WALs are deleted.
+    pub wal_floor: Option<u64>,
 }
 
 impl VersionEdit {
@@ -256,6 +262,12 @@ impl VersionEdit {
         if let Some(o) = &self.default_options {
             put_varint64(&mut b, TAG_DEFAULT_OPTIONS);
             put_length_prefixed(&mut b, o);
+        }
+        if let Some(n) = self.wal_floor {
+            let mut p = Vec::new();
+            put_varint64(&mut p, n);
+            put_varint64(&mut b, TAG_WAL_FLOOR);
+            put_length_prefixed(&mut b, &p);
         }
         // One per file, after every listing of it.
         let mut bits = BTreeMap::new();
@@ -419,6 +431,11 @@ impl VersionEdit {
                 TAG_DEFAULT_OPTIONS => {
                     let o = r.length_prefixed().ok_or_else(|| bad("default options"))?;
                     set_once(&mut e.default_options, Some(o.to_vec()), "default options")?;
+                }
+                TAG_WAL_FLOOR => {
+                    let p = r.length_prefixed().ok_or_else(|| bad("WAL floor"))?;
+                    let n = varint(&mut Reader::new(p), "WAL floor")?;
+                    set_once(&mut e.wal_floor, Some(n), "WAL floor")?;
                 }
                 TAG_KEYSPACE_SET_OPTIONS => {
                     let p = r.length_prefixed().ok_or_else(|| bad("keyspace options"))?;
@@ -630,6 +647,7 @@ mod tests {
                 .collect(),
             next_keyspace_id: rng.gen_bool(0.3).then(|| rng.gen()),
             default_options: rng.gen_bool(0.3).then(|| bytes(rng, 12)),
+            wal_floor: opt(rng),
         }
     }
 

@@ -31,6 +31,9 @@ pub(crate) struct PolicyMeta {
     /// The default tree's persisted options (root MANIFEST only); `None` in
     /// databases written before they were recorded.
     pub(crate) default_options: Option<Vec<u8>>,
+    /// The oldest WAL still needed, as last recorded (root MANIFEST of a
+    /// database with keyspaces); `None` until first recorded.
+    pub(crate) wal_floor: Option<u64>,
 }
 
 impl PolicyMeta {
@@ -42,6 +45,7 @@ impl PolicyMeta {
             keyspaces: BTreeMap::new(),
             next_keyspace_id: 0,
             default_options: None,
+            wal_floor: None,
         }
     }
 
@@ -88,6 +92,9 @@ impl PolicyMeta {
         }
         if let Some(o) = &edit.default_options {
             self.default_options = Some(o.clone());
+        }
+        if let Some(n) = edit.wal_floor {
+            self.wal_floor = Some(self.wal_floor.map_or(n, |f| f.max(n)));
         }
         Ok(())
     }

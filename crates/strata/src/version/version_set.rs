@@ -279,6 +279,13 @@ impl VersionSet {
         self.meta.lock().default_options.clone()
     }
 
+    /// The oldest WAL still needed, as last recorded (root MANIFEST of a
+    /// database with keyspaces): it exists, and so does every tree's log WAL
+    /// above it.
+    pub(crate) fn wal_floor(&self) -> Option<u64> {
+        self.meta.lock().wal_floor
+    }
+
     /// The next keyspace id to hand out (ids start at 1 and are never reused).
     pub fn next_keyspace_id(&self) -> u32 {
         self.meta.lock().next_keyspace_id.max(1)
@@ -474,6 +481,7 @@ fn snapshot(
         // Only databases that ever created a keyspace write the registry.
         next_keyspace_id: (meta.next_keyspace_id > 0).then_some(meta.next_keyspace_id),
         default_options: meta.default_options.clone(),
+        wal_floor: meta.wal_floor,
     }
 }
 
