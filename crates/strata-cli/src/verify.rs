@@ -14,7 +14,7 @@ use strata::iter::InternalIterator;
 use strata::table::{BlockReadOptions, Table};
 use strata::version::{read_current, VersionEdit, VersionSet};
 use strata::vfs::RandomOpenOptions;
-use strata::wal::LogReader;
+use strata::wal::{check_needed_wals, LogReader, TreeLog};
 use strata::{Options, RealVfs, Vfs, WalRecoveryMode, WriteBatch};
 
 use crate::progress::Progress;
@@ -239,21 +239,39 @@ pub fn run(dir: &Path, given_paths: &[PathBuf]) -> CliResult<ExitCode> {
     if !vfs.exists(&dir.join("CURRENT")) {
         return Err(format!("no database at {}: no CURRENT file", dir.display()));
     }
-    if let Some(root) = tree_files(&vfs, dir, data_paths, &mut checks, &mut damaged) {
-        for (id, _) in root.keyspaces() {
-            // Keyspaces keep their tables in their own directory (data paths do not apply).
-            tree_files(&vfs, &dir.join("keyspaces").join(id.to_string()), &[], &mut checks, &mut damaged);
-        }
-    }
     let mut names = vfs.list_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     names.sort();
+    let mut wals = Vec::new();
     for name in names {
         if let Some(FileKind::Wal(number)) = parse_file_name(&name) {
             let path = dir.join(name);
             let len = vfs.file_size(&path).unwrap_or(0);
-            checks.push(Check::Wal { path, number, len });
+            wals.push(Check::Wal { path, number, len });
         }
     }
+    let present: Vec<u64> = wals
+        .iter()
+        .filter_map(|c| match c {
+            Check::Wal { number, .. } => Some(*number),
+            _ => None,
+        })
+        .collect();
+    if let Some(root) = tree_files(&vfs, dir, data_paths, &mut checks, &mut damaged) {
+        let mut logs = vec![("default".to_string(), root.log_number())];
+        for (id, entry) in root.keyspaces() {
+            // Keyspaces keep their tables in their own directory (data paths do not apply).
+            let ks =
+                tree_files(&vfs, &dir.join("keyspaces").join(id.to_string()), &[], &mut checks, &mut damaged);
+            logs.extend(ks.map(|v| (entry.name.clone(), v.log_number())));
+        }
+        // A removed WAL, as open would refuse it.
+        let trees: Vec<TreeLog<'_>> =
+            logs.iter().map(|(k, l)| TreeLog { keyspace: k, log_number: *l }).collect();
+        if let Err(e) = check_needed_wals(&trees, root.ever_had_keyspaces(), root.wal_floor(), &present) {
+            damaged.push(format!("{}: {e}", dir.display()));
+        }
+    }
+    checks.extend(wals);
     let total = checks.len();
     let progress = Progress::new("verify", Some(total as u64));
     let mut results = Vec::with_capacity(total);

@@ -93,3 +93,30 @@ fn an_older_wal_cut_in_half_is_damage() {
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains(&format!("DAMAGED {}", older.display())), "{out}");
 }
+
+/// Regression: with the WALs deleted, `verify` exited 0 (the writes in them
+/// were gone); it names what open refuses, with keyspaces or without.
+#[test]
+fn deleted_wals_are_damage() {
+    for keyspaces in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("db");
+        {
+            let db = strata::Db::open(&dir, strata::Options::default()).unwrap();
+            if keyspaces {
+                db.create_keyspace("ks", strata::KeyspaceOptions::default()).unwrap().put("k", "v").unwrap();
+            }
+            db.put("d", "1").unwrap();
+            db.close().unwrap();
+        }
+        assert!(verify(&dir).status.success(), "clean before the delete");
+        for wal in files(&dir, ".log") {
+            std::fs::remove_file(wal).unwrap();
+        }
+        let o = verify(&dir);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(1), "keyspaces {keyspaces}: {out}");
+        assert!(out.contains("DAMAGED") && out.contains(".log"), "{out}");
+        assert!(strata::Db::open(&dir, strata::Options::default()).is_err(), "open refuses it too");
+    }
+}

@@ -112,8 +112,46 @@ pub struct FlushInfo {
     pub bytes_written: u64,
     /// Wall time of the flush.
     pub duration: Duration,
-    /// Why it ran (`"memtable full"`).
-    pub reason: &'static str,
+    /// Why the memtable was sealed.
+    pub reason: FlushReason,
+}
+
+/// Why a memtable was sealed and flushed (RocksDB `FlushReason`).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(strata::FlushReason::Manual.to_string(), "manual flush");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FlushReason {
+    /// The active memtable reached `write_buffer_size`.
+    MemtableFull,
+    /// `Db::flush` or `Keyspace::flush`.
+    Manual,
+    /// The WALs passed `max_total_wal_size` and this memtable held the oldest.
+    WalSize,
+    /// `close` flushed writes made without the WAL.
+    Shutdown,
+}
+
+impl FlushReason {
+    /// The reason as the statistics and the info log print it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlushReason::MemtableFull => "memtable full",
+            FlushReason::Manual => "manual flush",
+            FlushReason::WalSize => "WAL size limit",
+            FlushReason::Shutdown => "shutdown",
+        }
+    }
+}
+
+impl fmt::Display for FlushReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// A completed compaction task ([`EventListener::on_compaction_completed`]).

@@ -16,7 +16,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 
-use crate::events::{BackgroundErrorInfo, CompactionInfo, EventListener, FlushInfo, StallInfo};
+use crate::events::{
+    BackgroundErrorInfo, CompactionInfo, EventListener, FlushInfo, PolicyChangeInfo, StallInfo,
+};
 use crate::vfs::{Vfs, WritableFile};
 
 /// The live info log's file name.
@@ -51,11 +53,17 @@ pub(crate) struct InfoLog {
 
 impl InfoLog {
     /// Rotates an existing `LOG` away and starts a new one in `dir` (each
-    /// open gets a file of its own, as in RocksDB). `None`, with a warning,
-    /// if the file cannot be made: the database works without it.
-    pub(crate) fn open(vfs: Arc<dyn Vfs>, dir: &Path, limits: InfoLogLimits) -> Option<Arc<InfoLog>> {
+    /// open gets a file of its own, as in RocksDB); `names` is the
+    /// directory's listing the open already made. `None`, with a warning, if
+    /// the file cannot be made: the database works without it.
+    pub(crate) fn open(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        limits: InfoLogLimits,
+        names: &[String],
+    ) -> Option<Arc<InfoLog>> {
         let log = InfoLog { vfs, dir: dir.to_path_buf(), limits, file: Mutex::new(None) };
-        match log.start_file() {
+        match log.start_file(Some(names)) {
             Ok(f) => {
                 *log.file.lock() = Some(f);
                 Some(Arc::new(log))
@@ -68,8 +76,13 @@ impl InfoLog {
     }
 
     /// Moves `LOG` to `LOG.old.<now>`, deletes rotated files past the limit,
-    /// and creates a fresh `LOG`.
-    fn start_file(&self) -> crate::Result<Box<dyn WritableFile>> {
+    /// and creates a fresh `LOG`. `names`: the directory's listing, if the
+    /// caller has one.
+    fn start_file(&self, names: Option<&[String]>) -> crate::Result<Box<dyn WritableFile>> {
+        let mut names = match names {
+            Some(n) => n.to_vec(),
+            None => self.vfs.list_dir(&self.dir)?,
+        };
         let live = self.dir.join(INFO_LOG);
         if self.vfs.exists(&live) {
             let mut micros = now_micros();
@@ -77,17 +90,17 @@ impl InfoLog {
             while self.vfs.exists(&self.dir.join(format!("{INFO_LOG_OLD_PREFIX}{micros}"))) {
                 micros += 1;
             }
-            self.vfs.rename(&live, &self.dir.join(format!("{INFO_LOG_OLD_PREFIX}{micros}")))?;
+            let old = format!("{INFO_LOG_OLD_PREFIX}{micros}");
+            self.vfs.rename(&live, &self.dir.join(&old))?;
+            names.push(old);
         }
-        self.purge_old()?;
+        self.purge_old(names)?;
         self.vfs.create(&live)
     }
 
-    /// Keeps the newest `keep_old` rotated files.
-    fn purge_old(&self) -> crate::Result<()> {
-        let mut old: Vec<(u64, String)> = self
-            .vfs
-            .list_dir(&self.dir)?
+    /// Keeps the newest `keep_old` rotated files of those in `names`.
+    fn purge_old(&self, names: Vec<String>) -> crate::Result<()> {
+        let mut old: Vec<(u64, String)> = names
             .into_iter()
             .filter_map(|n| Some((n.strip_prefix(INFO_LOG_OLD_PREFIX)?.parse().ok()?, n)))
             .collect();
@@ -121,7 +134,7 @@ impl InfoLog {
         let Some(f) = file.as_mut() else { return };
         let max = self.limits.max_file_size;
         let result = if max > 0 && !f.is_empty() && f.len() + text.len() as u64 > max {
-            f.flush().and_then(|()| self.start_file()).and_then(|mut next| {
+            f.flush().and_then(|()| self.start_file(None)).and_then(|mut next| {
                 next.append(text.as_bytes())?;
                 next.flush()?;
                 *f = next;
@@ -183,6 +196,13 @@ impl EventListener for InfoLog {
                 "[{}] writes {} (was {}){cause}; {} L0 files, {} immutable memtables",
                 i.keyspace, i.current, i.previous, i.l0_files, i.immutable_memtables
             ),
+        );
+    }
+
+    fn on_policy_changed(&self, i: &PolicyChangeInfo) {
+        self.line(
+            "policy",
+            format_args!("[{}] compaction policy changed from {} to {}", i.keyspace, i.old, i.new),
         );
     }
 
@@ -267,7 +287,7 @@ mod tests {
         vfs.create_dir_all(dir).unwrap();
         let limits = InfoLogLimits { max_file_size: 200, keep_old: 2 };
         for open in 0..4 {
-            let log = InfoLog::open(vfs.clone(), dir, limits).unwrap();
+            let log = InfoLog::open(vfs.clone(), dir, limits, &vfs.list_dir(dir).unwrap()).unwrap();
             log.line("test", format_args!("open {open}"));
         }
         let names = vfs.list_dir(dir).unwrap();
@@ -275,7 +295,7 @@ mod tests {
         assert!(read(&mem, &dir.join(INFO_LOG)).ends_with("[test] open 3\n"));
 
         // Past max_file_size the file rotates; every file stays bounded.
-        let log = InfoLog::open(vfs.clone(), dir, limits).unwrap();
+        let log = InfoLog::open(vfs.clone(), dir, limits, &vfs.list_dir(dir).unwrap()).unwrap();
         for i in 0..20 {
             log.line("test", format_args!("line {i:03} with some words in it"));
         }

@@ -70,8 +70,8 @@ pub use compaction::{CompactionFilter, CompactionPolicy, Decision};
 pub use db::{destroy, repair, Db, DbIterator, DbRawIterator, Keyspace, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use events::{
-    BackgroundErrorInfo, BackgroundErrorReason, CompactionInfo, EventListener, FlushInfo, PolicyChangeInfo,
-    StallCause, StallCondition, StallInfo,
+    BackgroundErrorInfo, BackgroundErrorReason, CompactionInfo, EventListener, FlushInfo, FlushReason,
+    PolicyChangeInfo, StallCause, StallCondition, StallInfo,
 };
 pub use keyspace_options::KeyspaceOptions;
 pub use merge_operator::{associative_merge_operator, MergeOperator};

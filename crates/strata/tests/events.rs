@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use strata::vfs::{FaultConfig, FaultOp, FaultVfs, PathFilter};
 use strata::{
     BackgroundErrorInfo, BackgroundErrorReason, CompactionFilter, CompactionInfo, Db, Decision,
-    EventListener, FlushInfo, KeyspaceOptions, MemVfs, Options, PolicyChangeInfo, StallCause, StallCondition,
-    StallInfo,
+    EventListener, FlushInfo, FlushReason, KeyspaceOptions, MemVfs, Options, PolicyChangeInfo, StallCause,
+    StallCondition, StallInfo,
 };
 
 /// Records every event it sees.
@@ -80,11 +80,13 @@ fn listener_sees_flushes_and_compactions_matching_stats() {
     });
     let flushes = rec.flushes.lock().unwrap().clone();
     assert_eq!(flushes.iter().map(|f| f.bytes_written).sum::<u64>(), s.flush_bytes_written);
-    for f in &flushes {
+    for (i, f) in flushes.iter().enumerate() {
         assert_eq!(f.keyspace, "default");
         assert_eq!(f.output_level, 0);
         assert!(f.entries > 0 && !f.file_numbers.is_empty() && f.bytes_written > 0, "{f:?}");
-        assert_eq!(f.reason, "memtable full");
+        // The last is `db.flush()`'s.
+        let want = if i + 1 == flushes.len() { FlushReason::Manual } else { FlushReason::MemtableFull };
+        assert_eq!(f.reason, want);
     }
     let compactions = rec.compactions.lock().unwrap().clone();
     let merges: Vec<_> = compactions.iter().filter(|c| c.kind == "merge" || c.kind == "append").collect();
@@ -377,4 +379,35 @@ fn an_explicit_policy_change_is_applied_logged_and_reported() {
         "{logged:?}"
     );
     assert!(!lines_with("[default] compaction policy changed from leveled to lsbm").is_empty());
+}
+
+/// Regression: every `FlushInfo::reason` and flush record said "memtable
+/// full", also after `flush()`, a flush for `max_total_wal_size` and the
+/// flush `close` makes of writes that skipped the WAL.
+#[test]
+fn flush_reasons_say_why_the_memtable_was_sealed() {
+    let rec = Arc::new(Recorder::default());
+    let opts = small_opts().with_event_listener(rec.clone()).with_max_total_wal_size(1);
+    let db = Db::open("/db", opts).unwrap();
+    let ks = db.create_keyspace("cold", KeyspaceOptions::default()).unwrap();
+    ks.put("c", "holds the first WAL").unwrap();
+    // The default keyspace fills its memtable: a second WAL; the WALs then
+    // pass the limit, so the next write group seals `cold`'s memtable.
+    fill(|k, v| db.put(k, v).unwrap(), 200);
+    db.put("x", "y").unwrap();
+    db.flush().unwrap();
+    ks.flush().unwrap();
+    db.put_opt("unlogged", "v", &strata::WriteOptions::default().with_disable_wal(true)).unwrap();
+    let stats = db.stats();
+    db.close().unwrap(); // delivers the queued events
+    let reasons = |ks: &str| -> Vec<FlushReason> {
+        rec.flushes.lock().unwrap().iter().filter(|f| f.keyspace == ks).map(|f| f.reason).collect()
+    };
+    let default = reasons("default");
+    assert_eq!(default.first(), Some(&FlushReason::MemtableFull), "{default:?}");
+    assert_eq!(&default[default.len() - 2..], [FlushReason::Manual, FlushReason::Shutdown], "{default:?}");
+    assert_eq!(reasons("cold"), [FlushReason::WalSize], "the manual flush found nothing left");
+    let records: Vec<&str> =
+        stats.recent_compactions.iter().filter(|r| r.kind == "flush").map(|r| r.reason).collect();
+    assert!(records.contains(&"manual flush") && records.contains(&"memtable full"), "{records:?}");
 }

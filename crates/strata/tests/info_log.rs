@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use strata::{Db, KeyspaceOptions, Options};
+use strata::{CompactionStyle, Db, KeyspaceOptions, Options};
 
 fn text(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
@@ -50,6 +50,19 @@ fn the_log_records_options_flushes_compactions_and_close() {
 }
 
 #[test]
+fn a_policy_change_at_open_is_in_the_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    Db::open(dir, Options::default().with_compaction_style(CompactionStyle::Lsbm)).unwrap().close().unwrap();
+    Db::open(dir, Options::default().with_compaction_style(CompactionStyle::Tiered))
+        .unwrap()
+        .close()
+        .unwrap();
+    let log = text(&dir.join("LOG"));
+    assert!(log.contains("[policy] [default] compaction policy changed from lsbm to tiered"), "{log}");
+}
+
+#[test]
 fn rotated_logs_are_bounded_and_the_log_can_be_off() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
@@ -80,4 +93,28 @@ fn destroy_removes_the_logs() {
     }
     strata::destroy(&dir, Options::default()).unwrap();
     assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().next().is_none());
+}
+
+/// The info log never fails the database: with every operation on `LOG*`
+/// failing, the database opens, writes, flushes, reopens and closes.
+#[test]
+fn failures_of_the_log_fail_nothing_else() {
+    use std::sync::Arc;
+    use strata::vfs::{FaultConfig, FaultVfs, PathFilter};
+    let cfg = FaultConfig::new(7).with_all_rates(1.0).with_filter(PathFilter::name_prefix("LOG"));
+    let vfs = FaultVfs::new(Arc::new(strata::MemVfs::new()), cfg);
+    let opts = || Options::default().with_vfs(Arc::new(vfs.clone()));
+    // The first open makes a LOG (faults off), the next ones fail to rotate it.
+    vfs.set_enabled(false);
+    Db::open("/db", opts()).unwrap().close().unwrap();
+    vfs.set_enabled(true);
+    for round in 0..2 {
+        let db = Db::open("/db", opts()).unwrap();
+        db.put(format!("k{round}"), "v").unwrap();
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    assert!(vfs.injected_total() > 0, "the LOG was tried");
+    let db = Db::open("/db", opts()).unwrap();
+    assert_eq!(db.get("k1").unwrap().as_deref(), Some(&b"v"[..]));
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use super::{DbInner, DbState};
+use super::{DbInner, DbState, Immutable};
 use crate::compaction::executor::execute;
 use crate::compaction::manual::{self, ManualRange};
 use crate::compaction::monkey::{self, WriteTarget};
@@ -22,7 +22,6 @@ use crate::error::{Error, Result};
 use crate::events::{BackgroundErrorReason, CompactionInfo, Event, FlushInfo, StallCause, StallCondition};
 use crate::iter::InternalIterator;
 use crate::key::{parse_internal_key, user_key};
-use crate::memtable::MemTable;
 use crate::range_del::Fragments;
 use crate::stats::{CompactionRecord, Counters};
 use crate::version::{NewFile, Version, VersionEdit};
@@ -79,7 +78,7 @@ impl DbInner {
                 }
             };
             let Some(job) = job else { continue };
-            if let Err(e) = self.flush_memtable(&job.0) {
+            if let Err(e) = self.flush_memtable(&job) {
                 self.set_bg_error_for(&e, BackgroundErrorReason::Flush);
             }
         }
@@ -110,7 +109,8 @@ impl DbInner {
 
     /// Writes the oldest immutable memtable to an L0 table, records it and
     /// deletes the WALs no keyspace needs any more.
-    fn flush_memtable(&self, mem: &Arc<MemTable>) -> Result<()> {
+    fn flush_memtable(&self, job: &Immutable) -> Result<()> {
+        let mem = &job.mem;
         let start = Instant::now();
         let env = self.env();
         let view = build_view(&self.versions.current(), &self.versions, &HashSet::new());
@@ -133,7 +133,7 @@ impl DbInner {
         // WALs older than the next unflushed memtable's are no longer needed.
         let next_log = {
             let st = self.state.lock();
-            st.imms.get(1).map(|(_, w)| *w).unwrap_or(st.mem_wal)
+            st.imms.get(1).map(|i| i.wal).unwrap_or(st.mem_wal)
         };
         edit.log_number = Some(next_log);
         // WAL numbers come from the root MANIFEST: a keyspace's own counter
@@ -185,11 +185,11 @@ impl DbInner {
             entries,
             bytes_written: written,
             duration,
-            reason: "memtable full",
+            reason: job.reason,
         }));
         self.counters.record(CompactionRecord {
             kind: "flush",
-            reason: "memtable full",
+            reason: job.reason.as_str(),
             output_level: level,
             input_files: 0,
             output_files: n,

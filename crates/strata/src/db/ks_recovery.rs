@@ -15,12 +15,14 @@ use crate::batch::BatchOp;
 use crate::compaction::executor::Env;
 use crate::error::{Error, Result};
 use crate::filename::{current_path, parse_file_name, wal_path, FileKind};
+use crate::info_log::InfoLog;
 use crate::keyspace_options::{KeyspaceOptions, PersistedStyle};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::paths::TablePaths;
 use crate::version::{KeyspaceEntry, Version, VersionEdit, VersionSet};
 use crate::vfs::{SequentialFile, Vfs};
+use crate::wal::{check_needed_wals, TreeLog};
 
 /// The directory under the root that holds one directory per keyspace.
 pub(crate) const KEYSPACES_DIR: &str = "keyspaces";
@@ -69,8 +71,9 @@ pub(crate) fn recover_keyspaces(
     opts: &Options,
     root_versions: &VersionSet,
     caches: &Caches,
+    info_log: Option<&InfoLog>,
 ) -> Result<Vec<Parts>> {
-    open_keyspaces(root, opts, root_versions, caches, false)
+    open_keyspaces(root, opts, root_versions, caches, false, info_log)
 }
 
 /// The read-only open's keyspaces: as [`recover_keyspaces`], but every
@@ -81,7 +84,7 @@ pub(crate) fn load_keyspaces_read_only(
     root_versions: &VersionSet,
     caches: &Caches,
 ) -> Result<Vec<Parts>> {
-    open_keyspaces(root, opts, root_versions, caches, true)
+    open_keyspaces(root, opts, root_versions, caches, true, None)
 }
 
 fn open_keyspaces(
@@ -90,6 +93,7 @@ fn open_keyspaces(
     root_versions: &VersionSet,
     caches: &Caches,
     read_only: bool,
+    info_log: Option<&InfoLog>,
 ) -> Result<Vec<Parts>> {
     let registry = root_versions.keyspaces();
     if opts.keyspaces.iter().any(|(n, _)| n == super::keyspace::DEFAULT_KEYSPACE) {
@@ -105,7 +109,7 @@ fn open_keyspaces(
         let (tree_opts, recorded, given) = resolve_options(opts, &entry.name, &entry.options)?;
         let tree = recover_tree(root, id, entry.name, tree_opts, caches, read_only)?;
         if !read_only {
-            reconcile_keyspace(root_versions, &tree, &recorded, given)?;
+            reconcile_keyspace(root_versions, &tree, &recorded, given, info_log)?;
         }
         log::info!(
             target: "strata::recovery",
@@ -196,46 +200,19 @@ pub(crate) fn remove_tree_dir(vfs: &dyn Vfs, dir: &Path) {
     }
 }
 
-/// Some WAL at or after the largest log number of any tree is on disk: the
-/// active WAL is never older than a log number a flush records, and a WAL is
-/// deleted only once a newer one exists (durably). A cold keyspace's own
-/// log-number WAL may be gone legitimately, so this is what can be asked of
-/// a database with keyspaces; with none, the root log's WAL itself is checked.
+/// The WALs the trees' MANIFESTs and the root's WAL floor need are on disk
+/// (see [`crate::wal::check_needed_wals`]); called for databases with keyspaces.
 pub(crate) fn check_newest_wal(trees: &[Parts], entries: &[String]) -> Result<()> {
-    let Some(t) = trees.iter().max_by_key(|t| t.versions.log_number()) else { return Ok(()) };
-    let needed = t.versions.log_number();
-    let newest = entries
+    let logs: Vec<TreeLog<'_>> =
+        trees.iter().map(|t| TreeLog { keyspace: &t.name, log_number: t.versions.log_number() }).collect();
+    let present: Vec<u64> = entries
         .iter()
         .filter_map(|n| match parse_file_name(n) {
             Some(FileKind::Wal(k)) => Some(k),
             _ => None,
         })
-        .max();
-    if needed != 0 && newest.is_none_or(|n| n < needed) {
-        return Err(Error::corruption(format!(
-        "the MANIFEST of keyspace {:?} names WAL {needed:06}.log as the oldest log to replay, which does not exist, and no newer WAL does ({}): WALs were removed, and with them acknowledged writes",
-        t.name,
-        newest.map_or("no WAL on disk".to_string(), |n| format!("the newest is {n:06}.log"))
-        )));
-    }
-    // The recorded floor and every log WAL above it were never deleted.
-    let Some(floor) = trees[0].versions.wal_floor() else { return Ok(()) };
-    let present = |n: u64| entries.iter().any(|e| parse_file_name(e) == Some(FileKind::Wal(n)));
-    if !present(floor) {
-        return Err(Error::corruption(format!(
-            "the root MANIFEST names WAL {floor:06}.log as the oldest WAL still needed, which does not exist: WALs were removed, and with them acknowledged writes"
-        )));
-    }
-    for t in trees {
-        let log = t.versions.log_number();
-        if log > floor && !present(log) {
-            return Err(Error::corruption(format!(
-                "the MANIFEST of keyspace {:?} names WAL {log:06}.log as the oldest log to replay, which does not exist: WALs were removed, and with them acknowledged writes",
-                t.name
-            )));
-        }
-    }
-    Ok(())
+        .collect();
+    check_needed_wals(&logs, true, trees[0].versions.wal_floor(), &present)
 }
 
 /// Replays the WALs every keyspace may still need (from the smallest log

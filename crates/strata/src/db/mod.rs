@@ -64,12 +64,22 @@ pub(crate) struct SuperVersion {
     pub range_del_files: Vec<Arc<crate::version::FileMeta>>,
 }
 
+/// A sealed memtable waiting for its flush.
+#[derive(Clone)]
+pub(crate) struct Immutable {
+    pub mem: Arc<MemTable>,
+    /// The WAL its writes went to.
+    pub wal: u64,
+    /// Why it was sealed.
+    pub reason: crate::events::FlushReason,
+}
+
 /// Write-side state, under `DbInner::state`.
 pub(crate) struct DbState {
     pub mem: Arc<MemTable>,
     pub mem_wal: u64,
-    /// Immutable memtables waiting for flush, oldest first, with their WAL numbers.
-    pub imms: VecDeque<(Arc<MemTable>, u64)>,
+    /// Immutable memtables waiting for flush, oldest first.
+    pub imms: VecDeque<Immutable>,
     /// Set by a failed WAL write/sync, flush or compaction: the DB goes read-only.
     pub bg_error: Option<String>,
     pub shutting_down: bool,
@@ -134,7 +144,7 @@ impl DbInner {
     pub(crate) fn install_super_version(&self, st: &DbState) {
         self.sv.store(Arc::new(SuperVersion::new(
             st.mem.clone(),
-            st.imms.iter().rev().map(|(m, _)| m.clone()).collect(),
+            st.imms.iter().rev().map(|i| i.mem.clone()).collect(),
             self.versions.current(),
         )));
     }
@@ -300,7 +310,7 @@ impl DbInner {
     /// The oldest WAL this tree's unflushed writes need.
     pub(crate) fn oldest_needed_wal(&self) -> u64 {
         let st = self.state.lock();
-        st.imms.front().map_or(st.mem_wal, |(_, w)| *w)
+        st.imms.front().map_or(st.mem_wal, |i| i.wal)
     }
 
     /// Refuses operations on a dropped keyspace or a closed database.
@@ -345,7 +355,7 @@ impl DbInner {
         let mut result = Ok(());
         if shared.unlogged_writes.load(Ordering::Acquire) && !self.opts.avoid_flush_during_shutdown {
             for t in &trees {
-                let r = t.flush().map_err(|e| {
+                let r = t.flush_for(crate::events::FlushReason::Shutdown).map_err(|e| {
                     Error::ReadOnly(format!(
                         "close could not flush writes made without the WAL, so they are lost: {e}"
                     ))

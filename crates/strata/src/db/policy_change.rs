@@ -9,7 +9,9 @@ use std::path::Path;
 use super::recovery::Parts;
 use crate::compaction::CompactionPolicy;
 use crate::error::{Error, Result};
+use crate::events::EventListener;
 use crate::events::PolicyChangeInfo;
+use crate::info_log::InfoLog;
 use crate::keyspace_options::{keep_recorded, KeyspaceOptions};
 use crate::options::{Options, MAX_LEVELS};
 use crate::version::{BufferOp, KeyspaceOp, VersionEdit, VersionSet};
@@ -119,14 +121,15 @@ fn log_change(tree: &str, from: &str, to: &str, edit: &VersionEdit) {
     );
 }
 
-/// Tells the listeners of `opts` that the policy of `tree` changed. Called
-/// during the open, which holds no engine lock and has no handle out yet.
-fn report_change(opts: &Options, tree: &str, old: &str, new: &str) {
-    opts.listeners.policy_changed(&PolicyChangeInfo {
-        keyspace: tree.to_string(),
-        old: old.to_string(),
-        new: new.to_string(),
-    });
+/// Tells the listeners of `opts` and the info log that the policy of `tree`
+/// changed. Called during the open, which holds no engine lock and has no
+/// handle out yet.
+fn report_change(opts: &Options, info_log: Option<&InfoLog>, tree: &str, old: &str, new: &str) {
+    let info = PolicyChangeInfo { keyspace: tree.to_string(), old: old.to_string(), new: new.to_string() };
+    opts.listeners.policy_changed(&info);
+    if let Some(l) = info_log {
+        l.on_policy_changed(&info);
+    }
 }
 
 /// The default tree at a read-write open, before any background work:
@@ -139,6 +142,7 @@ pub(super) fn reconcile_default(
     opts: &Options,
     policy: &dyn CompactionPolicy,
     created: bool,
+    info_log: Option<&InfoLog>,
 ) -> Result<()> {
     let recorded = versions.default_options().map(|b| Recorded::decode(&b, "default options")).transpose()?;
     let given = opts.compaction_style.name();
@@ -168,7 +172,7 @@ pub(super) fn reconcile_default(
         versions.log_and_apply(edit)?;
     }
     if let Some(old) = changed_from {
-        report_change(opts, "default", old, &given);
+        report_change(opts, info_log, "default", old, &given);
     }
     Ok(())
 }
@@ -184,6 +188,7 @@ pub(super) fn reconcile_keyspace(
     t: &Parts,
     recorded: &Recorded,
     given_options: bool,
+    info_log: Option<&InfoLog>,
 ) -> Result<()> {
     let (id, name, tree, opts, policy) = (t.id, &t.name, &t.versions, &t.opts, t.policy.as_ref());
     let given = opts.compaction_style.name();
@@ -203,7 +208,7 @@ pub(super) fn reconcile_keyspace(
         root.log_and_apply(edit)?;
     }
     if recorded.policy != given {
-        report_change(opts, name, &recorded.policy, &given);
+        report_change(opts, info_log, name, &recorded.policy, &given);
     }
     Ok(())
 }

@@ -126,7 +126,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         other => other,
     })?;
     let lock = vfs.lock(&lock_path(dir))?;
-    let info_log = opts.info_log.then(|| InfoLog::open(vfs.clone(), dir, opts.info_log_limits())).flatten();
+    let info_log =
+        opts.info_log.then(|| InfoLog::open(vfs.clone(), dir, opts.info_log_limits(), &entries)).flatten();
     if let Some(l) = &info_log {
         l.line("open", format_args!("Strata {} opening {}", env!("CARGO_PKG_VERSION"), dir.display()));
     }
@@ -209,7 +210,13 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
     remove_unreferenced("default", dir, vfs.as_ref(), &versions, &entries, &located);
     paths.remove_temps(vfs.as_ref());
-    super::policy_change::reconcile_default(&versions, &opts, policy.as_ref(), !has_current)?;
+    super::policy_change::reconcile_default(
+        &versions,
+        &opts,
+        policy.as_ref(),
+        !has_current,
+        info_log.as_deref(),
+    )?;
     let versions = Arc::new(versions);
     let mut trees = vec![Parts {
         id: 0,
@@ -223,7 +230,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         policy,
     }];
     let ks_opts = super::policy_change::keyspaces_over_recorded(&opts, &versions)?;
-    trees.extend(ks_recovery::recover_keyspaces(dir, &ks_opts, &versions, &caches)?);
+    trees.extend(ks_recovery::recover_keyspaces(dir, &ks_opts, &versions, &caches, info_log.as_deref())?);
     ks_recovery::check_newest_wal(&trees, &entries)?;
     // The new WAL exists (durably) before the edits that retire the old ones.
     let wal_number = versions.new_file_number();

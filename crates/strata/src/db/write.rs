@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, MutexGuard};
 
 use super::shared::Shared;
-use super::{DbInner, DbState};
+use super::{DbInner, DbState, Immutable};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
+use crate::events::FlushReason;
 use crate::filename::wal_path;
 use crate::key::ValueKind;
 use crate::memtable::MemTable;
@@ -247,7 +248,7 @@ impl DbInner {
             let mut st = t.state.lock();
             let holds_oldest = st.imms.is_empty() && !st.mem.is_empty() && st.mem_wal <= oldest;
             if holds_oldest && st.bg_error.is_none() && !st.shutting_down {
-                t.switch_memtable(wal, &mut st)?;
+                t.switch_memtable(wal, &mut st, FlushReason::WalSize)?;
                 Counters::add(&t.counters.wal_size_flushes, 1);
             }
         }
@@ -292,7 +293,7 @@ impl DbInner {
                 Counters::add(&self.counters.stall_micros, start.elapsed().as_micros() as u64);
                 continue;
             }
-            self.switch_memtable(wal, &mut st)?;
+            self.switch_memtable(wal, &mut st, FlushReason::MemtableFull)?;
         }
     }
 
@@ -303,6 +304,7 @@ impl DbInner {
         &self,
         wal: &mut Option<LogWriter>,
         st: &mut MutexGuard<'_, DbState>,
+        reason: FlushReason,
     ) -> Result<()> {
         let shared = &self.shared;
         let number = shared.root_versions.new_file_number();
@@ -331,7 +333,7 @@ impl DbInner {
         }
         let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new()));
         let old_wal = std::mem::replace(&mut st.mem_wal, number);
-        st.imms.push_back((old, old_wal));
+        st.imms.push_back(Immutable { mem: old, wal: old_wal, reason });
         self.install_super_version(st);
         self.bg_cv.notify_all();
         // A keyspace with nothing unflushed needs no older WAL. (Its
@@ -351,6 +353,12 @@ impl DbInner {
     /// Flushes the active memtable (if not empty) and waits for every
     /// immutable memtable to reach L0.
     pub(crate) fn flush(&self) -> Result<()> {
+        self.flush_for(FlushReason::Manual)
+    }
+
+    /// Seals the active memtable (if it holds anything) for `reason` and
+    /// waits until every sealed memtable is flushed.
+    pub(crate) fn flush_for(&self, reason: FlushReason) -> Result<()> {
         self.check_writable()?;
         {
             let mut wal = self.shared.wal.lock();
@@ -362,7 +370,7 @@ impl DbInner {
                 return Err(Error::Closed);
             }
             if !st.mem.is_empty() {
-                self.switch_memtable(&mut wal, &mut st)?;
+                self.switch_memtable(&mut wal, &mut st, reason)?;
             }
         }
         self.wait_for_flushes()?;

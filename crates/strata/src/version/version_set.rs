@@ -282,7 +282,7 @@ impl VersionSet {
     /// The oldest WAL still needed, as last recorded (root MANIFEST of a
     /// database with keyspaces): it exists, and so does every tree's log WAL
     /// above it.
-    pub(crate) fn wal_floor(&self) -> Option<u64> {
+    pub fn wal_floor(&self) -> Option<u64> {
         self.meta.lock().wal_floor
     }
 

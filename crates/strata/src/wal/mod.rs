@@ -4,8 +4,10 @@
 //! `docs/FORMAT.md` ("Write-ahead log") for the byte layout and recovery modes.
 
 mod format;
+mod needed;
 mod reader;
 mod writer;
 
+pub use needed::{check_needed_wals, TreeLog};
 pub use reader::LogReader;
 pub use writer::LogWriter;
