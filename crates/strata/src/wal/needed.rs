@@ -55,11 +55,11 @@ pub fn check_needed_wals(
             "the root MANIFEST names WAL {floor:06}.log as the oldest WAL still needed, which does not exist"
         ));
     }
-    for t in trees.iter().filter(|t| t.log_number > floor && !has(t.log_number)) {
-        return gone(format!(
+    match trees.iter().find(|t| t.log_number > floor && !has(t.log_number)) {
+        Some(t) => gone(format!(
             "the MANIFEST of keyspace {:?} names WAL {:06}.log as the oldest log to replay, which does not exist",
             t.keyspace, t.log_number
-        ));
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
