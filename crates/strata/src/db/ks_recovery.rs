@@ -57,6 +57,7 @@ pub(crate) fn resolve_options(
     };
     let opts = chosen.apply(db);
     check_merge_operator(name, &recorded, &opts)?;
+    crate::keyspace_options::check_ttl(&format!("keyspace {name:?}"), persisted, &opts)?;
     Ok((opts, recorded, supplied.is_some()))
 }
 
