@@ -656,6 +656,13 @@ impl TtlDb {
         &self.db
     }
 
+    /// The underlying database, whose values carry their write time: for
+    /// tools that read no values (statistics, properties). Its TTL trees keep
+    /// their compaction filters.
+    pub fn into_base_db(self) -> Db {
+        self.db
+    }
+
     /// Stops background work, syncs the WAL and releases the lock (see [`Db::close`]).
     ///
     /// # Examples
