@@ -66,6 +66,9 @@ pub fn run(cli: &Cli) -> CliResult<ExitCode> {
     }
 }
 
+/// One item of a scan.
+type KvResult = strata::Result<(Vec<u8>, Vec<u8>)>;
+
 /// `get` on a keyspace of stamped values: the value without its stamp; an
 /// expired one (not compacted away yet) is reported as such, with its age.
 fn get_ttl(ks: &strata::ttl::TtlKeyspace, k: &[u8], hex: bool) -> CliResult<ExitCode> {
@@ -103,7 +106,7 @@ fn scan(
     let lo = from.map_or(Unbounded, Included);
     let hi = to.map_or(Unbounded, Excluded);
     // A TTL keyspace has no prefix iterator: the range of the prefix's keys.
-    let it: Box<dyn DoubleEndedIterator<Item = strata::Result<(Vec<u8>, Vec<u8>)>>> = match (ks, &prefix) {
+    let it: Box<dyn DoubleEndedIterator<Item = KvResult>> = match (ks, &prefix) {
         (Tree::Plain(ks), Some(p)) => Box::new(ks.prefix_iterator(p)),
         (Tree::Plain(ks), None) => Box::new(ks.range::<Vec<u8>, _>((lo.clone(), hi.clone()))),
         (Tree::Ttl(ks), Some(p)) => {

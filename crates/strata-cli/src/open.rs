@@ -163,7 +163,9 @@ pub fn open_values(cli: &Cli, what: &str) -> CliResult<ValueDb> {
         return open(cli, what, Access::Read).map(ValueDb::Plain);
     }
     let opts = options(cli, dir, Access::Read)?;
-    TtlDb::open_read_only(dir, opts).map(ValueDb::Ttl).map_err(|e| format!("cannot open {}: {e}", dir.display()))
+    TtlDb::open_read_only(dir, opts)
+        .map(ValueDb::Ttl)
+        .map_err(|e| format!("cannot open {}: {e}", dir.display()))
 }
 
 /// The `--keyspace` tree of `db`: a TTL database's plain keyspaces read as stored.

@@ -521,7 +521,8 @@ fn refuse_plain_open_of_ttl_tree(whose: &str, stored: &KeyspaceOptions, given: &
 /// As `keep_recorded`'s check, for a keyspace whose `recorded` options the
 /// open resolved into `given` (the keyspace's tree options).
 pub(crate) fn check_ttl(whose: &str, recorded: &[u8], given: &Options) -> Result<()> {
-    let (stored, _) = KeyspaceOptions::decode(recorded).map_err(|e| Error::corruption(format!("{whose}: {e}")))?;
+    let (stored, _) =
+        KeyspaceOptions::decode(recorded).map_err(|e| Error::corruption(format!("{whose}: {e}")))?;
     refuse_plain_open_of_ttl_tree(whose, &stored, given)
 }
 
@@ -628,9 +629,10 @@ mod tests {
         .unwrap();
         assert!(matches!(lwc, PersistedStyle::Builtin(CompactionStyle::Lwc { max_segments: 3 })));
         let plain = KeyspaceOptions::new();
-        let ttl = plain.clone().with_ttl(Duration::from_micros(1500), Arc::new(|_: usize, _: &[u8], _: &[u8]| {
-            crate::compaction::Decision::Keep
-        }));
+        let ttl = plain.clone().with_ttl(
+            Duration::from_micros(1500),
+            Arc::new(|_: usize, _: &[u8], _: &[u8]| crate::compaction::Decision::Keep),
+        );
         assert_eq!(ttl.encode()[..plain.encode().len()], plain.encode()[..], "the TTL field comes last");
         let (back, _) = KeyspaceOptions::decode(&ttl.encode()).unwrap();
         assert_eq!(back.ttl(), Some(Duration::from_millis(2)), "rounded up to a millisecond");

@@ -192,7 +192,10 @@ fn plain_open_of_a_ttl_database_does_not_return_stamped_values() {
     db.close().unwrap();
     for r in [Db::open("/db", options(&vfs)), Db::open_read_only("/db", options(&vfs))] {
         let m = invalid(r);
-        assert!(m.contains("default keyspace stores values with TTL stamps") && m.contains("TtlDb::open"), "{m}");
+        assert!(
+            m.contains("default keyspace stores values with TTL stamps") && m.contains("TtlDb::open"),
+            "{m}"
+        );
     }
     // A TTL keyspace beside a plain default one is refused too, given options or not.
     let db = TtlDb::open_with_clock("/db", options(&vfs), 60 * SEC, clock.clone()).unwrap();
@@ -322,14 +325,16 @@ fn ttl_open_of_a_plain_database_with_data_is_refused() {
     db.close().unwrap();
     let m = invalid(TtlDb::open_with_clock("/db", options(&vfs), SEC, clock.clone()));
     assert!(m.contains("plain values") && m.contains("Db::open"), "{m}");
-    assert!(invalid(TtlDb::open_read_only_with_clock("/db", options(&vfs), clock.clone())).contains("plain values"));
+    assert!(invalid(TtlDb::open_read_only_with_clock("/db", options(&vfs), clock.clone()))
+        .contains("plain values"));
     let db = Db::open("/db", options(&vfs)).unwrap();
     assert_eq!(db.get(b"short").unwrap().as_deref(), Some(&b"abc"[..]), "untouched");
     assert!(recorded_ttls("/db", &options(&vfs)).unwrap().is_empty());
     // Emptied, it may become a TTL database; a plain keyspace cannot be given a TTL.
     db.delete(b"short").unwrap();
     db.close().unwrap();
-    let m = invalid(TtlDb::open_with_keyspace_ttls("/db", options(&vfs), SEC, &[("plain", SEC)], clock.clone()));
+    let m =
+        invalid(TtlDb::open_with_keyspace_ttls("/db", options(&vfs), SEC, &[("plain", SEC)], clock.clone()));
     assert!(m.contains("\"plain\" stores plain values"), "{m}");
     let db = TtlDb::open_with_clock("/db", options(&vfs), SEC, clock).unwrap();
     db.put(b"k", b"v").unwrap();

@@ -212,7 +212,11 @@ impl TtlDb {
     }
 
     /// As [`TtlDb::open_read_only`], with the time read from `clock`.
-    pub fn open_read_only_with_clock(path: impl AsRef<Path>, opts: Options, clock: Arc<dyn Clock>) -> Result<TtlDb> {
+    pub fn open_read_only_with_clock(
+        path: impl AsRef<Path>,
+        opts: Options,
+        clock: Arc<dyn Clock>,
+    ) -> Result<TtlDb> {
         open::open(path.as_ref(), opts, open::Mode::ReadOnly, clock)
     }
 

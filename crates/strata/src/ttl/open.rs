@@ -143,7 +143,8 @@ pub(super) fn open(path: &Path, mut opts: Options, mode: Mode<'_>, clock: Arc<dy
         let ttl = given.iter().find(|(n, _)| n == name).map_or(rec_ttl, |(_, t)| *t);
         let expiry = Arc::new(Expiry::new(ttl, clock.clone()));
         // The options the caller gave for it, else the recorded ones.
-        let base = opts.keyspaces.iter().find(|(n, _)| n == name).map_or_else(|| rec.clone(), |(_, o)| o.clone());
+        let base =
+            opts.keyspaces.iter().find(|(n, _)| n == name).map_or_else(|| rec.clone(), |(_, o)| o.clone());
         let filter = Arc::new(TtlFilter::new(expiry.clone(), base.compaction_filter()));
         set_keyspace(&mut opts, name, base.with_ttl(ttl, filter));
         by_name.push((name.clone(), expiry));
