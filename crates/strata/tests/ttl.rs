@@ -341,3 +341,23 @@ fn ttl_open_of_a_plain_database_with_data_is_refused() {
     db.close().unwrap();
     assert_eq!(recorded_ttls("/db", &options(&vfs)).unwrap(), [("default".to_string(), SEC)]);
 }
+
+#[test]
+fn repair_of_a_ttl_database_keeps_its_ttl_record() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let clock = Arc::new(ManualClock::new(0));
+    let db = TtlDb::open_with_clock("/db", options(&vfs), 60 * SEC, clock.clone()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    let ks = db.create_keyspace("ks", KeyspaceOptions::default(), SEC).unwrap();
+    ks.put(b"k", b"v").unwrap();
+    ks.flush().unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    // Repair reads no values: a TTL tree is no reason to refuse it.
+    strata::repair("/db", options(&vfs)).unwrap();
+    assert!(invalid(Db::open("/db", options(&vfs))).contains("TTL stamps"));
+    let want: Vec<(String, Duration)> = vec![("default".into(), 60 * SEC), ("ks".into(), SEC)];
+    assert_eq!(recorded_ttls("/db", &options(&vfs)).unwrap(), want);
+    let db = TtlDb::open_with_clock("/db", options(&vfs), 60 * SEC, clock).unwrap();
+    assert_eq!(db.keyspace("ks").unwrap().get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+}

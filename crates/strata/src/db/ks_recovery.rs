@@ -57,7 +57,6 @@ pub(crate) fn resolve_options(
     };
     let opts = chosen.apply(db);
     check_merge_operator(name, &recorded, &opts)?;
-    crate::keyspace_options::check_ttl(&format!("keyspace {name:?}"), persisted, &opts)?;
     Ok((opts, recorded, supplied.is_some()))
 }
 
@@ -104,6 +103,11 @@ fn open_keyspaces(
     let mut trees = Vec::new();
     for (id, entry) in registry {
         let (tree_opts, recorded, given) = resolve_options(opts, &entry.name, &entry.options)?;
+        crate::keyspace_options::check_ttl(
+            &format!("keyspace {:?}", entry.name),
+            &entry.options,
+            &tree_opts,
+        )?;
         let tree = recover_tree(root, id, entry.name, tree_opts, caches, read_only)?;
         if !read_only {
             reconcile_keyspace(root_versions, &tree, &recorded, given)?;
