@@ -1,7 +1,8 @@
 //! A database whose values expire (RocksDB `DBWithTTL`, rust-rocksdb
 //! `DB::open_with_ttl`): [`TtlDb`] stores each value with its write time,
 //! hides values older than the TTL from every read, and removes them in
-//! compactions through a compaction filter.
+//! compactions through a compaction filter; each keyspace ([`TtlKeyspace`])
+//! has its own TTL, recorded in the MANIFEST.
 
 mod clock;
 mod filter;
@@ -105,9 +106,12 @@ impl std::fmt::Debug for TtlDb {
 }
 
 impl TtlDb {
-    /// Opens (or creates) the database in `path` with values expiring `ttl`
-    /// after they were written, by the system clock (RocksDB
-    /// `DBWithTTL::Open`). Zero means never.
+    /// Opens (or creates) the database in `path` with values of its default
+    /// keyspace expiring `ttl` after they were written, by the system clock
+    /// (RocksDB `DBWithTTL::Open`). Zero means never. `ttl` replaces the
+    /// recorded TTL; each TTL keyspace keeps its own. A database whose default
+    /// keyspace holds plain values (written by [`Db`]) is refused with
+    /// [`Error::InvalidArgument`].
     ///
     /// # Examples
     ///
