@@ -3,10 +3,10 @@
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use strata::{DbIterator, Keyspace, WriteBatch};
+use strata::{Keyspace, WriteBatch};
 
 use crate::bytes::{parse, show, show_value};
-use crate::open::{keyspace, open, unavailable_merge_operator, Access};
+use crate::open::{keyspace, open, open_values, tree, unavailable_merge_operator, Access, Tree};
 use crate::progress::Progress;
 use crate::{Cli, CliResult, Command};
 
@@ -18,8 +18,11 @@ pub fn run(cli: &Cli) -> CliResult<ExitCode> {
     match &cli.command {
         Command::Get { key: k } => {
             let k = key(k)?;
-            let db = open(cli, "get", Access::Read)?;
-            let ks = keyspace(cli, &db)?;
+            let db = open_values(cli, "get")?;
+            let ks = match tree(cli, &db)? {
+                Tree::Plain(ks) => ks,
+                Tree::Ttl(ks) => return get_ttl(&ks, &k, hex),
+            };
             match ks.get(&k).map_err(fail)? {
                 Some(v) => {
                     println!("{}", show_value(&v, unavailable_merge_operator(&ks).as_deref(), hex));
@@ -46,8 +49,8 @@ pub fn run(cli: &Cli) -> CliResult<ExitCode> {
             let from = from.as_deref().map(key).transpose()?;
             let to = to.as_deref().map(key).transpose()?;
             let prefix = prefix.as_deref().map(key).transpose()?;
-            let db = open(cli, "scan", Access::Read)?;
-            let ks = keyspace(cli, &db)?;
+            let db = open_values(cli, "scan")?;
+            let ks = tree(cli, &db)?;
             scan(&ks, from, to, prefix, limit.unwrap_or(usize::MAX), *reverse, hex)?;
             Ok(ExitCode::SUCCESS)
         }
@@ -63,8 +66,35 @@ pub fn run(cli: &Cli) -> CliResult<ExitCode> {
     }
 }
 
+/// One item of a scan.
+type KvResult = strata::Result<(Vec<u8>, Vec<u8>)>;
+
+/// `get` on a keyspace of stamped values: the value without its stamp; an
+/// expired one (not compacted away yet) is reported as such, with its age.
+fn get_ttl(ks: &strata::ttl::TtlKeyspace, k: &[u8], hex: bool) -> CliResult<ExitCode> {
+    match ks.get_with_write_time(k).map_err(|e| e.to_string())? {
+        Some(s) if !s.expired => {
+            println!("{}", show_value(&s.value, None, hex));
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(s) => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            Err(format!(
+                "key {} not found: its value expired (written {} s ago, keyspace {:?} has a TTL of {:?})",
+                show(k, hex),
+                now.saturating_sub(s.written_millis) / 1000,
+                ks.name(),
+                ks.ttl()
+            ))
+        }
+        None => Err(format!("key {} not found", show(k, hex))),
+    }
+}
+
 fn scan(
-    ks: &Keyspace,
+    ks: &Tree,
     from: Option<Vec<u8>>,
     to: Option<Vec<u8>>,
     prefix: Option<Vec<u8>>,
@@ -75,9 +105,15 @@ fn scan(
     use std::ops::Bound::{Excluded, Included, Unbounded};
     let lo = from.map_or(Unbounded, Included);
     let hi = to.map_or(Unbounded, Excluded);
-    let it: DbIterator = match &prefix {
-        Some(p) => ks.prefix_iterator(p),
-        None => ks.range::<Vec<u8>, _>((lo.clone(), hi.clone())),
+    // A TTL keyspace has no prefix iterator: the range of the prefix's keys.
+    let it: Box<dyn DoubleEndedIterator<Item = KvResult>> = match (ks, &prefix) {
+        (Tree::Plain(ks), Some(p)) => Box::new(ks.prefix_iterator(p)),
+        (Tree::Plain(ks), None) => Box::new(ks.range::<Vec<u8>, _>((lo.clone(), hi.clone()))),
+        (Tree::Ttl(ks), Some(p)) => {
+            let end = prefix_end(p).map_or(Unbounded, Excluded);
+            Box::new(ks.range::<Vec<u8>, _>((Included(p.clone()), end)))
+        }
+        (Tree::Ttl(ks), None) => Box::new(ks.range::<Vec<u8>, _>((lo.clone(), hi.clone()))),
     };
     let in_range = |k: &[u8]| {
         let above = match &lo {
@@ -90,7 +126,10 @@ fn scan(
         };
         above && below
     };
-    let unavailable = unavailable_merge_operator(ks);
+    let unavailable = match ks {
+        Tree::Plain(ks) => unavailable_merge_operator(ks),
+        Tree::Ttl(_) => None,
+    };
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
     let mut n = 0;
@@ -121,6 +160,19 @@ fn scan(
         }
     }
     out.flush().map_err(|e| e.to_string())
+}
+
+/// The least key above every key starting with `p`; `None` if there is
+/// none (`p` is all 0xff bytes).
+fn prefix_end(p: &[u8]) -> Option<Vec<u8>> {
+    let mut end = p.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
 }
 
 /// Splits one CSV line into its two fields; double-quoted fields may hold
@@ -193,7 +245,14 @@ fn load(db: &strata::Db, ks: &Keyspace, csv: bool, batch_len: usize, hex: bool) 
 
 #[cfg(test)]
 mod tests {
-    use super::csv_fields;
+    use super::{csv_fields, prefix_end};
+
+    #[test]
+    fn prefix_end_is_the_least_key_above_the_prefix() {
+        assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_end(b"a\xff"), Some(b"b".to_vec()));
+        assert_eq!(prefix_end(b"\xff\xff"), None);
+    }
 
     #[test]
     fn csv_fields_handle_quotes() {

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use strata::merge_operators::{builtin_merge_operator, recorded_merge_operators, unmerged_stand_in};
+use strata::ttl::{recorded_ttls, TtlDb, TtlKeyspace};
 use strata::{CompactionStyle, Db, Error, Keyspace, KeyspaceOptions, Options, RealVfs};
 
 use crate::{Cli, CliResult};
@@ -117,11 +118,66 @@ pub fn open(cli: &Cli, what: &str, access: Access) -> CliResult<Db> {
         return Err(format!("{what} writes to the database and --read-only was given"));
     }
     let opts = options(cli, dir, access)?.with_create_if_missing(create);
-    let db = match access {
-        Access::Read => Db::open_read_only(dir, opts),
-        Access::Write => Db::open(dir, opts),
+    let ttl = !create && ttl_database(dir);
+    let db = match (access, ttl) {
+        // Commands that read no values see its trees as stored.
+        (Access::Read, true) => TtlDb::open_read_only(dir, opts).map(TtlDb::into_base_db),
+        (Access::Read, false) => Db::open_read_only(dir, opts),
+        (Access::Write, true) => {
+            return Err(format!(
+                "{what}: {} is a TTL database (each value stamped with its write time): this tool only \
+                 reads it (get, scan); write to it with strata::ttl::TtlDb",
+                dir.display()
+            ))
+        }
+        (Access::Write, false) => Db::open(dir, opts),
     };
     db.map_err(|e| format!("cannot open {}: {e}", dir.display()))
+}
+
+/// Whether the database in `dir` records values with TTL stamps (its
+/// default keyspace does whenever any keyspace does).
+fn ttl_database(dir: &Path) -> bool {
+    let base = Options::default().with_vfs(Arc::new(RealVfs::new()));
+    // A MANIFEST that cannot be read is reported by the open itself.
+    recorded_ttls(dir, &base).is_ok_and(|t| !t.is_empty())
+}
+
+/// A database opened for a command that reads values: a TTL database
+/// through `TtlDb`, so values come without their stamps.
+pub enum ValueDb {
+    Plain(Db),
+    Ttl(TtlDb),
+}
+
+/// One keyspace of a [`ValueDb`].
+pub enum Tree {
+    Plain(Keyspace),
+    Ttl(TtlKeyspace),
+}
+
+/// Opens the database read-only for a command named `what` that reads values.
+pub fn open_values(cli: &Cli, what: &str) -> CliResult<ValueDb> {
+    let dir = db_dir(cli)?;
+    if !ttl_database(dir) {
+        return open(cli, what, Access::Read).map(ValueDb::Plain);
+    }
+    let opts = options(cli, dir, Access::Read)?;
+    TtlDb::open_read_only(dir, opts)
+        .map(ValueDb::Ttl)
+        .map_err(|e| format!("cannot open {}: {e}", dir.display()))
+}
+
+/// The `--keyspace` tree of `db`: a TTL database's plain keyspaces read as stored.
+pub fn tree(cli: &Cli, db: &ValueDb) -> CliResult<Tree> {
+    match db {
+        ValueDb::Plain(db) => keyspace(cli, db).map(Tree::Plain),
+        ValueDb::Ttl(db) => match db.keyspace(&cli.keyspace) {
+            Ok(ks) => Ok(Tree::Ttl(ks)),
+            Err(Error::InvalidArgument(_)) => keyspace(cli, db.base_db()).map(Tree::Plain),
+            Err(e) => Err(e.to_string()),
+        },
+    }
 }
 
 /// The `--keyspace` handle.

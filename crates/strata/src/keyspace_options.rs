@@ -50,6 +50,9 @@ pub struct KeyspaceOptions {
     /// The merge operator's name as the MANIFEST recorded it (the operator
     /// itself cannot be persisted); used when `tree` has no operator.
     recorded_merge_operator: Option<String>,
+    /// The TTL the MANIFEST recorded (its values carry write-time stamps).
+    /// Kept apart from `tree.ttl` so a plain open, which gives none, is refused.
+    recorded_ttl: Option<Duration>,
 }
 
 impl fmt::Debug for KeyspaceOptions {
@@ -100,7 +103,7 @@ impl KeyspaceOptions {
     /// assert_eq!(KeyspaceOptions::from_options(&db_opts).compaction_style().name(), "tiered");
     /// ```
     pub fn from_options(opts: &Options) -> Self {
-        KeyspaceOptions { tree: opts.clone(), recorded_merge_operator: None }
+        KeyspaceOptions { tree: opts.clone(), recorded_merge_operator: None, recorded_ttl: None }
     }
 
     /// The name of the merge operator: the given one's, else the one the
@@ -129,6 +132,25 @@ impl KeyspaceOptions {
             self.recorded_merge_operator = name.map(str::to_string);
         }
         self
+    }
+
+    /// The TTL of the tree's stamped values: the one given (by `TtlDb`),
+    /// else the recorded one; `None` for plain values.
+    pub(crate) fn ttl(&self) -> Option<Duration> {
+        self.tree.ttl.or(self.recorded_ttl)
+    }
+
+    /// These options for a tree of stamped values expiring after `ttl`,
+    /// with `filter` (which wraps [`Self::compaction_filter`]).
+    pub(crate) fn with_ttl(mut self, ttl: Duration, filter: Arc<dyn CompactionFilter>) -> Self {
+        self.tree.ttl = Some(ttl);
+        self.tree.compaction_filter = Some(filter);
+        self
+    }
+
+    /// The compaction filter given, if any.
+    pub(crate) fn compaction_filter(&self) -> Option<Arc<dyn CompactionFilter>> {
+        self.tree.compaction_filter.clone()
     }
 
     /// The compaction policy.
@@ -277,6 +299,7 @@ impl KeyspaceOptions {
         o.prefix_extractor = t.prefix_extractor.clone();
         o.db_paths = Vec::new();
         o.explicit = t.explicit;
+        o.ttl = t.ttl;
         o
     }
 
@@ -286,6 +309,7 @@ impl KeyspaceOptions {
         Ok(KeyspaceOptions {
             tree: keep_recorded(&self.tree, recorded, whose)?,
             recorded_merge_operator: self.recorded_merge_operator.clone(),
+            recorded_ttl: self.recorded_ttl,
         })
     }
 
@@ -349,6 +373,12 @@ impl KeyspaceOptions {
             put_varint64(&mut b, F_MERGE_OPERATOR);
             put_length_prefixed(&mut b, name.as_bytes());
         }
+        // Only for stamped values, so plain trees encode as before and an
+        // older reader refuses a TTL tree (unknown field) instead of misreading it.
+        if let Some(ttl) = self.ttl() {
+            put_varint64(&mut b, F_TTL);
+            put_varint64(&mut b, ttl_millis(ttl));
+        }
         b
     }
 
@@ -375,6 +405,11 @@ impl KeyspaceOptions {
                 let name = r.length_prefixed().ok_or_else(|| bad("merge operator"))?;
                 let name = std::str::from_utf8(name).map_err(|_| bad("merge operator"))?;
                 o.recorded_merge_operator = Some(name.to_string());
+                continue;
+            }
+            if field == F_TTL {
+                let ms = r.varint64().ok_or_else(|| bad("ttl"))?;
+                o.recorded_ttl = Some(Duration::from_millis(ms));
                 continue;
             }
             if field == F_STYLE {
@@ -453,6 +488,7 @@ impl KeyspaceOptions {
 pub(crate) fn keep_recorded(given: &Options, recorded: &[u8], whose: &str) -> Result<Options> {
     let (stored, style) =
         KeyspaceOptions::decode(recorded).map_err(|e| Error::corruption(format!("{whose}: {e}")))?;
+    refuse_plain_open_of_ttl_tree(whose, &stored, given)?;
     let mut o = given.clone();
     for f in F_WRITE_BUFFER_SIZE..=F_MAX_MEM_LEVEL {
         if given.explicit & (1 << f) == 0 {
@@ -468,6 +504,31 @@ pub(crate) fn keep_recorded(given: &Options, recorded: &[u8], whose: &str) -> Re
         }
     }
     Ok(o)
+}
+
+/// Refuses to open a tree recorded with TTL stamps without them (a plain
+/// `Db`), which would return every value with its write time appended.
+fn refuse_plain_open_of_ttl_tree(whose: &str, stored: &KeyspaceOptions, given: &Options) -> Result<()> {
+    match (stored.ttl(), given.ttl) {
+        (Some(ttl), None) => Err(Error::invalid(format!(
+            "{whose} stores values with TTL stamps (TTL {ttl:?}): open it with TtlDb::open \
+             (or TtlDb::open_read_only)"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// As `keep_recorded`'s check, for a keyspace whose `recorded` options the
+/// open resolved into `given` (the keyspace's tree options).
+pub(crate) fn check_ttl(whose: &str, recorded: &[u8], given: &Options) -> Result<()> {
+    let (stored, _) =
+        KeyspaceOptions::decode(recorded).map_err(|e| Error::corruption(format!("{whose}: {e}")))?;
+    refuse_plain_open_of_ttl_tree(whose, &stored, given)
+}
+
+/// A TTL as persisted: milliseconds, rounded up (as expiry measures it).
+pub(crate) fn ttl_millis(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }
 
 /// Copies persisted field `f` (an `F_*` id) from `src` to `dst`.
@@ -541,6 +602,9 @@ pub(crate) const F_SEEK_COMPACTION: u64 = 21;
 pub(crate) const F_MAX_MEM_LEVEL: u64 = 22;
 /// The merge operator's name; written only when one is set.
 pub(crate) const F_MERGE_OPERATOR: u64 = 23;
+/// The TTL in ms of a tree whose values carry write-time stamps (`TtlDb`);
+/// written only for such a tree.
+pub(crate) const F_TTL: u64 = 24;
 
 #[cfg(test)]
 mod tests {
@@ -564,6 +628,16 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(lwc, PersistedStyle::Builtin(CompactionStyle::Lwc { max_segments: 3 })));
+        let plain = KeyspaceOptions::new();
+        let ttl = plain.clone().with_ttl(
+            Duration::from_micros(1500),
+            Arc::new(|_: usize, _: &[u8], _: &[u8]| crate::compaction::Decision::Keep),
+        );
+        assert_eq!(ttl.encode()[..plain.encode().len()], plain.encode()[..], "the TTL field comes last");
+        let (back, _) = KeyspaceOptions::decode(&ttl.encode()).unwrap();
+        assert_eq!(back.ttl(), Some(Duration::from_millis(2)), "rounded up to a millisecond");
+        assert_eq!(back.apply(&Options::default()).ttl, None, "a recorded TTL is not one given");
+        assert_eq!(back.encode(), ttl.encode());
     }
 
     #[test]

@@ -439,6 +439,10 @@ pub struct Options {
     /// `keyspace_options`): at reopen those win over the recorded values, the
     /// others keep them.
     pub(crate) explicit: u32,
+    /// Set by `TtlDb` alone: this tree's values carry write-time stamps and
+    /// expire after this TTL (zero: never). Persisted (`F_TTL`); a plain open
+    /// of a tree recorded with it is refused.
+    pub(crate) ttl: Option<std::time::Duration>,
 }
 
 impl Default for Options {
@@ -494,6 +498,7 @@ impl Default for Options {
             keyspaces: Vec::new(),
             listeners: Default::default(),
             explicit: 0,
+            ttl: None,
         }
     }
 }

@@ -577,6 +577,12 @@ impl Keyspace {
         KeyspaceOptions::from_options(&self.tree.opts)
     }
 
+    /// A database snapshot held through this keyspace's tree (`TtlKeyspace`
+    /// has no `Db` to take one from).
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        Snapshot::new(self.tree.clone())
+    }
+
     /// The instance id of the database this handle belongs to.
     pub(crate) fn db_instance(&self) -> u64 {
         self.tree.shared.instance

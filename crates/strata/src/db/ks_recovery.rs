@@ -107,6 +107,11 @@ fn open_keyspaces(
     let mut trees = Vec::new();
     for (id, entry) in registry {
         let (tree_opts, recorded, given) = resolve_options(opts, &entry.name, &entry.options)?;
+        crate::keyspace_options::check_ttl(
+            &format!("keyspace {:?}", entry.name),
+            &entry.options,
+            &tree_opts,
+        )?;
         let tree = recover_tree(root, id, entry.name, tree_opts, caches, read_only)?;
         if !read_only {
             reconcile_keyspace(root_versions, &tree, &recorded, given, info_log)?;

@@ -1,25 +1,34 @@
 //! A database whose values expire (RocksDB `DBWithTTL`, rust-rocksdb
 //! `DB::open_with_ttl`): [`TtlDb`] stores each value with its write time,
 //! hides values older than the TTL from every read, and removes them in
-//! compactions through a compaction filter.
+//! compactions through a compaction filter; each keyspace ([`TtlKeyspace`])
+//! has its own TTL, recorded in the MANIFEST.
 
 mod clock;
 mod filter;
+mod keyspace;
+mod open;
 mod read;
 mod value;
 
+use std::collections::HashMap;
 use std::ops::RangeBounds;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::RwLock;
+
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use keyspace::{StampedValue, TtlKeyspace};
+pub use open::recorded_ttls;
 pub use read::{TtlIterator, TtlSnapshot};
 
 use crate::batch::WriteBatch;
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
+use crate::keyspace_options::KeyspaceOptions;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::stats::Stats;
 use filter::TtlFilter;
@@ -40,15 +49,28 @@ use value::{stamp, Expiry};
 ///   value's write time). Flushes and trivial moves run no filter, and values
 ///   a live snapshot can see are kept until it is released, so disk space is
 ///   reclaimed only as compactions reach the data.
-/// - **The TTL is not stored.** Reopening with another TTL applies the new
-///   one to every value, old or new. A TTL of zero means values never expire
-///   (RocksDB's `ttl <= 0`); they are still stamped, so a later open with a TTL
-///   expires them by their write time.
-/// - **Not detected yet** (no persisted options): opening a database written
-///   by [`Db`] with `TtlDb`, or the reverse. `TtlDb` then reads a value of
-///   fewer than 8 bytes as [`crate::Error::Corruption`] and takes the last 8
-///   bytes of a longer one for a write time; `Db` returns values with their
-///   write time attached.
+/// - **Keyspaces.** Each keyspace has its own TTL:
+///   [`TtlDb::create_keyspace`] makes one (RocksDB
+///   `CreateColumnFamilyWithTtl`), [`TtlDb::keyspace`] returns its
+///   [`TtlKeyspace`], and its compaction filter is installed at every open.
+///   Keyspaces created through [`TtlDb::base_db`] hold plain values and stay
+///   reachable only there.
+/// - **The TTL is recorded** in the MANIFEST with each tree's options
+///   (FORMAT.md, *TTL values*). As in RocksDB, the TTL given at open applies
+///   to every value, old or new, and is recorded in place of the old one;
+///   keyspaces keep their recorded TTL unless
+///   [`TtlDb::open_with_keyspace_ttls`] gives another. A TTL of zero means
+///   values never expire (RocksDB's `ttl <= 0`); they are still stamped, so a
+///   later open with a TTL expires them by their write time.
+/// - **Mixing is refused** with [`crate::Error::InvalidArgument`]: a plain
+///   [`Db::open`] (or [`Db::open_read_only`]) of a tree recorded with TTL
+///   stamps, since it would return every value with its stamp appended
+///   (fjall and RocksDB users expect an open with the wrong value format to
+///   fail, not to hand out rewritten data; stripping stamps would also let a
+///   plain handle write unstamped values into a TTL tree); and `TtlDb` of a
+///   default keyspace recorded as plain that holds data (an empty one becomes
+///   a TTL tree). [`TtlDb::open_read_only`] reads a TTL database with the
+///   recorded TTLs, writing nothing (tools use it).
 /// - Values may be at most [`crate::MAX_ENTRY_BYTES`] minus 8 bytes with the key.
 ///
 /// # Examples
@@ -71,20 +93,25 @@ use value::{stamp, Expiry};
 /// ```
 pub struct TtlDb {
     db: Db,
-    ttl: Duration,
-    expiry: Arc<Expiry>,
+    default: TtlKeyspace,
+    clock: Arc<dyn Clock>,
+    /// The expiry of every tree holding stamped values, by keyspace id (0: default).
+    trees: RwLock<HashMap<u32, Arc<Expiry>>>,
 }
 
 impl std::fmt::Debug for TtlDb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "TtlDb({}, ttl {:?})", self.db.path().display(), self.ttl)
+        write!(f, "TtlDb({}, ttl {:?})", self.db.path().display(), self.ttl())
     }
 }
 
 impl TtlDb {
-    /// Opens (or creates) the database in `path` with values expiring `ttl`
-    /// after they were written, by the system clock (RocksDB
-    /// `DBWithTTL::Open`). Zero means never.
+    /// Opens (or creates) the database in `path` with values of its default
+    /// keyspace expiring `ttl` after they were written, by the system clock
+    /// (RocksDB `DBWithTTL::Open`). Zero means never. `ttl` replaces the
+    /// recorded TTL; each TTL keyspace keeps its own. A database whose default
+    /// keyspace holds plain values (written by [`Db`]) is refused with
+    /// [`Error::InvalidArgument`].
     ///
     /// # Examples
     ///
@@ -124,15 +151,146 @@ impl TtlDb {
     /// ```
     pub fn open_with_clock(
         path: impl AsRef<Path>,
-        mut opts: Options,
+        opts: Options,
         ttl: Duration,
         clock: Arc<dyn Clock>,
     ) -> Result<TtlDb> {
-        let expiry = Arc::new(Expiry::new(ttl, clock));
-        let user = opts.compaction_filter.take();
-        opts.compaction_filter = Some(Arc::new(TtlFilter::new(expiry.clone(), user)));
-        let db = Db::open(path, opts)?;
-        Ok(TtlDb { db, ttl, expiry })
+        open::open(path.as_ref(), opts, open::Mode::ReadWrite { ttl, keyspaces: &[] }, clock)
+    }
+
+    /// As [`TtlDb::open_with_clock`], giving keyspaces other TTLs than they
+    /// recorded (rust-rocksdb `open_cf_descriptors_with_ttl`); each must be a
+    /// keyspace of stamped values. The others keep their recorded TTL.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use strata::ttl::{SystemClock, TtlDb};
+    /// use strata::{KeyspaceOptions, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = TtlDb::open(dir.path(), Options::default(), Duration::from_secs(60))?;
+    /// db.create_keyspace("a", KeyspaceOptions::default(), Duration::from_secs(5))?;
+    /// db.close()?;
+    /// let long = [("a", Duration::from_secs(50))];
+    /// let db = TtlDb::open_with_keyspace_ttls(dir.path(), Options::default(), Duration::from_secs(60), &long, Arc::new(SystemClock))?;
+    /// assert_eq!(db.keyspace("a")?.ttl(), Duration::from_secs(50));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn open_with_keyspace_ttls(
+        path: impl AsRef<Path>,
+        opts: Options,
+        ttl: Duration,
+        keyspace_ttls: &[(&str, Duration)],
+        clock: Arc<dyn Clock>,
+    ) -> Result<TtlDb> {
+        open::open(path.as_ref(), opts, open::Mode::ReadWrite { ttl, keyspaces: keyspace_ttls }, clock)
+    }
+
+    /// Opens a TTL database read-only (see [`Db::open_read_only`]), every
+    /// tree with the TTL it recorded, by the system clock: what tools use to
+    /// read one. Writes return [`Error::ReadOnly`]. A database whose default
+    /// keyspace is not recorded as holding stamped values is refused.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use strata::ttl::TtlDb;
+    /// use strata::Options;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = TtlDb::open(dir.path(), Options::default(), Duration::from_secs(60))?;
+    /// db.put(b"k", b"v")?;
+    /// db.close()?;
+    /// let ro = TtlDb::open_read_only(dir.path(), Options::default())?;
+    /// assert_eq!(ro.ttl(), Duration::from_secs(60));
+    /// assert_eq!(ro.get(b"k")?.as_deref(), Some(&b"v"[..]));
+    /// assert!(ro.put(b"k", b"w").is_err());
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<TtlDb> {
+        Self::open_read_only_with_clock(path, opts, Arc::new(SystemClock))
+    }
+
+    /// As [`TtlDb::open_read_only`], with the time read from `clock`.
+    pub fn open_read_only_with_clock(
+        path: impl AsRef<Path>,
+        opts: Options,
+        clock: Arc<dyn Clock>,
+    ) -> Result<TtlDb> {
+        open::open(path.as_ref(), opts, open::Mode::ReadOnly, clock)
+    }
+
+    /// Creates keyspace `name` whose values expire `ttl` after they were
+    /// written (RocksDB `CreateColumnFamilyWithTtl`); the TTL is recorded
+    /// with its options, and `opts`' compaction filter, if any, runs after
+    /// the TTL's (see the type's docs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::TtlDb::open(dir.path(), strata::Options::default(), std::time::Duration::from_secs(60))?;
+    /// let ks = db.create_keyspace("cache", strata::KeyspaceOptions::default(), std::time::Duration::from_secs(5))?;
+    /// ks.put(b"k", b"v")?;
+    /// assert_eq!(db.keyspace("cache")?.get(b"k")?.as_deref(), Some(&b"v"[..]));
+    /// assert_eq!(db.list_keyspaces(), ["default", "cache"]);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn create_keyspace(&self, name: &str, opts: KeyspaceOptions, ttl: Duration) -> Result<TtlKeyspace> {
+        let expiry = Arc::new(Expiry::new(ttl, self.clock.clone()));
+        let filter = Arc::new(TtlFilter::new(expiry.clone(), opts.compaction_filter()));
+        let ks = self.db.create_keyspace(name, opts.with_ttl(ttl, filter))?;
+        self.trees.write().insert(ks.id(), expiry.clone());
+        Ok(TtlKeyspace::new(ks, expiry))
+    }
+
+    /// The handle of keyspace `name` (`"default"`: the default keyspace);
+    /// [`Error::KeyspaceNotFound`] if there is none, and
+    /// [`Error::InvalidArgument`] for a keyspace of plain values (made
+    /// through [`TtlDb::base_db`]: read it there).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::TtlDb::open(dir.path(), strata::Options::default(), std::time::Duration::from_secs(60))?;
+    /// db.base_db().create_keyspace("plain", strata::KeyspaceOptions::default())?;
+    /// assert!(db.keyspace("plain").is_err());
+    /// assert!(db.keyspace("nope").is_err());
+    /// assert_eq!(db.keyspace("default")?.ttl(), std::time::Duration::from_secs(60));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn keyspace(&self, name: &str) -> Result<TtlKeyspace> {
+        let ks = self.db.keyspace(name)?;
+        let expiry = self.trees.read().get(&ks.id()).cloned().ok_or_else(|| {
+            Error::invalid(format!(
+                "keyspace {name:?} stores plain values (it was created without a TTL): read it through \
+                 TtlDb::base_db"
+            ))
+        })?;
+        Ok(TtlKeyspace::new(ks, expiry))
+    }
+
+    /// The default keyspace's handle (the tree `TtlDb`'s own methods use).
+    pub fn default_keyspace(&self) -> &TtlKeyspace {
+        &self.default
+    }
+
+    /// Drops keyspace `name` and its data (see [`Db::drop_keyspace`]).
+    pub fn drop_keyspace(&self, name: &str) -> Result<()> {
+        let id = self.db.keyspace(name)?.id();
+        self.db.drop_keyspace(name)?;
+        self.trees.write().remove(&id);
+        Ok(())
+    }
+
+    /// The names of every keyspace, `"default"` first (plain ones too).
+    pub fn list_keyspaces(&self) -> Vec<String> {
+        self.db.list_keyspaces()
     }
 
     /// The TTL this handle applies.
@@ -146,7 +304,7 @@ impl TtlDb {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn ttl(&self) -> Duration {
-        self.ttl
+        self.default.ttl()
     }
 
     /// Stores a value, stamped with the current time.
@@ -176,7 +334,7 @@ impl TtlDb {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn put_opt(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>, wo: &WriteOptions) -> Result<()> {
-        self.db.put_opt(key, stamp(value.as_ref(), self.expiry.now()), wo)
+        self.default.put_opt(key, value, wo)
     }
 
     /// Deletes a key; deleting a missing key is not an error.
@@ -192,7 +350,7 @@ impl TtlDb {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
-        self.db.delete(key)
+        self.default.delete(key)
     }
 
     /// Deletes a key with write options.
@@ -208,11 +366,12 @@ impl TtlDb {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn delete_opt(&self, key: impl AsRef<[u8]>, wo: &WriteOptions) -> Result<()> {
-        self.db.delete_opt(key, wo)
+        self.default.delete_opt(key, wo)
     }
 
-    /// Applies a batch atomically, every value stamped with the same time
-    /// (RocksDB's DBWithTTL rewrites the batch the same way).
+    /// Applies a batch atomically, every value of a TTL keyspace stamped with
+    /// the same time (RocksDB's DBWithTTL rewrites the batch the same way);
+    /// ops of plain keyspaces are left as they are.
     ///
     /// # Examples
     ///
@@ -248,19 +407,25 @@ impl TtlDb {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn write_opt(&self, batch: WriteBatch, wo: &WriteOptions) -> Result<()> {
-        let now = self.expiry.now();
+        let now = self.clock.now_millis();
+        let trees = self.trees.read();
         let mut stamped = WriteBatch::new();
         for op in &batch {
             let op = op?;
+            let ttl_tree = trees.contains_key(&op.keyspace);
             match op.kind {
-                ValueKind::Put => stamped.put(op.key, stamp(op.value, now)),
-                ValueKind::Delete => stamped.delete(op.key),
-                ValueKind::RangeDelete => stamped.delete_range(op.key, op.value),
+                ValueKind::Put if ttl_tree => {
+                    stamped.push_op(op.keyspace, op.kind, op.key, &stamp(op.value, now))
+                }
                 // An operand carries no timestamp, and merging stamped values
                 // would need the operator to know the stamp.
-                ValueKind::Merge => return Err(Error::invalid("TtlDb does not support merge operands")),
+                ValueKind::Merge if ttl_tree => {
+                    return Err(Error::invalid("TtlDb does not support merge operands in a TTL keyspace"))
+                }
+                _ => stamped.push_op(op.keyspace, op.kind, op.key, op.value),
             }
         }
+        drop(trees);
         self.db.write_opt(stamped, wo)
     }
 
@@ -279,9 +444,7 @@ impl TtlDb {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.delete_range(start, end);
-        self.db.write(b)
+        self.default.delete_range(start, end)
     }
 
     /// Reads the value of a key; `None` if it is absent or has expired.
@@ -314,10 +477,7 @@ impl TtlDb {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn get_opt(&self, key: impl AsRef<[u8]>, ro: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        match self.db.get_opt(key, ro)? {
-            None => Ok(None),
-            Some(stored) => Ok(self.expiry.live(&stored, self.expiry.now())?.map(<[u8]>::to_vec)),
-        }
+        self.default.get_opt(key, ro)
     }
 
     /// Takes a snapshot of the current state.
@@ -334,7 +494,7 @@ impl TtlDb {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn snapshot(&self) -> TtlSnapshot {
-        TtlSnapshot::new(self.db.snapshot(), self.expiry.clone())
+        self.default.snapshot()
     }
 
     /// Iterates all live keys in order; also backwards (`.rev()`).
@@ -386,7 +546,7 @@ impl TtlDb {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn range_opt<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R, ro: &ReadOptions) -> TtlIterator {
-        TtlIterator::new(self.db.range_opt(range, ro), self.expiry.clone())
+        self.default.range_opt(range, ro)
     }
 
     /// Writes the memtable to a table and waits (no filter runs in a flush).
@@ -502,6 +662,13 @@ impl TtlDb {
     /// ```
     pub fn base_db(&self) -> &Db {
         &self.db
+    }
+
+    /// The underlying database, whose values carry their write time: for
+    /// tools that read no values (statistics, properties). Its TTL trees keep
+    /// their compaction filters.
+    pub fn into_base_db(self) -> Db {
+        self.db
     }
 
     /// Stops background work, syncs the WAL and releases the lock (see [`Db::close`]).

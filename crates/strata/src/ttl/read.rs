@@ -6,7 +6,7 @@ use std::ops::RangeBounds;
 use std::sync::Arc;
 
 use super::value::Expiry;
-use crate::db::{DbIterator, Snapshot};
+use crate::db::{DbIterator, Keyspace, Snapshot};
 use crate::error::Result;
 use crate::key::SeqNum;
 use crate::options::ReadOptions;
@@ -119,6 +119,8 @@ impl DoubleEndedIterator for TtlIterator {
 #[derive(Clone)]
 pub struct TtlSnapshot {
     snap: Snapshot,
+    /// The keyspace it reads (snapshots are database-wide).
+    ks: Keyspace,
     expiry: Arc<Expiry>,
 }
 
@@ -129,8 +131,8 @@ impl fmt::Debug for TtlSnapshot {
 }
 
 impl TtlSnapshot {
-    pub(crate) fn new(snap: Snapshot, expiry: Arc<Expiry>) -> Self {
-        TtlSnapshot { snap, expiry }
+    pub(crate) fn new(snap: Snapshot, ks: Keyspace, expiry: Arc<Expiry>) -> Self {
+        TtlSnapshot { snap, ks, expiry }
     }
 
     /// The sequence number this snapshot reads at.
@@ -164,7 +166,7 @@ impl TtlSnapshot {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        match self.snap.get(key)? {
+        match self.ks.get_opt(key, &self.read_options())? {
             None => Ok(None),
             Some(stored) => Ok(self.expiry.live(&stored, self.expiry.now())?.map(<[u8]>::to_vec)),
         }
@@ -185,7 +187,7 @@ impl TtlSnapshot {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> TtlIterator {
-        TtlIterator::new(self.snap.range(range), self.expiry.clone())
+        TtlIterator::new(self.ks.range_opt(range, &self.read_options()), self.expiry.clone())
     }
 
     /// Iterates every key as of this snapshot.
@@ -206,7 +208,7 @@ impl TtlSnapshot {
     }
 
     /// Read options that read at this snapshot, for [`crate::ttl::TtlDb::get_opt`]
-    /// and [`crate::ttl::TtlDb::range_opt`].
+    /// and [`crate::ttl::TtlDb::range_opt`] (or a [`crate::ttl::TtlKeyspace`]'s).
     ///
     /// # Examples
     ///

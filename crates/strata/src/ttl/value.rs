@@ -37,6 +37,7 @@ pub(crate) fn split(stored: &[u8]) -> Result<(&[u8], u64)> {
 /// The TTL and the clock it is measured by, shared by a database's reads and
 /// its compaction filter.
 pub(crate) struct Expiry {
+    ttl: Duration,
     /// Milliseconds a value lives; `None` for ever (a TTL of zero).
     ttl_millis: Option<u64>,
     clock: Arc<dyn Clock>,
@@ -45,9 +46,12 @@ pub(crate) struct Expiry {
 impl Expiry {
     pub(crate) fn new(ttl: Duration, clock: Arc<dyn Clock>) -> Self {
         // Rounded up, so a TTL under a millisecond still keeps a value that long.
-        let ttl_millis =
-            (!ttl.is_zero()).then(|| u64::try_from(ttl.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX));
-        Expiry { ttl_millis, clock }
+        let ttl_millis = (!ttl.is_zero()).then(|| crate::keyspace_options::ttl_millis(ttl));
+        Expiry { ttl, ttl_millis, clock }
+    }
+
+    pub(crate) fn ttl(&self) -> Duration {
+        self.ttl
     }
 
     pub(crate) fn now(&self) -> u64 {
