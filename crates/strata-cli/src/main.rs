@@ -28,8 +28,10 @@ use clap::{Parser, Subcommand};
 /// not have (a custom one) can only be read: get and scan show a key's
 /// operands unmerged, labelled. No command creates a database
 /// unless `--create` is given (to `put`, `load`). A database opens with the
-/// options its newest OPTIONS file records (the defaults, with a warning, if it
-/// has none). Keys and values are text in
+/// options its newest OPTIONS file records (a damaged newest file is passed
+/// over for the previous one; with none, the default database-wide options
+/// and a warning); each keyspace keeps the policy and shape its MANIFEST
+/// records. Keys and values are text in
 /// which `\xNN` is a byte (printed the same way: printable ASCII as is, other
 /// bytes and `\` as `\xNN`), or hex with `--hex`. Exit codes: 0 success, 1 an
 /// error (or damage found by `verify`), 2 a usage error.
@@ -53,8 +55,8 @@ pub struct Cli {
     pub create: bool,
     /// The compaction policy of a database `--create` creates (default
     /// leveled): leveled, blsm, lsbm, dlsm, tiered, garnering, lwc. An existing
-    /// database opens with the options its OPTIONS file records; change its
-    /// policy with `policy --set`.
+    /// database keeps the policy each keyspace's MANIFEST records; change it
+    /// with `policy --set`.
     #[arg(long, global = true, value_name = "NAME")]
     pub policy: Option<String>,
     #[command(subcommand)]

@@ -42,8 +42,9 @@ pub fn db_dir(cli: &Cli) -> CliResult<&Path> {
 }
 
 /// The options of the database in `dir`: those its newest OPTIONS file
-/// records, or (a database last opened by an older Strata) the defaults with
-/// a warning. A database `--create` is about to create gets `--policy`.
+/// records, or (a database last opened by an older Strata) the default
+/// database-wide options with a warning; each tree keeps its recorded
+/// per-tree options either way. A database `--create` is about to create gets `--policy`.
 /// A recorded merge operator is rebuilt by name if the engine ships it;
 /// any other can only be read (its operands are shown unmerged, see
 /// [`unavailable_merge_operator`]), so a command that writes is refused.

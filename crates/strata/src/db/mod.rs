@@ -453,14 +453,16 @@ impl Db {
     /// Opens an existing database for reads only (RocksDB `OpenForReadOnly`),
     /// writing nothing at all: no MANIFEST, no WAL, no table, no deletion, not
     /// even the LOCK file, so it works on a full or read-only disk and beside a
-    /// process that has the database open. WALs are replayed into memory. The
+    /// process that has the database open. Every keyspace is opened
+    /// ([`Db::keyspace`]); WALs are replayed into memory. The
     /// handle sees the database as it was at open. Beside a writer whose flush
     /// or compaction deletes a file the open was reading, the open starts again
     /// from the newer state (while the MANIFEST keeps changing, up to 5 s). If a
     /// writer later deletes
     /// tables (compaction), reads that need them fail with an I/O error, never
     /// with wrong data — reopen to see newer data. Writes, `flush`,
-    /// `compact_range` and the buffer trim return [`Error::ReadOnly`];
+    /// `compact_range`, checkpoints, keyspace changes and the buffer trim
+    /// return [`Error::NotSupported`];
     /// `wait_for_compactions` returns at once. Per-tree options not set in
     /// `opts` keep their recorded values, as with [`Db::open`].
     pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
