@@ -210,14 +210,7 @@ pub(crate) fn remove_tree_dir(vfs: &dyn Vfs, dir: &Path) {
 pub(crate) fn check_newest_wal(trees: &[Parts], entries: &[String]) -> Result<()> {
     let logs: Vec<TreeLog<'_>> =
         trees.iter().map(|t| TreeLog { keyspace: &t.name, log_number: t.versions.log_number() }).collect();
-    let present: Vec<u64> = entries
-        .iter()
-        .filter_map(|n| match parse_file_name(n) {
-            Some(FileKind::Wal(k)) => Some(k),
-            _ => None,
-        })
-        .collect();
-    check_needed_wals(&logs, true, trees[0].versions.wal_floor(), &present)
+    check_needed_wals(&logs, true, trees[0].versions.wal_floor(), &listed_wals(entries))
 }
 
 /// Replays the WALs every keyspace may still need (from the smallest log
@@ -278,7 +271,7 @@ pub(crate) fn replay_wals(
 }
 
 /// The WALs a directory listing names, oldest first.
-fn listed_wals(entries: &[String]) -> Vec<u64> {
+pub(super) fn listed_wals(entries: &[String]) -> Vec<u64> {
     let mut logs: Vec<u64> = entries
         .iter()
         .filter_map(|n| match parse_file_name(n) {

@@ -148,14 +148,7 @@ pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
     let mut report = RepairReport::default();
     let mut trees =
         vec![Tree::scan(0, dir.to_path_buf(), opts.clone(), &opts.db_paths.clone(), &mut report)?];
-    let mut logs: Vec<u64> = entries
-        .iter()
-        .filter_map(|n| match parse_file_name(n) {
-            Some(FileKind::Wal(k)) => Some(k),
-            _ => None,
-        })
-        .collect();
-    logs.sort_unstable();
+    let logs = super::ks_recovery::listed_wals(&entries);
     let any_manifest = entries.iter().any(|n| matches!(parse_file_name(n), Some(FileKind::Manifest(_))));
     if trees[0].located.is_empty() && logs.is_empty() && !any_manifest && !vfs.exists(&current_path(dir)) {
         return Err(Error::NotADatabase(format!("{} holds no Strata files", dir.display())));
