@@ -13,6 +13,7 @@ use strata::CompactionStyle;
 
 use crate::args::Args;
 use crate::config::{self, CycleConfig};
+use crate::crosscheck::{self, Repaired};
 use crate::expected::{log_path, read_log};
 use crate::verify::{self, Model, Outcome};
 
@@ -28,6 +29,21 @@ struct Totals {
     pending_applied: u64,
     failed: u64,
     fault_stops: u64,
+    read_only_checks: u64,
+    repair_checks: u64,
+}
+
+/// What one cycle did besides verifying.
+struct CycleDone {
+    outcome: Outcome,
+    /// Killed before the child finished opening.
+    early: bool,
+    /// The child stopped by itself under injected faults.
+    fault_stop: bool,
+    /// The read-only open was compared with the reopen.
+    read_only_checked: bool,
+    /// The repaired copy was compared with the reopen.
+    repair_checked: bool,
 }
 
 /// Runs the soak; exit status 1 if any cycle failed.
@@ -41,13 +57,10 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
     });
-    let tmp;
+    let mut tmp = None;
     let work: PathBuf = match &args.dir {
         Some(d) => d.clone(),
-        None => {
-            tmp = tempfile::tempdir()?;
-            tmp.path().to_path_buf()
-        }
+        None => tmp.insert(tempfile::tempdir()?).path().to_path_buf(),
     };
     std::fs::create_dir_all(work.join("state"))?;
     println!("strata-stress: seed={seed} dir={} threads={}", work.display(), args.threads);
@@ -76,7 +89,7 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         let policy = policies[policy_idx];
         let cfg = config::derive(seed, cycle, policy, num_levels)?;
         match run_cycle(args, &work, seed, cycle, &cfg, policy, num_levels, &truth) {
-            Ok((outcome, early, fault_stop)) => {
+            Ok(CycleDone { outcome, early, fault_stop, read_only_checked, repair_checked }) => {
                 if args.verbose {
                     println!(
                         "cycle {cycle}: {} | acked {} (synced {}) pending {} (applied {}) keys {}{}",
@@ -90,6 +103,8 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
                     );
                 }
                 totals.early_kills += u64::from(early);
+                totals.read_only_checks += u64::from(read_only_checked);
+                totals.repair_checks += u64::from(repair_checked);
                 totals.fault_stops += u64::from(fault_stop);
                 totals.failed += outcome.failed;
                 totals.keys_checked += outcome.keys_checked;
@@ -103,6 +118,10 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 println!("FAILURE: cycle {cycle} seed {seed} ({}): {msg}", cfg.summary);
                 println!("  reproduce (timing-dependent): strata-stress --seed {seed} --threads {} --keys-per-thread {} --min-kill-ms {} --max-kill-ms {} --duration <secs>", args.threads, args.keys_per_thread, args.min_kill_ms, args.max_kill_ms);
                 failed = true;
+                // Keep the directories for inspection.
+                if let Some(t) = tmp.take() {
+                    println!("  kept {}", t.keep().display());
+                }
             }
         }
         totals.cycles += 1;
@@ -113,7 +132,7 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     }
     let t = &totals;
     println!(
-        "summary: cycles={} failures={} keys_verified={} acked_writes={} synced_writes={} pending_at_kill={} pending_applied={} killed_during_open={} failed_writes={} fault_stops={} seed={seed}",
+        "summary: cycles={} failures={} keys_verified={} acked_writes={} synced_writes={} pending_at_kill={} pending_applied={} killed_during_open={} failed_writes={} fault_stops={} read_only_checks={} repair_checks={} seed={seed}",
         t.cycles,
         u8::from(failed),
         t.keys_checked,
@@ -123,7 +142,9 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         t.pending_applied,
         t.early_kills,
         t.failed,
-        t.fault_stops
+        t.fault_stops,
+        t.read_only_checks,
+        t.repair_checks
     );
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
@@ -140,7 +161,7 @@ fn run_cycle(
     policy: &str,
     num_levels: usize,
     truth: &Model,
-) -> Result<(Outcome, bool, bool), String> {
+) -> Result<CycleDone, String> {
     let state = work.join("state");
     let stderr_path = state.join("child.stderr");
     let stderr = std::fs::File::create(&stderr_path).map_err(|e| format!("child stderr file: {e}"))?;
@@ -162,8 +183,56 @@ fn run_cycle(
     let killed = kill_at_random(&mut child, &mut rng, args, early);
     let child_err = std::fs::read_to_string(&stderr_path).unwrap_or_default();
     let fault_stop = killed.map_err(|e| format!("{e}; child stderr: {child_err}"))?;
-    let (db, ks) = crate::keyspaces::open(&work.join("db"), cfg.options_at(work))
-        .map_err(|e| format!("reopen failed: {e}"))?;
+    let db_dir = work.join("db");
+    let opts = cfg.options_at(work);
+    // Without CURRENT the kill came during the first open: open creates the
+    // database, while read-only open and repair rightly find none.
+    let had_current = db_dir.join("CURRENT").exists();
+    // Read-only first: it writes nothing, so the reopen still sees the killed state.
+    let read_only = crosscheck::read_only(&db_dir, &opts);
+    let repaired = if args.no_repair_check {
+        None
+    } else {
+        let (killed, copy) = (work.join("killed"), work.join("repaired"));
+        crosscheck::copy_db(work, &killed).map_err(|e| format!("copy of the killed state: {e}"))?;
+        crosscheck::copy_db(&killed, &copy).map_err(|e| format!("copy to repair: {e}"))?;
+        Some(
+            crosscheck::repair_copy(&copy, cfg, args.inject_repair_bug)
+                .map_err(|e| format!("repair check: {e}"))?,
+        )
+    };
+    let (_, registered) =
+        crate::keyspaces::options_for(&db_dir, &opts).map_err(|e| format!("reopen failed: {e}"))?;
+    let (db, ks) = crate::keyspaces::open(&db_dir, opts).map_err(|e| format!("reopen failed: {e}"))?;
+    let opened = crosscheck::scan(&db, registered)?;
+    let kept = || {
+        format!(
+            "; kept: killed state in {}, repaired copy in {}, reopened original in {}",
+            work.join("killed").display(),
+            work.join("repaired").display(),
+            db_dir.display()
+        )
+    };
+    let read_only_checked = match read_only {
+        Ok(seen) => match crosscheck::diff("read-only open", &seen, &opened) {
+            Some(d) => return Err(format!("{d}{}", kept())),
+            None => true,
+        },
+        Err(e) if had_current => {
+            return Err(format!("read-only open failed where open succeeded: {e}{}", kept()))
+        }
+        Err(_) => false,
+    };
+    let repair_checked = match repaired {
+        Some(Repaired::Read(seen)) => match crosscheck::diff("repaired copy", &seen, &opened) {
+            Some(d) => return Err(format!("{d}{}", kept())),
+            None => true,
+        },
+        Some(Repaired::Failed(e)) if had_current => {
+            return Err(format!("{e} where open succeeded{}", kept()))
+        }
+        Some(Repaired::Failed(_)) | None => false,
+    };
     let logs =
         (0..args.threads).map(|t| read_log(&log_path(&state, cycle, t))).collect::<Result<Vec<_>, _>>()?;
     if args.inject_bug {
@@ -175,7 +244,7 @@ fn run_cycle(
     for t in 0..args.threads {
         let _ = std::fs::remove_file(log_path(&state, cycle, t));
     }
-    Ok((outcome, early, fault_stop))
+    Ok(CycleDone { outcome, early, fault_stop, read_only_checked, repair_checked })
 }
 
 /// Waits for `ready` (unless `early`), sleeps a random time and SIGKILLs the
