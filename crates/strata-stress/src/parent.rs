@@ -31,6 +31,7 @@ struct Totals {
     fault_stops: u64,
     read_only_checks: u64,
     repair_checks: u64,
+    check_time: Duration,
 }
 
 /// What one cycle did besides verifying.
@@ -44,6 +45,8 @@ struct CycleDone {
     read_only_checked: bool,
     /// The repaired copy was compared with the reopen.
     repair_checked: bool,
+    /// Time spent on the read-only open, the copies and the repair.
+    check_time: Duration,
 }
 
 /// Runs the soak; exit status 1 if any cycle failed.
@@ -89,22 +92,26 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         let policy = policies[policy_idx];
         let cfg = config::derive(seed, cycle, policy, num_levels)?;
         match run_cycle(args, &work, seed, cycle, &cfg, policy, num_levels, &truth) {
-            Ok(CycleDone { outcome, early, fault_stop, read_only_checked, repair_checked }) => {
+            Ok(CycleDone { outcome, early, fault_stop, read_only_checked, repair_checked, check_time }) => {
                 if args.verbose {
                     println!(
-                        "cycle {cycle}: {} | acked {} (synced {}) pending {} (applied {}) keys {}{}",
+                        "cycle {cycle}: {} | acked {} (synced {}) pending {} (applied {}) keys {} | read-only {} repair {} ({} ms){}",
                         cfg.summary,
                         outcome.acked,
                         outcome.synced,
                         outcome.pending,
                         outcome.pending_applied,
                         outcome.observed.len(),
+                        if read_only_checked { "same" } else { "skipped" },
+                        if repair_checked { "same" } else { "skipped" },
+                        check_time.as_millis(),
                         if early { " [killed during open]" } else { "" }
                     );
                 }
                 totals.early_kills += u64::from(early);
                 totals.read_only_checks += u64::from(read_only_checked);
                 totals.repair_checks += u64::from(repair_checked);
+                totals.check_time += check_time;
                 totals.fault_stops += u64::from(fault_stop);
                 totals.failed += outcome.failed;
                 totals.keys_checked += outcome.keys_checked;
@@ -132,7 +139,7 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     }
     let t = &totals;
     println!(
-        "summary: cycles={} failures={} keys_verified={} acked_writes={} synced_writes={} pending_at_kill={} pending_applied={} killed_during_open={} failed_writes={} fault_stops={} read_only_checks={} repair_checks={} seed={seed}",
+        "summary: cycles={} failures={} keys_verified={} acked_writes={} synced_writes={} pending_at_kill={} pending_applied={} killed_during_open={} failed_writes={} fault_stops={} read_only_checks={} repair_checks={} check_secs={:.1} seed={seed}",
         t.cycles,
         u8::from(failed),
         t.keys_checked,
@@ -144,7 +151,8 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         t.failed,
         t.fault_stops,
         t.read_only_checks,
-        t.repair_checks
+        t.repair_checks,
+        t.check_time.as_secs_f64()
     );
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
@@ -189,6 +197,7 @@ fn run_cycle(
     // database, while read-only open and repair rightly find none.
     let had_current = db_dir.join("CURRENT").exists();
     // Read-only first: it writes nothing, so the reopen still sees the killed state.
+    let started = Instant::now();
     let read_only = crosscheck::read_only(&db_dir, &opts);
     let repaired = if args.no_repair_check {
         None
@@ -201,6 +210,7 @@ fn run_cycle(
                 .map_err(|e| format!("repair check: {e}"))?,
         )
     };
+    let check_time = started.elapsed();
     let (_, registered) =
         crate::keyspaces::options_for(&db_dir, &opts).map_err(|e| format!("reopen failed: {e}"))?;
     let (db, ks) = crate::keyspaces::open(&db_dir, opts).map_err(|e| format!("reopen failed: {e}"))?;
@@ -244,7 +254,7 @@ fn run_cycle(
     for t in 0..args.threads {
         let _ = std::fs::remove_file(log_path(&state, cycle, t));
     }
-    Ok(CycleDone { outcome, early, fault_stop, read_only_checked, repair_checked })
+    Ok(CycleDone { outcome, early, fault_stop, read_only_checked, repair_checked, check_time })
 }
 
 /// Waits for `ready` (unless `early`), sleeps a random time and SIGKILLs the
