@@ -47,6 +47,10 @@ pub struct Args {
     /// `Db::open` of the original reads (on by default; the copy costs I/O).
     #[arg(long)]
     pub no_repair_check: bool,
+    /// Make the repair check only every N-th cycle (each costs two copies of
+    /// the database and a repair).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub repair_check_every: u64,
     /// Print one line per cycle.
     #[arg(long)]
     pub verbose: bool,

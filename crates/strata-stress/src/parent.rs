@@ -31,7 +31,7 @@ struct Totals {
     fault_stops: u64,
     read_only_checks: u64,
     repair_checks: u64,
-    check_time: Duration,
+    check_time: [Duration; 3],
 }
 
 /// What one cycle did besides verifying.
@@ -45,8 +45,9 @@ struct CycleDone {
     read_only_checked: bool,
     /// The repaired copy was compared with the reopen.
     repair_checked: bool,
-    /// Time spent on the read-only open, the copies and the repair.
-    check_time: Duration,
+    /// Time spent on the read-only open, the copies and the repair (with
+    /// the copy's open and scan).
+    check_time: [Duration; 3],
 }
 
 /// Runs the soak; exit status 1 if any cycle failed.
@@ -95,7 +96,7 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
             Ok(CycleDone { outcome, early, fault_stop, read_only_checked, repair_checked, check_time }) => {
                 if args.verbose {
                     println!(
-                        "cycle {cycle}: {} | acked {} (synced {}) pending {} (applied {}) keys {} | read-only {} repair {} ({} ms){}",
+                        "cycle {cycle}: {} | acked {} (synced {}) pending {} (applied {}) keys {} | read-only {} repair {} ({:?} ms){}",
                         cfg.summary,
                         outcome.acked,
                         outcome.synced,
@@ -104,14 +105,16 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
                         outcome.observed.len(),
                         if read_only_checked { "same" } else { "skipped" },
                         if repair_checked { "same" } else { "skipped" },
-                        check_time.as_millis(),
+                        check_time.map(|d| d.as_millis()),
                         if early { " [killed during open]" } else { "" }
                     );
                 }
                 totals.early_kills += u64::from(early);
                 totals.read_only_checks += u64::from(read_only_checked);
                 totals.repair_checks += u64::from(repair_checked);
-                totals.check_time += check_time;
+                for (t, c) in totals.check_time.iter_mut().zip(check_time) {
+                    *t += c;
+                }
                 totals.fault_stops += u64::from(fault_stop);
                 totals.failed += outcome.failed;
                 totals.keys_checked += outcome.keys_checked;
@@ -139,7 +142,7 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     }
     let t = &totals;
     println!(
-        "summary: cycles={} failures={} keys_verified={} acked_writes={} synced_writes={} pending_at_kill={} pending_applied={} killed_during_open={} failed_writes={} fault_stops={} read_only_checks={} repair_checks={} check_secs={:.1} seed={seed}",
+        "summary: cycles={} failures={} keys_verified={} acked_writes={} synced_writes={} pending_at_kill={} pending_applied={} killed_during_open={} failed_writes={} fault_stops={} read_only_checks={} repair_checks={} check_secs={:.1}/{:.1}/{:.1} seed={seed}",
         t.cycles,
         u8::from(failed),
         t.keys_checked,
@@ -152,7 +155,9 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         t.fault_stops,
         t.read_only_checks,
         t.repair_checks,
-        t.check_time.as_secs_f64()
+        t.check_time[0].as_secs_f64(),
+        t.check_time[1].as_secs_f64(),
+        t.check_time[2].as_secs_f64()
     );
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
@@ -197,20 +202,26 @@ fn run_cycle(
     // database, while read-only open and repair rightly find none.
     let had_current = db_dir.join("CURRENT").exists();
     // Read-only first: it writes nothing, so the reopen still sees the killed state.
-    let started = Instant::now();
+    let mut started = Instant::now();
+    let mut check_time = [Duration::ZERO; 3];
+    let mut lap = |i: usize| {
+        check_time[i] = started.elapsed();
+        started = Instant::now();
+    };
     let read_only = crosscheck::read_only(&db_dir, &opts);
-    let repaired = if args.no_repair_check {
+    lap(0);
+    let repaired = if args.no_repair_check || cycle % args.repair_check_every != 0 {
         None
     } else {
         let (killed, copy) = (work.join("killed"), work.join("repaired"));
         crosscheck::copy_db(work, &killed).map_err(|e| format!("copy of the killed state: {e}"))?;
         crosscheck::copy_db(&killed, &copy).map_err(|e| format!("copy to repair: {e}"))?;
-        Some(
-            crosscheck::repair_copy(&copy, cfg, args.inject_repair_bug)
-                .map_err(|e| format!("repair check: {e}"))?,
-        )
+        lap(1);
+        let r = crosscheck::repair_copy(&copy, cfg, args.inject_repair_bug)
+            .map_err(|e| format!("repair check: {e}"))?;
+        lap(2);
+        Some(r)
     };
-    let check_time = started.elapsed();
     let (_, registered) =
         crate::keyspaces::options_for(&db_dir, &opts).map_err(|e| format!("reopen failed: {e}"))?;
     let (db, ks) = crate::keyspaces::open(&db_dir, opts).map_err(|e| format!("reopen failed: {e}"))?;
