@@ -65,7 +65,7 @@ fn db_dirs() -> impl Iterator<Item = String> {
     std::iter::once("db".to_string()).chain((0..config::MAX_DATA_PATHS).map(|i| format!("data-{i}")))
 }
 
-/// Replaces `to` (under `work`) with a copy of the database and its data paths
+/// Replaces `to` with a copy of the database and its data paths
 /// from `from`: every file, keyspace directories included.
 pub fn copy_db(from: &Path, to: &Path) -> std::io::Result<()> {
     if to.exists() {

@@ -95,3 +95,11 @@ fn io_fault_soak_cycles_verify() {
     assert!(summary_field(&stdout, "repair_checks") > 0, "{stdout}");
     assert!(summary_field(&stdout, "acked_writes") > 0);
 }
+
+/// `--repair-check-every 2` repairs a copy in the even cycles only.
+#[test]
+fn repair_check_every_second_cycle() {
+    let (ok, stdout) = soak(&["--cycles", "4", "--seed", "11", "--repair-check-every", "2"]);
+    assert!(ok, "soak failed:\n{stdout}");
+    assert!((1..=2).contains(&summary_field(&stdout, "repair_checks")), "{stdout}");
+}
