@@ -210,7 +210,7 @@ fn run_cycle(
     };
     let read_only = crosscheck::read_only(&db_dir, &opts);
     lap(0);
-    let repaired = if args.no_repair_check || cycle % args.repair_check_every != 0 {
+    let repaired = if args.no_repair_check || !cycle.is_multiple_of(args.repair_check_every) {
         None
     } else {
         let (killed, copy) = (work.join("killed"), work.join("repaired"));
