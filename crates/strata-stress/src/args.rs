@@ -42,6 +42,15 @@ pub struct Args {
     /// sync failed, when either is fine); the child then stops by itself. 0: off.
     #[arg(long, default_value_t = 0.0)]
     pub io_faults: f64,
+    /// Skip the repair check: after each kill the parent copies the database,
+    /// runs `strata::repair` on the copy and requires it to read exactly what
+    /// `Db::open` of the original reads (on by default; the copy costs I/O).
+    #[arg(long)]
+    pub no_repair_check: bool,
+    /// Make the repair check only every N-th cycle (each costs two copies of
+    /// the database and a repair).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub repair_check_every: u64,
     /// Print one line per cycle.
     #[arg(long)]
     pub verbose: bool,
@@ -61,4 +70,8 @@ pub struct Args {
     /// verification must fail (proves the checker catches a lost write).
     #[arg(long, hide = true)]
     pub inject_bug: bool,
+    /// Test hook: the parent deletes one key of the repaired copy before
+    /// comparing it, so the repair check must fail.
+    #[arg(long, hide = true)]
+    pub inject_repair_bug: bool,
 }

@@ -19,17 +19,34 @@ fn ks_options(base: &Options, policy: &str) -> strata::Result<KeyspaceOptions> {
         .with_merge_operator(crate::expected::soak_merge_operator()))
 }
 
-/// Opens the database at `path` with every keyspace (creating those missing);
-/// the handles are indexed as [`keyspace_of`] answers.
-pub fn open(path: &Path, opts: Options) -> strata::Result<(Db, Vec<Keyspace>)> {
+/// `opts` with the options of every extra keyspace the database at `path`
+/// registers (none if it has no `CURRENT` yet), and the registered names
+/// (empty then). Reads the root MANIFEST only, so it writes nothing.
+pub fn options_for(path: &Path, opts: &Options) -> strata::Result<(Options, Vec<String>)> {
     let existing =
-        if path.join("CURRENT").exists() { Db::list_keyspaces_at(path, &opts)? } else { Vec::new() };
+        if path.join("CURRENT").exists() { Db::list_keyspaces_at(path, opts)? } else { Vec::new() };
     let mut with = opts.clone();
     for (name, policy) in EXTRA {
         if existing.iter().any(|n| n == name) {
-            with = with.with_keyspace(name, ks_options(&opts, policy)?);
+            with = with.with_keyspace(name, ks_options(opts, policy)?);
         }
     }
+    Ok((with, existing))
+}
+
+/// `opts` with the options of every extra keyspace, registered or not.
+pub fn with_every_keyspace(opts: &Options) -> strata::Result<Options> {
+    let mut with = opts.clone();
+    for (name, policy) in EXTRA {
+        with = with.with_keyspace(name, ks_options(opts, policy)?);
+    }
+    Ok(with)
+}
+
+/// Opens the database at `path` with every keyspace (creating those missing);
+/// the handles are indexed as [`keyspace_of`] answers.
+pub fn open(path: &Path, opts: Options) -> strata::Result<(Db, Vec<Keyspace>)> {
+    let (with, _) = options_for(path, &opts)?;
     let db = Db::open(path, with)?;
     let mut handles = vec![db.default_keyspace()];
     for (name, policy) in EXTRA {

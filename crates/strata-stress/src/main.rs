@@ -13,6 +13,7 @@
 mod args;
 mod child;
 mod config;
+mod crosscheck;
 mod expected;
 mod keyspaces;
 mod parent;

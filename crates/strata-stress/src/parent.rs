@@ -13,6 +13,7 @@ use strata::CompactionStyle;
 
 use crate::args::Args;
 use crate::config::{self, CycleConfig};
+use crate::crosscheck::{self, Repaired};
 use crate::expected::{log_path, read_log};
 use crate::verify::{self, Model, Outcome};
 
@@ -28,6 +29,25 @@ struct Totals {
     pending_applied: u64,
     failed: u64,
     fault_stops: u64,
+    read_only_checks: u64,
+    repair_checks: u64,
+    check_time: [Duration; 3],
+}
+
+/// What one cycle did besides verifying.
+struct CycleDone {
+    outcome: Outcome,
+    /// Killed before the child finished opening.
+    early: bool,
+    /// The child stopped by itself under injected faults.
+    fault_stop: bool,
+    /// The read-only open was compared with the reopen.
+    read_only_checked: bool,
+    /// The repaired copy was compared with the reopen.
+    repair_checked: bool,
+    /// Time spent on the read-only open, the copies and the repair (with
+    /// the copy's open and scan).
+    check_time: [Duration; 3],
 }
 
 /// Runs the soak; exit status 1 if any cycle failed.
@@ -41,13 +61,10 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
     });
-    let tmp;
+    let mut tmp = None;
     let work: PathBuf = match &args.dir {
         Some(d) => d.clone(),
-        None => {
-            tmp = tempfile::tempdir()?;
-            tmp.path().to_path_buf()
-        }
+        None => tmp.insert(tempfile::tempdir()?).path().to_path_buf(),
     };
     std::fs::create_dir_all(work.join("state"))?;
     println!("strata-stress: seed={seed} dir={} threads={}", work.display(), args.threads);
@@ -76,20 +93,28 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         let policy = policies[policy_idx];
         let cfg = config::derive(seed, cycle, policy, num_levels)?;
         match run_cycle(args, &work, seed, cycle, &cfg, policy, num_levels, &truth) {
-            Ok((outcome, early, fault_stop)) => {
+            Ok(CycleDone { outcome, early, fault_stop, read_only_checked, repair_checked, check_time }) => {
                 if args.verbose {
                     println!(
-                        "cycle {cycle}: {} | acked {} (synced {}) pending {} (applied {}) keys {}{}",
+                        "cycle {cycle}: {} | acked {} (synced {}) pending {} (applied {}) keys {} | read-only {} repair {} ({:?} ms){}",
                         cfg.summary,
                         outcome.acked,
                         outcome.synced,
                         outcome.pending,
                         outcome.pending_applied,
                         outcome.observed.len(),
+                        if read_only_checked { "same" } else { "skipped" },
+                        if repair_checked { "same" } else { "skipped" },
+                        check_time.map(|d| d.as_millis()),
                         if early { " [killed during open]" } else { "" }
                     );
                 }
                 totals.early_kills += u64::from(early);
+                totals.read_only_checks += u64::from(read_only_checked);
+                totals.repair_checks += u64::from(repair_checked);
+                for (t, c) in totals.check_time.iter_mut().zip(check_time) {
+                    *t += c;
+                }
                 totals.fault_stops += u64::from(fault_stop);
                 totals.failed += outcome.failed;
                 totals.keys_checked += outcome.keys_checked;
@@ -103,6 +128,10 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 println!("FAILURE: cycle {cycle} seed {seed} ({}): {msg}", cfg.summary);
                 println!("  reproduce (timing-dependent): strata-stress --seed {seed} --threads {} --keys-per-thread {} --min-kill-ms {} --max-kill-ms {} --duration <secs>", args.threads, args.keys_per_thread, args.min_kill_ms, args.max_kill_ms);
                 failed = true;
+                // Keep the directories for inspection.
+                if let Some(t) = tmp.take() {
+                    println!("  kept {}", t.keep().display());
+                }
             }
         }
         totals.cycles += 1;
@@ -113,7 +142,7 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     }
     let t = &totals;
     println!(
-        "summary: cycles={} failures={} keys_verified={} acked_writes={} synced_writes={} pending_at_kill={} pending_applied={} killed_during_open={} failed_writes={} fault_stops={} seed={seed}",
+        "summary: cycles={} failures={} keys_verified={} acked_writes={} synced_writes={} pending_at_kill={} pending_applied={} killed_during_open={} failed_writes={} fault_stops={} read_only_checks={} repair_checks={} check_secs={:.1}/{:.1}/{:.1} seed={seed}",
         t.cycles,
         u8::from(failed),
         t.keys_checked,
@@ -123,7 +152,12 @@ pub fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         t.pending_applied,
         t.early_kills,
         t.failed,
-        t.fault_stops
+        t.fault_stops,
+        t.read_only_checks,
+        t.repair_checks,
+        t.check_time[0].as_secs_f64(),
+        t.check_time[1].as_secs_f64(),
+        t.check_time[2].as_secs_f64()
     );
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
@@ -140,7 +174,7 @@ fn run_cycle(
     policy: &str,
     num_levels: usize,
     truth: &Model,
-) -> Result<(Outcome, bool, bool), String> {
+) -> Result<CycleDone, String> {
     let state = work.join("state");
     let stderr_path = state.join("child.stderr");
     let stderr = std::fs::File::create(&stderr_path).map_err(|e| format!("child stderr file: {e}"))?;
@@ -162,8 +196,64 @@ fn run_cycle(
     let killed = kill_at_random(&mut child, &mut rng, args, early);
     let child_err = std::fs::read_to_string(&stderr_path).unwrap_or_default();
     let fault_stop = killed.map_err(|e| format!("{e}; child stderr: {child_err}"))?;
-    let (db, ks) = crate::keyspaces::open(&work.join("db"), cfg.options_at(work))
-        .map_err(|e| format!("reopen failed: {e}"))?;
+    let db_dir = work.join("db");
+    let opts = cfg.options_at(work);
+    // Without CURRENT the kill came during the first open: open creates the
+    // database, while read-only open and repair rightly find none.
+    let had_current = db_dir.join("CURRENT").exists();
+    // Read-only first: it writes nothing, so the reopen still sees the killed state.
+    let mut started = Instant::now();
+    let mut check_time = [Duration::ZERO; 3];
+    let mut lap = |i: usize| {
+        check_time[i] = started.elapsed();
+        started = Instant::now();
+    };
+    let read_only = crosscheck::read_only(&db_dir, &opts);
+    lap(0);
+    let repaired = if args.no_repair_check || !cycle.is_multiple_of(args.repair_check_every) {
+        None
+    } else {
+        let (killed, copy) = (work.join("killed"), work.join("repaired"));
+        crosscheck::copy_db(work, &killed).map_err(|e| format!("copy of the killed state: {e}"))?;
+        crosscheck::copy_db(&killed, &copy).map_err(|e| format!("copy to repair: {e}"))?;
+        lap(1);
+        let r = crosscheck::repair_copy(&copy, cfg, args.inject_repair_bug)
+            .map_err(|e| format!("repair check: {e}"))?;
+        lap(2);
+        Some(r)
+    };
+    let (_, registered) =
+        crate::keyspaces::options_for(&db_dir, &opts).map_err(|e| format!("reopen failed: {e}"))?;
+    let (db, ks) = crate::keyspaces::open(&db_dir, opts).map_err(|e| format!("reopen failed: {e}"))?;
+    let opened = crosscheck::scan(&db, registered)?;
+    let kept = || {
+        format!(
+            "; kept: killed state in {}, repaired copy in {}, reopened original in {}",
+            work.join("killed").display(),
+            work.join("repaired").display(),
+            db_dir.display()
+        )
+    };
+    let read_only_checked = match read_only {
+        Ok(seen) => match crosscheck::diff("read-only open", &seen, &opened) {
+            Some(d) => return Err(format!("{d}{}", kept())),
+            None => true,
+        },
+        Err(e) if had_current => {
+            return Err(format!("read-only open failed where open succeeded: {e}{}", kept()))
+        }
+        Err(_) => false,
+    };
+    let repair_checked = match repaired {
+        Some(Repaired::Read(seen)) => match crosscheck::diff("repaired copy", &seen, &opened) {
+            Some(d) => return Err(format!("{d}{}", kept())),
+            None => true,
+        },
+        Some(Repaired::Failed(e)) if had_current => {
+            return Err(format!("{e} where open succeeded{}", kept()))
+        }
+        Some(Repaired::Failed(_)) | None => false,
+    };
     let logs =
         (0..args.threads).map(|t| read_log(&log_path(&state, cycle, t))).collect::<Result<Vec<_>, _>>()?;
     if args.inject_bug {
@@ -175,7 +265,7 @@ fn run_cycle(
     for t in 0..args.threads {
         let _ = std::fs::remove_file(log_path(&state, cycle, t));
     }
-    Ok((outcome, early, fault_stop))
+    Ok(CycleDone { outcome, early, fault_stop, read_only_checked, repair_checked, check_time })
 }
 
 /// Waits for `ready` (unless `early`), sleeps a random time and SIGKILLs the

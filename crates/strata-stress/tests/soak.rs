@@ -1,5 +1,6 @@
 //! Runs the `strata-stress` binary: a short soak of kill -9 cycles must pass,
-//! and the same soak with a planted lost write (`--inject-bug`) must fail.
+//! and the same soak with a planted lost write (`--inject-bug`) or a damaged
+//! repaired copy (`--inject-repair-bug`) must fail.
 
 use std::process::Command;
 
@@ -37,6 +38,32 @@ fn kill9_soak_cycles_verify() {
     assert_eq!(summary_field(&stdout, "failures"), 0);
     assert!(summary_field(&stdout, "acked_writes") > 0);
     assert!(summary_field(&stdout, "keys_verified") > 0);
+    // Every cycle but one killed during the first open (no database yet) ran
+    // both cross-checks: read-only open and repaired copy equal the reopen.
+    let early = summary_field(&stdout, "killed_during_open");
+    assert!(summary_field(&stdout, "read_only_checks") >= 32 - early, "{stdout}");
+    assert!(summary_field(&stdout, "repair_checks") >= 32 - early, "{stdout}");
+}
+
+/// A key deleted from the repaired copy is caught by the repair check: exit 1,
+/// a FAILURE line naming the seed and the difference, both directories kept.
+#[test]
+fn injected_repair_damage_fails_the_soak() {
+    let (ok, stdout) = soak(&["--cycles", "10", "--seed", "5", "--inject-repair-bug"]);
+    assert!(!ok, "the soak passed with a damaged repaired copy:\n{stdout}");
+    assert!(stdout.contains("FAILURE: cycle") && stdout.contains("seed 5"), "{stdout}");
+    assert!(stdout.contains("repaired copy differs from open"), "{stdout}");
+    assert!(stdout.contains("kept: killed state in"), "{stdout}");
+    assert_eq!(summary_field(&stdout, "failures"), 1);
+}
+
+/// `--no-repair-check` skips the copy and repair, not the read-only check.
+#[test]
+fn no_repair_check_skips_only_the_repair() {
+    let (ok, stdout) = soak(&["--cycles", "4", "--seed", "9", "--no-repair-check", "--inject-repair-bug"]);
+    assert!(ok, "soak failed:\n{stdout}");
+    assert_eq!(summary_field(&stdout, "repair_checks"), 0);
+    assert!(summary_field(&stdout, "read_only_checks") > 0, "{stdout}");
 }
 
 /// A planted lost write is caught: non-zero exit and a FAILURE line with the seed.
@@ -65,5 +92,14 @@ fn io_fault_soak_cycles_verify() {
     assert!(ok, "soak with I/O faults failed:\n{stdout}");
     assert_eq!(summary_field(&stdout, "failures"), 0);
     assert!(summary_field(&stdout, "failed_writes") > 0, "no fault fired:\n{stdout}");
+    assert!(summary_field(&stdout, "repair_checks") > 0, "{stdout}");
     assert!(summary_field(&stdout, "acked_writes") > 0);
+}
+
+/// `--repair-check-every 2` repairs a copy in the even cycles only.
+#[test]
+fn repair_check_every_second_cycle() {
+    let (ok, stdout) = soak(&["--cycles", "4", "--seed", "11", "--repair-check-every", "2"]);
+    assert!(ok, "soak failed:\n{stdout}");
+    assert!((1..=2).contains(&summary_field(&stdout, "repair_checks")), "{stdout}");
 }
