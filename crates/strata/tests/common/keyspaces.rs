@@ -226,6 +226,23 @@ pub fn run_keyspace_log(seed: u64, n: usize, space: u32) {
                 } else {
                     drop(db);
                 }
+                // Every keyspace through a read-only open; then, at times, a
+                // repair, which must keep exactly what open would read.
+                let ro = Db::open_read_only("/db", options(vfs.clone())).unwrap();
+                for (h, m) in handles(&ro).iter().zip(&models) {
+                    let got: Vec<_> = h.iter().map(Result::unwrap).collect();
+                    if !got.iter().map(|(a, b)| (a, b)).eq(m.iter()) {
+                        fail(
+                            i,
+                            format!("{} read-only scan: {} keys, model {}", h.name(), got.len(), m.len()),
+                        );
+                    }
+                }
+                drop(ro);
+                if rng.gen_bool(0.3) {
+                    strata::repair("/db", options(vfs.clone()))
+                        .unwrap_or_else(|e| fail(i, format!("repair: {e}")));
+                }
                 db = Db::open("/db", options(vfs.clone())).unwrap();
                 ks = handles(&db);
             }
