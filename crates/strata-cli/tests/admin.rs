@@ -259,3 +259,19 @@ fn put_on_a_missing_database_suggests_create() {
     ok(&["put", "--db", &d, "--create", "k", "v"]);
     assert_eq!(ok(&["get", "--db", &d, "k"]), "v\n");
 }
+
+/// Repair keeps what makes a database a TTL one (its recorded TTLs).
+#[test]
+fn repair_keeps_a_ttl_database_a_ttl_database() {
+    use strata::ttl::{recorded_ttls, TtlDb};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let hour = std::time::Duration::from_secs(3600);
+    let db = TtlDb::open(&dir, strata::Options::default(), hour).unwrap();
+    db.put("k", "v").unwrap();
+    db.close().unwrap();
+    let d = arg(&dir);
+    ok(&["repair", "--db", &d]);
+    assert_eq!(recorded_ttls(&dir, &strata::Options::default()).unwrap(), [("default".to_string(), hour)]);
+    assert_eq!(ok(&["get", "--db", &d, "k"]), "v\n");
+}
