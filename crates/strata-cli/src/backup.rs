@@ -15,42 +15,53 @@ pub enum Action {
     /// Back up the database (--db) into the backup directory (created if
     /// missing); opens the database read-write.
     Create {
+        /// The backup directory.
         #[arg(long, value_name = "DIR")]
         backup_dir: PathBuf,
     },
     /// List the backups: id, time taken (UTC), files and bytes.
     List {
+        /// The backup directory.
         #[arg(long, value_name = "DIR")]
         backup_dir: PathBuf,
     },
     /// Check every file of a backup (all of them without --id) against its
     /// recorded size and checksum; exit 1 if one is damaged.
     Verify {
+        /// The backup directory.
         #[arg(long, value_name = "DIR")]
         backup_dir: PathBuf,
+        /// The backup's id (`backup list` shows them).
         #[arg(long)]
         id: Option<BackupId>,
     },
     /// Restore a backup (the newest without --id) into DEST, which must be
     /// missing or empty.
     Restore {
+        /// The backup directory.
         #[arg(long, value_name = "DIR")]
         backup_dir: PathBuf,
+        /// The backup's id (`backup list` shows them).
         #[arg(long)]
         id: Option<BackupId>,
+        /// The directory to restore into.
         dest: PathBuf,
     },
     /// Delete the oldest backups until KEEP remain.
     Purge {
+        /// The backup directory.
         #[arg(long, value_name = "DIR")]
         backup_dir: PathBuf,
+        /// How many of the newest backups to keep.
         #[arg(long)]
         keep: usize,
     },
     /// Delete one backup.
     Delete {
+        /// The backup directory.
         #[arg(long, value_name = "DIR")]
         backup_dir: PathBuf,
+        /// The backup's id (`backup list` shows them).
         #[arg(long)]
         id: BackupId,
     },

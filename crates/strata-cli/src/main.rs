@@ -161,7 +161,7 @@ pub enum Command {
     /// Rebuild a database that no longer opens from its readable tables and
     /// logs (damaged files move to `lost/`); refused while it is open elsewhere.
     Repair,
-    /// Create, list, verify, restore or purge backups in a backup directory.
+    /// Create, list, verify, restore, purge or delete backups in a backup directory.
     Backup {
         #[command(subcommand)]
         action: backup::Action,
