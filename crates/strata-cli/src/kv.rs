@@ -45,13 +45,13 @@ pub fn run(cli: &Cli) -> CliResult<ExitCode> {
             db.close().map_err(fail)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Scan { from, to, prefix, limit, reverse } => {
+        Command::Scan { from, to, prefix, limit, reverse, no_value } => {
             let from = from.as_deref().map(key).transpose()?;
             let to = to.as_deref().map(key).transpose()?;
             let prefix = prefix.as_deref().map(key).transpose()?;
             let db = open_values(cli, "scan")?;
             let ks = tree(cli, &db)?;
-            scan(&ks, from, to, prefix, limit.unwrap_or(usize::MAX), *reverse, hex)?;
+            scan(&ks, (from, to), prefix, limit.unwrap_or(usize::MAX), (*reverse, *no_value), hex)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Load { csv, batch } => {
@@ -95,11 +95,10 @@ fn get_ttl(ks: &strata::ttl::TtlKeyspace, k: &[u8], hex: bool) -> CliResult<Exit
 
 fn scan(
     ks: &Tree,
-    from: Option<Vec<u8>>,
-    to: Option<Vec<u8>>,
+    (from, to): (Option<Vec<u8>>, Option<Vec<u8>>),
     prefix: Option<Vec<u8>>,
     limit: usize,
-    reverse: bool,
+    (reverse, no_value): (bool, bool),
     hex: bool,
 ) -> CliResult<()> {
     use std::ops::Bound::{Excluded, Included, Unbounded};
@@ -140,8 +139,12 @@ fn scan(
         let (k, v) = kv.map_err(|e| e.to_string())?;
         // A prefix scan with --from/--to: the range narrows the prefix.
         if prefix.is_none() || in_range(&k) {
-            let v = show_value(&v, unavailable.as_deref(), hex);
-            writeln!(out, "{}\t{v}", show(&k, hex)).map_err(|e| e.to_string())?;
+            if no_value {
+                writeln!(out, "{}", show(&k, hex))
+            } else {
+                writeln!(out, "{}\t{}", show(&k, hex), show_value(&v, unavailable.as_deref(), hex))
+            }
+            .map_err(|e| e.to_string())?;
             n += 1;
         }
         Ok(true)

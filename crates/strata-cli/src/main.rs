@@ -4,10 +4,12 @@
 //! checkpoints, manual compaction and statistics.
 
 mod admin;
+mod backup;
 mod bytes;
 mod dump;
 mod kv;
 mod open;
+mod ops;
 mod progress;
 mod verify;
 
@@ -20,11 +22,12 @@ use clap::{Parser, Subcommand};
 ///
 /// Run as `strata <COMMAND> --db <DIR> [options]`. Reading commands (get,
 /// scan, stats, properties, policy without --set, list-keyspaces, the dumps,
-/// verify) open the database read-only, whatever the keyspace: nothing is
+/// verify, approximate-size) open the database read-only, whatever the keyspace: nothing is
 /// written to it, not even a LOCK file, so they also work while an
 /// application has it open. `--read-only` refuses every writing command
-/// (put, delete, load, compact, policy --set, and checkpoint, which opens
-/// the database read-write). A database whose merge operator this tool does
+/// (put, delete, delete-range, load, compact, policy --set, create-keyspace,
+/// drop-keyspace, repair, and checkpoint and backup create, which open the
+/// database read-write). A database whose merge operator this tool does
 /// not have (a custom one) can only be read: get and scan show a key's
 /// operands unmerged, labelled. No command creates a database
 /// unless `--create` is given (to `put`, `load`). A database opens with the
@@ -53,8 +56,8 @@ pub struct Cli {
     /// Create the database if it is missing (`put`, `load` only).
     #[arg(long, global = true)]
     pub create: bool,
-    /// The compaction policy of a database `--create` creates (default
-    /// leveled): leveled, blsm, lsbm, dlsm, tiered, garnering, lwc. An existing
+    /// The compaction policy of a database `--create` creates or of a
+    /// keyspace `create-keyspace` creates (default leveled): leveled, blsm, lsbm, dlsm, tiered, garnering, lwc. An existing
     /// database keeps the policy each keyspace's MANIFEST records; change it
     /// with `policy --set`.
     #[arg(long, global = true, value_name = "NAME")]
@@ -72,12 +75,16 @@ pub enum Command {
     Put { key: String, value: String },
     /// Delete KEY.
     Delete { key: String },
-    /// Print `key<TAB>value` lines in key order.
+    /// Print `key<TAB>value` lines in key order (`--reverse`: descending).
+    ///
+    /// `--from` and `--to` bound the keys whatever the direction (as ldb):
+    /// `--from` inclusive, `--to` exclusive, so `--reverse` walks [from, to)
+    /// backwards, starting at the last key below `--to`.
     Scan {
-        /// First key (inclusive).
+        /// Lowest key (inclusive), in either direction.
         #[arg(long)]
         from: Option<String>,
-        /// Last key (exclusive).
+        /// Key bound (exclusive), in either direction.
         #[arg(long)]
         to: Option<String>,
         /// Only keys starting with this prefix.
@@ -86,9 +93,12 @@ pub enum Command {
         /// At most this many entries.
         #[arg(long)]
         limit: Option<usize>,
-        /// Newest key first (descending order).
+        /// Descending key order: from the last key below --to down to --from.
         #[arg(long)]
         reverse: bool,
+        /// Print keys only.
+        #[arg(long)]
+        no_value: bool,
     },
     /// Load `key<TAB>value` lines (or two CSV columns) from stdin in batches.
     Load {
@@ -148,6 +158,22 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         set: Option<String>,
     },
+    /// Rebuild a database that no longer opens from its readable tables and
+    /// logs (damaged files move to `lost/`); refused while it is open elsewhere.
+    Repair,
+    /// Create, list, verify, restore, purge or delete backups in a backup directory.
+    Backup {
+        #[command(subcommand)]
+        action: backup::Action,
+    },
+    /// Create keyspace NAME (its policy: --policy, default leveled).
+    CreateKeyspace { name: String },
+    /// Drop keyspace NAME and all its data.
+    DropKeyspace { name: String },
+    /// Delete every key in [FROM, TO) of the keyspace.
+    DeleteRange { from: String, to: String },
+    /// Print the approximate bytes on disk of the keys in [FROM, TO).
+    ApproximateSize { from: String, to: String },
 }
 
 /// A failure the tool reports in one line.
@@ -182,6 +208,12 @@ fn run(cli: &Cli) -> CliResult<ExitCode> {
         }
         Command::DumpWal { file } => dump::wal(file, cli.hex).map(|()| ExitCode::SUCCESS),
         Command::Verify { db_paths } => verify::run(open::db_dir(cli)?, db_paths),
+        Command::Backup { action } => backup::run(cli, action),
+        Command::Repair
+        | Command::CreateKeyspace { .. }
+        | Command::DropKeyspace { .. }
+        | Command::DeleteRange { .. }
+        | Command::ApproximateSize { .. } => ops::run(cli),
         _ => admin::run(cli),
     }
 }

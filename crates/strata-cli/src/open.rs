@@ -10,7 +10,7 @@ use strata::merge_operators::{builtin_merge_operator, recorded_merge_operators, 
 use strata::ttl::{recorded_ttls, TtlDb, TtlKeyspace};
 use strata::{CompactionStyle, Db, Error, Keyspace, KeyspaceOptions, Options, RealVfs};
 
-use crate::{Cli, CliResult};
+use crate::{Cli, CliResult, Command};
 
 /// What a command does to the database.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,13 +25,18 @@ pub enum Access {
 /// `--db`, which must name an existing database unless `create`.
 pub fn db_dir_for(cli: &Cli, create: bool) -> CliResult<&Path> {
     let dir = cli.db.as_deref().ok_or("this command needs --db <DIR>")?;
+    // put and load may create one: say how.
+    let hint = match cli.command {
+        Command::Put { .. } | Command::Load { .. } => " (add --create to create one)",
+        _ => "",
+    };
     if !create && !dir.is_dir() {
-        return Err(format!("no database at {}: not a directory", dir.display()));
+        return Err(format!("no database at {}: not a directory{hint}", dir.display()));
     }
     // Checked before opening: a read-write open takes the LOCK (writing a file)
     // before it finds there is no database.
     if !create && !dir.join("CURRENT").exists() {
-        return Err(format!("no database at {}: no CURRENT file", dir.display()));
+        return Err(format!("no database at {}: no CURRENT file{hint}", dir.display()));
     }
     Ok(dir)
 }
@@ -54,11 +59,16 @@ pub fn options(cli: &Cli, dir: &Path, access: Access) -> CliResult<Options> {
             .map_err(|e| e.to_string())?;
         return Ok(Options::default().with_compaction_style(style));
     }
-    if cli.policy.is_some() {
-        return Err("--policy applies only to a database --create creates; to change the policy of this \
-                    one use `policy --set NAME`"
+    if cli.policy.is_some() && !matches!(cli.command, Command::CreateKeyspace { .. }) {
+        return Err("--policy applies only to a database --create creates (or a keyspace create-keyspace \
+                    creates); to change the policy of this one use `policy --set NAME`"
             .into());
     }
+    recorded_options(dir, access)
+}
+
+/// The options the newest OPTIONS file of `dir` records (see [`options`]).
+pub fn recorded_options(dir: &Path, access: Access) -> CliResult<Options> {
     let (given, fallback) = merge_operators_given(dir, access)?;
     match Options::load_latest_with(dir, &given) {
         Ok(o) => Ok(o),
