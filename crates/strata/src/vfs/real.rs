@@ -136,18 +136,45 @@ impl Vfs for RealVfs {
         File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io_err(dir, e))
     }
 
+    /// A POSIX record lock (`fcntl(F_SETLK)`), as LevelDB and RocksDB take:
+    /// unlike a `flock`, a child process never inherits it, so a process
+    /// that spawns others while it opens and closes databases never sees its
+    /// own closed database as locked. Record locks are per process, so the
+    /// paths this process holds are also kept in [`HELD`].
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| io_err(path, e))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Box::new(RealFileLock { _file: file })),
-            Err(fs::TryLockError::WouldBlock) => Err(Error::Locked(path.display().to_string())),
-            Err(fs::TryLockError::Error(e)) => Err(io_err(path, e)),
+        // One name per file, however the caller spelled the path. Checked
+        // before the file is opened: closing any descriptor of it would drop
+        // the record lock this process may already hold.
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let name = path.file_name().ok_or_else(|| Error::invalid(format!("lock path {}", path.display())))?;
+        let key = fs::canonicalize(parent).map_err(|e| io_err(parent, e))?.join(name);
+        if !HELD.lock().insert(key.clone()) {
+            return Err(Error::Locked(format!("{} (held by this process)", path.display())));
+        }
+        let opened = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path);
+        let file = match opened {
+            Ok(f) => f,
+            Err(e) => {
+                HELD.lock().remove(&key);
+                return Err(io_err(path, e));
+            }
+        };
+        let fd = file.as_raw_fd();
+        let lock = RealFileLock { file: Some(file), key };
+        // SAFETY: a plain `flock` struct, zeroed then filled, for a valid descriptor.
+        let r = unsafe {
+            let mut fl: libc::flock = std::mem::zeroed();
+            fl.l_type = libc::F_WRLCK as _;
+            fl.l_whence = libc::SEEK_SET as _;
+            libc::fcntl(fd, libc::F_SETLK, &fl)
+        };
+        if r == 0 {
+            return Ok(Box::new(lock));
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EACCES) => Err(Error::Locked(path.display().to_string())),
+            _ => Err(io_err(path, e)),
         }
     }
 }
@@ -311,11 +338,28 @@ fn pread_exact(file: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// The LOCK files this process holds (canonical paths): a second open in
+/// this process would be granted the same record lock (LevelDB's `LockTable`).
+static HELD: parking_lot::Mutex<std::collections::BTreeSet<PathBuf>> =
+    parking_lot::Mutex::new(std::collections::BTreeSet::new());
+
 /// Holds the OS lock until dropped (closing the file releases it). `File`'s
 /// Debug output names the path.
 #[derive(Debug)]
 struct RealFileLock {
-    _file: File,
+    // INVARIANT: `Some` until dropped.
+    file: Option<File>,
+    key: PathBuf,
+}
+
+impl Drop for RealFileLock {
+    fn drop(&mut self) {
+        // Closed first: closing any descriptor of the file drops this
+        // process's record locks on it, so a later holder must not open it
+        // before this one is closed.
+        drop(self.file.take());
+        HELD.lock().remove(&self.key);
+    }
 }
 
 impl FileLock for RealFileLock {}
@@ -442,7 +486,46 @@ mod tests {
         let p = dir.path().join("LOCK");
         let l = vfs.lock(&p).unwrap();
         assert!(matches!(vfs.lock(&p), Err(Error::Locked(_))));
+        // Another spelling of the same file is the same lock.
+        let other = dir.path().join(".").join("LOCK");
+        assert!(matches!(vfs.lock(&other), Err(Error::Locked(_))));
         drop(l);
         let _again = vfs.lock(&p).unwrap();
+    }
+
+    /// Regression: the LOCK was a `flock`, which a child process spawned by
+    /// any thread shares until its exec, so a database closed in that window
+    /// still looked locked (the CLI tests met it). A record lock is never
+    /// inherited.
+    #[test]
+    fn a_child_between_fork_and_exec_does_not_keep_a_released_lock() {
+        use std::os::unix::process::CommandExt;
+        let (dir, vfs) = setup();
+        let p = dir.path().join("LOCK");
+        let held = vfs.lock(&p).unwrap();
+        let (mut ready, mut go) = ([0; 2], [0; 2]);
+        // SAFETY: two plain pipes.
+        assert_eq!(unsafe { libc::pipe(ready.as_mut_ptr()) + libc::pipe(go.as_mut_ptr()) }, 0);
+        let mut cmd = std::process::Command::new("true");
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                let mut b = [1u8];
+                libc::write(ready[1], b.as_ptr().cast(), 1);
+                libc::read(go[0], b.as_mut_ptr().cast(), 1);
+                Ok(())
+            });
+        }
+        let child = std::thread::spawn(move || cmd.status());
+        let mut b = [0u8];
+        // SAFETY: reading one byte into a local buffer.
+        assert_eq!(unsafe { libc::read(ready[0], b.as_mut_ptr().cast(), 1) }, 1, "the child forked");
+        // The child now holds a copy of every descriptor, the LOCK's included.
+        drop(held);
+        let again = vfs.lock(&p);
+        // SAFETY: writing one byte from a local buffer.
+        unsafe { libc::write(go[1], b.as_ptr().cast(), 1) };
+        child.join().unwrap().unwrap();
+        assert!(again.is_ok(), "{again:?}");
     }
 }
