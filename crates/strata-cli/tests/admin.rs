@@ -29,26 +29,11 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// How long a LOCK this process released may still look held: a child a
-/// sibling test spawns inherits this process's descriptors until its exec.
-const INHERITED_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Runs and expects success, returning stdout (again while the LOCK is held
-/// only by a descriptor a sibling test's child inherited).
+/// Runs and expects success, returning stdout.
 fn ok(args: &[&str]) -> String {
-    let start = std::time::Instant::now();
-    loop {
-        let o = strata(args);
-        let err = stderr(&o);
-        if !o.status.success()
-            && (err.contains("database is locked") || err.contains("open in another process"))
-            && start.elapsed() < INHERITED_LOCK
-        {
-            continue;
-        }
-        assert!(o.status.success(), "strata {args:?} failed: {err}");
-        return stdout(&o);
-    }
+    let o = strata(args);
+    assert!(o.status.success(), "strata {args:?} failed: {}", stderr(&o));
+    stdout(&o)
 }
 
 /// Runs and expects exit 1, returning stderr.
@@ -58,16 +43,9 @@ fn fails(args: &[&str]) -> String {
     stderr(&o)
 }
 
-/// `Db::open` in this process, again while the LOCK is held only by an
-/// inherited descriptor (see [`INHERITED_LOCK`]).
+/// `Db::open` in this process with the recorded options.
 fn open_here(dir: &Path) -> strata::Db {
-    let start = std::time::Instant::now();
-    loop {
-        match strata::Db::open(dir, strata::Options::load_latest(dir).unwrap()) {
-            Err(strata::Error::Locked(_)) if start.elapsed() < INHERITED_LOCK => std::thread::yield_now(),
-            r => return r.unwrap(),
-        }
-    }
+    strata::Db::open(dir, strata::Options::load_latest(dir).unwrap()).unwrap()
 }
 
 fn arg(p: &Path) -> String {

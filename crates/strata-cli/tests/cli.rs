@@ -29,40 +29,17 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// How long a LOCK this process released may still look held. A child
-/// that another test thread spawns inherits every descriptor of this
-/// process until its exec closes them, and a flock lasts while any
-/// descriptor of it is open: a database this process just closed can be
-/// "locked" for that moment.
-const INHERITED_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Runs and expects success, returning stdout (again while the database is
-/// locked only by a descriptor a sibling test's child inherited).
+/// Runs and expects success, returning stdout.
 fn ok(args: &[&str]) -> String {
-    let start = std::time::Instant::now();
-    loop {
-        let o = strata(args);
-        if !o.status.success()
-            && stderr(&o).contains("database is locked")
-            && start.elapsed() < INHERITED_LOCK
-        {
-            continue;
-        }
-        assert!(o.status.success(), "strata {args:?} failed: {}", stderr(&o));
-        return stdout(&o);
-    }
+    let o = strata(args);
+    assert!(o.status.success(), "strata {args:?} failed: {}", stderr(&o));
+    stdout(&o)
 }
 
-/// `Db::open` in this process, again while the LOCK is held only by a
-/// descriptor a sibling test's child inherited (see [`INHERITED_LOCK`]).
+/// `Db::open` in this process. (A LOCK is a record lock, which no child a
+/// sibling test spawns inherits, so a database closed here is free at once.)
 fn open_here(dir: &Path, opts: strata::Options) -> strata::Db {
-    let start = std::time::Instant::now();
-    loop {
-        match strata::Db::open(dir, opts.clone()) {
-            Err(strata::Error::Locked(_)) if start.elapsed() < INHERITED_LOCK => std::thread::yield_now(),
-            r => return r.unwrap(),
-        }
-    }
+    strata::Db::open(dir, opts).unwrap()
 }
 
 fn db_arg(dir: &Path) -> String {
