@@ -140,7 +140,7 @@ impl Vfs for RealVfs {
     /// unlike a `flock`, a child process never inherits it, so a process
     /// that spawns others while it opens and closes databases never sees its
     /// own closed database as locked. Record locks are per process, so the
-    /// paths this process holds are also kept in [`HELD`].
+    /// paths this process holds are also kept in a set (`HELD`).
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         // One name per file, however the caller spelled the path. Checked
         // before the file is opened: closing any descriptor of it would drop
