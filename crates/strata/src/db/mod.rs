@@ -120,6 +120,10 @@ pub(crate) struct DbInner {
     pub running: Mutex<Vec<Vec<u64>>>,
     /// Ids of tables that used up their allowed seeks, oldest first.
     pub seek_candidates: Mutex<Vec<u64>>,
+    /// Held while obsolete tables are deleted, so a caller that finds nothing
+    /// left to take (another thread took it) returns only once those files
+    /// are gone: after `compact_range` its inputs are never still on disk.
+    pub purging: Mutex<()>,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
     /// What all keyspaces of the database share (WAL, sequences, snapshots, lock).
     pub shared: Arc<Shared>,
@@ -221,6 +225,7 @@ impl DbInner {
     /// Deletes table files no version references any more, and drops their
     /// cached blocks, cached rows and open handles.
     pub(crate) fn purge_obsolete_files(&self) {
+        let _g = self.purging.lock();
         for id in self.versions.obsolete_files().take() {
             self.tables.evict(id);
             if let Some(c) = &self.block_cache {

@@ -343,6 +343,7 @@ impl Parts {
             compaction_lock: Mutex::new(()),
             running: Mutex::new(Vec::new()),
             seek_candidates: Mutex::new(Vec::new()),
+            purging: Mutex::new(()),
             threads: Mutex::new(Vec::new()),
             shared,
         })
