@@ -58,24 +58,24 @@ fn describe(policy: &str) -> &'static str {
 pub fn run(cli: &Cli) -> CliResult<ExitCode> {
     let fail = |e: strata::Error| e.to_string();
     match &cli.command {
-        Command::Checkpoint { dest } => {
+        Command::Checkpoint { dest, .. } => {
             let db = open(cli, "checkpoint", Access::Write)?;
             db.checkpoint(dest).map_err(fail)?;
             db.close().map_err(fail)?;
             println!("checkpoint written to {}", dest.display());
         }
-        Command::Compact { from, to } => {
+        Command::Compact { from, to, .. } => {
             let from = from.as_deref().map(|k| parse(k, cli.hex)).transpose()?;
             let to = to.as_deref().map(|k| parse(k, cli.hex)).transpose()?;
             let db = open(cli, "compact", Access::Write)?;
             keyspace(cli, &db)?.compact_range(from.as_deref(), to.as_deref()).map_err(fail)?;
             db.close().map_err(fail)?;
         }
-        Command::Stats => {
+        Command::Stats { .. } => {
             let db = open(cli, "stats", Access::Read)?;
             println!("{}", property(&keyspace(cli, &db)?, "strata.stats")?);
         }
-        Command::Properties { names } => {
+        Command::Properties { names, .. } => {
             let db = open(cli, "properties", Access::Read)?;
             let ks = keyspace(cli, &db)?;
             // Every name once: the `rocksdb.` aliases repeat `strata.` ones.
@@ -85,14 +85,14 @@ pub fn run(cli: &Cli) -> CliResult<ExitCode> {
                 println!("{name}:\n{}\n", property(&ks, name)?);
             }
         }
-        Command::ListKeyspaces => {
+        Command::ListKeyspaces { .. } => {
             let dir = db_dir(cli)?;
             for name in Db::list_keyspaces_at(dir, &Options::default()).map_err(fail)? {
                 println!("{name}");
             }
         }
-        Command::Policy { set: Some(name) } => set_policy(cli, name)?,
-        Command::Policy { set: None } => {
+        Command::Policy { set: Some(name), .. } => set_policy(cli, name)?,
+        Command::Policy { set: None, .. } => {
             let db = open(cli, "policy", Access::Read)?;
             for name in db.list_keyspaces() {
                 let ks = db.keyspace(&name).map_err(fail)?;

@@ -18,6 +18,8 @@ pub enum Action {
         /// The backup directory.
         #[arg(long, value_name = "DIR")]
         backup_dir: PathBuf,
+        #[command(flatten)]
+        db: crate::DbArg,
     },
     /// List the backups: id, time taken (UTC), files and bytes.
     List {
@@ -94,7 +96,7 @@ fn chosen(engine: &BackupEngine, dir: &Path, id: Option<BackupId>) -> CliResult<
 pub fn run(cli: &Cli, action: &Action) -> CliResult<ExitCode> {
     let fail = |e: Error| e.to_string();
     match action {
-        Action::Create { backup_dir } => {
+        Action::Create { backup_dir, .. } => {
             if cli.read_only {
                 return Err("backup create opens the database read-write and --read-only was given".into());
             }

@@ -16,7 +16,7 @@ pub fn run(cli: &Cli) -> CliResult<ExitCode> {
     let key = |s: &str| parse(s, hex);
     let fail = |e: strata::Error| e.to_string();
     match &cli.command {
-        Command::Get { key: k } => {
+        Command::Get { key: k, .. } => {
             let k = key(k)?;
             let db = open_values(cli, "get")?;
             let ks = match tree(cli, &db)? {
@@ -31,21 +31,21 @@ pub fn run(cli: &Cli) -> CliResult<ExitCode> {
                 None => Err(format!("key {} not found", show(&k, hex))),
             }
         }
-        Command::Put { key: k, value } => {
+        Command::Put { key: k, value, .. } => {
             let (k, v) = (key(k)?, key(value)?);
             let db = open(cli, "put", Access::Write)?;
             keyspace(cli, &db)?.put(&k, &v).map_err(fail)?;
             db.close().map_err(fail)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Delete { key: k } => {
+        Command::Delete { key: k, .. } => {
             let k = key(k)?;
             let db = open(cli, "delete", Access::Write)?;
             keyspace(cli, &db)?.delete(&k).map_err(fail)?;
             db.close().map_err(fail)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Scan { from, to, prefix, limit, reverse, no_value } => {
+        Command::Scan { from, to, prefix, limit, reverse, no_value, .. } => {
             let from = from.as_deref().map(key).transpose()?;
             let to = to.as_deref().map(key).transpose()?;
             let prefix = prefix.as_deref().map(key).transpose()?;
@@ -54,7 +54,7 @@ pub fn run(cli: &Cli) -> CliResult<ExitCode> {
             scan(&ks, (from, to), prefix, limit.unwrap_or(usize::MAX), (*reverse, *no_value), hex)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Load { csv, batch } => {
+        Command::Load { csv, batch, .. } => {
             let db = open(cli, "load", Access::Write)?;
             let ks = keyspace(cli, &db)?;
             let n = load(&db, &ks, *csv, (*batch).max(1), hex)?;

@@ -40,29 +40,63 @@ use clap::{Parser, Subcommand};
 /// error (or damage found by `verify`), 2 a usage error.
 #[derive(Parser, Debug)]
 #[command(name = "strata", version, about, long_about)]
-pub struct Cli {
-    /// The database directory.
-    #[arg(long, global = true, value_name = "DIR")]
-    pub db: Option<PathBuf>,
-    /// The keyspace to read or write.
-    #[arg(long, global = true, default_value = "default", value_name = "NAME")]
-    pub keyspace: String,
-    /// Keys and values are given and printed as hex.
-    #[arg(long, global = true)]
-    pub hex: bool,
-    /// Never write to the database: refuse writing commands.
-    #[arg(long, global = true)]
-    pub read_only: bool,
-    /// Create the database if it is missing (`put`, `load` only).
-    #[arg(long, global = true)]
-    pub create: bool,
-    /// The compaction policy of a database `--create` creates or of a
-    /// keyspace `create-keyspace` creates (default leveled): leveled, blsm, lsbm, dlsm, tiered, garnering, lwc. An existing
-    /// database keeps the policy each keyspace's MANIFEST records; change it
-    /// with `policy --set`.
-    #[arg(long, global = true, value_name = "NAME")]
-    pub policy: Option<String>,
+struct Args {
     #[command(subcommand)]
+    command: Command,
+}
+
+/// `--db` and `--read-only`, on every command that opens a database.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct DbArg {
+    /// The database directory.
+    #[arg(long, value_name = "DIR")]
+    pub db: Option<PathBuf>,
+    /// Never write to the database: a writing command is refused (reading
+    /// commands never write anyway).
+    #[arg(long)]
+    pub read_only: bool,
+}
+
+/// `--keyspace`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct KeyspaceArg {
+    /// The keyspace to read or write.
+    #[arg(long, default_value = "default", value_name = "NAME")]
+    pub keyspace: String,
+}
+
+/// `--hex`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct HexArg {
+    /// Keys and values are given and printed as hex.
+    #[arg(long)]
+    pub hex: bool,
+}
+
+/// `--create` and `--policy`, on the commands that may create a database.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct CreateArg {
+    /// Create the database if it is missing.
+    #[arg(long)]
+    pub create: bool,
+    /// The compaction policy of a database `--create` creates (default
+    /// leveled): leveled, blsm, lsbm, dlsm, tiered, garnering, lwc. An
+    /// existing database keeps the policy each keyspace's MANIFEST records;
+    /// change it with `policy --set`.
+    #[arg(long, value_name = "NAME")]
+    pub policy: Option<String>,
+}
+
+/// What a command reads or writes: the options it was given, each shown and
+/// accepted only on the commands it applies to (the rest keep their defaults).
+#[derive(Debug)]
+pub struct Cli {
+    pub db: Option<PathBuf>,
+    pub keyspace: String,
+    pub hex: bool,
+    pub read_only: bool,
+    pub create: bool,
+    pub policy: Option<String>,
     pub command: Command,
 }
 
@@ -70,11 +104,38 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Print the value of KEY (exit 1 if it is absent).
-    Get { key: String },
+    Get {
+        key: String,
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        ks: KeyspaceArg,
+        #[command(flatten)]
+        hex: HexArg,
+    },
     /// Store VALUE under KEY.
-    Put { key: String, value: String },
+    Put {
+        key: String,
+        value: String,
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        ks: KeyspaceArg,
+        #[command(flatten)]
+        hex: HexArg,
+        #[command(flatten)]
+        create: CreateArg,
+    },
     /// Delete KEY.
-    Delete { key: String },
+    Delete {
+        key: String,
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        ks: KeyspaceArg,
+        #[command(flatten)]
+        hex: HexArg,
+    },
     /// Print `key<TAB>value` lines in key order (`--reverse`: descending).
     ///
     /// `--from` and `--to` bound the keys whatever the direction (as ldb):
@@ -99,6 +160,12 @@ pub enum Command {
         /// Print keys only.
         #[arg(long)]
         no_value: bool,
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        ks: KeyspaceArg,
+        #[command(flatten)]
+        hex: HexArg,
     },
     /// Load `key<TAB>value` lines (or two CSV columns) from stdin in batches.
     Load {
@@ -108,6 +175,14 @@ pub enum Command {
         /// Entries per write batch.
         #[arg(long, default_value_t = 1000)]
         batch: usize,
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        ks: KeyspaceArg,
+        #[command(flatten)]
+        hex: HexArg,
+        #[command(flatten)]
+        create: CreateArg,
     },
     /// Print a table file's properties, blocks and filter; `--entries` every entry.
     DumpTable {
@@ -116,26 +191,40 @@ pub enum Command {
         /// Print every entry (user key, sequence, kind, value).
         #[arg(long)]
         entries: bool,
+        #[command(flatten)]
+        hex: HexArg,
     },
     /// Print every edit of the live MANIFEST and the levels it leads to.
     DumpManifest {
         /// The directory holding CURRENT (default: --db; `keyspaces/<id>` for a keyspace).
         #[arg(long)]
         dir: Option<PathBuf>,
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        hex: HexArg,
     },
     /// Print every record (a write batch) of a WAL file.
     DumpWal {
         /// The `.log` file.
         file: PathBuf,
+        #[command(flatten)]
+        hex: HexArg,
     },
     /// Check every live table (each block's checksum), MANIFEST and WAL.
     Verify {
         /// A data path of the default keyspace's tables (`Options::with_db_paths`), besides those the OPTIONS file records; repeatable.
         #[arg(long = "db-path", value_name = "DIR")]
         db_paths: Vec<PathBuf>,
+        #[command(flatten)]
+        db: DbArg,
     },
-    /// Write an openable copy of the database to DEST.
-    Checkpoint { dest: PathBuf },
+    /// Write an openable copy of the database to DEST (opens it read-write).
+    Checkpoint {
+        dest: PathBuf,
+        #[command(flatten)]
+        db: DbArg,
+    },
     /// Compact the keyspace's key range (all of it by default).
     Compact {
         /// First key.
@@ -144,36 +233,141 @@ pub enum Command {
         /// Last key.
         #[arg(long)]
         to: Option<String>,
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        ks: KeyspaceArg,
+        #[command(flatten)]
+        hex: HexArg,
     },
     /// Print the keyspace's statistics.
-    Stats,
+    Stats {
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        ks: KeyspaceArg,
+    },
     /// Print properties (all known ones without NAME).
-    Properties { names: Vec<String> },
+    Properties {
+        names: Vec<String>,
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        ks: KeyspaceArg,
+    },
     /// List the keyspaces (reads the MANIFEST only).
-    ListKeyspaces,
+    ListKeyspaces {
+        #[command(flatten)]
+        db: DbArg,
+    },
     /// Show each keyspace's compaction policy and what it means; `--set`
     /// changes the policy of `--keyspace` (default: the default keyspace).
     Policy {
         /// The new policy: leveled, blsm, lsbm, dlsm, tiered, garnering, lwc.
         #[arg(long, value_name = "NAME")]
         set: Option<String>,
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        ks: KeyspaceArg,
     },
     /// Rebuild a database that no longer opens from its readable tables and
     /// logs (damaged files move to `lost/`); refused while it is open elsewhere.
-    Repair,
+    Repair {
+        #[command(flatten)]
+        db: DbArg,
+    },
     /// Create, list, verify, restore, purge or delete backups in a backup directory.
     Backup {
         #[command(subcommand)]
         action: backup::Action,
     },
-    /// Create keyspace NAME (its policy: --policy, default leveled).
-    CreateKeyspace { name: String },
+    /// Create keyspace NAME.
+    CreateKeyspace {
+        name: String,
+        /// The keyspace's compaction policy (default leveled): leveled, blsm,
+        /// lsbm, dlsm, tiered, garnering, lwc.
+        #[arg(long, value_name = "NAME")]
+        policy: Option<String>,
+        #[command(flatten)]
+        db: DbArg,
+    },
     /// Drop keyspace NAME and all its data.
-    DropKeyspace { name: String },
+    DropKeyspace {
+        name: String,
+        #[command(flatten)]
+        db: DbArg,
+    },
     /// Delete every key in [FROM, TO) of the keyspace.
-    DeleteRange { from: String, to: String },
+    DeleteRange {
+        from: String,
+        to: String,
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        ks: KeyspaceArg,
+        #[command(flatten)]
+        hex: HexArg,
+    },
     /// Print the approximate bytes on disk of the keys in [FROM, TO).
-    ApproximateSize { from: String, to: String },
+    ApproximateSize {
+        from: String,
+        to: String,
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        ks: KeyspaceArg,
+        #[command(flatten)]
+        hex: HexArg,
+    },
+}
+
+impl Cli {
+    /// The settings `command` was given; options it does not take keep their
+    /// defaults.
+    fn new(command: Command) -> Cli {
+        use Command as C;
+        let none = DbArg::default();
+        let default_ks = KeyspaceArg { keyspace: "default".into() };
+        let (no_hex, no_create) = (HexArg::default(), CreateArg::default());
+        let (db, ks, hex, create) = match &command {
+            C::Get { db, ks, hex, .. }
+            | C::Scan { db, ks, hex, .. }
+            | C::ApproximateSize { db, ks, hex, .. }
+            | C::Delete { db, ks, hex, .. }
+            | C::Compact { db, ks, hex, .. }
+            | C::DeleteRange { db, ks, hex, .. } => (db, ks, hex, &no_create),
+            C::Put { db, ks, hex, create, .. } | C::Load { db, ks, hex, create, .. } => (db, ks, hex, create),
+            C::DumpTable { hex, .. } | C::DumpWal { hex, .. } => (&none, &default_ks, hex, &no_create),
+            C::DumpManifest { db, hex, .. } => (db, &default_ks, hex, &no_create),
+            C::Stats { db, ks } | C::Properties { db, ks, .. } | C::Policy { db, ks, .. } => {
+                (db, ks, &no_hex, &no_create)
+            }
+            C::Verify { db, .. }
+            | C::ListKeyspaces { db }
+            | C::Checkpoint { db, .. }
+            | C::Repair { db }
+            | C::CreateKeyspace { db, .. }
+            | C::DropKeyspace { db, .. } => (db, &default_ks, &no_hex, &no_create),
+            C::Backup { action } => match action {
+                backup::Action::Create { db, .. } => (db, &default_ks, &no_hex, &no_create),
+                _ => (&none, &default_ks, &no_hex, &no_create),
+            },
+        };
+        let policy = match &command {
+            C::CreateKeyspace { policy, .. } => policy.clone(),
+            _ => create.policy.clone(),
+        };
+        Cli {
+            db: db.db.clone(),
+            keyspace: ks.keyspace.clone(),
+            hex: hex.hex,
+            read_only: db.read_only,
+            create: create.create,
+            policy,
+            command,
+        }
+    }
 }
 
 /// A failure the tool reports in one line.
@@ -182,7 +376,7 @@ pub type CliResult<T> = Result<T, String>;
 fn main() -> ExitCode {
     // Engine warnings reach stderr; RUST_LOG=info adds flushes and compactions.
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let cli = Cli::parse();
+    let cli = Cli::new(Args::parse().command);
     match run(&cli) {
         Ok(code) => code,
         Err(msg) => {
@@ -199,17 +393,17 @@ fn run(cli: &Cli) -> CliResult<ExitCode> {
         | Command::Delete { .. }
         | Command::Scan { .. }
         | Command::Load { .. } => kv::run(cli),
-        Command::DumpTable { file, entries } => {
+        Command::DumpTable { file, entries, .. } => {
             dump::table(file, *entries, cli.hex).map(|()| ExitCode::SUCCESS)
         }
-        Command::DumpManifest { dir } => {
+        Command::DumpManifest { dir, .. } => {
             let dir = dir.clone().or_else(|| cli.db.clone()).ok_or("dump-manifest needs --dir or --db")?;
             dump::manifest(&dir, cli.hex).map(|()| ExitCode::SUCCESS)
         }
-        Command::DumpWal { file } => dump::wal(file, cli.hex).map(|()| ExitCode::SUCCESS),
-        Command::Verify { db_paths } => verify::run(open::db_dir(cli)?, db_paths),
+        Command::DumpWal { file, .. } => dump::wal(file, cli.hex).map(|()| ExitCode::SUCCESS),
+        Command::Verify { db_paths, .. } => verify::run(open::db_dir(cli)?, db_paths),
         Command::Backup { action } => backup::run(cli, action),
-        Command::Repair
+        Command::Repair { .. }
         | Command::CreateKeyspace { .. }
         | Command::DropKeyspace { .. }
         | Command::DeleteRange { .. }

@@ -13,8 +13,8 @@ pub fn run(cli: &Cli) -> CliResult<ExitCode> {
     let fail = |e: Error| e.to_string();
     let key = |s: &str| parse(s, cli.hex);
     match &cli.command {
-        Command::Repair => repair(cli)?,
-        Command::CreateKeyspace { name } => {
+        Command::Repair { .. } => repair(cli)?,
+        Command::CreateKeyspace { name, .. } => {
             let style = CompactionStyle::from_name(cli.policy.as_deref().unwrap_or("leveled"))
                 .map_err(|e| e.to_string())?;
             let db = open(cli, "create-keyspace", Access::Write)?;
@@ -23,7 +23,7 @@ pub fn run(cli: &Cli) -> CliResult<ExitCode> {
             db.close().map_err(fail)?;
             println!("created keyspace {name:?} (policy {})", style.name());
         }
-        Command::DropKeyspace { name } => {
+        Command::DropKeyspace { name, .. } => {
             let db = open(cli, "drop-keyspace", Access::Write)?;
             if !db.list_keyspaces().contains(name) {
                 return Err(format!("no keyspace {name:?} (list-keyspaces shows them)"));
@@ -32,7 +32,7 @@ pub fn run(cli: &Cli) -> CliResult<ExitCode> {
             db.close().map_err(fail)?;
             println!("dropped keyspace {name:?}");
         }
-        Command::DeleteRange { from, to } => {
+        Command::DeleteRange { from, to, .. } => {
             let (from, to) = (key(from)?, key(to)?);
             if from >= to {
                 return Err(format!(
@@ -45,7 +45,7 @@ pub fn run(cli: &Cli) -> CliResult<ExitCode> {
             keyspace(cli, &db)?.delete_range(&from, &to).map_err(fail)?;
             db.close().map_err(fail)?;
         }
-        Command::ApproximateSize { from, to } => {
+        Command::ApproximateSize { from, to, .. } => {
             let (from, to) = (key(from)?, key(to)?);
             let db = open(cli, "approximate-size", Access::Read)?;
             let sizes =

@@ -457,7 +457,11 @@ fn policy_comes_from_the_database_and_set_changes_the_default_keyspace() {
     let out = ok(&["policy", "--db", &d]);
     assert!(out.contains("default: lsbm"), "{out}");
     assert_eq!(ok(&["properties", "--db", &d, "strata.policy"]), "strata.policy:\nlsbm\n\n");
+    // --policy is an option of the commands that may create a database only.
     let o = strata(&["get", "--db", &d, "--policy", "tiered", "k1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unexpected argument '--policy'"), "{}", stderr(&o));
+    let o = strata(&["put", "--db", &d, "--policy", "tiered", "k1", "v"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("policy --set"), "{}", stderr(&o));
 
@@ -739,4 +743,33 @@ fn verify_finds_data_paths_of_a_database_whose_merge_operator_is_missing() {
     assert!(!files(&a, ".sst").is_empty(), "no table in the data path");
     let out = ok(&["verify", "--db", &db_arg(&dir)]);
     assert!(out.contains(" 0 damaged"), "{out}");
+}
+
+/// Issue: `--keyspace`, `--hex`, `--create` and `--policy` were global, shown
+/// on (and silently ignored by) commands they do not apply to.
+#[test]
+fn options_are_shown_and_accepted_only_on_the_commands_they_apply_to() {
+    let help = |cmd: &str| ok(&[cmd, "--help"]);
+    let get = help("get");
+    for flag in ["--db", "--keyspace", "--hex", "--read-only"] {
+        assert!(get.contains(flag), "get --help lacks {flag}:\n{get}");
+    }
+    assert!(!get.contains("--create") && !get.contains("--policy"), "{get}");
+    let put = help("put");
+    assert!(put.contains("--create") && put.contains("--policy"), "{put}");
+    let wal = help("dump-wal");
+    for flag in ["--db", "--keyspace", "--create", "--read-only"] {
+        assert!(!wal.contains(flag), "dump-wal --help shows {flag}:\n{wal}");
+    }
+    assert!(!help("list-keyspaces").contains("--keyspace"));
+    assert!(help("create-keyspace").contains("--policy"));
+    for args in [
+        &["dump-wal", "--keyspace", "ks", "x.log"][..],
+        &["verify", "--db", "d", "--hex"],
+        &["get", "--create", "k"],
+    ] {
+        let o = strata(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("unexpected argument"), "{args:?}: {}", stderr(&o));
+    }
 }
