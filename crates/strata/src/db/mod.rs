@@ -171,16 +171,18 @@ impl DbInner {
             "{e} ({what}); reopen the database to go on (after freeing space if the disk is full), \
              or read the data with Db::open_read_only"
         );
+        // The other keyspaces first: a caller woken by this tree's error (a
+        // flush waiting here) must find the whole database read-only. A
+        // dropped keyspace's failure is none of the live keyspaces' business.
+        if !self.dropped.load(Ordering::Acquire) {
+            for t in self.shared.all_trees() {
+                if t.id != self.id {
+                    t.set_bg_error_msg(&msg);
+                }
+            }
+        }
         if self.set_bg_error_msg(&msg) {
             self.events.background_error(&self.name, reason, &msg);
-        }
-        if self.dropped.load(Ordering::Acquire) {
-            return; // its failure is none of the live keyspaces' business
-        }
-        for t in self.shared.all_trees() {
-            if t.id != self.id {
-                t.set_bg_error_msg(&msg);
-            }
         }
     }
 
