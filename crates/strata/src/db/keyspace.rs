@@ -592,7 +592,7 @@ impl Keyspace {
         self.tree.check_live()?;
         let mut b = WriteBatch::new();
         b.push_op(self.tree.id, kind, key, value);
-        self.tree.write(b, wo)
+        self.tree.shared.write(&self.tree, b, wo)
     }
 
     /// Stores a value.

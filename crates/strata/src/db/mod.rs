@@ -4,6 +4,7 @@
 mod background;
 mod bounds;
 mod checkpoint;
+mod commit;
 mod file_get;
 mod iter;
 mod iter_view;
@@ -22,6 +23,7 @@ mod seek;
 mod shared;
 mod snapshot;
 mod write;
+mod writer_queue;
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -623,7 +625,7 @@ impl Db {
 
     /// Applies a batch atomically with write options.
     pub fn write_opt(&self, batch: WriteBatch, wo: &WriteOptions) -> Result<()> {
-        self.inner.write(batch, wo)
+        self.inner.shared.write(&self.inner, batch, wo)
     }
 
     /// Reads the latest value of a key (RocksDB `Get`).
