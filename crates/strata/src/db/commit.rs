@@ -244,7 +244,7 @@ mod tests {
     /// Waits until `n` writers are queued (the front one has taken its group).
     fn wait_for_writers(db: &Db, n: usize) {
         let deadline = Instant::now() + Duration::from_secs(60);
-        while db.inner.shared.writers.lock().queue.len() < n {
+        while db.inner().shared.writers.lock().queue.len() < n {
             assert!(Instant::now() < deadline, "{n} writers never queued");
             thread::yield_now();
         }
@@ -267,7 +267,7 @@ mod tests {
 
         // Holding the WAL lock keeps the first leader from committing, so the
         // next three writers queue behind it and form one group.
-        let wal = db.inner.shared.wal.lock();
+        let wal = db.inner().shared.wal.lock();
         let (first, gone_r, merge_r, good_r) = thread::scope(|s| {
             let first = s.spawn(|| db.put("first", "1"));
             wait_for_writers(&db, 1);
