@@ -26,7 +26,7 @@ pub(crate) const DEFAULT_KEYSPACE: &str = "default";
 /// atomically. Snapshots are database-wide: a [`Snapshot`] of the `Db`
 /// reads any keyspace at the same point. Cheap to clone. After
 /// [`Db::drop_keyspace`](crate::Db::drop_keyspace), every operation through a handle of it fails with
-/// [`Error::KeyspaceNotFound`].
+/// [`Error::KeyspaceNotFound`](crate::Error::KeyspaceNotFound).
 ///
 /// # Examples
 ///
