@@ -73,8 +73,8 @@ impl Db {
     /// ```
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
         let target = dir.as_ref();
-        let shared = &self.inner.shared;
-        self.inner.check_bg_error()?;
+        let shared = &self.inner().shared;
+        self.inner().check_bg_error()?;
         let vfs = shared.vfs.as_ref();
         if vfs.exists(target) {
             return Err(Error::invalid(format!("checkpoint directory {} already exists", target.display())));

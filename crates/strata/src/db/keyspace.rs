@@ -1,39 +1,32 @@
-//! Keyspaces (RocksDB column families, fjall partitions): each its own LSM
-//! tree with its own policy and options, all sharing one WAL, one sequence
-//! and one snapshot list. Creating, finding and dropping them, and the
-//! [`Keyspace`] handle.
+//! [`Keyspace`], the handle on one keyspace (RocksDB column family, fjall
+//! partition): its own LSM tree with its own policy and options, sharing the
+//! database's WAL, sequence and snapshot list. Every read and write of the
+//! public API is here once; `Db` forwards to its default keyspace.
 
 use std::fmt;
 use std::ops::RangeBounds;
-use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::ks_recovery::{keyspace_dir, remove_tree_dir, KEYSPACES_DIR};
-use super::recovery::{checked_policy, table_cache, Parts};
-use super::{into_vecs, Db, DbInner, DbIterator, DbRawIterator, Snapshot};
+use super::{into_vecs, DbInner, DbIterator, DbRawIterator, Snapshot};
 use crate::batch::WriteBatch;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::key::ValueKind;
 use crate::keyspace_options::KeyspaceOptions;
-use crate::memtable::MemTable;
-use crate::options::{Options, ReadOptions, WriteOptions};
-use crate::paths::TablePaths;
+use crate::options::{ReadOptions, WriteOptions};
 use crate::pinned::PinnedValue;
 use crate::stats::Stats;
-use crate::version::{KeyspaceOp, VersionEdit, VersionSet};
 
 /// The name of the keyspace the single-keyspace API works on.
 pub(crate) const DEFAULT_KEYSPACE: &str = "default";
 
-/// A handle on one keyspace of a [`Db`] (rust-rocksdb `ColumnFamily`, fjall
+/// A handle on one keyspace of a [`Db`](crate::Db) (rust-rocksdb `ColumnFamily`, fjall
 /// `Keyspace`): its own LSM tree, with its own compaction policy, memtables
 /// and levels. Writes through it go to the database's one WAL, and a
 /// [`WriteBatch`] may hold ops of several keyspaces and is applied
 /// atomically. Snapshots are database-wide: a [`Snapshot`] of the `Db`
 /// reads any keyspace at the same point. Cheap to clone. After
-/// [`Db::drop_keyspace`], every operation through a handle of it fails with
-/// [`Error::KeyspaceNotFound`].
+/// [`Db::drop_keyspace`](crate::Db::drop_keyspace), every operation through a handle of it fails with
+/// [`Error::KeyspaceNotFound`](crate::Error::KeyspaceNotFound).
 ///
 /// # Examples
 ///
@@ -49,484 +42,12 @@ pub(crate) const DEFAULT_KEYSPACE: &str = "default";
 /// ```
 #[derive(Clone)]
 pub struct Keyspace {
-    tree: Arc<DbInner>,
+    pub(super) tree: Arc<DbInner>,
 }
 
 impl fmt::Debug for Keyspace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Keyspace({:?}, id {})", self.tree.name, self.tree.id)
-    }
-}
-
-fn check_name(name: &str) -> Result<()> {
-    if name.is_empty() || name.len() > 255 {
-        return Err(Error::invalid(format!(
-            "keyspace name must be 1 to 255 bytes, got {} bytes",
-            name.len()
-        )));
-    }
-    Ok(())
-}
-
-impl Db {
-    /// Creates keyspace `name` with its own options and policy (RocksDB
-    /// `CreateColumnFamily`, fjall `keyspace`). Its directory and MANIFEST
-    /// are made durable first, then the root MANIFEST records it; a crash in
-    /// between leaves a directory that the next open removes. A name in use
-    /// (or `"default"`) is [`Error::InvalidArgument`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use strata::{CompactionStyle, Db, KeyspaceOptions, MemVfs, Options};
-    ///
-    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
-    /// let events = db.create_keyspace("events", KeyspaceOptions::default().with_compaction_style(CompactionStyle::Lwc { max_segments: 8 }))?;
-    /// events.put("e1", "login")?;
-    /// assert!(db.create_keyspace("events", KeyspaceOptions::default()).is_err(), "duplicate");
-    /// assert_eq!(db.list_keyspaces(), ["default", "events"]);
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn create_keyspace(&self, name: &str, opts: KeyspaceOptions) -> Result<Keyspace> {
-        check_name(name)?;
-        self.inner.check_bg_error()?;
-        let shared = self.inner.shared.clone();
-        let _ddl = shared.ddl.lock();
-        if shared.closed.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
-        if name == DEFAULT_KEYSPACE || shared.all_trees().iter().any(|t| t.name == name) {
-            return Err(Error::invalid(format!("keyspace {name:?} already exists")));
-        }
-        let tree_opts = opts.apply(&self.inner.opts);
-        let policy = checked_policy(&tree_opts)?;
-        let vfs = shared.vfs.clone();
-        let root = &shared.root_versions;
-        let id = root.next_keyspace_id();
-        let dir = keyspace_dir(&shared.dir, id);
-        if vfs.exists(&dir) {
-            // Left by a create that failed before it was logged.
-            remove_tree_dir(vfs.as_ref(), &dir);
-        }
-        vfs.create_dir_all(&dir)?;
-        let made = VersionSet::create(vfs.clone(), &dir, tree_opts.num_levels).and_then(|v| {
-            vfs.sync_dir(&shared.dir.join(KEYSPACES_DIR))?;
-            vfs.sync_dir(&shared.dir)?;
-            Ok(v)
-        });
-        let versions = match made {
-            Ok(v) => v,
-            Err(e) => {
-                remove_tree_dir(vfs.as_ref(), &dir);
-                return Err(e);
-            }
-        };
-        let edit = VersionEdit {
-            keyspace_ops: vec![KeyspaceOp::Add { id, name: name.to_string(), options: opts.encode() }],
-            next_keyspace_id: Some(id + 1),
-            ..Default::default()
-        };
-        // On failure the directory stays: a failed sync may still have put the
-        // edit on disk, and then the next open needs it (without the edit,
-        // that open removes it).
-        root.log_and_apply(edit).inspect_err(|e| self.inner.manifest_failed(e))?;
-        versions.set_max_manifest_size(tree_opts.max_manifest_file_size);
-        let paths = Arc::new(TablePaths::new(&dir, &[]));
-        let (block_cache, row_cache) = shared.caches.for_tree();
-        let tables = table_cache(&paths, &tree_opts, block_cache.clone());
-        let parts = Parts {
-            id,
-            name: name.to_string(),
-            dir,
-            opts: tree_opts,
-            versions: Arc::new(versions),
-            tables,
-            block_cache,
-            row_cache,
-            policy,
-        };
-        let tree = {
-            // No memtable switch between reading the WAL number and listing the tree.
-            let _wal = shared.wal.lock();
-            let tree =
-                parts.assemble(MemTable::new(), shared.wal_number.load(Ordering::SeqCst), shared.clone());
-            shared.trees.write().insert(id, tree.clone());
-            tree
-        };
-        if let Err(e) = tree.spawn_background() {
-            tree.set_bg_error(&e);
-            return Err(e);
-        }
-        log::info!(target: "strata::keyspace", "[{name}] keyspace created (id {}, policy {})", tree.id, tree.policy.name());
-        persist_options_after_ddl(&shared, "creating a keyspace");
-        Ok(Keyspace { tree })
-    }
-
-    /// The handle of keyspace `name` (`"default"` is the default keyspace);
-    /// [`Error::KeyspaceNotFound`] if there is none.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use strata::{Db, KeyspaceOptions, MemVfs, Options};
-    ///
-    /// let vfs = std::sync::Arc::new(MemVfs::new());
-    /// let db = Db::open("/db", Options::default().with_vfs(vfs.clone()))?;
-    /// db.create_keyspace("users", KeyspaceOptions::default())?.put("u1", "ada")?;
-    /// db.close()?;
-    /// let db = Db::open("/db", Options::default().with_vfs(vfs))?;
-    /// assert_eq!(db.keyspace("users")?.get("u1")?, Some(b"ada".to_vec()));
-    /// assert!(db.keyspace("nope").is_err());
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn keyspace(&self, name: &str) -> Result<Keyspace> {
-        let found = self.inner.shared.all_trees().into_iter().find(|t| t.name == name);
-        match found {
-            Some(tree) => Ok(Keyspace { tree }),
-            None => Err(Error::KeyspaceNotFound(format!("{name:?} is not in this database"))),
-        }
-    }
-
-    /// The default keyspace's handle: the tree the single-keyspace API uses.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # let db = strata::Db::open("/db", strata::Options::default().with_vfs(std::sync::Arc::new(strata::MemVfs::new())))?;
-    /// db.put("k", "v")?;
-    /// assert_eq!(db.default_keyspace().get("k")?, Some(b"v".to_vec()));
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn default_keyspace(&self) -> Keyspace {
-        Keyspace { tree: self.inner.clone() }
-    }
-
-    /// Drops keyspace `name` (RocksDB `DropColumnFamily`): the root MANIFEST
-    /// records the drop, then its background work stops and its directory is
-    /// removed (an open after a crash removes what is left). Its data is
-    /// gone, its name can be used again, and its handles fail from now on
-    /// (iterators made earlier may fail with I/O errors). The default
-    /// keyspace cannot be dropped.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use strata::{Db, KeyspaceOptions, MemVfs, Options};
-    ///
-    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
-    /// let tmp = db.create_keyspace("tmp", KeyspaceOptions::default())?;
-    /// tmp.put("k", "v")?;
-    /// db.drop_keyspace("tmp")?;
-    /// assert!(tmp.get("k").is_err(), "the handle is dead");
-    /// assert_eq!(db.create_keyspace("tmp", KeyspaceOptions::default())?.get("k")?, None);
-    /// assert!(db.drop_keyspace("default").is_err());
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn drop_keyspace(&self, name: &str) -> Result<()> {
-        if name == DEFAULT_KEYSPACE {
-            return Err(Error::invalid("the default keyspace cannot be dropped"));
-        }
-        self.inner.check_bg_error()?;
-        let shared = self.inner.shared.clone();
-        let _ddl = shared.ddl.lock();
-        let tree = shared
-            .all_trees()
-            .into_iter()
-            .find(|t| t.name == name)
-            .ok_or_else(|| Error::KeyspaceNotFound(format!("{name:?} is not in this database")))?;
-        {
-            // No write group is between resolving its keyspaces and applying them.
-            let _wal = shared.wal.lock();
-            let edit =
-                VersionEdit { keyspace_ops: vec![KeyspaceOp::Drop { id: tree.id }], ..Default::default() };
-            shared.root_versions.log_and_apply(edit).inspect_err(|e| self.inner.manifest_failed(e))?;
-            tree.dropped.store(true, Ordering::Release);
-            shared.trees.write().remove(&tree.id);
-        }
-        tree.stop_background();
-        // Its unflushed writes no longer keep WALs alive.
-        shared.delete_obsolete_wals();
-        remove_tree_dir(shared.vfs.as_ref(), &tree.dir);
-        log::info!(target: "strata::keyspace", "[{name}] keyspace dropped (id {})", tree.id);
-        persist_options_after_ddl(&shared, "dropping a keyspace");
-        Ok(())
-    }
-
-    /// The names of the open keyspaces, `"default"` first, then by creation.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # let db = strata::Db::open("/db", strata::Options::default().with_vfs(std::sync::Arc::new(strata::MemVfs::new())))?;
-    /// db.create_keyspace("b", strata::KeyspaceOptions::default())?;
-    /// db.create_keyspace("a", strata::KeyspaceOptions::default())?;
-    /// assert_eq!(db.list_keyspaces(), ["default", "b", "a"]);
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn list_keyspaces(&self) -> Vec<String> {
-        self.inner.shared.all_trees().iter().map(|t| t.name.clone()).collect()
-    }
-
-    /// The keyspaces of the database at `path` without opening it (RocksDB
-    /// `ListColumnFamilies`): reads the root MANIFEST, writes nothing.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use strata::{Db, KeyspaceOptions, MemVfs, Options};
-    ///
-    /// let opts = Options::default().with_vfs(std::sync::Arc::new(MemVfs::new()));
-    /// let db = Db::open("/db", opts.clone())?;
-    /// db.create_keyspace("users", KeyspaceOptions::default())?;
-    /// db.close()?;
-    /// assert_eq!(Db::list_keyspaces_at("/db", &opts)?, ["default", "users"]);
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn list_keyspaces_at(path: impl AsRef<Path>, opts: &Options) -> Result<Vec<String>> {
-        let dir = path.as_ref();
-        let versions = VersionSet::load_read_only(opts.vfs.clone(), dir, 64, |_, _| Ok(()))?;
-        let mut names = vec![DEFAULT_KEYSPACE.to_string()];
-        names.extend(versions.keyspaces().into_values().map(|e| e.name));
-        Ok(names)
-    }
-
-    /// Refuses a handle of another database.
-    fn own(&self, ks: &Keyspace) -> Result<Arc<DbInner>> {
-        if !Arc::ptr_eq(&ks.tree.shared, &self.inner.shared) {
-            return Err(Error::invalid(format!("keyspace {:?} belongs to another database", ks.tree.name)));
-        }
-        Ok(ks.tree.clone())
-    }
-
-    /// Stores a value in keyspace `ks` (rust-rocksdb `put_cf`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # let db = strata::Db::open("/db", strata::Options::default().with_vfs(std::sync::Arc::new(strata::MemVfs::new())))?;
-    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
-    /// db.put_cf(&ks, "k", "v")?;
-    /// assert_eq!(db.get_cf(&ks, "k")?, Some(b"v".to_vec()));
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn put_cf(&self, ks: &Keyspace, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        self.own(ks)?;
-        ks.put(key, value)
-    }
-
-    /// Deletes a key of keyspace `ks` (rust-rocksdb `delete_cf`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # let db = strata::Db::open("/db", strata::Options::default().with_vfs(std::sync::Arc::new(strata::MemVfs::new())))?;
-    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
-    /// db.put_cf(&ks, "k", "v")?;
-    /// db.delete_cf(&ks, "k")?;
-    /// assert_eq!(db.get_cf(&ks, "k")?, None);
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn delete_cf(&self, ks: &Keyspace, key: impl AsRef<[u8]>) -> Result<()> {
-        self.own(ks)?;
-        ks.delete(key)
-    }
-
-    /// Deletes every key in `[start, end)` of keyspace `ks` (rust-rocksdb
-    /// `delete_range_cf`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # let db = strata::Db::open("/db", strata::Options::default().with_vfs(std::sync::Arc::new(strata::MemVfs::new())))?;
-    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
-    /// db.put_cf(&ks, "a", "1")?;
-    /// db.delete_range_cf(&ks, "a", "b")?;
-    /// assert_eq!(db.get_cf(&ks, "a")?, None);
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn delete_range_cf(
-        &self,
-        ks: &Keyspace,
-        start: impl AsRef<[u8]>,
-        end: impl AsRef<[u8]>,
-    ) -> Result<()> {
-        self.own(ks)?;
-        ks.delete_range(start, end)
-    }
-
-    /// Writes a merge operand in keyspace `ks` (rust-rocksdb `merge_cf`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use strata::{associative_merge_operator, Db, KeyspaceOptions, MemVfs, Options};
-    ///
-    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
-    /// let op = associative_merge_operator("concat", |_k, e, o| Some([e.unwrap_or_default(), o].concat()));
-    /// let ks = db.create_keyspace("ks", KeyspaceOptions::default().with_merge_operator(op))?;
-    /// db.merge_cf(&ks, "k", "a")?;
-    /// db.merge_cf(&ks, "k", "b")?;
-    /// assert_eq!(db.get_cf(&ks, "k")?, Some(b"ab".to_vec()));
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn merge_cf(&self, ks: &Keyspace, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
-        self.own(ks)?;
-        ks.merge(key, operand)
-    }
-
-    /// Reads a key of keyspace `ks` (rust-rocksdb `get_cf`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # let db = strata::Db::open("/db", strata::Options::default().with_vfs(std::sync::Arc::new(strata::MemVfs::new())))?;
-    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
-    /// assert_eq!(db.get_cf(&ks, "k")?, None);
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn get_cf(&self, ks: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        self.own(ks)?;
-        ks.get(key)
-    }
-
-    /// Reads a key of keyspace `ks` with read options (rust-rocksdb `get_cf_opt`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # let db = strata::Db::open("/db", strata::Options::default().with_vfs(std::sync::Arc::new(strata::MemVfs::new())))?;
-    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
-    /// ks.put("k", "old")?;
-    /// let snap = db.snapshot();
-    /// ks.put("k", "new")?;
-    /// let ro = strata::ReadOptions::default().with_snapshot(&snap);
-    /// assert_eq!(db.get_cf_opt(&ks, "k", &ro)?, Some(b"old".to_vec()));
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn get_cf_opt(
-        &self,
-        ks: &Keyspace,
-        key: impl AsRef<[u8]>,
-        ro: &ReadOptions,
-    ) -> Result<Option<Vec<u8>>> {
-        self.own(ks)?;
-        ks.get_opt(key, ro)
-    }
-
-    /// Reads many keys, each of its own keyspace (rust-rocksdb `multi_get_cf`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # let db = strata::Db::open("/db", strata::Options::default().with_vfs(std::sync::Arc::new(strata::MemVfs::new())))?;
-    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
-    /// let default = db.default_keyspace();
-    /// ks.put("k", "in ks")?;
-    /// db.put("k", "in default")?;
-    /// let got = db.multi_get_cf([(&ks, "k"), (&default, "k")]);
-    /// assert_eq!(got[0].as_ref().ok(), Some(&Some(b"in ks".to_vec())));
-    /// assert_eq!(got[1].as_ref().ok(), Some(&Some(b"in default".to_vec())));
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn multi_get_cf<'a, K, I>(&self, keys: I) -> Vec<Result<Option<Vec<u8>>>>
-    where
-        K: AsRef<[u8]>,
-        I: IntoIterator<Item = (&'a Keyspace, K)>,
-    {
-        keys.into_iter().map(|(ks, k)| self.own(ks).and_then(|_| ks.get(k))).collect()
-    }
-
-    /// Iterates keyspace `ks` in key order (rust-rocksdb `iterator_cf` from the start).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # let db = strata::Db::open("/db", strata::Options::default().with_vfs(std::sync::Arc::new(strata::MemVfs::new())))?;
-    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
-    /// ks.put("b", "2")?;
-    /// ks.put("a", "1")?;
-    /// let keys: Vec<_> = db.iterator_cf(&ks).map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
-    /// assert_eq!(keys, [b"a".to_vec(), b"b".to_vec()]);
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn iterator_cf(&self, ks: &Keyspace) -> DbIterator {
-        match self.own(ks) {
-            Ok(_) => ks.iter(),
-            Err(e) => self.iter().with_error(e),
-        }
-    }
-
-    /// The keys of keyspace `ks` that start with `prefix` (rust-rocksdb `prefix_iterator_cf`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # let db = strata::Db::open("/db", strata::Options::default().with_vfs(std::sync::Arc::new(strata::MemVfs::new())))?;
-    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
-    /// ks.put("p1", "")?;
-    /// ks.put("q1", "")?;
-    /// assert_eq!(db.prefix_iterator_cf(&ks, "p").count(), 1);
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn prefix_iterator_cf(&self, ks: &Keyspace, prefix: impl AsRef<[u8]>) -> DbIterator {
-        match self.own(ks) {
-            Ok(_) => ks.prefix_iterator(prefix),
-            Err(e) => self.iter().with_error(e),
-        }
-    }
-
-    /// A seekable cursor over keyspace `ks` (rust-rocksdb `raw_iterator_cf`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # let db = strata::Db::open("/db", strata::Options::default().with_vfs(std::sync::Arc::new(strata::MemVfs::new())))?;
-    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
-    /// ks.put("a", "1")?;
-    /// let mut it = db.raw_iterator_cf(&ks);
-    /// it.seek_to_first();
-    /// assert_eq!(it.key(), Some(&b"a"[..]));
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn raw_iterator_cf(&self, ks: &Keyspace) -> DbRawIterator {
-        match self.own(ks) {
-            Ok(_) => ks.raw_iterator(),
-            Err(e) => self.raw_iterator().with_error(e),
-        }
-    }
-
-    /// Flushes keyspace `ks`'s memtable (rust-rocksdb `flush_cf`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # let db = strata::Db::open("/db", strata::Options::default().with_vfs(std::sync::Arc::new(strata::MemVfs::new())))?;
-    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
-    /// ks.put("a", "1")?;
-    /// db.flush_cf(&ks)?;
-    /// assert_eq!(ks.stats().levels[0].files, 1);
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn flush_cf(&self, ks: &Keyspace) -> Result<()> {
-        self.own(ks)?;
-        ks.flush()
-    }
-
-    /// Compacts `[start, end]` of keyspace `ks` (rust-rocksdb `compact_range_cf`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # let db = strata::Db::open("/db", strata::Options::default().with_vfs(std::sync::Arc::new(strata::MemVfs::new())))?;
-    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
-    /// ks.put("a", "1")?;
-    /// db.compact_range_cf(&ks, None, None)?;
-    /// assert_eq!(ks.get("a")?, Some(b"1".to_vec()));
-    /// # Ok::<(), strata::Error>(())
-    /// ```
-    pub fn compact_range_cf(&self, ks: &Keyspace, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.own(ks)?;
-        ks.compact_range(start, end)
     }
 }
 
@@ -588,11 +109,18 @@ impl Keyspace {
         self.tree.shared.instance
     }
 
-    fn write_one(&self, kind: ValueKind, key: &[u8], value: &[u8], wo: &WriteOptions) -> Result<()> {
+    /// The one write path of the public API (`Db`'s writes come here too):
+    /// the database's group commit, with this tree counting the groups its
+    /// writes lead.
+    pub(crate) fn write_batch(&self, batch: WriteBatch, wo: &WriteOptions) -> Result<()> {
         self.tree.check_live()?;
+        self.tree.shared.write(&self.tree, batch, wo)
+    }
+
+    fn write_one(&self, kind: ValueKind, key: &[u8], value: &[u8], wo: &WriteOptions) -> Result<()> {
         let mut b = WriteBatch::new();
         b.push_op(self.tree.id, kind, key, value);
-        self.tree.write(b, wo)
+        self.write_batch(b, wo)
     }
 
     /// Stores a value.
@@ -655,7 +183,7 @@ impl Keyspace {
     }
 
     /// Deletes every key in `[start, end)` (RocksDB `DeleteRange`); see
-    /// [`Db::delete_range`].
+    /// [`Db::delete_range`](crate::Db::delete_range).
     ///
     /// # Examples
     ///
@@ -831,12 +359,44 @@ impl Keyspace {
         K: AsRef<[u8]>,
         I: IntoIterator<Item = K>,
     {
+        into_vecs(self.multi_get_pinned_opt(keys, ro))
+    }
+
+    /// [`Self::multi_get`] returning [`PinnedValue`]s: values found in table
+    /// blocks are not copied.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let db = strata::Db::open("/db", strata::Options::default().with_vfs(std::sync::Arc::new(strata::MemVfs::new())))?;
+    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
+    /// ks.put("a", "1")?;
+    /// ks.flush()?;
+    /// let got = ks.multi_get_pinned(["a", "b"]);
+    /// assert!(got[0].as_ref().ok().cloned().flatten().is_some_and(|v| v.is_pinned() && v == &b"1"[..]));
+    /// assert!(matches!(got[1], Ok(None)));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn multi_get_pinned<K, I>(&self, keys: I) -> Vec<Result<Option<PinnedValue>>>
+    where
+        K: AsRef<[u8]>,
+        I: IntoIterator<Item = K>,
+    {
+        self.multi_get_pinned_opt(keys, &ReadOptions::default())
+    }
+
+    /// [`Self::multi_get_pinned`] with read options.
+    pub fn multi_get_pinned_opt<K, I>(&self, keys: I, ro: &ReadOptions) -> Vec<Result<Option<PinnedValue>>>
+    where
+        K: AsRef<[u8]>,
+        I: IntoIterator<Item = K>,
+    {
         let keys: Vec<K> = keys.into_iter().collect();
         if let Err(e) = self.tree.check_live() {
             return keys.iter().map(|_| Err(e.duplicate())).collect();
         }
         let refs: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        into_vecs(self.tree.multi_get_at(&refs, ro.snapshot.as_ref().map(Snapshot::sequence), ro))
+        self.tree.multi_get_at(&refs, ro.snapshot.as_ref().map(Snapshot::sequence), ro)
     }
 
     /// Iterates all keys in order; also backwards (`.rev()`).
@@ -1032,12 +592,19 @@ impl Keyspace {
         self.tree.wait_for_compactions()
     }
 
+    /// Runs this keyspace's compaction-buffer trim now; see
+    /// [`Db::trim_compaction_buffer`](crate::Db::trim_compaction_buffer)(crate::Db::trim_compaction_buffer).
+    pub fn trim_compaction_buffer(&self) -> Result<usize> {
+        self.tree.check_live()?;
+        self.tree.trim_buffers()
+    }
+
     /// This keyspace's counters and tree shape. Write counters (groups, WAL
     /// bytes) count the write groups a write to this keyspace led. `cache`
     /// and `row_cache` are this keyspace's share of the database's caches: its
     /// lookups, inserts and invalidations, the evictions of its entries (by
     /// any keyspace's insert) and its resident entries and bytes;
-    /// `capacity_bytes` is the whole shared capacity ([`Db::block_cache_stats`]
+    /// `capacity_bytes` is the whole shared capacity ([`Db::block_cache_stats`](crate::Db::block_cache_stats)
     /// has the totals).
     ///
     /// # Examples
@@ -1054,7 +621,7 @@ impl Keyspace {
         self.tree.stats()
     }
 
-    /// [`Db::property`] for this keyspace.
+    /// [`Db::property`](crate::Db::property) for this keyspace.
     ///
     /// # Examples
     ///
@@ -1072,7 +639,7 @@ impl Keyspace {
         self.tree.property(name)
     }
 
-    /// [`Db::property_names`] for this keyspace.
+    /// [`Db::property_names`](crate::Db::property_names) for this keyspace.
     ///
     /// # Examples
     ///
@@ -1089,7 +656,7 @@ impl Keyspace {
         self.tree.property_names()
     }
 
-    /// [`Db::property_int`] for this keyspace.
+    /// [`Db::property_int`](crate::Db::property_int) for this keyspace.
     ///
     /// # Examples
     ///
@@ -1108,7 +675,7 @@ impl Keyspace {
         self.tree.property_int(name)
     }
 
-    /// [`Db::approximate_sizes`] for this keyspace.
+    /// [`Db::approximate_sizes`](crate::Db::approximate_sizes) for this keyspace.
     ///
     /// # Examples
     ///
@@ -1125,31 +692,5 @@ impl Keyspace {
     pub fn approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Result<Vec<u64>> {
         self.tree.check_live()?;
         self.tree.approximate_sizes(ranges)
-    }
-}
-
-/// Writes a new OPTIONS file for every open keyspace (the caller holds
-/// `Shared::ddl`, or the open has not returned yet).
-pub(super) fn persist_options(shared: &super::shared::Shared) -> Result<()> {
-    let trees: Vec<(String, Options)> =
-        shared.all_trees().iter().map(|t| (t.name.clone(), t.opts.clone())).collect();
-    crate::options_file::write(shared.vfs.as_ref(), &shared.dir, &trees).map(|_| ())
-}
-
-/// Writes every open keyspace's options into the info log, one line each as
-/// the OPTIONS file has them (RocksDB dumps its options into `LOG` at open).
-pub(super) fn log_options(shared: &super::shared::Shared) {
-    let Some(log) = &shared.info_log else { return };
-    let trees: Vec<(String, Options)> =
-        shared.all_trees().iter().map(|t| (t.name.clone(), t.opts.clone())).collect();
-    let text = crate::options_file::render(&trees);
-    log.lines("options", text.lines().filter(|l| !l.is_empty() && !l.starts_with('#')));
-}
-
-/// After a keyspace was created or dropped, which stands whatever happens
-/// here: a failed OPTIONS write is logged, and the next open writes one.
-fn persist_options_after_ddl(shared: &super::shared::Shared, what: &str) {
-    if let Err(e) = persist_options(shared) {
-        log::warn!(target: "strata::options", "OPTIONS file not written after {what}: {e}");
     }
 }

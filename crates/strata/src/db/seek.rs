@@ -156,7 +156,7 @@ mod tests {
     }
 
     fn budgets(db: &Db) -> Vec<i64> {
-        let v = db.inner.versions.current();
+        let v = db.inner().versions.current();
         v.levels[0].runs.iter().flat_map(|r| &r.files).map(|f| f.allowed_seeks()).collect()
     }
 
@@ -212,9 +212,9 @@ mod tests {
     fn candidates_whose_table_is_gone_are_dropped() {
         let db = open(true);
         two_tables(&db);
-        db.inner.seek_candidates.lock().extend([999_999, 999_998]);
+        db.inner().seek_candidates.lock().extend([999_999, 999_998]);
         db.wait_for_compactions().unwrap();
-        assert!(db.inner.seek_candidates.lock().is_empty());
+        assert!(db.inner().seek_candidates.lock().is_empty());
         let s = db.stats();
         assert_eq!((s.seek_compactions, s.levels[0].files), (0, 2), "{s}");
     }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::snapshot::SnapshotList;
-use super::write::WriterQueue;
+use super::writer_queue::WriterQueue;
 use super::DbInner;
 use crate::cache::{BlockCache, RowCache};
 use crate::error::{Error, Result};
