@@ -22,8 +22,9 @@ pub use view::{
 ///
 /// The core is six methods; the others have defaults. A policy built over
 /// another (Garnering and LWC over leveling, LSbM over bLSM) names it in
-/// [`Self::inner`], and every default then answers as the inner policy does,
-/// so a wrapper overrides only what it changes. Compaction buffers are a
+/// [`Self::inner`], and the defaults of flush placement, bloom bits, runs per
+/// level and concurrency then answer as the inner policy does, so a wrapper
+/// overrides only what it changes. Compaction buffers are a
 /// separate trait, [`BufferPolicy`], reached through [`Self::buffers`].
 pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
     /// Policy name for logs, stats and properties.
