@@ -257,6 +257,23 @@ impl BlsmPolicy {
     }
 }
 
+impl BlsmPolicy {
+    /// Manual compaction under `state` (LSbM passes the bLSM part of its own
+    /// state): into `C_{i+1}`, never the draining `C'_{i+1}` (whose files the
+    /// gear is pushing down), cut in super-file parts like every bLSM merge.
+    pub(crate) fn compact_range_with(
+        &self,
+        view: &LsmView,
+        state: &BlsmState,
+        level: usize,
+        range: &ManualRange<'_>,
+    ) -> Option<PickResult> {
+        let next = view.level(level + 1)?;
+        let output = Self::target_of(next, state, level + 1);
+        manual::merge_into(view, level, range, output, self.file_size, "blsm: manual compaction")
+    }
+}
+
 impl CompactionPolicy for BlsmPolicy {
     fn name(&self) -> &str {
         "blsm"
@@ -271,11 +288,7 @@ impl CompactionPolicy for BlsmPolicy {
     }
 
     fn compact_range(&self, view: &LsmView, level: usize, range: &ManualRange<'_>) -> Option<PickResult> {
-        // Into `C_{i+1}`, never the draining `C'_{i+1}` (whose files the gear
-        // is pushing down), cut in super-file parts like every bLSM merge.
-        let next = view.level(level + 1)?;
-        let output = Self::target_of(next, &Self::state(view), level + 1);
-        manual::merge_into(view, level, range, output, self.file_size, "blsm: manual compaction")
+        self.compact_range_with(view, &Self::state(view), level, range)
     }
 
     fn scores(&self, view: &LsmView) -> Vec<f64> {

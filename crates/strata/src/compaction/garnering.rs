@@ -98,9 +98,9 @@ impl CompactionPolicy for GarneringPolicy {
         "garnering"
     }
 
-    /// Picks skip busy files and any merge that would need one.
-    fn allows_concurrent_compactions(&self) -> bool {
-        true
+    /// Leveling's: picks skip busy files and any merge that would need one.
+    fn inner(&self) -> Option<&dyn CompactionPolicy> {
+        Some(&self.leveled)
     }
 
     fn num_levels(&self) -> usize {

@@ -30,7 +30,8 @@
 use super::blsm::{BlsmPolicy, BlsmState};
 use super::manual::ManualRange;
 use super::policy::{
-    BufferAction, BufferView, CompactionPolicy, CompactionTask, FileRef, LsmView, PickResult, RunTarget,
+    BufferAction, BufferPolicy, BufferView, CompactionPolicy, CompactionTask, FileRef, LsmView, PickResult,
+    RunTarget,
 };
 use crate::util::coding::{put_length_prefixed, put_varint64, Reader};
 
@@ -345,9 +346,7 @@ impl CompactionPolicy for LsbmPolicy {
     fn compact_range(&self, view: &LsmView, level: usize, range: &ManualRange<'_>) -> Option<PickResult> {
         // bLSM's pick, with no buffer action: the executor leaves removed marks
         // over the merged range in the output run's buffer, so reads stay correct.
-        let mut bview = view.clone();
-        bview.policy_state = Some(Self::state(view).blsm.encode());
-        self.blsm.compact_range(&bview, level, range)
+        self.blsm.compact_range_with(view, &Self::state(view).blsm, level, range)
     }
 
     fn scores(&self, view: &LsmView) -> Vec<f64> {
@@ -370,6 +369,16 @@ impl CompactionPolicy for LsbmPolicy {
         }
     }
 
+    fn inner(&self) -> Option<&dyn CompactionPolicy> {
+        Some(&self.blsm)
+    }
+
+    fn buffers(&self) -> Option<&dyn BufferPolicy> {
+        Some(self)
+    }
+}
+
+impl BufferPolicy for LsbmPolicy {
     fn trim(&self, view: &LsmView) -> Option<PickResult> {
         if self.variant != BufferVariant::Lsbm {
             return None;
@@ -404,17 +413,13 @@ impl CompactionPolicy for LsbmPolicy {
         self.variant == BufferVariant::Lsbm
     }
 
-    fn keeps_compaction_buffers(&self) -> bool {
-        true
-    }
-
-    fn buffer_serves_ranges(&self) -> bool {
+    fn serves_ranges(&self) -> bool {
         // The trim keeps only hot buffer files, so a range over them reads
         // cached blocks; dLSM keeps everything and scans its runs.
         self.variant == BufferVariant::Lsbm
     }
 
-    fn buffer_reads_cached_only(&self) -> bool {
+    fn reads_cached_only(&self) -> bool {
         // dLSM has no notion of hot data: its reads probe buffer files like any
         // table, which is why it sizes their bloom filters up.
         self.variant == BufferVariant::Lsbm

@@ -201,8 +201,9 @@ impl CompactionPolicy for LwcPolicy {
         "lwc"
     }
 
-    fn allows_concurrent_compactions(&self) -> bool {
-        true
+    /// Leveling's concurrency and flush placement.
+    fn inner(&self) -> Option<&dyn CompactionPolicy> {
+        Some(&self.leveled)
     }
 
     fn num_levels(&self) -> usize {
@@ -253,17 +254,6 @@ impl CompactionPolicy for LwcPolicy {
             *reason = "seek-triggered";
         }
         Some(pick)
-    }
-
-    fn flush_level(
-        &self,
-        view: &LsmView,
-        smallest: &[u8],
-        largest: &[u8],
-        bytes: u64,
-        max_level: usize,
-    ) -> usize {
-        self.leveled.flush_level(view, smallest, largest, bytes, max_level)
     }
 }
 

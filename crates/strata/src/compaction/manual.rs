@@ -6,23 +6,8 @@
 
 use std::collections::HashSet;
 
+pub use super::policy::ManualRange;
 use super::policy::{CompactionTask, FileRef, LsmView, PickResult, RunTarget};
-
-/// A user-key range, each end inclusive; `None` is unbounded.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ManualRange<'a> {
-    /// Smallest user key (inclusive), or unbounded.
-    pub start: Option<&'a [u8]>,
-    /// Largest user key (inclusive), or unbounded.
-    pub end: Option<&'a [u8]>,
-}
-
-impl ManualRange<'_> {
-    /// True if `[lo, hi]` intersects the range.
-    pub fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
-        self.start.is_none_or(|s| hi >= s) && self.end.is_none_or(|e| lo <= e)
-    }
-}
 
 /// The deepest level with a file overlapping the range (at least 1): manual
 /// compaction moves data down to it.

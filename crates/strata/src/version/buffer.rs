@@ -18,6 +18,8 @@ use super::file_meta::FileMeta;
 #[derive(Clone, Debug)]
 pub enum BufferEntry {
     /// A file still readable through the buffer.
+    /// INVARIANT: the same `FileMeta` state that entered the run (a buffered
+    /// file is never appended to: the LWC append refuses buffered targets).
     Present(Arc<FileMeta>),
     /// The user-key range of a removed file (or a mark): a read stops probing here.
     Removed {
@@ -52,6 +54,8 @@ pub struct BufferTable {
     /// Id, unique within the buffer (the id of the run whose files it receives).
     pub id: u64,
     /// Entries in key order.
+    /// INVARIANT: user-key ranges sorted and disjoint (checked by
+    /// `Version::check_invariants`).
     pub entries: Vec<BufferEntry>,
 }
 
@@ -118,8 +122,11 @@ impl BufferTable {
 #[derive(Clone, Debug)]
 pub struct Buffer {
     /// The data run it buffers.
+    /// INVARIANT: a run of the same level; the buffer goes when the run does.
     pub run: u64,
     /// Tables, newest first.
+    /// INVARIANT: for a key, the newest table with an entry covering it tells
+    /// the newest version that arrived in the run (see the module comment).
     pub tables: Vec<BufferTable>,
     /// Every entry of the run has a copy in the buffer, so where no removed
     /// entry intervenes the buffer can replace the run for a range read (LSbM

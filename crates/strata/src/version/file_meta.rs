@@ -44,32 +44,48 @@ impl ObsoleteFiles {
     }
 }
 
-/// Plain metadata of a table file, as recorded in a [`super::VersionEdit`].
+/// The description of a table file: what a [`super::VersionEdit`] records
+/// and what every [`FileMeta`] holds (through `Deref`), one struct for both.
+/// (The policy's `FileView` is a different projection: user keys, and
+/// whether a compaction is using the file.)
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NewFile {
     /// File number (`NNNNNN.sst`).
+    /// INVARIANT: unique among the live files of a database (a file listed in
+    /// several runs or buffers is one file, with one description per state).
     pub id: u64,
     /// Size in bytes.
+    /// INVARIANT: the file's length on disk is at least this; a DTable's size
+    /// is the end of its last recorded segment.
     pub size: u64,
     /// Smallest internal key.
+    /// INVARIANT: an internal key, and `smallest <= largest` (internal order).
     pub smallest: Vec<u8>,
     /// Largest internal key.
+    /// INVARIANT: an internal key; every entry of the file (every segment)
+    /// lies in `[smallest, largest]`.
     pub largest: Vec<u8>,
     /// Number of entries (puts and tombstones).
     pub num_entries: u64,
     /// Number of tombstones.
+    /// INVARIANT: `num_deletions <= num_entries`.
     pub num_deletions: u64,
     /// Smallest sequence number in the file.
     pub smallest_seq: SeqNum,
     /// Largest sequence number in the file.
+    /// INVARIANT: `smallest_seq <= largest_seq` for a file with entries.
     pub largest_seq: SeqNum,
     /// Bloom filter bits per key the table was built with (0: no filter);
-    /// `None` for files recorded before the MANIFEST carried it.
+    /// `None` for files recorded before the MANIFEST carried it. A file moved
+    /// down keeps the filter it was built with.
     pub bloom_bits_per_key: Option<f64>,
     /// The table's segments when it has several (a DTable appended to);
     /// empty for a table written once.
+    /// INVARIANT: never exactly one entry; segment ends strictly increase and
+    /// the last one is `size`.
     pub segments: Vec<SegmentMeta>,
-    /// Number of range tombstones in the table's range-deletion block.
+    /// Number of range tombstones in the table's range-deletion block (reads
+    /// and compactions open only the tables that have some to look for them).
     pub num_range_dels: u64,
 }
 
@@ -93,30 +109,11 @@ impl Drop for TableBacking {
 /// A live table file as one Version sees it. Shared by every run and Version
 /// that lists this state of it.
 pub struct FileMeta {
-    /// File number (`NNNNNN.sst`).
-    pub id: u64,
-    /// Size in bytes.
-    pub size: u64,
-    /// Smallest internal key.
-    pub smallest: Vec<u8>,
-    /// Largest internal key.
-    pub largest: Vec<u8>,
-    /// Number of entries (puts and tombstones).
-    pub num_entries: u64,
-    /// Number of tombstones.
-    pub num_deletions: u64,
-    /// Smallest sequence number in the file.
-    pub smallest_seq: SeqNum,
-    /// Largest sequence number in the file.
-    pub largest_seq: SeqNum,
-    /// Bloom filter bits per key (0: no filter; `None`: not recorded, see the
-    /// table's properties). A file moved down keeps the filter it was built with.
-    pub bloom_bits_per_key: Option<f64>,
-    /// Segments of a DTable (empty: one segment of `size` bytes).
-    pub segments: Vec<SegmentMeta>,
-    /// Number of range tombstones (reads and compactions open only the
-    /// tables that have some to look for them).
-    pub num_range_dels: u64,
+    /// What the file is; read through `Deref` (`f.size`, `f.smallest`, ...).
+    /// INVARIANT: never changes: a new state of the file (segments appended)
+    /// is a new `FileMeta`.
+    desc: NewFile,
+    /// INVARIANT: `backing.id == desc.id`; shared by every state of the file.
     backing: Arc<TableBacking>,
     /// Seeks left before a seek-triggered compaction (LevelDB's `allowed_seeks`).
     allowed_seeks: AtomicI64,
@@ -145,38 +142,13 @@ impl FileMeta {
     }
 
     fn with_backing(f: NewFile, backing: Arc<TableBacking>) -> Self {
-        FileMeta {
-            id: f.id,
-            size: f.size,
-            smallest: f.smallest,
-            largest: f.largest,
-            num_entries: f.num_entries,
-            num_deletions: f.num_deletions,
-            smallest_seq: f.smallest_seq,
-            largest_seq: f.largest_seq,
-            bloom_bits_per_key: f.bloom_bits_per_key,
-            segments: f.segments,
-            num_range_dels: f.num_range_dels,
-            backing,
-            allowed_seeks: AtomicI64::new(initial_allowed_seeks(f.size)),
-        }
+        let allowed_seeks = AtomicI64::new(initial_allowed_seeks(f.size));
+        FileMeta { desc: f, backing, allowed_seeks }
     }
 
     /// The plain metadata, e.g. to re-add this file to another run in an edit.
     pub fn to_new_file(&self) -> NewFile {
-        NewFile {
-            id: self.id,
-            size: self.size,
-            smallest: self.smallest.clone(),
-            largest: self.largest.clone(),
-            num_entries: self.num_entries,
-            num_deletions: self.num_deletions,
-            smallest_seq: self.smallest_seq,
-            largest_seq: self.largest_seq,
-            bloom_bits_per_key: self.bloom_bits_per_key,
-            segments: self.segments.clone(),
-            num_range_dels: self.num_range_dels,
-        }
+        self.desc.clone()
     }
 
     /// True if `f` describes this file exactly.
@@ -271,6 +243,14 @@ fn same_bits(a: Option<f64>, b: Option<f64>) -> bool {
     match (a, b) {
         (Some(x), Some(y)) => x.to_bits() == y.to_bits(),
         _ => true,
+    }
+}
+
+impl std::ops::Deref for FileMeta {
+    type Target = NewFile;
+
+    fn deref(&self) -> &NewFile {
+        &self.desc
     }
 }
 

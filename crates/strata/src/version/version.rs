@@ -14,8 +14,11 @@ use super::file_meta::FileMeta;
 #[derive(Debug, Clone)]
 pub struct Run {
     /// Stable id (allocated from the file-number counter); newer runs have larger ids.
+    /// INVARIANT: unique within the tree; a run keeps its id while it exists.
     pub id: u64,
     /// Files in key order.
+    /// INVARIANT: non-empty; user-key ranges sorted and disjoint (no user key
+    /// is split across two files), checked by `check_invariants`.
     pub files: Vec<Arc<FileMeta>>,
 }
 
@@ -44,8 +47,11 @@ impl Run {
 #[derive(Debug, Clone, Default)]
 pub struct Level {
     /// Runs, newest first.
+    /// INVARIANT: run ids strictly descend; for any user key, a newer run
+    /// (and a shallower level) holds newer versions than an older one.
     pub runs: Vec<Run>,
     /// Buffers, each attached to a run of this level.
+    /// INVARIANT: each names a run of `runs`, at most one buffer per run.
     pub buffers: Vec<Buffer>,
 }
 
@@ -76,6 +82,8 @@ impl Level {
 #[derive(Debug, Clone, Default)]
 pub struct Version {
     /// Levels `0..num_levels`.
+    /// INVARIANT: never mutated once published (a change is a new Version);
+    /// every file listed is on disk while the Version is alive.
     pub levels: Vec<Level>,
 }
 
