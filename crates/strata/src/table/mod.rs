@@ -12,6 +12,7 @@ pub(crate) mod memo;
 pub(crate) mod pipeline;
 pub mod reader;
 pub mod segment;
+pub mod verify;
 
 #[cfg(test)]
 mod prefix_filter_tests;
@@ -28,6 +29,7 @@ pub use format::TableProperties;
 pub use iter::TableIter;
 pub use reader::{BlockReadOptions, CachedGet, Table};
 pub use segment::{discover_segments, SegmentMeta};
+pub use verify::{verify_table, Expected};
 
 /// One decoded range tombstone: `(start, end, sequence)`, deleting `[start, end)`.
 pub type RangeTombstoneParts = (Vec<u8>, Vec<u8>, crate::key::SeqNum);

@@ -45,11 +45,8 @@ fn versioned_entries(rng: &mut SmallRng, users: usize) -> Entries {
         for v in (0..versions).rev() {
             let seq = 10 * u as u64 + v + 1;
             let kind = if rng.gen_ratio(1, 5) { ValueKind::Delete } else { ValueKind::Put };
-            let value = if kind == ValueKind::Put {
-                vec![b'v' ^ (seq as u8); rng.gen_range(0..60)]
-            } else {
-                vec![]
-            };
+            let value =
+                if kind == ValueKind::Put { vec![b'v' ^ (seq as u8); rng.gen_range(0..60)] } else { vec![] };
             out.push((make_internal_key(&user, seq, kind), value));
         }
     }
@@ -192,12 +189,9 @@ fn get_sees_versions_deletes_and_snapshots() {
     let ro = BlockReadOptions::default();
     for (user, versions) in &model {
         assert!(table.may_contain(user));
-        for snapshot in [
-            crate::key::MAX_SEQ,
-            versions[0].0,
-            versions.last().unwrap().0,
-            versions.last().unwrap().0 - 1,
-        ] {
+        for snapshot in
+            [crate::key::MAX_SEQ, versions[0].0, versions.last().unwrap().0, versions.last().unwrap().0 - 1]
+        {
             let want = versions.iter().find(|(s, _, _)| *s <= snapshot).map(|(_, k, v)| (*k, v.clone()));
             assert_eq!(table.get(&lookup_key(user, snapshot), ro).unwrap(), want, "{user:?}@{snapshot}");
         }
@@ -323,10 +317,8 @@ fn get_if_cached_never_reads_the_file() {
     let entries = versioned_entries(&mut rng, 300);
     let opts = TableBuilderOptions { block_size: 512, ..Default::default() };
     let (bytes, _) = build(&entries, &opts);
-    let users: Vec<Vec<u8>> = entries
-        .iter()
-        .map(|(k, _)| crate::key::parse_internal_key(k).unwrap().user_key.to_vec())
-        .collect();
+    let users: Vec<Vec<u8>> =
+        entries.iter().map(|(k, _)| crate::key::parse_internal_key(k).unwrap().user_key.to_vec()).collect();
     let no_cache = open(bytes.clone(), None).unwrap();
     assert_eq!(
         no_cache.get_if_cached(&lookup_key(&users[0], crate::key::MAX_SEQ)).unwrap(),
@@ -345,10 +337,7 @@ fn get_if_cached_never_reads_the_file() {
         let want = table.get(&l, ro).unwrap().unwrap();
         assert_eq!(table.get_if_cached(&l).unwrap(), CachedGet::Found(want.0, want.1));
     }
-    assert_eq!(
-        table.get_if_cached(&lookup_key(b"k00001", crate::key::MAX_SEQ)).unwrap(),
-        CachedGet::Absent
-    );
+    assert_eq!(table.get_if_cached(&lookup_key(b"k00001", crate::key::MAX_SEQ)).unwrap(), CachedGet::Absent);
 }
 
 /// Flips one bit of every byte of a small table (a different bit position
@@ -460,13 +449,16 @@ fn segment_entries(rng: &mut SmallRng, s: u64, users: u64) -> Entries {
         let user = format!("k{:05}", u * 2).into_bytes();
         for v in (0..rng.gen_range(1..=2u64)).rev() {
             let seq = 100_000 * (s + 1) + 10 * u + v;
-            let kind = forced.unwrap_or_else(|| {
-                if rng.gen_ratio(1, 5) {
-                    ValueKind::Delete
-                } else {
-                    ValueKind::Put
-                }
-            });
+            let kind =
+                forced.unwrap_or_else(
+                    || {
+                        if rng.gen_ratio(1, 5) {
+                            ValueKind::Delete
+                        } else {
+                            ValueKind::Put
+                        }
+                    },
+                );
             let value = match kind {
                 ValueKind::Put | ValueKind::Merge => {
                     vec![b'a' + (s as u8) * 3 + (v as u8); rng.gen_range(1..40)]
