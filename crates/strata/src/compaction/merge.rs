@@ -10,13 +10,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::filter::{Decision, FilterRun};
-use super::output::OutputWriter;
 use crate::cache::TableCache;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{make_internal_key, parse_internal_key, ParsedKey, SeqNum, ValueKind};
 use crate::merge_operator::MergeOperator;
 use crate::range_del::{inclusive_end, Fragments};
+use crate::sink::TableSink;
 use crate::version::{FileMeta, Run, Version};
 
 /// Runs that hold data older than the output of a merge into
@@ -296,10 +296,11 @@ pub(crate) fn emit(
     }
 }
 
-/// The merge loop shared by compactions: [`DropRules`] over the whole input.
+/// The merge loop shared by compactions (merges and appends alike):
+/// [`DropRules`] over the whole input, into `out`.
 pub(crate) fn merge_into(
     input: &mut dyn InternalIterator,
-    out: &mut OutputWriter<'_>,
+    out: &mut dyn TableSink,
     smallest_snapshot: SeqNum,
     is_base: impl Fn(&[u8]) -> bool,
     filter: Option<&FilterRun<'_>>,
