@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::apply::{find_file, task_edit};
-use super::executor::{group_runs, record, run_iterators, TaskOutcome};
+use super::executor::{group_runs, record, run_iterators, SnapshotBounds, TaskOutcome};
 use super::filter::FilterRun;
-use super::merge::{merge_into, SnapshotBounds};
+use super::merge::merge_into;
 use super::monkey::table_bits;
 use super::policy::{CompactionTask, LsmView, PickResult, RunTarget};
 use crate::error::{Error, Result};

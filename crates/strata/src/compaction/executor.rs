@@ -9,20 +9,33 @@ use std::time::Instant;
 
 use super::apply::{find_file, resolve_run, task_edit};
 use super::filter::FilterRun;
-use super::merge::{input_range_dels, merge_into, older_runs, output_range_dels, SnapshotBounds};
+use super::merge::{input_range_dels, merge_into, older_runs, output_range_dels};
 use super::policy::{BufferAction, CompactionTask, FileRef, LsmView, PickResult};
 use super::subtasks::{merge_subtasks, SubtaskInputs, Subtasks};
 use super::warmup::Warmup;
 use crate::cache::TableCache;
 use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator, RunIterator};
-use crate::key::compare_internal;
+use crate::key::{compare_internal, SeqNum};
 use crate::options::CompactionPipeline;
 use crate::range_del::RangeDelSkip;
 use crate::sink::{Env, OutputWriter, TableSink, WriteTarget};
 use crate::stats::{CompactionRecord, StageTimes};
 use crate::table::BlockReadOptions;
 use crate::version::{FileMeta, Version, VersionEdit};
+
+/// The snapshots a compaction task runs under, read together: [`execute`]
+/// gives `oldest` to the drop rules and `newest` to the compaction filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SnapshotBounds {
+    /// The oldest live snapshot's sequence, or the visible sequence if none
+    /// is live: versions shadowed at or below it are invisible to every reader.
+    pub oldest: SeqNum,
+    /// The newest live snapshot's sequence, if any: an entry above it is seen
+    /// by no snapshot, only by reads of the newest state, so the compaction
+    /// filter may change it.
+    pub newest: Option<SeqNum>,
+}
 
 /// What running a task produced, for the caller to install: one version
 /// edit. A task installs exactly one edit: all of its tables are written and

@@ -17,10 +17,8 @@ use crate::compaction::{
 };
 use crate::error::{Error, Result};
 use crate::events::{BackgroundErrorReason, CompactionInfo, Event, FlushInfo, StallCause, StallCondition};
-use crate::iter::InternalIterator;
-use crate::key::{parse_internal_key, user_key};
-use crate::range_del::Fragments;
-use crate::sink::{OutputWriter, TableSink, WriteTarget};
+use crate::key::user_key;
+use crate::sink::write_memtable;
 use crate::stats::{CompactionRecord, Counters};
 use crate::version::{NewFile, Version, VersionEdit};
 
@@ -111,21 +109,8 @@ impl DbInner {
         let mem = &job.mem;
         let start = Instant::now();
         let env = self.env();
-        let view = build_view(&self.versions.current(), &self.versions, &HashSet::new());
-        let target = WriteTarget { level: 0, run: RunTarget::New, inputs: &[], entries: mem.len() as u64 };
-        let mut out = OutputWriter::new(&env, &view, &target, u64::MAX)
-            .with_range_dels(Fragments::of(&mem.range_dels(crate::key::MAX_SEQ)));
         let entries = mem.len() as u64;
-        let mut it = mem.iter();
-        it.seek_to_first()?;
-        while it.valid() {
-            let seq = parse_internal_key(it.key())?.seq;
-            out.add(it.key(), it.value(), seq)?;
-            it.next()?;
-        }
-        let progress = out.progress();
-        let outputs = out.finish()?;
-        let stages = progress.times();
+        let (outputs, stages) = write_memtable(&env, mem)?;
         let pipeline = env.pipeline;
         let mut edit = VersionEdit::default();
         // WALs older than the next unflushed memtable's are no longer needed.

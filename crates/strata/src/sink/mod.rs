@@ -1,18 +1,20 @@
 //! Writing tables: every way the engine writes one goes through a
-//! [`TableSink`] — new files cut by the output splitter (flushes, merges,
-//! WAL replay at open, repair; `output.rs`) or new segments appended to
+//! [`TableSink`] — new files cut by the output splitter (flushes, `memtable.rs`;
+//! merges, WAL replay at open, repair; `output.rs`) or new segments appended to
 //! existing files (light-weight compaction; `append.rs`) — with one layout
 //! (`TableBuilderOptions::for_write`) and one read-back before anything
 //! names a table (`verify.rs`, over `table::verify_table`).
 
 mod append;
 mod env;
+mod memtable;
 mod output;
 mod target;
 mod verify;
 
 pub(crate) use append::Appender;
 pub(crate) use env::Env;
+pub(crate) use memtable::write_memtable;
 pub(crate) use output::OutputWriter;
 pub use target::WriteTarget;
 
