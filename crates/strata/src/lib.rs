@@ -52,6 +52,7 @@ pub(crate) mod paths;
 mod pinned;
 mod prefix;
 pub(crate) mod range_del;
+mod sink;
 pub mod stats;
 #[doc(hidden)]
 pub mod table;

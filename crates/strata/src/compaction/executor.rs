@@ -1,6 +1,7 @@
 //! Runs compaction tasks: reads a merge's inputs (one cursor per run), merges
-//! them by the rules in `merge.rs` into the output writer (`output.rs`), and
-//! installs the edit `apply.rs` makes from the result.
+//! them by the rules in `merge.rs` into the output writer (`sink::OutputWriter`),
+//! and returns the edit `apply.rs` makes from the result for the caller to
+//! install.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -8,80 +9,112 @@ use std::time::Instant;
 
 use super::apply::{find_file, resolve_run, task_edit};
 use super::filter::FilterRun;
-use super::merge::{input_range_dels, merge_into, older_runs, output_range_dels, SnapshotBounds};
-use super::monkey::WriteTarget;
-use super::output::OutputWriter;
+use super::merge::{input_range_dels, merge_into, older_runs, output_range_dels};
 use super::policy::{BufferAction, CompactionTask, FileRef, LsmView, PickResult};
 use super::subtasks::{merge_subtasks, SubtaskInputs, Subtasks};
 use super::warmup::Warmup;
-use super::CompactionPolicy;
 use crate::cache::TableCache;
 use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator, RunIterator};
-use crate::key::compare_internal;
-use crate::options::{CompactionPipeline, Options};
+use crate::key::{compare_internal, SeqNum};
+use crate::options::CompactionPipeline;
 use crate::range_del::RangeDelSkip;
+use crate::sink::{Env, OutputWriter, TableSink, WriteTarget};
 use crate::stats::{CompactionRecord, StageTimes};
 use crate::table::BlockReadOptions;
-use crate::version::{FileMeta, Version, VersionEdit, VersionSet};
-use crate::vfs::Vfs;
+use crate::version::{FileMeta, Version, VersionEdit};
 
-/// What a task needs from the engine.
-pub(crate) struct Env<'a> {
-    pub vfs: &'a dyn Vfs,
-    pub versions: &'a VersionSet,
-    pub tables: &'a Arc<TableCache>,
-    pub opts: &'a Options,
-    pub policy: &'a dyn CompactionPolicy,
-    /// How output tables are written (`Auto` already resolved for this task).
-    pub pipeline: CompactionPipeline,
-    /// Whether a `Parallel` merge is cut into sub-tasks: the option's own
-    /// `Parallel` is; `Auto`'s is not (it picks `Parallel` when compressing is
-    /// the bottleneck, where splitting the merge measured slower on two cores).
-    pub split_merges: bool,
+/// The snapshots a compaction task runs under, read together: [`execute`]
+/// gives `oldest` to the drop rules and `newest` to the compaction filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SnapshotBounds {
+    /// The oldest live snapshot's sequence, or the visible sequence if none
+    /// is live: versions shadowed at or below it are invisible to every reader.
+    pub oldest: SeqNum,
+    /// The newest live snapshot's sequence, if any: an entry above it is seen
+    /// by no snapshot, only by reads of the newest state, so the compaction
+    /// filter may change it.
+    pub newest: Option<SeqNum>,
 }
 
-impl Env<'_> {
-    /// [`Env::split_merges`] for the configured mode.
-    pub(crate) fn splits(configured: CompactionPipeline) -> bool {
-        matches!(configured, CompactionPipeline::Parallel { .. })
+/// What running a task produced, for the caller to install: one version
+/// edit. A task installs exactly one edit: all of its tables are written and
+/// synced first (a parallel merge's sub-tasks feed one writer; an append
+/// lists every grown target in one edit), so no progress is visible part way
+/// and a crash leaves either the whole task or none of it.
+pub(crate) struct TaskOutcome {
+    edit: VersionEdit,
+    record: CompactionRecord,
+    start: Instant,
+    /// A file the task moves to another level: its seek budget restarts
+    /// once the move is installed.
+    pub(super) moved: Option<Arc<FileMeta>>,
+    /// Tables an append grew: handles opened on their new lengths describe
+    /// segments no Version lists unless the edit is installed.
+    pub(super) grown: Option<(Arc<TableCache>, Vec<u64>)>,
+}
+
+impl TaskOutcome {
+    pub(super) fn new(edit: VersionEdit, record: CompactionRecord, start: Instant) -> Self {
+        TaskOutcome { edit, record, start, moved: None, grown: None }
+    }
+
+    /// The edit [`Self::install`] applies.
+    pub(crate) fn edit(&self) -> &VersionEdit {
+        &self.edit
+    }
+
+    /// Applies the edit with `apply` (the MANIFEST write; a caller running
+    /// merges concurrently holds its lock around this) and returns the task's
+    /// record, its duration taken once the edit is applied.
+    pub(crate) fn install(self, apply: impl FnOnce(VersionEdit) -> Result<()>) -> Result<CompactionRecord> {
+        let TaskOutcome { edit, mut record, start, moved, grown } = self;
+        if let Err(e) = apply(edit) {
+            if let Some((tables, ids)) = &grown {
+                ids.iter().for_each(|&id| tables.evict(id));
+            }
+            return Err(e);
+        }
+        if let Some(meta) = moved {
+            meta.reset_allowed_seeks();
+        }
+        record.duration = start.elapsed();
+        Ok(record)
     }
 }
 
-/// Runs a task picked from `version` and installs its result through
-/// `install` (the MANIFEST write; a caller running merges concurrently takes
-/// its lock there).
+/// Runs a task picked from `version` and returns its outcome, which the
+/// caller installs ([`TaskOutcome::install`]).
 pub(crate) fn execute(
     env: &Env<'_>,
     version: &Version,
     view: &LsmView,
     pick: &PickResult,
     snapshots: SnapshotBounds,
-    install: &dyn Fn(VersionEdit) -> Result<()>,
-) -> Result<CompactionRecord> {
+) -> Result<TaskOutcome> {
     let start = Instant::now();
     let smallest_snapshot = snapshots.oldest;
     let fresh = || env.versions.new_file_number();
-    let record = match &pick.task {
+    let outcome = match &pick.task {
         CompactionTask::Move { file, to_level, to_run } => {
             let meta = find_file(version, file)?;
             let out = resolve_run(*to_run, fresh);
-            install(task_edit(version, pick, Some(out), Vec::new())?)?;
-            if *to_level != file.level {
-                meta.reset_allowed_seeks();
-            }
-            record("move", "trivial move", *to_level, 1, 0, 0, 0, start)
+            let edit = task_edit(version, pick, Some(out), Vec::new())?;
+            let mut outcome =
+                TaskOutcome::new(edit, record("move", "trivial move", *to_level, 1, 0, 0, 0, start), start);
+            outcome.moved = (*to_level != file.level).then_some(meta);
+            outcome
         }
         CompactionTask::UpdateState { reason } => {
-            install(task_edit(version, pick, None, Vec::new())?)?;
-            record("state", reason, 0, 0, 0, 0, 0, start)
+            let edit = task_edit(version, pick, None, Vec::new())?;
+            TaskOutcome::new(edit, record("state", reason, 0, 0, 0, 0, 0, start), start)
         }
         CompactionTask::Drop { files } => {
-            install(task_edit(version, pick, None, Vec::new())?)?;
-            record("drop", "obsolete files", 0, files.len(), 0, 0, 0, start)
+            let edit = task_edit(version, pick, None, Vec::new())?;
+            TaskOutcome::new(edit, record("drop", "obsolete files", 0, files.len(), 0, 0, 0, start), start)
         }
         CompactionTask::Append { .. } => {
-            return super::append::execute_append(env, version, view, pick, snapshots, install)
+            return super::append::execute_append(env, version, view, pick, snapshots)
         }
         CompactionTask::Merge { inputs, output_level, output_run, target_file_size, reason } => {
             let metas = inputs.iter().map(|r| find_file(version, r)).collect::<Result<Vec<_>>>()?;
@@ -159,7 +192,7 @@ pub(crate) fn execute(
             // not keep copies of what a tombstone here deletes.
             let unbuffered =
                 (filtered != (0, 0) || !range_dels.is_empty()).then(|| without_buffer_appends(pick));
-            install(task_edit(version, unbuffered.as_ref().unwrap_or(pick), Some(out_run), outputs)?)?;
+            let edit = task_edit(version, unbuffered.as_ref().unwrap_or(pick), Some(out_run), outputs)?;
             let read: u64 = metas.iter().map(|m| m.size).sum();
             let mut r = record("merge", reason, *output_level, metas.len(), n_out, read, written, start);
             r.bytes_moved_down =
@@ -169,10 +202,10 @@ pub(crate) fn execute(
             r.stages = stages.times();
             (r.filter_removed, r.filter_changed) = filtered;
             (r.range_dels_written, r.range_dels_dropped) = (range_dels_written, range_dels_dropped);
-            r
+            TaskOutcome::new(edit, r, start)
         }
     };
-    Ok(record)
+    Ok(outcome)
 }
 
 /// `pick` without its compaction-buffer appends. A buffer holds copies of

@@ -10,13 +10,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::filter::{Decision, FilterRun};
-use super::output::OutputWriter;
 use crate::cache::TableCache;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{make_internal_key, parse_internal_key, ParsedKey, SeqNum, ValueKind};
 use crate::merge_operator::MergeOperator;
 use crate::range_del::{inclusive_end, Fragments};
+use crate::sink::TableSink;
 use crate::version::{FileMeta, Run, Version};
 
 /// Runs that hold data older than the output of a merge into
@@ -63,18 +63,6 @@ pub(crate) fn output_range_dels(frags: &Fragments, oldest: SeqNum, older: &[&Run
         let last = inclusive_end(end);
         older.iter().all(|r| r.overlapping(start, last).is_empty())
     })
-}
-
-/// The snapshots a compaction task runs under, read together.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SnapshotBounds {
-    /// The oldest live snapshot's sequence, or the visible sequence if none
-    /// is live: versions shadowed at or below it are invisible to every reader.
-    pub oldest: SeqNum,
-    /// The newest live snapshot's sequence, if any: an entry above it is seen
-    /// by no snapshot, only by reads of the newest state, so the compaction
-    /// filter may change it.
-    pub newest: Option<SeqNum>,
 }
 
 /// What a merge writes for one input entry.
@@ -296,10 +284,11 @@ pub(crate) fn emit(
     }
 }
 
-/// The merge loop shared by compactions: [`DropRules`] over the whole input.
+/// The merge loop shared by compactions (merges and appends alike):
+/// [`DropRules`] over the whole input, into `out`.
 pub(crate) fn merge_into(
     input: &mut dyn InternalIterator,
-    out: &mut OutputWriter<'_>,
+    out: &mut dyn TableSink,
     smallest_snapshot: SeqNum,
     is_base: impl Fn(&[u8]) -> bool,
     filter: Option<&FilterRun<'_>>,

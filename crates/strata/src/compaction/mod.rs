@@ -19,7 +19,6 @@ pub mod lwc;
 pub mod manual;
 pub(crate) mod merge;
 pub mod monkey;
-pub(crate) mod output;
 pub mod policy;
 pub mod sim;
 pub(crate) mod subtasks;

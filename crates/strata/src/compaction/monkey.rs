@@ -17,6 +17,8 @@ use std::f64::consts::LN_2;
 
 use super::policy::{CompactionPolicy, CompactionTask, FileRef, LsmView, PickResult, RunTarget};
 use crate::options::{BloomAllocation, Options};
+// Defined with the writers that take it; public here, where Monkey's API does.
+pub use crate::sink::WriteTarget;
 
 /// Most bits per key a run is given (the `bloom_bits_per_key` limit). Only a
 /// run tiny beside the tree reaches it; the budget it would have had is unused.
@@ -57,19 +59,6 @@ pub fn allocate(entries: &[u64], bits_per_key: f64) -> Vec<f64> {
         break;
     }
     bits
-}
-
-/// Where a flush or compaction writes its tables, for sizing their filters.
-#[derive(Clone, Copy, Debug)]
-pub struct WriteTarget<'a> {
-    /// Level receiving the tables.
-    pub level: usize,
-    /// Run receiving the tables.
-    pub run: RunTarget,
-    /// Files the write consumes (a merge's inputs; none for a flush).
-    pub inputs: &'a [FileRef],
-    /// Entries the write brings (an upper bound: a merge drops shadowed versions).
-    pub entries: u64,
 }
 
 /// Entries of every sorted run of `view` once the write is installed: the

@@ -32,11 +32,11 @@ use parking_lot::{Condvar, Mutex};
 
 use super::filter::FilterRun;
 use super::merge::DropRules;
-use super::output::OutputWriter;
 use crate::cache::TableCache;
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator, RunIterator};
 use crate::key::{make_internal_key, parse_internal_key, SeqNum, ValueKind};
+use crate::sink::{OutputWriter, TableSink};
 use crate::table::format::{BlockHandle, BLOCK_TRAILER_LEN};
 use crate::table::BlockReadOptions;
 use crate::version::FileMeta;

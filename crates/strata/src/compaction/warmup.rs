@@ -14,11 +14,11 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use super::executor::Env;
 use crate::cache::BlockCache;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{lookup_key, user_key, MAX_SEQ};
+use crate::sink::Env;
 use crate::table::builder::DataBlockObserver;
 use crate::table::format::BlockHandle;
 use crate::table::{Block, Table};

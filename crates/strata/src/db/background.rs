@@ -6,13 +6,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
-
 use super::{DbInner, DbState, Immutable};
 use crate::compaction::executor::execute;
 use crate::compaction::manual::{self, ManualRange};
-use crate::compaction::monkey::{self, WriteTarget};
-use crate::compaction::output::OutputWriter;
+use crate::compaction::monkey;
 use crate::compaction::view::{build_view, build_view_with};
 use crate::compaction::{
     validate_buffer_actions, validate_flush_level, validate_task, BufferAction, CompactionTask, LsmView,
@@ -20,9 +17,8 @@ use crate::compaction::{
 };
 use crate::error::{Error, Result};
 use crate::events::{BackgroundErrorReason, CompactionInfo, Event, FlushInfo, StallCause, StallCondition};
-use crate::iter::InternalIterator;
-use crate::key::{parse_internal_key, user_key};
-use crate::range_del::Fragments;
+use crate::key::user_key;
+use crate::sink::write_memtable;
 use crate::stats::{CompactionRecord, Counters};
 use crate::version::{NewFile, Version, VersionEdit};
 
@@ -113,21 +109,8 @@ impl DbInner {
         let mem = &job.mem;
         let start = Instant::now();
         let env = self.env();
-        let view = build_view(&self.versions.current(), &self.versions, &HashSet::new());
-        let target = WriteTarget { level: 0, run: RunTarget::New, inputs: &[], entries: mem.len() as u64 };
-        let mut out = OutputWriter::new(&env, &view, &target, u64::MAX)
-            .with_range_dels(Fragments::of(&mem.range_dels(crate::key::MAX_SEQ)));
         let entries = mem.len() as u64;
-        let mut it = mem.iter();
-        it.seek_to_first()?;
-        while it.valid() {
-            let seq = parse_internal_key(it.key())?.seq;
-            out.add(it.key(), it.value(), seq)?;
-            it.next()?;
-        }
-        let progress = out.progress();
-        let outputs = out.finish()?;
-        let stages = progress.times();
+        let (outputs, stages) = write_memtable(&env, mem)?;
         let pipeline = env.pipeline;
         let mut edit = VersionEdit::default();
         // WALs older than the next unflushed memtable's are no longer needed.
@@ -338,20 +321,19 @@ impl DbInner {
         drop(guard);
         // Installed under the lock, so picks and flush placements see a
         // MANIFEST edit whole; the inputs stay busy until it is applied.
-        let touched = Mutex::new(Touched::default());
-        let install = |edit: VersionEdit| {
+        let mut touched = Touched::default();
+        let r = execute(&self.env(), &version, &view, &pick, snapshots).and_then(|outcome| {
             let _g = self.compaction_lock.lock();
-            touched.lock().note(&edit);
-            self.versions.log_and_apply(edit).map(drop)
-        };
-        let r = execute(&self.env(), &version, &view, &pick, snapshots, &install);
+            touched.note(outcome.edit());
+            outcome.install(|edit| self.versions.log_and_apply(edit).map(drop))
+        });
         {
             let mut running = self.running.lock();
             if let Some(i) = running.iter().position(|r| *r == ids) {
                 running.swap_remove(i);
             }
         }
-        self.finish_task(version, r?, touched.into_inner());
+        self.finish_task(version, r?, touched);
         // Threads that waited for this merge (a new run, nothing to pick) look again.
         self.bg_cv.notify_all();
         Ok(true)
@@ -386,12 +368,12 @@ impl DbInner {
         if matches!(pick.task, CompactionTask::Merge { .. }) {
             self.counters.running_peak.fetch_max(1, std::sync::atomic::Ordering::Relaxed);
         }
-        let touched = Mutex::new(Touched::default());
-        let record = execute(&self.env(), &version, view, pick, snapshots, &|edit: VersionEdit| {
-            touched.lock().note(&edit);
-            self.versions.log_and_apply(edit).map(drop)
-        })?;
-        self.finish_task(version, record, touched.into_inner());
+        // The executor returns the task's one edit; it is installed here.
+        let outcome = execute(&self.env(), &version, view, pick, snapshots)?;
+        let mut touched = Touched::default();
+        touched.note(outcome.edit());
+        let record = outcome.install(|edit| self.versions.log_and_apply(edit).map(drop))?;
+        self.finish_task(version, record, touched);
         Ok(())
     }
 

@@ -12,7 +12,6 @@ use super::recovery::{
 };
 use super::shared::Caches;
 use crate::batch::BatchOp;
-use crate::compaction::executor::Env;
 use crate::error::{Error, Result};
 use crate::filename::{current_path, parse_file_name, wal_path, FileKind};
 use crate::info_log::InfoLog;
@@ -20,6 +19,7 @@ use crate::keyspace_options::{KeyspaceOptions, PersistedStyle};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::paths::TablePaths;
+use crate::sink::Env;
 use crate::version::{KeyspaceEntry, Version, VersionEdit, VersionSet};
 use crate::vfs::{SequentialFile, Vfs};
 use crate::wal::{check_needed_wals, TreeLog};

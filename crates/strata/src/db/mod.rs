@@ -46,13 +46,13 @@ pub use repair::{destroy, repair, RepairReport};
 pub use snapshot::Snapshot;
 
 use crate::cache::{BlockCache, RowCache, TableCache};
-use crate::compaction::executor::Env;
 use crate::compaction::view::build_view;
 use crate::compaction::CompactionPolicy;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::pinned::PinnedValue;
+use crate::sink::Env;
 use crate::stats::{Counters, LevelStats, Stats};
 use crate::version::{Level, Version, VersionSet};
 use crate::vfs::Vfs;

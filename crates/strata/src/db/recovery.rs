@@ -15,9 +15,6 @@ use super::shared::{Caches, Shared, SharedParts};
 use super::{DbInner, DbState, SuperVersion};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::cache::{BlockCache, RowCache, TableCache};
-use crate::compaction::executor::Env;
-use crate::compaction::monkey::WriteTarget;
-use crate::compaction::output::OutputWriter;
 use crate::compaction::view::build_view;
 use crate::compaction::{
     BlsmPolicy, BufferVariant, CompactionPolicy, GarneringPolicy, LeveledConfig, LeveledPolicy, LsbmPolicy,
@@ -32,6 +29,7 @@ use crate::memtable::MemTable;
 use crate::options::{CompactionStyle, Options};
 use crate::paths::TablePaths;
 use crate::range_del::Fragments;
+use crate::sink::{Env, OutputWriter, TableSink, WriteTarget};
 use crate::stats::Counters;
 use crate::version::{Version, VersionEdit, VersionSet};
 use crate::vfs::{SequentialFile, Vfs};

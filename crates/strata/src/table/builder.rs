@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key, user_key, ValueKind};
-use crate::options::{CompactionPipeline, CompressionType};
+use crate::options::{CompactionPipeline, CompressionType, Options};
 use crate::prefix::PrefixExtractor;
 use crate::range_del::RangeTombstone;
 use crate::table::block::BlockBuilder;
@@ -62,6 +62,23 @@ impl Default for TableBuilderOptions {
             pipeline: CompactionPipeline::Sequential,
             prefix_extractor: None,
             whole_key_filtering: true,
+        }
+    }
+}
+
+impl TableBuilderOptions {
+    /// The layout every table the engine writes gets from `opts` (flushes,
+    /// merges, appended segments, WAL replay and repair alike): only the
+    /// filter's bits per key and the output pipeline differ between writes.
+    pub(crate) fn for_write(opts: &Options, bloom_bits_per_key: f64, pipeline: CompactionPipeline) -> Self {
+        TableBuilderOptions {
+            block_size: opts.block_size,
+            block_restart_interval: opts.block_restart_interval,
+            bloom_bits_per_key: effective_bloom_bits(bloom_bits_per_key),
+            compression: opts.compression,
+            pipeline,
+            prefix_extractor: opts.prefix_extractor.clone(),
+            whole_key_filtering: opts.whole_key_filtering,
         }
     }
 }

@@ -3,17 +3,16 @@
 
 use std::sync::Arc;
 
-use super::executor::Env;
-use super::monkey::{table_bits, WriteTarget};
-use super::policy::LsmView;
-use super::warmup::Warmup;
+use super::verify::read_back;
+use super::{Env, TableSink, WriteTarget};
+use crate::compaction::monkey::table_bits;
+use crate::compaction::policy::LsmView;
+use crate::compaction::warmup::Warmup;
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
 use crate::key::{compare_internal, make_internal_key, user_key, SeqNum, ValueKind, KIND_FOR_SEEK, MAX_SEQ};
 use crate::range_del::{inclusive_end, successor, Fragments};
-use crate::table::builder::effective_bloom_bits;
 use crate::table::pipeline::Progress;
-use crate::table::{BlockReadOptions, TableBuilder, TableBuilderOptions, TableSummary};
+use crate::table::{Expected, TableBuilder, TableBuilderOptions, TableSummary};
 use crate::version::NewFile;
 
 /// Where output is cut into files: once the open file reaches the target size,
@@ -68,17 +67,8 @@ impl<'a> OutputWriter<'a> {
     /// the policy, which sees that as its default (so a policy's own sizing,
     /// like dLSM's, applies on top of Monkey's).
     pub(crate) fn new(env: &'a Env<'a>, view: &LsmView, target: &WriteTarget<'_>, target_size: u64) -> Self {
-        let o = env.opts;
-        let bits = table_bits(o, env.policy, view, target);
-        let builder_opts = TableBuilderOptions {
-            block_size: o.block_size,
-            block_restart_interval: o.block_restart_interval,
-            bloom_bits_per_key: effective_bloom_bits(bits),
-            compression: o.compression,
-            pipeline: env.pipeline,
-            prefix_extractor: o.prefix_extractor.clone(),
-            whole_key_filtering: o.whole_key_filtering,
-        };
+        let bits = table_bits(env.opts, env.policy, view, target);
+        let builder_opts = TableBuilderOptions::for_write(env.opts, bits, env.pipeline);
         OutputWriter {
             env,
             builder_opts,
@@ -108,28 +98,6 @@ impl<'a> OutputWriter<'a> {
     pub(crate) fn with_warmup(mut self, warmup: Option<Arc<Warmup>>) -> Self {
         self.warmup = warmup;
         self
-    }
-
-    pub(crate) fn add(&mut self, ikey: &[u8], value: &[u8], seq: SeqNum) -> Result<()> {
-        let uk = user_key(ikey);
-        let target = self.splitter.target_size;
-        let open = match &mut self.current {
-            Some((_, b, _, _)) => Some(b.size_for_cut(target)?),
-            None => None,
-        };
-        if self.splitter.should_cut(open, uk) {
-            self.finish_current(false)?;
-        }
-        if self.current.is_none() {
-            self.open_file(seq)?;
-        }
-        if let Some((_, b, lo, hi)) = &mut self.current {
-            b.add(ikey, value)?;
-            *lo = (*lo).min(seq);
-            *hi = (*hi).max(seq);
-        }
-        self.splitter.added(uk);
-        Ok(())
     }
 
     fn open_file(&mut self, seq: SeqNum) -> Result<()> {
@@ -201,14 +169,11 @@ impl<'a> OutputWriter<'a> {
         Ok(())
     }
 
-    /// Reads a finished table back before anything names it (LevelDB's "verify
-    /// that the table is usable"): its size on disk must be what was written,
-    /// and its footer, index, filter and properties must pass their checksums;
-    /// with `paranoid_file_checks`, every block and entry too. A file system that
-    /// acknowledged bytes it never stored fails the flush or compaction here,
-    /// instead of installing a table that would fail every later open.
+    /// Reads a finished table back before anything names it: its size on
+    /// disk must be what was written, and it must open and read as written
+    /// (`sink::verify`). A table that fails is never named.
     fn verify(&self, id: u64, s: &TableSummary) -> Result<()> {
-        let r = self.read_back(id, s);
+        let r = self.check(id, s);
         if r.is_err() {
             self.env.tables.evict(id);
         }
@@ -217,50 +182,42 @@ impl<'a> OutputWriter<'a> {
         })
     }
 
-    fn read_back(&self, id: u64, s: &TableSummary) -> Result<()> {
+    fn check(&self, id: u64, s: &TableSummary) -> Result<()> {
         let on_disk = self.env.vfs.file_size(&self.env.tables.paths().table(id))?;
         if on_disk != s.file_size {
             return Err(Error::corruption(format!("{on_disk} bytes on disk, {} written", s.file_size)));
         }
-        let table = self.env.tables.get(id, s.file_size, &[])?;
-        if table.properties().num_entries != s.num_entries {
-            return Err(Error::corruption("entry count in properties differs from what was written"));
-        }
-        if !self.env.opts.paranoid_file_checks {
-            return Ok(());
-        }
-        // Past the block cache: warmed blocks are in it, and the check is of the file.
-        let table = Arc::new(self.env.tables.open_uncached(id, s.file_size, &[])?);
-        let opts = BlockReadOptions {
-            verify_checksums: true,
-            fill_cache: false,
-            readahead: 1 << 20,
-            prefetch: false,
+        let expect = Expected { entries: Some(s.num_entries), bounds: Some((&s.smallest, &s.largest)) };
+        read_back(self.env, id, s.file_size, &[], &expect)
+    }
+}
+
+impl TableSink for OutputWriter<'_> {
+    fn add(&mut self, ikey: &[u8], value: &[u8], seq: SeqNum) -> Result<()> {
+        let uk = user_key(ikey);
+        let target = self.splitter.target_size;
+        let open = match &mut self.current {
+            Some((_, b, _, _)) => Some(b.size_for_cut(target)?),
+            None => None,
         };
-        let mut it = table.iter(opts);
-        it.seek_to_first()?;
-        let (mut n, mut first, mut last) = (0u64, None, Vec::new());
-        while it.valid() {
-            n += 1;
-            if first.is_none() {
-                first = Some(it.key().to_vec());
-            }
-            last.clear();
-            last.extend_from_slice(it.key());
-            it.next()?;
+        if self.splitter.should_cut(open, uk) {
+            self.finish_current(false)?;
         }
-        if n != s.num_entries || first.unwrap_or_default() != s.smallest || last != s.largest {
-            return Err(Error::corruption(format!(
-                "read back {n} entries, {} written, or the key bounds differ",
-                s.num_entries
-            )));
+        if self.current.is_none() {
+            self.open_file(seq)?;
         }
+        if let Some((_, b, lo, hi)) = &mut self.current {
+            b.add(ikey, value)?;
+            *lo = (*lo).min(seq);
+            *hi = (*hi).max(seq);
+        }
+        self.splitter.added(uk);
         Ok(())
     }
 
     /// Finishes the last table and syncs the directory, so that the files are
     /// durable before a MANIFEST edit names them.
-    pub(crate) fn finish(mut self) -> Result<Vec<NewFile>> {
+    fn finish(mut self) -> Result<Vec<NewFile>> {
         let tombs_left = !self.range_dels.clipped(self.range_dels_from.as_deref(), None).is_empty();
         if self.current.is_none() && tombs_left {
             // Tombstones past the last file (or an output of tombstones only).
