@@ -1,55 +1,15 @@
 //! repair, backup, keyspace creation and removal, delete-range,
 //! approximate-size and scan's options, run through the built binary.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn strata(args: &[&str]) -> Output {
-    strata_stdin(args, "")
-}
+use std::path::Path;
 
-fn strata_stdin(args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run strata");
-    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
-    child.wait_with_output().expect("wait for strata")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Runs and expects success, returning stdout.
-fn ok(args: &[&str]) -> String {
-    let o = strata(args);
-    assert!(o.status.success(), "strata {args:?} failed: {}", stderr(&o));
-    stdout(&o)
-}
-
-/// Runs and expects exit 1, returning stderr.
-fn fails(args: &[&str]) -> String {
-    let o = strata(args);
-    assert_eq!(o.status.code(), Some(1), "strata {args:?}: {}{}", stdout(&o), stderr(&o));
-    stderr(&o)
-}
+use common::{arg, fails, ok, stderr, stdout, strata, strata_stdin, tree_state};
 
 /// `Db::open` in this process with the recorded options.
 fn open_here(dir: &Path) -> strata::Db {
-    strata::Db::open(dir, strata::Options::load_latest(dir).unwrap()).unwrap()
-}
-
-fn arg(p: &Path) -> String {
-    p.to_str().expect("utf-8 path").to_string()
+    common::open_here(dir, strata::Options::load_latest(dir).unwrap())
 }
 
 /// A database made by the tool holding `keys`, each with value `v`.
@@ -59,25 +19,6 @@ fn db_with(dir: &Path, keys: &[&str]) -> String {
     let o = strata_stdin(&["load", "--db", &d, "--create"], &input);
     assert!(o.status.success(), "{}", stderr(&o));
     d
-}
-
-/// A path, its bytes (none for a directory) and its modification time.
-type TreeState = Vec<(PathBuf, Option<Vec<u8>>, std::time::SystemTime)>;
-
-fn tree_state(dir: &Path) -> TreeState {
-    let mut out = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
-    entries.sort();
-    for p in entries {
-        let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();
-        if p.is_dir() {
-            out.push((p.clone(), None, mtime));
-            out.extend(tree_state(&p));
-        } else {
-            out.push((p.clone(), Some(std::fs::read(&p).unwrap()), mtime));
-        }
-    }
-    out
 }
 
 #[test]

@@ -1,50 +1,11 @@
 //! Runs the built `strata` binary as a user would.
 
-use std::io::Write;
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 
-fn strata(args: &[&str]) -> Output {
-    strata_stdin(args, "")
-}
-
-fn strata_stdin(args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run strata");
-    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
-    child.wait_with_output().expect("wait for strata")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Runs and expects success, returning stdout.
-fn ok(args: &[&str]) -> String {
-    let o = strata(args);
-    assert!(o.status.success(), "strata {args:?} failed: {}", stderr(&o));
-    stdout(&o)
-}
-
-/// `Db::open` in this process. (A LOCK is a record lock, which no child a
-/// sibling test spawns inherits, so a database closed here is free at once.)
-fn open_here(dir: &Path, opts: strata::Options) -> strata::Db {
-    strata::Db::open(dir, opts).unwrap()
-}
-
-fn db_arg(dir: &Path) -> String {
-    dir.to_str().expect("utf-8 path").to_string()
-}
+use common::{arg, ok, open_here, stderr, stdout, strata, strata_stdin, tree_state, TreeState};
 
 /// Files in `dir` whose names end in `ext`, sorted.
 fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
@@ -61,7 +22,7 @@ fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
 fn put_get_scan_round_trip_escaped_and_hex() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
-    let d = db_arg(&db);
+    let d = arg(&db);
     ok(&["put", "--db", &d, "--create", "apple", "red"]);
     ok(&["put", "--db", &d, "bin\\x00key", "v\\x5c\\xff"]);
     ok(&["put", "--db", &d, "--hex", "ff01", "00"]);
@@ -82,7 +43,7 @@ fn put_get_scan_round_trip_escaped_and_hex() {
 #[test]
 fn load_from_stdin_then_scan_with_limit_prefix_and_range() {
     let tmp = tempfile::tempdir().unwrap();
-    let d = db_arg(&tmp.path().join("db"));
+    let d = arg(&tmp.path().join("db"));
     let input: String =
         (0..500).map(|i| format!("user:{i:04}\tv{i}\n")).chain(["other\tx\n".into()]).collect();
     let o = strata_stdin(&["load", "--db", &d, "--create", "--batch", "64"], &input);
@@ -138,7 +99,7 @@ fn dump_table_manifest_and_wal_of_a_real_database() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     populated(&dir);
-    let d = db_arg(&dir);
+    let d = arg(&dir);
     let sst = files(&dir, ".sst");
     assert_eq!(sst.len(), 1);
     let out = ok(&["dump-table", sst[0].to_str().unwrap(), "--entries"]);
@@ -163,7 +124,7 @@ fn keyspace_reads_and_writes() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     populated(&dir);
-    let d = db_arg(&dir);
+    let d = arg(&dir);
     assert_eq!(ok(&["get", "--db", &d, "--keyspace", "users", "u1"]), "ada\n");
     ok(&["put", "--db", &d, "--keyspace", "users", "u2", "grace"]);
     assert_eq!(ok(&["scan", "--db", &d, "--keyspace", "users"]), "u1\tada\nu2\tgrace\n");
@@ -179,7 +140,7 @@ fn verify_is_clean_then_names_a_damaged_table() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     populated(&dir);
-    let d = db_arg(&dir);
+    let d = arg(&dir);
     let out = ok(&["verify", "--db", &d]);
     assert!(out.contains(", 0 damaged"), "{out}");
     let sst = files(&dir, ".sst").remove(0);
@@ -206,7 +167,7 @@ fn verify_finds_damage_in_a_keyspace_table() {
     let mut bytes = std::fs::read(&sst).unwrap();
     bytes[2] ^= 0x01;
     std::fs::write(&sst, bytes).unwrap();
-    let o = strata(&["verify", "--db", &db_arg(&dir)]);
+    let o = strata(&["verify", "--db", &arg(&dir)]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stdout(&o).contains(&sst.display().to_string()), "{}", stdout(&o));
 }
@@ -217,16 +178,16 @@ fn checkpoint_then_get_from_it() {
     let dir = tmp.path().join("db");
     populated(&dir);
     let cp = tmp.path().join("cp");
-    ok(&["checkpoint", "--db", &db_arg(&dir), cp.to_str().unwrap()]);
-    assert_eq!(ok(&["get", "--db", &db_arg(&cp), "in-wal"]), "w\n");
-    assert_eq!(ok(&["get", "--db", &db_arg(&cp), "--keyspace", "users", "u1"]), "ada\n");
+    ok(&["checkpoint", "--db", &arg(&dir), cp.to_str().unwrap()]);
+    assert_eq!(ok(&["get", "--db", &arg(&cp), "in-wal"]), "w\n");
+    assert_eq!(ok(&["get", "--db", &arg(&cp), "--keyspace", "users", "u1"]), "ada\n");
 }
 
 #[test]
 fn missing_database_is_exit_1_and_creates_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("nope");
-    let d = db_arg(&dir);
+    let d = arg(&dir);
     for args in [
         vec!["get", "--db", &d, "k"],
         vec!["put", "--db", &d, "k", "v"],
@@ -266,7 +227,7 @@ fn read_only_refuses_writes_and_reads_write_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     populated(&dir);
-    let d = db_arg(&dir);
+    let d = arg(&dir);
     for args in [
         vec!["put", "--db", &d, "--read-only", "k", "v"],
         vec!["delete", "--db", &d, "--read-only", "k1"],
@@ -292,7 +253,7 @@ fn properties_stats_and_policy() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     populated(&dir);
-    let d = db_arg(&dir);
+    let d = arg(&dir);
     assert_eq!(ok(&["properties", "--db", &d, "strata.policy"]), "strata.policy:\nleveled\n\n");
     let o = strata(&["properties", "--db", &d, "no.such"]);
     assert_eq!(o.status.code(), Some(1));
@@ -314,7 +275,7 @@ fn verify_names_a_damaged_wal_and_manifest() {
         }
         db.close().unwrap();
     }
-    let d = db_arg(&dir);
+    let d = arg(&dir);
     assert!(ok(&["verify", "--db", &d]).contains(", 0 damaged"));
     // A flipped byte early in the WAL, with valid records after it: damage, not a torn tail.
     let wal = files(&dir, ".log").into_iter().max_by_key(|p| std::fs::metadata(p).unwrap().len()).unwrap();
@@ -341,7 +302,7 @@ fn verify_names_a_damaged_wal_and_manifest() {
 #[test]
 fn progress_is_plain_lines_when_stderr_is_not_a_terminal() {
     let tmp = tempfile::tempdir().unwrap();
-    let d = db_arg(&tmp.path().join("db"));
+    let d = arg(&tmp.path().join("db"));
     let o = strata_stdin(&["load", "--db", &d, "--create"], "a\t1\nb\t2\n");
     assert!(o.status.success());
     assert_eq!(stderr(&o), "load: 2 done\n", "no control codes on a pipe");
@@ -361,7 +322,7 @@ fn verify_notes_a_torn_wal_tail_without_failing() {
     let wal = files(&dir, ".log").into_iter().max_by_key(|p| std::fs::metadata(p).unwrap().len()).unwrap();
     let len = std::fs::metadata(&wal).unwrap().len();
     std::fs::OpenOptions::new().write(true).open(&wal).unwrap().set_len(len - 7).unwrap();
-    let o = strata(&["verify", "--db", &db_arg(&dir)]);
+    let o = strata(&["verify", "--db", &arg(&dir)]);
     assert!(o.status.success(), "{}", stdout(&o));
     assert!(stdout(&o).contains(&format!("NOTE {}: a torn last record", wal.display())), "{}", stdout(&o));
 }
@@ -373,7 +334,7 @@ fn verify_names_a_missing_table() {
     populated(&dir);
     let sst = files(&dir, ".sst").remove(0);
     std::fs::remove_file(&sst).unwrap();
-    let o = strata(&["verify", "--db", &db_arg(&dir)]);
+    let o = strata(&["verify", "--db", &arg(&dir)]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stdout(&o).contains(&format!("DAMAGED {}: corruption: live table missing", sst.display())),
@@ -403,7 +364,7 @@ fn verify_finds_tables_in_data_paths() {
     db.close().unwrap();
     let in_paths = files(&a, ".sst").len() + files(&b, ".sst").len();
     assert!(in_paths > 0, "the load placed no table in a data path");
-    let d = db_arg(&dir);
+    let d = arg(&dir);
     // The OPTIONS file records the data paths.
     assert!(ok(&["verify", "--db", &d]).contains(" 0 damaged"));
     for f in files(&dir, "") {
@@ -414,7 +375,7 @@ fn verify_finds_tables_in_data_paths() {
     let o = strata(&["verify", "--db", &d]);
     assert_eq!(o.status.code(), Some(1), "without an OPTIONS file or --db-path the tables there are missing");
     assert!(stdout(&o).contains("live table missing"), "{}", stdout(&o));
-    let (pa, pb) = (db_arg(&a), db_arg(&b));
+    let (pa, pb) = (arg(&a), arg(&b));
     let out = ok(&["verify", "--db", &d, "--db-path", &pa, "--db-path", &pb]);
     assert!(out.contains(" 0 damaged"), "{out}");
     // Damage in a data path is found and named there.
@@ -451,7 +412,7 @@ fn dump_table_prints_range_tombstones() {
 fn policy_comes_from_the_database_and_set_changes_the_default_keyspace() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
-    let d = db_arg(&dir);
+    let d = arg(&dir);
     ok(&["put", "--db", &d, "--create", "--policy", "lsbm", "k1", "v1"]);
     // Every later command opens with the options the database records.
     let out = ok(&["policy", "--db", &d]);
@@ -487,7 +448,7 @@ fn policy_comes_from_the_database_and_set_changes_the_default_keyspace() {
 fn a_database_without_an_options_file_opens_with_defaults_and_a_warning() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
-    let d = db_arg(&dir);
+    let d = arg(&dir);
     ok(&["put", "--db", &d, "--create", "k", "v"]);
     for f in files(&dir, "") {
         if f.file_name().unwrap().to_string_lossy().starts_with("OPTIONS-") {
@@ -508,7 +469,7 @@ fn policy_set_changes_a_keyspace_and_the_database_records_it() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     populated(&dir);
-    let d = db_arg(&dir);
+    let d = arg(&dir);
     assert!(ok(&["policy", "--db", &d]).contains("users: leveled"));
     let out = ok(&["policy", "--db", &d, "--keyspace", "users", "--set", "lwc"]);
     assert!(out.contains("users: leveled -> lwc"), "{out}");
@@ -521,26 +482,6 @@ fn policy_set_changes_a_keyspace_and_the_database_records_it() {
 }
 
 /// A path, its bytes (none for a directory) and its modification time.
-type TreeState = Vec<(PathBuf, Option<Vec<u8>>, std::time::SystemTime)>;
-
-/// Every file and directory under `dir` with its bytes (none for a
-/// directory) and modification time.
-fn tree_state(dir: &Path) -> TreeState {
-    let mut out = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
-    entries.sort();
-    for p in entries {
-        let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();
-        if p.is_dir() {
-            out.push((p.clone(), None, mtime));
-            out.extend(tree_state(&p));
-        } else {
-            out.push((p.clone(), Some(std::fs::read(&p).unwrap()), mtime));
-        }
-    }
-    out
-}
-
 /// The paths whose bytes or mtime differ between two [`tree_state`]s, or
 /// that only one has.
 fn changed(before: &TreeState, after: &TreeState) -> Vec<PathBuf> {
@@ -581,7 +522,7 @@ fn cli_get_on_a_keyspace_writes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     populated(&dir);
-    let d = db_arg(&dir);
+    let d = arg(&dir);
     let before = tree_state(&dir);
     read_everything(&d, "u1\tada\n");
     assert_eq!(changed(&before, &tree_state(&dir)), Vec::<PathBuf>::new(), "changed by a reading command");
@@ -596,7 +537,7 @@ fn reading_a_keyspace_leaves_its_compactions_on() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     populated(&dir);
-    let d = db_arg(&dir);
+    let d = arg(&dir);
     let before = tree_state(&dir);
     assert_eq!(ok(&["get", "--db", &d, "--keyspace", "users", "u1"]), "ada\n");
     assert_eq!(ok(&["scan", "--db", &d, "--keyspace", "users"]), "u1\tada\n");
@@ -617,7 +558,7 @@ fn cli_reads_every_keyspace_while_the_database_is_open_elsewhere() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     populated(&dir);
-    let d = db_arg(&dir);
+    let d = arg(&dir);
     let app = open_here(&dir, strata::Options::load_latest(&dir).unwrap());
     app.keyspace("users").unwrap().put("u2", "grace").unwrap();
     assert!(matches!(strata::Db::open(&dir, strata::Options::default()), Err(strata::Error::Locked(_))));
@@ -650,7 +591,7 @@ fn cli_reads_a_database_with_a_named_merge_operator() {
     tags.put("t", "a").unwrap();
     tags.merge("t", "b").unwrap();
     db.close().unwrap();
-    let d = db_arg(&dir);
+    let d = arg(&dir);
     assert_eq!(ok(&["get", "--db", &d, "--hex", "6e"]), format!("{}\n", "0500000000000000"));
     assert_eq!(ok(&["scan", "--db", &d, "--keyspace", "tags"]), "t\ta,b\n");
     ok(&["put", "--db", &d, "--keyspace", "tags", "u", "x"]);
@@ -679,7 +620,7 @@ fn cli_reads_a_database_whose_merge_operator_is_missing() {
         t.put("plain", "v").unwrap();
     }
     db.close().unwrap();
-    let d = db_arg(&dir);
+    let d = arg(&dir);
     let before = tree_state(&dir);
     let label = "[unmerged: merge operator \"my.op\" not available]";
     for ks in ["default", "ks"] {
@@ -741,7 +682,7 @@ fn verify_finds_data_paths_of_a_database_whose_merge_operator_is_missing() {
     db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
     db.close().unwrap();
     assert!(!files(&a, ".sst").is_empty(), "no table in the data path");
-    let out = ok(&["verify", "--db", &db_arg(&dir)]);
+    let out = ok(&["verify", "--db", &arg(&dir)]);
     assert!(out.contains(" 0 damaged"), "{out}");
 }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use strata::vfs::{FaultConfig, FaultKind, FaultVfs};
+use strata::vfs::testing::{FaultConfig, FaultKind, FaultVfs};
 use strata::{Db, Error, Keyspace, RealVfs, WriteBatch, WriteOptions};
 
 use crate::args::Args;

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use strata::vfs::{CrashMode, CrashVfs, FaultConfig, FaultOp, FaultVfs};
+use strata::vfs::testing::{CrashMode, CrashVfs, FaultConfig, FaultOp, FaultVfs};
 use strata::{BackupEngine, CompactionStyle, Db, Error, KeyspaceOptions, MemVfs, Options, Vfs, WriteBatch};
 
 use crash_sim_support::history::{value_of, History, Kv};
@@ -483,7 +483,7 @@ fn a_fault_during_a_backup_leaves_earlier_backups_intact_and_no_half_backup() {
     // Faults hit the backup directory and the database's tables and logs
     // (which the backup reads); the database is quiet while one is armed.
     let in_scope = |p: &Path| p.starts_with("/b") || p.extension().is_some_and(|e| e == "sst" || e == "log");
-    let filter = strata::vfs::PathFilter::new("backup and source files", in_scope);
+    let filter = strata::vfs::testing::PathFilter::new("backup and source files", in_scope);
     let fault = Arc::new(FaultVfs::new(mem, FaultConfig::new(11).with_filter(filter)));
     let vfs: Arc<dyn Vfs> = fault.clone();
     let o = opts().with_vfs(vfs.clone());
@@ -624,7 +624,7 @@ fn a_restore_failing_at_any_step_leaves_nothing_that_opens_empty() {
     let mem = MemVfs::new();
     let (id, want) = backed_up(&mem);
     let in_scope = |p: &Path| p.starts_with("/t");
-    let filter = strata::vfs::PathFilter::new("restore targets", in_scope);
+    let filter = strata::vfs::testing::PathFilter::new("restore targets", in_scope);
     let fault = Arc::new(FaultVfs::new(Arc::new(mem), FaultConfig::new(5).with_filter(filter)));
     let vfs: Arc<dyn Vfs> = fault.clone();
     let engine = BackupEngine::open_with_vfs("/b", vfs.clone()).unwrap();

@@ -201,7 +201,7 @@ fn checkpoints_under_write_load_hold_a_prefix_of_batches_copying_tables() {
 /// database, and leaves the source as it was; the next one succeeds.
 #[test]
 fn a_failed_checkpoint_leaves_no_database_and_the_source_intact() {
-    use strata::vfs::{FaultConfig, FaultOp, FaultVfs};
+    use strata::vfs::testing::{FaultConfig, FaultOp, FaultVfs};
     let mem: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let fault = Arc::new(FaultVfs::new(mem, FaultConfig::new(7)));
     let vfs: Arc<dyn Vfs> = fault.clone();

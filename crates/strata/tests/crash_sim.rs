@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata::vfs::{CrashFault, CrashMode, CrashOpKind, CrashVfs};
+use strata::vfs::testing::{CrashFault, CrashMode, CrashOpKind, CrashVfs};
 use strata::{CompactionPipeline, CompactionStyle, Db, Vfs};
 
 use crash_sim_support::driver::{key, options, run_case, Case, Step, DIR};
@@ -778,7 +778,7 @@ fn torn_unsynced_manifest_tail_is_tolerated() {
         };
         workload(&probe).expect("clean run");
         let log = probe.op_log();
-        let is_manifest = |o: &&strata::vfs::CrashOp| {
+        let is_manifest = |o: &&strata::vfs::testing::CrashOp| {
             o.path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("MANIFEST"))
         };
         // The flush's edit: the last MANIFEST sync (earlier ones belong to creation).

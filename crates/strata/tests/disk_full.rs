@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata::vfs::{FaultConfig, FaultVfs};
+use strata::vfs::testing::{FaultConfig, FaultVfs};
 use strata::{CompactionStyle, Db, Error, KeyspaceOptions, MemVfs, Options, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;

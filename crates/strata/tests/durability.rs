@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use common::{builtin_policies, policy_options};
 
+use strata::vfs::testing::{FaultConfig, FaultOp, FaultVfs, PathFilter};
 use strata::vfs::{
-    BufferedFile, FaultConfig, FaultOp, FaultVfs, FileLock, PathFilter, RandomAccessFile, RandomOpenOptions,
-    RawFile, SequentialFile, WritableFile,
+    BufferedFile, FileLock, RandomAccessFile, RandomOpenOptions, RawFile, SequentialFile, WritableFile,
 };
 use strata::{CompactionStyle, Db, Error, MemVfs, Vfs, WriteOptions};
 

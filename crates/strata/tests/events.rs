@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use strata::vfs::{FaultConfig, FaultOp, FaultVfs, PathFilter};
+use strata::vfs::testing::{FaultConfig, FaultOp, FaultVfs, PathFilter};
 use strata::{
     BackgroundErrorInfo, BackgroundErrorReason, CompactionFilter, CompactionInfo, Db, Decision,
     EventListener, FlushInfo, FlushReason, KeyspaceOptions, MemVfs, Options, PolicyChangeInfo, StallCause,

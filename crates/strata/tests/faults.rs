@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata::vfs::{FaultConfig, FaultKind, FaultOp, FaultVfs, PathFilter};
+use strata::vfs::testing::{FaultConfig, FaultKind, FaultOp, FaultVfs, PathFilter};
 use strata::{CompactionPipeline, CompactionStyle, Db, Error, MemVfs, Options, WriteBatch, WriteOptions};
 
 type Kv = BTreeMap<Vec<u8>, Vec<u8>>;

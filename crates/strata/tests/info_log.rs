@@ -100,7 +100,7 @@ fn destroy_removes_the_logs() {
 #[test]
 fn failures_of_the_log_fail_nothing_else() {
     use std::sync::Arc;
-    use strata::vfs::{FaultConfig, FaultVfs, PathFilter};
+    use strata::vfs::testing::{FaultConfig, FaultVfs, PathFilter};
     let cfg = FaultConfig::new(7).with_all_rates(1.0).with_filter(PathFilter::name_prefix("LOG"));
     let vfs = FaultVfs::new(Arc::new(strata::MemVfs::new()), cfg);
     let opts = || Options::default().with_vfs(Arc::new(vfs.clone()));

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use strata::vfs::{CrashMode, CrashVfs};
+use strata::vfs::testing::{CrashMode, CrashVfs};
 use strata::{
     associative_merge_operator, CompactionStyle, Db, Error, KeyspaceOptions, MemVfs, Options, ReadOptions,
     Vfs, WriteBatch, WriteOptions,

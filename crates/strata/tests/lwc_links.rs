@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use strata::vfs::{FaultConfig, FaultOp, FaultVfs, PathFilter};
+use strata::vfs::testing::{FaultConfig, FaultOp, FaultVfs, PathFilter};
 use strata::{BackupEngine, CompactionStyle, Db, Options, RealVfs, Stats, Vfs};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;

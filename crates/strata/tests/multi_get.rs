@@ -12,7 +12,7 @@ use std::sync::Arc;
 use common::builtin_policies;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata::vfs::{FaultConfig, FaultOp, FaultVfs};
+use strata::vfs::testing::{FaultConfig, FaultOp, FaultVfs};
 use strata::{CompactionStyle, Db, MemVfs, Options, ReadOptions, Snapshot, Stats, Vfs};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use strata::vfs::{FaultConfig, FaultOp, FaultVfs, PathFilter};
+use strata::vfs::testing::{FaultConfig, FaultOp, FaultVfs, PathFilter};
 use strata::{BackupEngine, CompactionStyle, Db, Error, KeyspaceOptions, MemVfs, Options, Vfs};
 
 fn options_files(vfs: &dyn Vfs, dir: &Path) -> Vec<String> {

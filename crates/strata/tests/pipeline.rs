@@ -186,7 +186,7 @@ fn invalid_compute_thread_counts_are_refused() {
 /// any failed compaction, and a reopen compacts it.
 #[test]
 fn read_errors_in_a_parallel_merge_fail_it_cleanly() {
-    use strata::vfs::{FaultConfig, FaultKind, FaultVfs, PathFilter};
+    use strata::vfs::testing::{FaultConfig, FaultKind, FaultVfs, PathFilter};
     let vfs =
         FaultVfs::new(Arc::new(MemVfs::new()), FaultConfig::new(5).with_filter(PathFilter::extension("sst")));
     let opts = options(CompactionPipeline::Parallel { compute_threads: 2 }, Arc::new(vfs.clone()))

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use strata::version::{read_current, read_manifest, VersionSet};
-use strata::vfs::{CrashMode, CrashVfs};
+use strata::vfs::testing::{CrashMode, CrashVfs};
 use strata::{
     associative_merge_operator, CompactionStyle, Db, Error, Keyspace, KeyspaceOptions, MemVfs, MergeOperator,
     Options, Vfs,

@@ -13,7 +13,7 @@ use common::cursor::{apply_move, check_move, gen_moves, ModelCursor, RawMove};
 use common::{builtin_policies, policy_options};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata::vfs::{FaultConfig, FaultOp, FaultVfs, PathFilter};
+use strata::vfs::testing::{FaultConfig, FaultOp, FaultVfs, PathFilter};
 use strata::{
     CompactionStyle, Db, DbIterator, Error, FixedPrefix, MemVfs, Options, ReadOptions, Snapshot, Stats, Vfs,
 };

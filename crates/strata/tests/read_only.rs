@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use common::{builtin_policies, policy_options};
 
-use strata::vfs::{FaultConfig, FaultOp, FaultVfs};
+use strata::vfs::testing::{FaultConfig, FaultOp, FaultVfs};
 use strata::{
     CompactionStyle, Db, Error, KeyspaceOptions, MemVfs, Options, ReadOptions, Vfs, WriteBatch, WriteOptions,
 };

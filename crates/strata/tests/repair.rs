@@ -13,7 +13,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::key::{make_internal_key, ValueKind};
 use strata::table::{discover_segments, SegmentMeta, TableBuilder, TableBuilderOptions};
-use strata::vfs::{CrashMode, CrashVfs, RandomOpenOptions};
+use strata::vfs::testing::{CrashMode, CrashVfs};
+use strata::vfs::RandomOpenOptions;
 use strata::{
     associative_merge_operator, repair, CompactionStyle, CompressionType, Db, Error, KeyspaceOptions, MemVfs,
     MergeOperator, Options, Vfs, WriteBatch, WriteOptions,

@@ -7,96 +7,53 @@
 //! part of every key, because file ids are per keyspace and two trees may
 //! both have a table 7.
 
-use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
-use lru::LruCache;
-use parking_lot::Mutex;
-
-use crate::cache::namespace::{Namespaces, NsCounts};
+pub use crate::cache::sharded::CacheStats;
+use crate::cache::sharded::{Entries, ShardedLru};
 use crate::table::Block;
-
-/// Most shards a cache is split into.
-const MAX_SHARD_BITS: u32 = 4;
-/// Smallest capacity per shard; smaller caches use fewer shards so a shard
-/// still fits a reasonable number of blocks.
-const MIN_SHARD_CAPACITY: usize = 512 * 1024;
-
-/// Counters of a [`BlockCache`] or a [`crate::cache::RowCache`] (a consistent
-/// sum over shards, each read under its lock); entries are blocks or rows.
-/// A handle's [`BlockCache::stats`] counts its own namespace's lookups and
-/// entries; [`BlockCache::total_stats`] the whole cache.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CacheStats {
-    /// Lookups that found the entry.
-    pub hits: u64,
-    /// Lookups that did not.
-    pub misses: u64,
-    /// Entries inserted (replacements included; oversized entries not).
-    pub inserts: u64,
-    /// Entries pushed out to make room.
-    pub evictions: u64,
-    /// Resident entries dropped because their file (or keyspace) was deleted.
-    pub invalidations: u64,
-    /// Bytes charged by resident entries.
-    pub usage_bytes: u64,
-    /// Configured capacity in bytes (of the whole shared cache).
-    pub capacity_bytes: u64,
-    /// Resident entries.
-    pub entries: u64,
-}
 
 /// (namespace, file id, offset).
 type Key = (u64, u64, u64);
 
-/// One independently locked part of the cache.
-struct Shard {
-    lru: LruCache<Key, Arc<Block>>,
-    /// Resident offsets of each (namespace, file), so per-file counts and
-    /// invalidation never scan the whole shard.
-    by_file: HashMap<(u64, u64), HashSet<u64>>,
-    usage: usize,
-    capacity: usize,
-    stats: CacheStats,
-    /// The same counters per namespace.
-    ns: NsCounts,
-}
+/// Blocks keyed by offset within their file, charged their memory size.
+struct Blocks;
 
-impl Shard {
-    fn forget(&mut self, (ns, file_id, offset): Key, block: &Block) {
-        let charge = block.memory_size();
-        self.usage -= charge;
-        self.ns.remove_entry(ns, charge);
-        if let Some(set) = self.by_file.get_mut(&(ns, file_id)) {
-            set.remove(&offset);
-            if set.is_empty() {
-                self.by_file.remove(&(ns, file_id));
-            }
-        }
+impl Entries for Blocks {
+    type Key = Key;
+    type Value = Arc<Block>;
+    type Member = u64;
+
+    fn file(&(ns, file_id, _): &Key) -> (u64, u64) {
+        (ns, file_id)
     }
-}
 
-/// The memory of a block cache, which any number of handles share.
-struct Store {
-    shards: Box<[Mutex<Shard>]>,
-    shard_bits: u32,
-    capacity: usize,
-    namespaces: Namespaces,
+    fn member(key: &Key) -> &u64 {
+        &key.2
+    }
+
+    fn key((ns, file_id): (u64, u64), offset: u64) -> Key {
+        (ns, file_id, offset)
+    }
+
+    fn charge(_: &Key, block: &Arc<Block>) -> usize {
+        block.memory_size()
+    }
 }
 
 /// The block cache: an LRU by bytes, split into up to 16 shards by a hash of
 /// (namespace, file id, offset). A value is a handle: it reads and writes
 /// its own namespace of a store that [`BlockCache::share`] hands to others.
 pub struct BlockCache {
-    store: Arc<Store>,
+    store: Arc<ShardedLru<Blocks>>,
     ns: u64,
 }
 
 impl fmt::Debug for BlockCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BlockCache")
-            .field("shards", &self.store.shards.len())
+            .field("shards", &self.store.shard_count())
             .field("namespace", &self.ns)
             .field("stats", &self.stats())
             .finish()
@@ -107,19 +64,7 @@ impl Drop for BlockCache {
     /// A namespace nobody can read any more (a dropped keyspace) gives its
     /// memory back at once instead of aging out.
     fn drop(&mut self) {
-        for shard in self.store.shards.iter() {
-            let mut s = shard.lock();
-            let files: Vec<(u64, u64)> = s.by_file.keys().filter(|(ns, _)| *ns == self.ns).copied().collect();
-            for (ns, file) in files {
-                for offset in s.by_file.remove(&(ns, file)).unwrap_or_default() {
-                    if let Some(block) = s.lru.pop(&(ns, file, offset)) {
-                        s.usage -= block.memory_size();
-                        s.stats.invalidations += 1;
-                    }
-                }
-            }
-            s.ns.forget(self.ns);
-        }
+        self.store.drop_namespace(self.ns);
     }
 }
 
@@ -133,30 +78,8 @@ impl BlockCache {
     /// assert_eq!(cache.capacity(), 8 << 20);
     /// ```
     pub fn new(capacity_bytes: usize) -> Self {
-        let mut shard_bits = 0;
-        while shard_bits < MAX_SHARD_BITS && capacity_bytes >> (shard_bits + 1) >= MIN_SHARD_CAPACITY {
-            shard_bits += 1;
-        }
-        let per_shard = capacity_bytes >> shard_bits;
-        let shards = (0..1usize << shard_bits)
-            .map(|_| {
-                Mutex::new(Shard {
-                    lru: LruCache::unbounded(),
-                    by_file: HashMap::new(),
-                    usage: 0,
-                    capacity: per_shard,
-                    stats: CacheStats::default(),
-                    ns: NsCounts::default(),
-                })
-            })
-            .collect();
-        let store = Arc::new(Store {
-            shards,
-            shard_bits,
-            capacity: capacity_bytes,
-            namespaces: Namespaces::default(),
-        });
-        let ns = store.namespaces.next();
+        let store = Arc::new(ShardedLru::new(capacity_bytes));
+        let ns = store.new_namespace();
         BlockCache { store, ns }
     }
 
@@ -182,45 +105,32 @@ impl BlockCache {
     /// assert_eq!(a.total_stats().entries, 1);
     /// ```
     pub fn share(&self) -> BlockCache {
-        BlockCache { store: Arc::clone(&self.store), ns: self.store.namespaces.next() }
+        BlockCache { store: Arc::clone(&self.store), ns: self.store.new_namespace() }
     }
 
-    fn shard(&self, file_id: u64, offset: u64) -> &Mutex<Shard> {
-        let h =
-            (file_id ^ offset.rotate_left(32) ^ self.ns.rotate_left(17)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let bits = self.store.shard_bits;
-        let i = if bits == 0 { 0 } else { (h >> (64 - bits)) as usize };
-        &self.store.shards[i]
+    /// The shard hash of (namespace, file, offset).
+    #[inline]
+    fn mix(&self, file_id: u64, offset: u64) -> impl FnOnce() -> u64 {
+        let ns = self.ns;
+        move || file_id ^ offset.rotate_left(32) ^ ns.rotate_left(17)
     }
 
     /// The cached block at (file, offset), counting a hit or a miss.
     pub fn get(&self, file_id: u64, offset: u64) -> Option<Arc<Block>> {
-        let mut s = self.shard(file_id, offset).lock();
-        let found = s.lru.get(&(self.ns, file_id, offset)).cloned();
-        let hit = found.is_some();
-        s.stats.hits += u64::from(hit);
-        s.stats.misses += u64::from(!hit);
-        s.ns.lookup(self.ns, hit);
-        found
+        self.store.get(self.mix(file_id, offset), self.ns, &(self.ns, file_id, offset), true, Arc::clone)
     }
 
     /// The cached block at (file, offset) if it is resident: a hit is counted,
     /// an absence is not a miss (the caller reads nothing instead).
     pub fn get_resident(&self, file_id: u64, offset: u64) -> Option<Arc<Block>> {
-        let mut s = self.shard(file_id, offset).lock();
-        let found = s.lru.get(&(self.ns, file_id, offset)).cloned();
-        if found.is_some() {
-            s.stats.hits += 1;
-            s.ns.lookup(self.ns, true);
-        }
-        found
+        self.store.get(self.mix(file_id, offset), self.ns, &(self.ns, file_id, offset), false, Arc::clone)
     }
 
     /// The cached block at (file, offset) without counting a lookup or
     /// making it more recently used (for the compaction warm-up, which asks
     /// about blocks nobody is reading).
     pub fn peek(&self, file_id: u64, offset: u64) -> Option<Arc<Block>> {
-        self.shard(file_id, offset).lock().lru.peek(&(self.ns, file_id, offset)).cloned()
+        self.store.peek(self.mix(file_id, offset), &(self.ns, file_id, offset), Arc::clone)
     }
 
     /// Caches a block, evicting least recently used ones (of any namespace)
@@ -228,68 +138,25 @@ impl BlockCache {
     /// not cached (false).
     pub fn insert(&self, file_id: u64, offset: u64, block: Arc<Block>) -> bool {
         let charge = block.memory_size();
-        let mut s = self.shard(file_id, offset).lock();
-        if charge > s.capacity {
-            return false;
-        }
-        match s.lru.put((self.ns, file_id, offset), block) {
-            Some(old) => {
-                let old = old.memory_size();
-                s.usage -= old;
-                s.ns.remove_entry(self.ns, old);
-            }
-            None => {
-                s.by_file.entry((self.ns, file_id)).or_default().insert(offset);
-            }
-        }
-        s.usage += charge;
-        s.stats.inserts += 1;
-        s.ns.insert(self.ns, charge);
-        while s.usage > s.capacity {
-            let Some((key, victim)) = s.lru.pop_lru() else { break };
-            s.forget(key, &victim);
-            s.stats.evictions += 1;
-            s.ns.evicted(key.0);
-        }
-        true
+        self.store.insert(self.mix(file_id, offset), self.ns, charge, || ((self.ns, file_id, offset), block))
     }
 
     /// Exact number of resident blocks of `file_id`.
     pub fn resident_blocks(&self, file_id: u64) -> u64 {
-        let key = (self.ns, file_id);
-        self.store.shards.iter().map(|s| s.lock().by_file.get(&key).map_or(0, |set| set.len() as u64)).sum()
+        self.store.resident(self.ns, file_id)
     }
 
     /// Drops every resident block of a deleted file; returns how many were
     /// dropped (counted as invalidations, not evictions).
     pub fn invalidate_file(&self, file_id: u64) -> u64 {
-        let mut dropped = 0;
-        for shard in self.store.shards.iter() {
-            let mut s = shard.lock();
-            let Some(offsets) = s.by_file.remove(&(self.ns, file_id)) else { continue };
-            for offset in offsets {
-                if let Some(block) = s.lru.pop(&(self.ns, file_id, offset)) {
-                    let charge = block.memory_size();
-                    s.usage -= charge;
-                    s.stats.invalidations += 1;
-                    s.ns.remove_entry(self.ns, charge);
-                    s.ns.invalidated(self.ns);
-                    dropped += 1;
-                }
-            }
-        }
-        dropped
+        self.store.invalidate_file(self.ns, file_id)
     }
 
     /// This handle's counters, summed over all shards: its lookups, and its
     /// namespace's inserts, evictions (by anyone's insert), invalidations and
     /// resident entries; `capacity_bytes` is the whole cache's.
     pub fn stats(&self) -> CacheStats {
-        let mut total = CacheStats { capacity_bytes: self.store.capacity as u64, ..CacheStats::default() };
-        for shard in self.store.shards.iter() {
-            shard.lock().ns.add_to(self.ns, &mut total);
-        }
-        total
+        self.store.stats(self.ns)
     }
 
     /// Counters of the whole cache, every namespace's, summed over all shards.
@@ -303,23 +170,12 @@ impl BlockCache {
     /// assert_eq!((cache.stats().misses, cache.total_stats().misses), (0, 1));
     /// ```
     pub fn total_stats(&self) -> CacheStats {
-        let mut total = CacheStats { capacity_bytes: self.store.capacity as u64, ..CacheStats::default() };
-        for shard in self.store.shards.iter() {
-            let s = shard.lock();
-            total.hits += s.stats.hits;
-            total.misses += s.stats.misses;
-            total.inserts += s.stats.inserts;
-            total.evictions += s.stats.evictions;
-            total.invalidations += s.stats.invalidations;
-            total.usage_bytes += s.usage as u64;
-            total.entries += s.lru.len() as u64;
-        }
-        total
+        self.store.total_stats()
     }
 
     /// Configured capacity in bytes (of the whole shared cache).
     pub fn capacity(&self) -> usize {
-        self.store.capacity
+        self.store.capacity()
     }
 }
 
@@ -328,6 +184,7 @@ mod tests {
     use super::*;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
+    use std::collections::{HashMap, HashSet};
 
     /// A block whose payload is `len` zero bytes plus one restart point.
     fn block(len: usize) -> Arc<Block> {
@@ -339,9 +196,9 @@ mod tests {
 
     #[test]
     fn shard_count_follows_capacity() {
-        assert_eq!(BlockCache::new(0).store.shards.len(), 1);
-        assert_eq!(BlockCache::new(1 << 20).store.shards.len(), 2);
-        assert_eq!(BlockCache::new(1 << 30).store.shards.len(), 16);
+        assert_eq!(BlockCache::new(0).store.shard_count(), 1);
+        assert_eq!(BlockCache::new(1 << 20).store.shard_count(), 2);
+        assert_eq!(BlockCache::new(1 << 30).store.shard_count(), 16);
     }
 
     #[test]
@@ -349,7 +206,7 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(9);
         let cache = BlockCache::new(1 << 20); // 2 shards of 512 KiB
         let charge = block(4000).memory_size();
-        let resident = |f: u64, o: u64| cache.shard(f, o).lock().lru.contains(&(cache.ns, f, o));
+        let resident = |f: u64, o: u64| cache.store.contains(cache.mix(f, o), &(cache.ns, f, o));
         // Model of inserted blocks, pruned of evicted ones by asking the LRU itself;
         // the per-file index must then agree with it exactly.
         let mut model: HashMap<u64, HashSet<u64>> = HashMap::new();

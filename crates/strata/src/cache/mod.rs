@@ -2,11 +2,13 @@
 //! file id, offset), point-lookup results keyed by (namespace, file id, user
 //! key), and open table handles (which keep index and filter in memory). A
 //! database has one block cache and one row cache; each keyspace reads them
-//! through a handle of its own namespace.
+//! through a handle of its own namespace. Both are one sharded LRU
+//! (`sharded.rs`) over their own keys and charges.
 
 pub mod block_cache;
 mod namespace;
 pub mod row_cache;
+mod sharded;
 pub mod table_cache;
 
 pub use block_cache::{BlockCache, CacheStats};

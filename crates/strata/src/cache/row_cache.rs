@@ -12,22 +12,13 @@
 //! rest would spend an entry on every file a get passes through on its way down.
 
 use std::cell::Cell;
-use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::mem::size_of;
 use std::sync::Arc;
 
-use lru::LruCache;
-use parking_lot::Mutex;
-
-use crate::cache::namespace::{Namespaces, NsCounts};
+use crate::cache::sharded::{Entries, ShardedLru};
 use crate::cache::CacheStats;
 use crate::key::ValueKind;
-
-/// Most shards a cache is split into.
-const MAX_SHARD_BITS: u32 = 4;
-/// Smallest capacity per shard; smaller caches use fewer shards.
-const MIN_SHARD_CAPACITY: usize = 512 * 1024;
 
 /// Bytes an entry costs beyond its key and value: the LRU node (key and value
 /// handles, two list links), its slot in the LRU's hash table (two pointers),
@@ -82,54 +73,43 @@ fn with_key<R>(ns: u64, file_id: u64, state: u64, user_key: &[u8], f: impl FnOnc
     r
 }
 
-/// One independently locked part of the cache.
-struct Shard {
-    lru: LruCache<Key, Row>,
-    /// Resident keys of each (namespace, file), so dropping a deleted file's
-    /// rows never scans the whole shard.
-    by_file: HashMap<(u64, u64), HashSet<Key>>,
-    usage: usize,
-    capacity: usize,
-    stats: CacheStats,
-    /// The same counters per namespace.
-    ns: NsCounts,
-}
+/// Rows keyed by their whole composite key, which the per-file index shares.
+struct Rows;
 
-impl Shard {
-    fn forget(&mut self, key: &Key, row: &Row) {
-        let charge = RowCache::charge(key.len(), row.value.len());
-        self.usage -= charge;
-        let file = file_of(key);
-        self.ns.remove_entry(file.0, charge);
-        if let Some(set) = self.by_file.get_mut(&file) {
-            set.remove(key);
-            if set.is_empty() {
-                self.by_file.remove(&file);
-            }
-        }
+impl Entries for Rows {
+    type Key = Key;
+    type Value = Row;
+    type Member = Key;
+
+    fn file(key: &Key) -> (u64, u64) {
+        file_of(key)
     }
-}
 
-/// The memory of a row cache, which any number of handles share.
-struct Store {
-    shards: Box<[Mutex<Shard>]>,
-    shard_bits: u32,
-    capacity: usize,
-    namespaces: Namespaces,
+    fn member(key: &Key) -> &Key {
+        key
+    }
+
+    fn key(_: (u64, u64), key: Key) -> Key {
+        key
+    }
+
+    fn charge(key: &Key, row: &Row) -> usize {
+        RowCache::charge(key.len(), row.value.len())
+    }
 }
 
 /// The row cache: an LRU by bytes, split into up to 16 shards by a hash of
 /// the whole key. A value is a handle: it reads and writes its own namespace
 /// of a store that [`RowCache::share`] hands to others.
 pub struct RowCache {
-    store: Arc<Store>,
+    store: Arc<ShardedLru<Rows>>,
     ns: u64,
 }
 
 impl fmt::Debug for RowCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RowCache")
-            .field("shards", &self.store.shards.len())
+            .field("shards", &self.store.shard_count())
             .field("namespace", &self.ns)
             .field("stats", &self.stats())
             .finish()
@@ -140,19 +120,7 @@ impl Drop for RowCache {
     /// A namespace nobody can read any more (a dropped keyspace) gives its
     /// memory back at once instead of aging out.
     fn drop(&mut self) {
-        for shard in self.store.shards.iter() {
-            let mut s = shard.lock();
-            let files: Vec<(u64, u64)> = s.by_file.keys().filter(|(ns, _)| *ns == self.ns).copied().collect();
-            for file in files {
-                for key in s.by_file.remove(&file).unwrap_or_default() {
-                    if let Some(row) = s.lru.pop(&key) {
-                        s.usage -= Self::charge(key.len(), row.value.len());
-                        s.stats.invalidations += 1;
-                    }
-                }
-            }
-            s.ns.forget(self.ns);
-        }
+        self.store.drop_namespace(self.ns);
     }
 }
 
@@ -167,30 +135,8 @@ impl RowCache {
     /// assert_eq!(rows.capacity(), 1 << 20);
     /// ```
     pub fn new(capacity_bytes: usize) -> Self {
-        let mut shard_bits = 0;
-        while shard_bits < MAX_SHARD_BITS && capacity_bytes >> (shard_bits + 1) >= MIN_SHARD_CAPACITY {
-            shard_bits += 1;
-        }
-        let per_shard = capacity_bytes >> shard_bits;
-        let shards = (0..1usize << shard_bits)
-            .map(|_| {
-                Mutex::new(Shard {
-                    lru: LruCache::unbounded(),
-                    by_file: HashMap::new(),
-                    usage: 0,
-                    capacity: per_shard,
-                    stats: CacheStats::default(),
-                    ns: NsCounts::default(),
-                })
-            })
-            .collect();
-        let store = Arc::new(Store {
-            shards,
-            shard_bits,
-            capacity: capacity_bytes,
-            namespaces: Namespaces::default(),
-        });
-        let ns = store.namespaces.next();
+        let store = Arc::new(ShardedLru::new(capacity_bytes));
+        let ns = store.new_namespace();
         RowCache { store, ns }
     }
 
@@ -213,7 +159,7 @@ impl RowCache {
     /// assert_eq!((a.stats().entries, a.total_stats().entries), (1, 2));
     /// ```
     pub fn share(&self) -> RowCache {
-        RowCache { store: Arc::clone(&self.store), ns: self.store.namespaces.next() }
+        RowCache { store: Arc::clone(&self.store), ns: self.store.new_namespace() }
     }
 
     /// What a row with a composite key of `key_len` bytes and a value of
@@ -222,13 +168,10 @@ impl RowCache {
         key_len + value_len + ROW_OVERHEAD
     }
 
-    fn shard(&self, key: &[u8]) -> &Mutex<Shard> {
-        let bits = self.store.shard_bits;
-        if bits == 0 {
-            return &self.store.shards[0];
-        }
-        let h = u64::from(crate::util::crc::crc32c(key)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        &self.store.shards[(h >> (64 - bits)) as usize]
+    /// The shard hash of a composite key.
+    #[inline]
+    fn mix(key: &[u8]) -> impl FnOnce() -> u64 + '_ {
+        || u64::from(crate::util::crc::crc32c(key))
     }
 
     /// The cached newest entry of `user_key` in file `file_id` as it was in
@@ -247,13 +190,7 @@ impl RowCache {
         user_key: &[u8],
     ) -> Option<(ValueKind, Arc<[u8]>)> {
         with_key(self.ns, file_id, state, user_key, |key| {
-            let mut s = self.shard(key).lock();
-            let found = s.lru.get(key).map(|r| (r.kind, Arc::clone(&r.value)));
-            let hit = found.is_some();
-            s.stats.hits += u64::from(hit);
-            s.stats.misses += u64::from(!hit);
-            s.ns.lookup(self.ns, hit);
-            found
+            self.store.get(Self::mix(key), self.ns, key, true, |r| (r.kind, Arc::clone(&r.value)))
         })
     }
 
@@ -268,58 +205,21 @@ impl RowCache {
         key.extend_from_slice(&file_id.to_be_bytes());
         key.extend_from_slice(&state.to_be_bytes());
         key.extend_from_slice(user_key);
-        let mut s = self.shard(&key).lock();
-        if charge > s.capacity {
-            return;
-        }
-        let key: Key = key.into();
-        let row = Row { kind, value: value.into() };
-        match s.lru.put(Arc::clone(&key), row) {
-            Some(old) => {
-                let old = Self::charge(key_len, old.value.len());
-                s.usage -= old;
-                s.ns.remove_entry(self.ns, old);
-            }
-            None => {
-                s.by_file.entry((self.ns, file_id)).or_default().insert(key);
-            }
-        }
-        s.usage += charge;
-        s.stats.inserts += 1;
-        s.ns.insert(self.ns, charge);
-        while s.usage > s.capacity {
-            let Some((victim, row)) = s.lru.pop_lru() else { break };
-            s.forget(&victim, &row);
-            s.stats.evictions += 1;
-            s.ns.evicted(file_of(&victim).0);
-        }
+        self.store.insert(Self::mix(&key), self.ns, charge, || {
+            let key: Key = key.as_slice().into();
+            (key, Row { kind, value: value.into() })
+        });
     }
 
     /// Exact number of resident rows of `file_id`.
     pub fn resident_rows(&self, file_id: u64) -> u64 {
-        let file = (self.ns, file_id);
-        self.store.shards.iter().map(|s| s.lock().by_file.get(&file).map_or(0, |set| set.len() as u64)).sum()
+        self.store.resident(self.ns, file_id)
     }
 
     /// Drops every resident row of a deleted file; returns how many were
     /// dropped (counted as invalidations, not evictions).
     pub fn invalidate_file(&self, file_id: u64) -> u64 {
-        let mut dropped = 0;
-        for shard in self.store.shards.iter() {
-            let mut s = shard.lock();
-            let Some(keys) = s.by_file.remove(&(self.ns, file_id)) else { continue };
-            for key in keys {
-                if let Some(row) = s.lru.pop(&key) {
-                    let charge = Self::charge(key.len(), row.value.len());
-                    s.usage -= charge;
-                    s.stats.invalidations += 1;
-                    s.ns.remove_entry(self.ns, charge);
-                    s.ns.invalidated(self.ns);
-                    dropped += 1;
-                }
-            }
-        }
-        dropped
+        self.store.invalidate_file(self.ns, file_id)
     }
 
     /// This handle's counters summed over all shards (`entries` counts
@@ -327,11 +227,7 @@ impl RowCache {
     /// insert), invalidations and resident rows; `capacity_bytes` is the
     /// whole cache's.
     pub fn stats(&self) -> CacheStats {
-        let mut total = CacheStats { capacity_bytes: self.store.capacity as u64, ..CacheStats::default() };
-        for shard in self.store.shards.iter() {
-            shard.lock().ns.add_to(self.ns, &mut total);
-        }
-        total
+        self.store.stats(self.ns)
     }
 
     /// Counters of the whole cache, every namespace's, summed over all shards.
@@ -345,23 +241,12 @@ impl RowCache {
     /// assert_eq!((rows.stats().misses, rows.total_stats().misses), (0, 1));
     /// ```
     pub fn total_stats(&self) -> CacheStats {
-        let mut total = CacheStats { capacity_bytes: self.store.capacity as u64, ..CacheStats::default() };
-        for shard in self.store.shards.iter() {
-            let s = shard.lock();
-            total.hits += s.stats.hits;
-            total.misses += s.stats.misses;
-            total.inserts += s.stats.inserts;
-            total.evictions += s.stats.evictions;
-            total.invalidations += s.stats.invalidations;
-            total.usage_bytes += s.usage as u64;
-            total.entries += s.lru.len() as u64;
-        }
-        total
+        self.store.total_stats()
     }
 
     /// Configured capacity in bytes (of the whole shared cache).
     pub fn capacity(&self) -> usize {
-        self.store.capacity
+        self.store.capacity()
     }
 }
 
@@ -370,6 +255,7 @@ mod tests {
     use super::*;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
+    use std::collections::HashMap;
 
     fn user(i: u64) -> Vec<u8> {
         format!("user{i:04}").into_bytes()
@@ -377,9 +263,9 @@ mod tests {
 
     #[test]
     fn shard_count_follows_capacity() {
-        assert_eq!(RowCache::new(0).store.shards.len(), 1);
-        assert_eq!(RowCache::new(1 << 20).store.shards.len(), 2);
-        assert_eq!(RowCache::new(1 << 30).store.shards.len(), 16);
+        assert_eq!(RowCache::new(0).store.shard_count(), 1);
+        assert_eq!(RowCache::new(1 << 20).store.shard_count(), 2);
+        assert_eq!(RowCache::new(1 << 30).store.shard_count(), 16);
     }
 
     #[test]
@@ -387,7 +273,7 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(11);
         let cache = RowCache::new(1 << 20); // 2 shards of 512 KiB
         let resident =
-            |f: u64, u: &[u8]| with_key(cache.ns, f, 0, u, |k| cache.shard(k).lock().lru.contains(k));
+            |f: u64, u: &[u8]| with_key(cache.ns, f, 0, u, |k| cache.store.contains(RowCache::mix(k), k));
         // Model of inserted rows (value lengths), pruned of evicted ones by
         // asking the LRU itself; usage and per-file counts must then agree.
         let mut model: HashMap<(u64, u64), (ValueKind, usize)> = HashMap::new();

@@ -47,7 +47,8 @@ pub(crate) fn unshare_table(vfs: &dyn Vfs, path: &Path, id: u64, size: u64) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vfs::{FaultConfig, FaultOp, FaultVfs, PathFilter, RealVfs};
+    use crate::vfs::testing::{FaultConfig, FaultOp, FaultVfs, PathFilter};
+    use crate::vfs::RealVfs;
     use std::sync::Arc;
 
     fn write(vfs: &dyn Vfs, path: &Path, bytes: &[u8]) {

@@ -145,7 +145,7 @@ impl MemVfs {
     }
 }
 
-/// Decides what survives a simulated power loss (see [`super::CrashVfs`]).
+/// Decides what survives a simulated power loss (see [`super::testing::CrashVfs`]).
 pub(super) trait Survivor {
     /// How many of the `n` un-synced operations of `dir` (oldest first) reached
     /// the disk; the rest are undone, newest first.

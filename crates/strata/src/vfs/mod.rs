@@ -1,6 +1,8 @@
 //! The file-system layer. Every byte Strata reads or writes goes through a
 //! [`Vfs`], so tests can run on memory, and crash simulation, fault injection and
 //! device-latency simulation can wrap the real thing without touching the engine.
+//! What ships: the [`Vfs`] trait, [`BufferedFile`], [`RealVfs`] and [`MemVfs`];
+//! the failing file systems tests use are in [`testing`].
 
 use std::fmt::Debug;
 use std::path::Path;
@@ -9,14 +11,11 @@ use std::sync::Arc;
 use crate::error::Result;
 
 mod buffered;
-mod crash;
-mod fault;
 mod mem;
 mod real;
+pub mod testing;
 
 pub use buffered::{BufferedFile, RawFile, WRITE_BUFFER};
-pub use crash::{CrashFault, CrashMode, CrashOp, CrashOpKind, CrashVfs};
-pub use fault::{FaultConfig, FaultKind, FaultOp, FaultVfs, PathFilter};
 pub use mem::{DirOp, MemVfs};
 pub use real::RealVfs;
 

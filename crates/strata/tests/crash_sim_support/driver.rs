@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use strata::vfs::{CrashFault, CrashMode, CrashOpKind, CrashVfs};
+use strata::vfs::testing::{CrashFault, CrashMode, CrashOpKind, CrashVfs};
 use strata::{
     associative_merge_operator, CompactionPipeline, CompactionStyle, Db, MergeOperator, Options, WriteBatch,
     WriteOptions,

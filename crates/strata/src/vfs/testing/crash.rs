@@ -13,10 +13,12 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
-use super::buffered::{BufferedFile, RawFile};
-use super::mem::Survivor;
-use super::{FileLock, MemVfs, RandomAccessFile, RandomOpenOptions, SequentialFile, Vfs, WritableFile};
 use crate::error::{Error, Result};
+use crate::vfs::mem::Survivor;
+use crate::vfs::{
+    BufferedFile, FileLock, MemVfs, RandomAccessFile, RandomOpenOptions, RawFile, SequentialFile, Vfs,
+    WritableFile,
+};
 
 /// What a simulated crash keeps. Seeded modes are deterministic per seed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
