@@ -15,6 +15,7 @@ mod properties;
 mod range_read;
 mod raw_iter;
 mod read;
+mod read_memo;
 mod read_only;
 mod recovery;
 mod repair;

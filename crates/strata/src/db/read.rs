@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 
 use std::sync::Arc;
 
-use super::multi_get::ReadMemo;
+use super::read_memo::ReadMemo;
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator, RunIterator};
