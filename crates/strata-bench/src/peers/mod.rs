@@ -110,7 +110,7 @@ mod tests {
     fn exercise(kind: &str, expect_cache_counters: bool) {
         let dir = tempfile::tempdir().unwrap();
         let cfg = tiny_config(dir.path());
-        let db = crate::engine::open_engine(kind, &cfg).unwrap();
+        let db = crate::registry::open_engine(kind, &cfg).unwrap();
         assert_eq!(db.name(), kind);
         assert!(!db.option_mapping().is_empty());
         let value = [7u8; 100];
@@ -163,7 +163,7 @@ mod tests {
         assert!(crate::engine::dir_size(db.path()) > 0);
         drop(db);
         // Reopens on the same files.
-        let db = crate::engine::open_engine(kind, &cfg).unwrap();
+        let db = crate::registry::open_engine(kind, &cfg).unwrap();
         assert_eq!(db.get(format!("{:016}", 4999).as_bytes()).unwrap().as_deref(), Some(&value[..]));
     }
 
