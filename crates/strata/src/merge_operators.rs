@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::keyspace_options::KeyspaceOptions;
+use crate::options::KeyspaceOptions;
 use crate::merge_operator::MergeOperator;
 use crate::options::Options;
 use crate::version::VersionSet;

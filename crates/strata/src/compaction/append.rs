@@ -26,7 +26,7 @@ use super::unshare::unshare_table;
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{compare_internal, user_key, SeqNum};
-use crate::options::CompactionPipeline;
+use crate::options::kinds::CompactionPipeline;
 use crate::stats::CompactionRecord;
 use crate::table::builder::effective_bloom_bits;
 use crate::table::format::FOOTER_LEN;

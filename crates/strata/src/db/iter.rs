@@ -16,7 +16,7 @@ use crate::key::{
     make_internal_key, parse_internal_key, user_key, SeqNum, ValueKind, KIND_FOR_SEEK, MAX_SEQ,
 };
 use crate::merge_operator::{NewestFirst, OldestFirst};
-use crate::options::ReadOptions;
+use crate::db::read_options::ReadOptions;
 
 /// A key-value pair yielded by [`DbIterator`].
 pub type KvPair = (Vec<u8>, Vec<u8>);

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator, Pieces, PrefixSkip, RunIterator, SeekPastCovered};
 use crate::key::SeqNum;
 use crate::merge_operator::{NewestFirst, OldestFirst};
-use crate::options::ReadOptions;
+use crate::db::read_options::ReadOptions;
 use crate::prefix::PrefixProbe;
 use crate::range_del::Fragments;
 use crate::stats::Counters;

@@ -12,8 +12,10 @@ use crate::error::{Error, Result};
 use crate::events::EventListener;
 use crate::events::PolicyChangeInfo;
 use crate::info_log::InfoLog;
-use crate::keyspace_options::{keep_recorded, KeyspaceOptions};
-use crate::options::{Options, MAX_LEVELS};
+use crate::keyspace_options::keep_recorded;
+use crate::options::KeyspaceOptions;
+use crate::options::Options;
+use crate::options::kinds::MAX_LEVELS;
 use crate::version::{BufferOp, KeyspaceOp, VersionEdit, VersionSet};
 
 /// The options the default tree of the database in `dir` (which has a

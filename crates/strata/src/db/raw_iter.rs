@@ -24,7 +24,7 @@ use crate::key::{
     append_internal_key, parse_internal_key, user_key, SeqNum, ValueKind, KIND_FOR_SEEK, MAX_SEQ,
 };
 use crate::merge_operator::{NewestFirst, OldestFirst};
-use crate::options::ReadOptions;
+use crate::db::read_options::ReadOptions;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Direction {

@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator, RunIterator};
 use crate::key::{lookup_key, parse_internal_key, SeqNum, ValueKind};
 use crate::merge_operator::NewestFirst;
-use crate::options::ReadOptions;
+use crate::db::read_options::ReadOptions;
 use crate::pinned::PinnedValue;
 use crate::stats::Counters;
 use crate::table::filter::filter_hash;

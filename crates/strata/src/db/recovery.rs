@@ -19,57 +19,21 @@ use crate::compaction::executor::Env;
 use crate::compaction::monkey::WriteTarget;
 use crate::compaction::output::OutputWriter;
 use crate::compaction::view::build_view;
-use crate::compaction::{
-    BlsmPolicy, BufferVariant, CompactionPolicy, GarneringPolicy, LeveledConfig, LeveledPolicy, LsbmPolicy,
-    LwcConfig, LwcPolicy, RunTarget, TieredPolicy,
-};
+use crate::compaction::factory::make_policy;
+use crate::compaction::policy::{CompactionPolicy, RunTarget};
 use crate::error::{Error, Result};
 use crate::filename::{current_path, lock_path, parse_file_name, wal_path, FileKind};
 use crate::info_log::InfoLog;
 use crate::iter::InternalIterator;
 use crate::key::parse_internal_key;
 use crate::memtable::MemTable;
-use crate::options::{CompactionStyle, Options};
+use crate::options::Options;
 use crate::paths::TablePaths;
 use crate::range_del::Fragments;
 use crate::stats::Counters;
 use crate::version::{Version, VersionEdit, VersionSet};
 use crate::vfs::{SequentialFile, Vfs};
 use crate::wal::{LogReader, LogWriter};
-
-/// LSbM and dLSM write files of a quarter of `target_file_size_base` and
-/// drain them four at a time (super-files, LSbM paper §4.3): compaction works
-/// in big units, the trim on small files.
-const SUPER_FILE_PARTS: u64 = 4;
-
-fn make_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>> {
-    let shape = LeveledConfig {
-        num_levels: opts.num_levels,
-        l0_trigger: opts.level0_file_num_compaction_trigger,
-        max_bytes_for_level_base: opts.max_bytes_for_level_base,
-        multiplier: opts.max_bytes_for_level_multiplier,
-        target_file_size: opts.target_file_size_base,
-    };
-    Ok(match &opts.compaction_style {
-        CompactionStyle::Leveled => Arc::new(LeveledPolicy::new(shape)?),
-        CompactionStyle::Blsm => Arc::new(BlsmPolicy::new(shape)?),
-        CompactionStyle::Tiered => Arc::new(TieredPolicy::new(shape)?),
-        CompactionStyle::Garnering { c } => Arc::new(GarneringPolicy::new(shape, *c)?),
-        CompactionStyle::Lwc { max_segments } => {
-            Arc::new(LwcPolicy::new(LwcConfig { max_segments: *max_segments, ..LwcConfig::new(shape) })?)
-        }
-        CompactionStyle::Lsbm | CompactionStyle::Dlsm => {
-            let variant = if matches!(opts.compaction_style, CompactionStyle::Lsbm) {
-                BufferVariant::Lsbm
-            } else {
-                BufferVariant::Dlsm
-            };
-            let blsm = BlsmPolicy::new(shape)?.with_super_files(SUPER_FILE_PARTS);
-            Arc::new(LsbmPolicy::new(blsm, variant, opts.buffer_trim_threshold))
-        }
-        CompactionStyle::Custom(p) => p.clone(),
-    })
-}
 
 /// Validates the options and builds the policy they name.
 pub(super) fn checked_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>> {

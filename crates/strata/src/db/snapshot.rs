@@ -13,7 +13,7 @@ use super::{DbInner, DbIterator, DbRawIterator};
 use crate::compaction::merge::SnapshotBounds;
 use crate::error::Result;
 use crate::key::SeqNum;
-use crate::options::ReadOptions;
+use crate::db::read_options::ReadOptions;
 use crate::pinned::PinnedValue;
 
 /// Live snapshots: sequence number -> how many handles hold it.

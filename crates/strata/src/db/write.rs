@@ -16,7 +16,7 @@ use crate::events::FlushReason;
 use crate::filename::wal_path;
 use crate::key::ValueKind;
 use crate::memtable::MemTable;
-use crate::options::WriteOptions;
+use crate::db::write_options::WriteOptions;
 use crate::stats::Counters;
 use crate::wal::LogWriter;
 

@@ -6,9 +6,8 @@ use super::text::{escape, unescape};
 use super::*;
 use crate::compaction::leveled::{LeveledConfig, LeveledPolicy};
 use crate::compaction::Decision;
-use crate::options::{
-    BloomAllocation, CompactionPipeline, CompactionStyle, CompressionType, WalRecoveryMode,
-};
+use crate::compaction::style::CompactionStyle;
+use crate::options::kinds::{BloomAllocation, CompactionPipeline, CompressionType, WalRecoveryMode};
 use crate::prefix::FixedPrefix;
 use crate::vfs::MemVfs;
 use crate::KeyspaceOptions;

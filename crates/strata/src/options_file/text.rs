@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::options::{CompactionPipeline, CompactionStyle, CompressionType, Options, WalRecoveryMode};
+use crate::compaction::style::CompactionStyle;
+use crate::options::Options;
+use crate::options::kinds::{CompactionPipeline, CompressionType, WalRecoveryMode};
 use crate::vfs::Vfs;
 
 use super::{COMPARATOR, OPTIONS_FILE_VERSION};

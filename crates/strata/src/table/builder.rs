@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key, user_key, ValueKind};
-use crate::options::{CompactionPipeline, CompressionType};
+use crate::options::kinds::{CompactionPipeline, CompressionType};
 use crate::prefix::PrefixExtractor;
 use crate::range_del::RangeTombstone;
 use crate::table::block::BlockBuilder;

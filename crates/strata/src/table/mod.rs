@@ -108,7 +108,7 @@ mod tests {
     use crate::cache::BlockCache;
     use crate::iter::InternalIterator;
     use crate::key::{compare_internal, lookup_key, make_internal_key, ValueKind};
-    use crate::options::CompressionType;
+    use crate::options::kinds::CompressionType;
 
     type Entries = Vec<(Vec<u8>, Vec<u8>)>;
     /// (seq, kind, value) of one version of a user key.

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::error::{Error, Result};
-use crate::options::CompressionType;
+use crate::options::kinds::CompressionType;
 use crate::stats::StageTimes;
 use crate::table::block::BlockBuilder;
 use crate::table::builder::DataBlockObserver;
@@ -425,7 +425,7 @@ mod tests {
 
     use super::*;
     use crate::key::{make_internal_key, ValueKind};
-    use crate::options::CompactionPipeline;
+    use crate::options::kinds::CompactionPipeline;
     use crate::table::test_util::MemFile;
     use crate::table::{TableBuilder, TableBuilderOptions};
 

@@ -11,7 +11,8 @@ use super::read::{TtlIterator, TtlSnapshot};
 use super::value::{split, stamp, Expiry};
 use crate::db::Keyspace;
 use crate::error::Result;
-use crate::options::{ReadOptions, WriteOptions};
+use crate::db::read_options::ReadOptions;
+use crate::db::write_options::WriteOptions;
 
 /// A keyspace of a [`crate::ttl::TtlDb`] whose values expire after its own
 /// TTL (RocksDB's column family of a `DBWithTTL`, created with
