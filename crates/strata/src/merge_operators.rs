@@ -270,8 +270,8 @@ impl MergeOperator for StandIn {
         None
     }
 
-    fn lists_operands(&self) -> bool {
-        true
+    fn unmerged(&self, existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+        Some(MergeOperands::encode(existing, operands))
     }
 }
 
