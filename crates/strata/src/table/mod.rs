@@ -9,6 +9,7 @@ pub mod filter;
 pub mod format;
 pub mod iter;
 pub(crate) mod memo;
+pub(crate) mod observer;
 pub(crate) mod pipeline;
 pub mod reader;
 pub mod segment;
@@ -349,7 +350,7 @@ mod tests {
     fn observer_sees_each_data_block_as_a_read_decodes_it() {
         type Seen = Arc<parking_lot::Mutex<Vec<(format::BlockHandle, Vec<u8>, Vec<u8>, Vec<u8>)>>>;
         struct Collect(Seen);
-        impl builder::DataBlockObserver for Collect {
+        impl observer::DataBlockObserver for Collect {
             fn data_block(&mut self, h: format::BlockHandle, first: &[u8], last: &[u8], raw: &[u8]) {
                 self.0.lock().push((h, first.to_vec(), last.to_vec(), raw.to_vec()));
             }

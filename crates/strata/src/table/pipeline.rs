@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::options::kinds::CompressionType;
 use crate::stats::StageTimes;
 use crate::table::block::BlockBuilder;
-use crate::table::builder::DataBlockObserver;
+use crate::table::observer::DataBlockObserver;
 use crate::table::format::{block_trailer, compress_block, BlockHandle, BLOCK_TRAILER_LEN};
 use crate::vfs::WritableFile;
 
