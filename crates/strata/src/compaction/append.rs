@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::apply::{find_file, task_edit};
-use super::executor::{group_runs, record, run_iterators, Env};
+use super::env::{group_runs, record, run_iterators, Env};
 use super::filter::FilterRun;
 use super::merge::{DropRules, SnapshotBounds};
 use super::monkey::{table_bits, WriteTarget};

@@ -10,6 +10,7 @@ pub(crate) mod apply;
 pub(crate) mod auto;
 pub mod blsm;
 pub(crate) mod capacity;
+pub(crate) mod env;
 pub(crate) mod executor;
 pub(crate) mod factory;
 pub mod filter;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::executor::Env;
+use super::env::Env;
 use super::monkey::{table_bits, WriteTarget};
 use super::policy::LsmView;
 use super::warmup::Warmup;

@@ -14,7 +14,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use super::executor::Env;
+use super::env::Env;
 use crate::cache::BlockCache;
 use crate::error::Result;
 use crate::iter::InternalIterator;

@@ -12,7 +12,7 @@ use super::recovery::{
 };
 use super::shared::Caches;
 use crate::batch::BatchOp;
-use crate::compaction::executor::Env;
+use crate::compaction::env::Env;
 use crate::error::{Error, Result};
 use crate::filename::{current_path, parse_file_name, wal_path, FileKind};
 use crate::info_log::InfoLog;

@@ -45,7 +45,7 @@ pub use snapshot::Snapshot;
 
 use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, CacheStats, RowCache, TableCache};
-use crate::compaction::executor::Env;
+use crate::compaction::env::Env;
 use crate::compaction::view::build_view;
 use crate::compaction::CompactionPolicy;
 use crate::error::{Error, Result};

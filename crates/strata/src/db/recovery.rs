@@ -15,7 +15,7 @@ use super::shared::{Caches, Shared, SharedParts};
 use super::{DbInner, DbState, SuperVersion};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::cache::{BlockCache, RowCache, TableCache};
-use crate::compaction::executor::Env;
+use crate::compaction::env::Env;
 use crate::compaction::monkey::WriteTarget;
 use crate::compaction::output::OutputWriter;
 use crate::compaction::view::build_view;

@@ -34,7 +34,7 @@ use super::keyspace::DEFAULT_KEYSPACE;
 use super::ks_recovery::{keyspace_dir, resolve_options, KEYSPACES_DIR};
 use super::recovery::{checked_policy, table_cache};
 use crate::batch::{BatchOp, WriteBatch};
-use crate::compaction::executor::Env;
+use crate::compaction::env::Env;
 use crate::compaction::monkey::WriteTarget;
 use crate::compaction::output::OutputWriter;
 use crate::compaction::policy::CompactionPolicy;
