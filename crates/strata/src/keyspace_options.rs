@@ -9,7 +9,13 @@ use crate::compaction::filter::CompactionFilter;
 use crate::compaction::style::CompactionStyle;
 use crate::error::{Error, Result};
 use crate::options::kinds::{BloomAllocation, CompressionType};
-use crate::options::tree::{tree_setters, F_BLOCK_SIZE, F_BLOOM_ALLOCATION, F_BLOOM_BITS, F_COMPRESSION, F_DISABLE_AUTO, F_L0_SLOWDOWN, F_L0_STOP, F_L0_TRIGGER, F_LEVEL_BASE, F_MAX_MEM_LEVEL, F_MAX_WRITE_BUFFER_NUMBER, F_MERGE_OPERATOR, F_MULTIPLIER, F_NUM_LEVELS, F_READ_MISSES, F_RESTART_INTERVAL, F_SEEK_COMPACTION, F_STYLE, F_TARGET_FILE_SIZE, F_TRIM_INTERVAL_NANOS, F_TRIM_THRESHOLD, F_TTL, F_WHOLE_KEY_FILTERING, F_WRITE_BUFFER_SIZE};
+use crate::options::tree::{
+    tree_setters, F_BLOCK_SIZE, F_BLOOM_ALLOCATION, F_BLOOM_BITS, F_COMPRESSION, F_DISABLE_AUTO,
+    F_L0_SLOWDOWN, F_L0_STOP, F_L0_TRIGGER, F_LEVEL_BASE, F_MAX_MEM_LEVEL, F_MAX_WRITE_BUFFER_NUMBER,
+    F_MERGE_OPERATOR, F_MULTIPLIER, F_NUM_LEVELS, F_READ_MISSES, F_RESTART_INTERVAL, F_SEEK_COMPACTION,
+    F_STYLE, F_TARGET_FILE_SIZE, F_TRIM_INTERVAL_NANOS, F_TRIM_THRESHOLD, F_TTL, F_WHOLE_KEY_FILTERING,
+    F_WRITE_BUFFER_SIZE,
+};
 use crate::options::{KeyspaceOptions, Options};
 use crate::prefix::PrefixExtractor;
 use crate::util::coding::{put_fixed64, put_length_prefixed, put_varint64, Reader};

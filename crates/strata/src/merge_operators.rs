@@ -9,9 +9,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::options::KeyspaceOptions;
 use crate::merge_operator::MergeOperator;
-use crate::options::Options;
+use crate::options::{KeyspaceOptions, Options};
 use crate::version::VersionSet;
 
 /// The name of [`UInt64Add`].

@@ -16,8 +16,8 @@ use std::collections::HashSet;
 use std::f64::consts::LN_2;
 
 use super::policy::{CompactionPolicy, CompactionTask, FileRef, LsmView, PickResult, RunTarget};
-use crate::options::Options;
 use crate::options::kinds::BloomAllocation;
+use crate::options::Options;
 
 /// Most bits per key a run is given (the `bloom_bits_per_key` limit). Only a
 /// run tiny beside the tree reaches it; the budget it would have had is unused.

@@ -16,8 +16,8 @@ mod range_read;
 mod raw_iter;
 mod read;
 mod read_memo;
-pub(crate) mod read_options;
 mod read_only;
+pub(crate) mod read_options;
 mod recovery;
 mod repair;
 mod seek;
@@ -50,14 +50,14 @@ use crate::compaction::view::build_view;
 use crate::compaction::CompactionPolicy;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
-use crate::db::read_options::ReadOptions;
-use crate::db::write_options::WriteOptions;
 use crate::options::Options;
 use crate::pinned::PinnedValue;
 use crate::stats::{Counters, LevelStats, Stats};
 use crate::version::{Level, Version, VersionSet};
 use crate::vfs::Vfs;
+use read_options::ReadOptions;
 use shared::Shared;
+use write_options::WriteOptions;
 
 /// What readers see: the memtables and the tree, swapped atomically together.
 pub(crate) struct SuperVersion {

@@ -7,10 +7,10 @@
 
 use super::read::{block_read_options, mem_get, KeyRead, Walk};
 use super::read_memo::ReadMemo;
+use super::read_options::ReadOptions;
 use super::DbInner;
 use crate::error::Result;
 use crate::key::{append_internal_key, SeqNum, KIND_FOR_SEEK, TRAILER_LEN};
-use crate::db::read_options::ReadOptions;
 use crate::pinned::PinnedValue;
 use crate::stats::Counters;
 use crate::table::filter::filter_hash;

@@ -13,9 +13,8 @@ use crate::events::EventListener;
 use crate::events::PolicyChangeInfo;
 use crate::info_log::InfoLog;
 use crate::keyspace_options::keep_recorded;
-use crate::options::KeyspaceOptions;
-use crate::options::Options;
 use crate::options::kinds::MAX_LEVELS;
+use crate::options::{KeyspaceOptions, Options};
 use crate::version::{BufferOp, KeyspaceOp, VersionEdit, VersionSet};
 
 /// The options the default tree of the database in `dir` (which has a

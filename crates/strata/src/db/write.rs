@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, MutexGuard};
 
 use super::shared::Shared;
+use super::write_options::WriteOptions;
 use super::{DbInner, DbState, Immutable};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -16,7 +17,6 @@ use crate::events::FlushReason;
 use crate::filename::wal_path;
 use crate::key::ValueKind;
 use crate::memtable::MemTable;
-use crate::db::write_options::WriteOptions;
 use crate::stats::Counters;
 use crate::wal::LogWriter;
 

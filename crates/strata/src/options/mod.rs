@@ -527,9 +527,6 @@ impl Options {
 
     /// The info log's rotation limits.
     pub(crate) fn info_log_limits(&self) -> InfoLogLimits {
-        InfoLogLimits {
-            max_file_size: self.max_log_file_size,
-            keep_old: self.keep_log_file_num,
-        }
+        InfoLogLimits { max_file_size: self.max_log_file_size, keep_old: self.keep_log_file_num }
     }
 }

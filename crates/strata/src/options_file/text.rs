@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
 use crate::compaction::style::CompactionStyle;
-use crate::options::Options;
+use crate::error::{Error, Result};
 use crate::options::kinds::{CompactionPipeline, CompressionType, WalRecoveryMode};
+use crate::options::Options;
 use crate::vfs::Vfs;
 
 use super::{COMPARATOR, OPTIONS_FILE_VERSION};

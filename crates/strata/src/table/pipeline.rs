@@ -31,8 +31,8 @@ use crate::error::{Error, Result};
 use crate::options::kinds::CompressionType;
 use crate::stats::StageTimes;
 use crate::table::block::BlockBuilder;
-use crate::table::observer::DataBlockObserver;
 use crate::table::format::{block_trailer, compress_block, BlockHandle, BLOCK_TRAILER_LEN};
+use crate::table::observer::DataBlockObserver;
 use crate::vfs::WritableFile;
 
 /// A block ready to append: the stored payload followed by its trailer.
