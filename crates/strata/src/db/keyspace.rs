@@ -9,9 +9,9 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::ks_recovery::{keyspace_dir, remove_tree_dir, KEYSPACES_DIR};
+use super::ks_dirs::{keyspace_dir, remove_tree_dir, KEYSPACES_DIR};
 use super::read_options::ReadOptions;
-use super::recovery::{checked_policy, table_cache, Parts};
+use super::tree_open::{checked_policy, table_cache, Parts};
 use super::write_options::WriteOptions;
 use super::{into_vecs, Db, DbInner, DbIterator, DbRawIterator, Snapshot};
 use crate::batch::WriteBatch;

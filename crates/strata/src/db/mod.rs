@@ -8,6 +8,7 @@ mod file_get;
 mod iter;
 mod iter_view;
 mod keyspace;
+mod ks_dirs;
 mod ks_recovery;
 mod multi_get;
 mod policy_change;
@@ -23,6 +24,7 @@ mod repair;
 mod seek;
 mod shared;
 mod snapshot;
+mod tree_open;
 mod write;
 pub(crate) mod write_options;
 

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::recovery::Parts;
+use super::tree_open::Parts;
 use crate::compaction::CompactionPolicy;
 use crate::error::{Error, Result};
 use crate::events::EventListener;
