@@ -12,7 +12,7 @@ pub mod rocksdb;
 /// Strata's `Options::default()` shape, which peers copy where the benchmark
 /// has no flag, so that all engines run the same LSM geometry. Strata keeps
 /// these fields private, hence the copy; keep in step with
-/// `crates/strata/src/options.rs`.
+/// `crates/strata/src/options/mod.rs`.
 pub mod strata_defaults {
     /// Memtables per column family (active + immutable).
     pub const MAX_WRITE_BUFFER_NUMBER: i32 = 2;
