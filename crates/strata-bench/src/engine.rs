@@ -2,7 +2,6 @@
 //! benchmark's options onto each engine's own (printed, so runs are auditable).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// Errors from any engine, as text (each engine has its own error type).
 pub type BenchResult<T> = Result<T, String>;
@@ -529,23 +528,6 @@ impl Engine for StrataEngine {
     }
     fn path(&self) -> &Path {
         &self.path
-    }
-}
-
-/// Opens the engine named `kind` (`strata`, and with features `rocksdb`,
-/// `leveldb`, `fjall`).
-pub fn open_engine(kind: &str, cfg: &EngineConfig) -> BenchResult<Arc<dyn Engine>> {
-    match kind {
-        "strata" => Ok(Arc::new(StrataEngine::open(cfg)?)),
-        #[cfg(feature = "rocksdb")]
-        "rocksdb" => Ok(Arc::new(crate::peers::rocksdb::RocksDbEngine::open(cfg)?)),
-        #[cfg(feature = "leveldb")]
-        "leveldb" => Ok(Arc::new(crate::peers::leveldb::LevelDbEngine::open(cfg)?)),
-        #[cfg(feature = "fjall")]
-        "fjall" => Ok(Arc::new(crate::peers::fjall::FjallEngine::open(cfg)?)),
-        other => Err(format!(
-            "engine {other:?} is not built in (enable its cargo feature; see docs/BENCHMARKS.md)"
-        )),
     }
 }
 

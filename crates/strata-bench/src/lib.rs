@@ -12,6 +12,7 @@ pub mod engine;
 pub mod gen;
 pub mod output;
 pub mod peers;
+pub mod registry;
 pub mod report;
 pub mod results;
 pub mod suite;

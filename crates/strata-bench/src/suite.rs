@@ -4,7 +4,8 @@
 
 use crate::bench::{self, DbState};
 use crate::cli::{engine_rows, parse_args, resolve_baseline, Args};
-use crate::engine::{open_engine, BenchResult, EngineConfig};
+use crate::engine::{BenchResult, EngineConfig};
+use crate::registry::open_engine;
 use crate::report;
 use crate::results::RunResult;
 use std::io::Write;

@@ -391,11 +391,11 @@ pub(crate) struct EventHub {
 }
 
 impl EventHub {
-    /// `info_log` (the database's `LOG`) hears every event after the
+    /// `last` (the database's info log `LOG`) hears every event after the
     /// user's listeners.
-    pub(crate) fn new(listeners: &Listeners, info_log: Option<Arc<crate::info_log::InfoLog>>) -> Self {
+    pub(crate) fn new(listeners: &Listeners, last: Option<Arc<impl EventListener + 'static>>) -> Self {
         let mut listeners = listeners.0.clone();
-        listeners.extend(info_log.map(|l| l as Arc<dyn EventListener>));
+        listeners.extend(last.map(|l| l as Arc<dyn EventListener>));
         EventHub {
             listeners,
             pending: Mutex::new(VecDeque::new()),

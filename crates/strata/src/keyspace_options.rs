@@ -5,55 +5,20 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::compaction::CompactionFilter;
+use crate::compaction::filter::CompactionFilter;
+use crate::compaction::style::CompactionStyle;
 use crate::error::{Error, Result};
-use crate::options::{BloomAllocation, CompactionStyle, CompressionType, Options};
+use crate::options::kinds::{BloomAllocation, CompressionType};
+use crate::options::tree::{
+    tree_setters, F_BLOCK_SIZE, F_BLOOM_ALLOCATION, F_BLOOM_BITS, F_COMPRESSION, F_DISABLE_AUTO,
+    F_L0_SLOWDOWN, F_L0_STOP, F_L0_TRIGGER, F_LEVEL_BASE, F_MAX_MEM_LEVEL, F_MAX_WRITE_BUFFER_NUMBER,
+    F_MERGE_OPERATOR, F_MULTIPLIER, F_NUM_LEVELS, F_READ_MISSES, F_RESTART_INTERVAL, F_SEEK_COMPACTION,
+    F_STYLE, F_TARGET_FILE_SIZE, F_TRIM_INTERVAL_NANOS, F_TRIM_THRESHOLD, F_TTL, F_WHOLE_KEY_FILTERING,
+    F_WRITE_BUFFER_SIZE,
+};
+use crate::options::{KeyspaceOptions, Options};
 use crate::prefix::PrefixExtractor;
 use crate::util::coding::{put_fixed64, put_length_prefixed, put_varint64, Reader};
-
-/// Options of one keyspace (RocksDB `ColumnFamilyOptions`): its compaction
-/// policy and parameters, memtable size, level shape, filters, block format
-/// and per-tree hooks. Everything else (the file system, caches, WAL and
-/// recovery settings, background threads) is the database's [`Options`]:
-/// in particular there is no per-keyspace cache capacity, every keyspace
-/// reads through the database's one block cache and one row cache, and
-/// every keyspace reports to the database's event listeners
-/// ([`Options::with_event_listener`]; each event names its keyspace).
-/// The numeric and enum settings are persisted when the keyspace is created.
-/// At a reopen, each one these options did not set with its `with_*` method
-/// keeps its recorded value; one given with [`Options::with_keyspace`] that
-/// was set and differs (another policy included, see
-/// [`Options::with_compaction_style`]) is applied and recorded. The
-/// trait objects (merge operator, compaction filter, prefix extractor) cannot
-/// be persisted and are given again at open; the merge operator's name is,
-/// and an operator of another name is refused.
-///
-/// # Examples
-///
-/// ```
-/// use strata::{CompactionStyle, Db, KeyspaceOptions, MemVfs, Options};
-///
-/// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
-/// let opts = KeyspaceOptions::default()
-///     .with_compaction_style(CompactionStyle::Lsbm)
-///     .with_write_buffer_size(1 << 20)
-///     .with_bloom_bits_per_key(14.0);
-/// let hot = db.create_keyspace("hot", opts)?;
-/// hot.put("k", "v")?;
-/// assert_eq!(hot.property("strata.policy")?, "lsbm");
-/// # Ok::<(), strata::Error>(())
-/// ```
-#[derive(Clone, Default)]
-pub struct KeyspaceOptions {
-    /// Holds the per-tree fields; the others are never read.
-    tree: Options,
-    /// The merge operator's name as the MANIFEST recorded it (the operator
-    /// itself cannot be persisted); used when `tree` has no operator.
-    recorded_merge_operator: Option<String>,
-    /// The TTL the MANIFEST recorded (its values carry write-time stamps).
-    /// Kept apart from `tree.ttl` so a plain open, which gives none, is refused.
-    recorded_ttl: Option<Duration>,
-}
 
 impl fmt::Debug for KeyspaceOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -65,18 +30,6 @@ impl fmt::Debug for KeyspaceOptions {
             .field("merge_operator", &self.merge_operator_name())
             .finish_non_exhaustive()
     }
-}
-
-macro_rules! ks_setter {
-    ($(#[$doc:meta])* $name:ident, $field:ident, $ty:ty, $f:ident) => {
-        $(#[$doc])*
-        #[must_use]
-        pub fn $name(mut self, v: $ty) -> Self {
-            self.tree.$field = v;
-            self.tree.explicit |= 1 << $f;
-            self
-        }
-    };
 }
 
 impl KeyspaceOptions {
@@ -167,51 +120,7 @@ impl KeyspaceOptions {
         &self.tree.compaction_style
     }
 
-    ks_setter!(/// The compaction policy (RocksDB `compaction_style`; default leveled).
-        with_compaction_style, compaction_style, CompactionStyle, F_STYLE);
-    ks_setter!(/// Memtable size before it is switched and flushed (RocksDB `write_buffer_size`; default 64 MiB).
-        with_write_buffer_size, write_buffer_size, usize, F_WRITE_BUFFER_SIZE);
-    ks_setter!(/// Memtables (active + immutable) before writes stop (RocksDB `max_write_buffer_number`; default 2).
-        with_max_write_buffer_number, max_write_buffer_number, usize, F_MAX_WRITE_BUFFER_NUMBER);
-    ks_setter!(/// L0 files that trigger a compaction (RocksDB `level0_file_num_compaction_trigger`; default 4).
-        with_level0_file_num_compaction_trigger, level0_file_num_compaction_trigger, usize, F_L0_TRIGGER);
-    ks_setter!(/// L0 files at which writes slow down (RocksDB `level0_slowdown_writes_trigger`; default 20).
-        with_level0_slowdown_writes_trigger, level0_slowdown_writes_trigger, usize, F_L0_SLOWDOWN);
-    ks_setter!(/// L0 files at which writes stop (RocksDB `level0_stop_writes_trigger`; default 36).
-        with_level0_stop_writes_trigger, level0_stop_writes_trigger, usize, F_L0_STOP);
-    ks_setter!(/// Capacity of level 1 in bytes (RocksDB `max_bytes_for_level_base`; default 256 MiB).
-        with_max_bytes_for_level_base, max_bytes_for_level_base, u64, F_LEVEL_BASE);
-    ks_setter!(/// Size ratio between adjacent levels (RocksDB `max_bytes_for_level_multiplier`; default 10).
-        with_max_bytes_for_level_multiplier, max_bytes_for_level_multiplier, f64, F_MULTIPLIER);
-    ks_setter!(/// Number of levels including L0 (RocksDB `num_levels`; default 7).
-        with_num_levels, num_levels, usize, F_NUM_LEVELS);
-    ks_setter!(/// Target size of compaction output files (RocksDB `target_file_size_base`; default 64 MiB).
-        with_target_file_size_base, target_file_size_base, u64, F_TARGET_FILE_SIZE);
-    ks_setter!(/// Uncompressed data block size (RocksDB `BlockBasedTableOptions::block_size`; default 4 KiB).
-        with_block_size, block_size, usize, F_BLOCK_SIZE);
-    ks_setter!(/// Keys between restart points in a block (RocksDB `block_restart_interval`; default 16).
-        with_block_restart_interval, block_restart_interval, usize, F_RESTART_INTERVAL);
-    ks_setter!(/// Bloom filter bits per key, 0 for none (RocksDB `NewBloomFilterPolicy(bits)`; default 10).
-        with_bloom_bits_per_key, bloom_bits_per_key, f64, F_BLOOM_BITS);
-    ks_setter!(/// How the bloom bits are spread over the sorted runs (default uniform; see [`BloomAllocation`]).
-        with_bloom_allocation, bloom_allocation, BloomAllocation, F_BLOOM_ALLOCATION);
-    ks_setter!(/// Whether table filters hold whole keys (RocksDB `whole_key_filtering`; default true).
-        with_whole_key_filtering, whole_key_filtering, bool, F_WHOLE_KEY_FILTERING);
-    ks_setter!(/// Block compression (RocksDB `compression`; default LZ4).
-        with_compression, compression, CompressionType, F_COMPRESSION);
-    ks_setter!(/// Turn background compactions off (RocksDB `disable_auto_compactions`).
-        with_disable_auto_compactions, disable_auto_compactions, bool, F_DISABLE_AUTO);
-    ks_setter!(/// LSbM: how often the trim runs (default 30 s).
-        with_buffer_trim_interval, buffer_trim_interval, Duration, F_TRIM_INTERVAL_NANOS);
-    ks_setter!(/// LSbM: cached-block fraction under which a buffer file is trimmed (default 0.8).
-        with_buffer_trim_threshold, buffer_trim_threshold, f64, F_TRIM_THRESHOLD);
-    ks_setter!(/// LSbM: whether a read may fetch a buffer file's block from the device (default false).
-        with_buffer_read_misses, buffer_read_misses, bool, F_READ_MISSES);
-    ks_setter!(/// Seek-triggered compaction (LevelDB's `allowed_seeks`; default false).
-        with_seek_compaction, seek_compaction, bool, F_SEEK_COMPACTION);
-    ks_setter!(/// Deepest level a flushed memtable's table may go to (RocksDB's former
-        /// `max_mem_compaction_level`; default 0).
-        with_max_mem_compaction_level, max_mem_compaction_level, usize, F_MAX_MEM_LEVEL);
+    tree_setters!(tree);
 
     /// The keyspace's compaction filter (RocksDB `compaction_filter`); not persisted.
     ///
@@ -577,34 +486,6 @@ impl PersistedStyle {
         }
     }
 }
-
-pub(crate) const F_WRITE_BUFFER_SIZE: u64 = 1;
-pub(crate) const F_MAX_WRITE_BUFFER_NUMBER: u64 = 2;
-pub(crate) const F_L0_TRIGGER: u64 = 3;
-pub(crate) const F_L0_SLOWDOWN: u64 = 4;
-pub(crate) const F_L0_STOP: u64 = 5;
-pub(crate) const F_LEVEL_BASE: u64 = 6;
-pub(crate) const F_MULTIPLIER: u64 = 7;
-pub(crate) const F_NUM_LEVELS: u64 = 8;
-pub(crate) const F_TARGET_FILE_SIZE: u64 = 9;
-pub(crate) const F_BLOCK_SIZE: u64 = 10;
-pub(crate) const F_RESTART_INTERVAL: u64 = 11;
-pub(crate) const F_BLOOM_BITS: u64 = 12;
-pub(crate) const F_BLOOM_ALLOCATION: u64 = 13;
-pub(crate) const F_WHOLE_KEY_FILTERING: u64 = 14;
-pub(crate) const F_COMPRESSION: u64 = 15;
-pub(crate) const F_STYLE: u64 = 16;
-pub(crate) const F_DISABLE_AUTO: u64 = 17;
-pub(crate) const F_TRIM_INTERVAL_NANOS: u64 = 18;
-pub(crate) const F_TRIM_THRESHOLD: u64 = 19;
-pub(crate) const F_READ_MISSES: u64 = 20;
-pub(crate) const F_SEEK_COMPACTION: u64 = 21;
-pub(crate) const F_MAX_MEM_LEVEL: u64 = 22;
-/// The merge operator's name; written only when one is set.
-pub(crate) const F_MERGE_OPERATOR: u64 = 23;
-/// The TTL in ms of a tree whose values carry write-time stamps (`TtlDb`);
-/// written only for such a tree.
-pub(crate) const F_TTL: u64 = 24;
 
 #[cfg(test)]
 mod tests {

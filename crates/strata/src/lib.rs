@@ -67,19 +67,20 @@ pub mod wal;
 
 pub use backup::{BackupEngine, BackupId, BackupInfo};
 pub use batch::{BatchIter, BatchOp, WriteBatch};
+pub use compaction::style::CompactionStyle;
 pub use compaction::{CompactionFilter, CompactionPolicy, Decision};
+pub use db::read_options::ReadOptions;
+pub use db::write_options::WriteOptions;
 pub use db::{destroy, repair, Db, DbIterator, DbRawIterator, Keyspace, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use events::{
     BackgroundErrorInfo, BackgroundErrorReason, CompactionInfo, EventListener, FlushInfo, FlushReason,
     PolicyChangeInfo, StallCause, StallCondition, StallInfo,
 };
-pub use keyspace_options::KeyspaceOptions;
 pub use merge_operator::{associative_merge_operator, MergeOperator};
-pub use options::{
-    BloomAllocation, CompactionPipeline, CompactionStyle, CompressionType, Options, ReadOptions,
-    WalRecoveryMode, WriteOptions,
-};
+pub use options::kinds::{BloomAllocation, CompactionPipeline, CompressionType, WalRecoveryMode};
+pub use options::KeyspaceOptions;
+pub use options::Options;
 pub use pinned::PinnedValue;
 pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use stats::{CompactionRecord, LevelStats, StageTimes, Stats};

@@ -87,12 +87,13 @@ pub trait MergeOperator: Send + Sync {
         None
     }
 
-    /// True only for [`unmerged_stand_in`](crate::merge_operators::unmerged_stand_in):
-    /// reads then return a key's operands unmerged instead of calling
-    /// [`Self::full_merge`].
+    /// `Some` only for [`unmerged_stand_in`](crate::merge_operators::unmerged_stand_in):
+    /// what a read returns instead of calling [`Self::full_merge`] (the
+    /// operands unmerged, encoded).
     #[doc(hidden)]
-    fn lists_operands(&self) -> bool {
-        false
+    fn unmerged(&self, existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+        let _ = (existing, operands);
+        None
     }
 }
 
@@ -178,8 +179,8 @@ pub(crate) fn full_merge(
             show_key(key)
         ))
     })?;
-    if op.lists_operands() {
-        return Ok(crate::merge_operators::MergeOperands::encode(existing, operands));
+    if let Some(listed) = op.unmerged(existing, operands) {
+        return Ok(listed);
     }
     op.full_merge(key, existing, operands).ok_or_else(|| {
         Error::corruption(format!("merge operator '{}' failed to merge key '{}'", op.name(), show_key(key)))

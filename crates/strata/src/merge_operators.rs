@@ -9,9 +9,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::keyspace_options::KeyspaceOptions;
 use crate::merge_operator::MergeOperator;
-use crate::options::Options;
+use crate::options::{KeyspaceOptions, Options};
 use crate::version::VersionSet;
 
 /// The name of [`UInt64Add`].
@@ -270,8 +269,8 @@ impl MergeOperator for StandIn {
         None
     }
 
-    fn lists_operands(&self) -> bool {
-        true
+    fn unmerged(&self, existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+        Some(MergeOperands::encode(existing, operands))
     }
 }
 

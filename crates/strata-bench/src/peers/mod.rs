@@ -12,7 +12,7 @@ pub mod rocksdb;
 /// Strata's `Options::default()` shape, which peers copy where the benchmark
 /// has no flag, so that all engines run the same LSM geometry. Strata keeps
 /// these fields private, hence the copy; keep in step with
-/// `crates/strata/src/options.rs`.
+/// `crates/strata/src/options/mod.rs`.
 pub mod strata_defaults {
     /// Memtables per column family (active + immutable).
     pub const MAX_WRITE_BUFFER_NUMBER: i32 = 2;
@@ -110,7 +110,7 @@ mod tests {
     fn exercise(kind: &str, expect_cache_counters: bool) {
         let dir = tempfile::tempdir().unwrap();
         let cfg = tiny_config(dir.path());
-        let db = crate::engine::open_engine(kind, &cfg).unwrap();
+        let db = crate::registry::open_engine(kind, &cfg).unwrap();
         assert_eq!(db.name(), kind);
         assert!(!db.option_mapping().is_empty());
         let value = [7u8; 100];
@@ -163,7 +163,7 @@ mod tests {
         assert!(crate::engine::dir_size(db.path()) > 0);
         drop(db);
         // Reopens on the same files.
-        let db = crate::engine::open_engine(kind, &cfg).unwrap();
+        let db = crate::registry::open_engine(kind, &cfg).unwrap();
         assert_eq!(db.get(format!("{:016}", 4999).as_bytes()).unwrap().as_deref(), Some(&value[..]));
     }
 

@@ -10,14 +10,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::apply::{find_file, task_edit};
-use super::executor::{group_runs, record, run_iterators, SnapshotBounds, TaskOutcome};
+use super::env::{group_runs, record, run_iterators};
+use super::executor::{SnapshotBounds, TaskOutcome};
 use super::filter::FilterRun;
 use super::merge::merge_into;
 use super::monkey::table_bits;
 use super::policy::{CompactionTask, LsmView, PickResult, RunTarget};
 use crate::error::{Error, Result};
 use crate::iter::MergingIterator;
-use crate::options::CompactionPipeline;
+use crate::options::kinds::CompactionPipeline;
 use crate::sink::{Appender, Env, TableSink, WriteTarget};
 use crate::table::BlockReadOptions;
 use crate::version::Version;

@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use crate::options::CompactionPipeline;
+use crate::options::kinds::CompactionPipeline;
 use crate::stats::{CompactionRecord, Counters};
 
 /// Recent tasks the choice looks at.

@@ -16,7 +16,8 @@ use std::collections::HashSet;
 use std::f64::consts::LN_2;
 
 use super::policy::{CompactionPolicy, CompactionTask, FileRef, LsmView, PickResult, RunTarget};
-use crate::options::{BloomAllocation, Options};
+use crate::options::kinds::BloomAllocation;
+use crate::options::Options;
 // Defined with the writers that take it; public here, where Monkey's API does.
 pub use crate::sink::WriteTarget;
 

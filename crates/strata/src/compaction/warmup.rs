@@ -19,8 +19,8 @@ use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{lookup_key, user_key, MAX_SEQ};
 use crate::sink::Env;
-use crate::table::builder::DataBlockObserver;
 use crate::table::format::BlockHandle;
+use crate::table::observer::DataBlockObserver;
 use crate::table::{Block, Table};
 use crate::version::FileMeta;
 

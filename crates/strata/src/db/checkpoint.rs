@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::Db;
+use crate::compaction::style::CompactionStyle;
 use crate::error::{Error, Result};
 use crate::filename::{table_path, wal_path};
-use crate::options::CompactionStyle;
 use crate::version::{set_current, ManifestWriter};
 use crate::version::{FileMeta, Version, VersionEdit};
 use crate::vfs::{copy_prefix, Vfs};

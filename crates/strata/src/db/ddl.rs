@@ -7,13 +7,12 @@ use std::sync::Arc;
 
 use super::handle::Db;
 use super::keyspace::{Keyspace, DEFAULT_KEYSPACE};
-use super::ks_recovery::{keyspace_dir, remove_tree_dir, KEYSPACES_DIR};
-use super::recovery::{checked_policy, table_cache, Parts};
+use super::ks_dirs::{keyspace_dir, remove_tree_dir, KEYSPACES_DIR};
 use super::shared::Shared;
+use super::tree_open::{checked_policy, table_cache, Parts};
 use crate::error::{Error, Result};
-use crate::keyspace_options::KeyspaceOptions;
 use crate::memtable::MemTable;
-use crate::options::Options;
+use crate::options::{KeyspaceOptions, Options};
 use crate::paths::TablePaths;
 use crate::version::{KeyspaceOp, VersionEdit, VersionSet};
 

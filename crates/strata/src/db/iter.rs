@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::bounds::{narrow_lower, narrow_upper, owned};
 use super::iter_view::IterView;
 use super::iter_view::ViewIter;
+use super::read_options::ReadOptions;
 use super::DbInner;
 use crate::error::Result;
 use crate::iter::InternalIterator;
@@ -16,7 +17,6 @@ use crate::key::{
     make_internal_key, parse_internal_key, user_key, SeqNum, ValueKind, KIND_FOR_SEEK, MAX_SEQ,
 };
 use crate::merge_operator::{NewestFirst, OldestFirst};
-use crate::options::ReadOptions;
 
 /// A key-value pair yielded by [`DbIterator`].
 pub type KvPair = (Vec<u8>, Vec<u8>);

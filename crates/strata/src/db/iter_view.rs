@@ -7,12 +7,12 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use super::range_read::FailingIter;
+use super::read_options::ReadOptions;
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator, Pieces, PrefixSkip, RunIterator, SeekPastCovered};
 use crate::key::SeqNum;
 use crate::merge_operator::{NewestFirst, OldestFirst};
-use crate::options::ReadOptions;
 use crate::prefix::PrefixProbe;
 use crate::range_del::Fragments;
 use crate::stats::Counters;

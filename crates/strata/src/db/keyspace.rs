@@ -7,12 +7,13 @@ use std::fmt;
 use std::ops::RangeBounds;
 use std::sync::Arc;
 
+use super::read_options::ReadOptions;
+use super::write_options::WriteOptions;
 use super::{into_vecs, DbInner, DbIterator, DbRawIterator, Snapshot};
 use crate::batch::WriteBatch;
 use crate::error::Result;
 use crate::key::ValueKind;
-use crate::keyspace_options::KeyspaceOptions;
-use crate::options::{ReadOptions, WriteOptions};
+use crate::options::KeyspaceOptions;
 use crate::pinned::PinnedValue;
 use crate::stats::Stats;
 

@@ -1,36 +1,29 @@
-//! Keyspaces at open: where they live, the options they reopen with, their
+//! Keyspaces at open: the options they reopen with, their
 //! recovered trees, and the WAL replay that sends each op to its keyspace.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
+use super::ks_dirs::{keyspace_dir, remove_tree_dir, KEYSPACES_DIR};
 use super::policy_change::{check_merge_operator, reconcile_keyspace, Recorded};
-use super::recovery::{
+use super::shared::Caches;
+use super::tree_open::{
     check_files_present, checked_policy, cut_uncommitted_appends, flush_recovered, remove_unreferenced,
     replay_log_ops, table_cache, verify_tables, Parts,
 };
-use super::shared::Caches;
 use crate::batch::BatchOp;
 use crate::error::{Error, Result};
 use crate::filename::{current_path, parse_file_name, wal_path, FileKind};
 use crate::info_log::InfoLog;
-use crate::keyspace_options::{KeyspaceOptions, PersistedStyle};
+use crate::keyspace_options::PersistedStyle;
 use crate::memtable::MemTable;
-use crate::options::Options;
+use crate::options::{KeyspaceOptions, Options};
 use crate::paths::TablePaths;
 use crate::sink::Env;
 use crate::version::{KeyspaceEntry, Version, VersionEdit, VersionSet};
 use crate::vfs::{SequentialFile, Vfs};
 use crate::wal::{check_needed_wals, TreeLog};
-
-/// The directory under the root that holds one directory per keyspace.
-pub(crate) const KEYSPACES_DIR: &str = "keyspaces";
-
-/// Where keyspace `id` (> 0) keeps its MANIFEST, CURRENT and tables.
-pub(crate) fn keyspace_dir(root: &Path, id: u32) -> PathBuf {
-    root.join(KEYSPACES_DIR).join(id.to_string())
-}
 
 /// The options registered keyspace `name` opens with: those given with
 /// `Options::with_keyspace` (another policy is a policy change, see
@@ -154,7 +147,7 @@ fn recover_tree(
     } else {
         VersionSet::recover_checked(vfs.clone(), &dir, opts.num_levels, check)?
     };
-    super::recovery::log_manifest_replayed(&name, &versions);
+    super::tree_open::log_manifest_replayed(&name, &versions);
     versions.set_max_manifest_size(opts.max_manifest_file_size);
     for n in &entries {
         if let Some(FileKind::Table(k) | FileKind::Temp(k) | FileKind::Manifest(k)) = parse_file_name(n) {
@@ -187,21 +180,6 @@ fn remove_orphans(vfs: &dyn Vfs, root: &Path, registry: &BTreeMap<u32, KeyspaceE
             Ok(id) if !registry.contains_key(&id) => remove_tree_dir(vfs, &base.join(&n)),
             _ => {}
         }
-    }
-}
-
-/// Deletes a keyspace directory: its files, then the directory (best
-/// effort; what is left is removed by the next open).
-pub(crate) fn remove_tree_dir(vfs: &dyn Vfs, dir: &Path) {
-    if let Ok(names) = vfs.list_dir(dir) {
-        for n in names {
-            let _ = vfs.remove_file(&dir.join(n));
-        }
-    }
-    let _ = vfs.sync_dir(dir);
-    let _ = vfs.remove_dir(dir);
-    if let Some(parent) = dir.parent() {
-        let _ = vfs.sync_dir(parent);
     }
 }
 

@@ -6,14 +6,15 @@
 
 use std::path::Path;
 
-use super::recovery::Parts;
+use super::tree_open::Parts;
 use crate::compaction::CompactionPolicy;
 use crate::error::{Error, Result};
 use crate::events::EventListener;
 use crate::events::PolicyChangeInfo;
 use crate::info_log::InfoLog;
-use crate::keyspace_options::{keep_recorded, KeyspaceOptions};
-use crate::options::{Options, MAX_LEVELS};
+use crate::keyspace_options::keep_recorded;
+use crate::options::kinds::MAX_LEVELS;
+use crate::options::{KeyspaceOptions, Options};
 use crate::version::{BufferOp, KeyspaceOp, VersionEdit, VersionSet};
 
 /// The options the default tree of the database in `dir` (which has a

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use super::bounds;
 use super::iter_view::IterView;
 use super::iter_view::ViewIter;
+use super::read_options::ReadOptions;
 use super::DbInner;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
@@ -24,7 +25,6 @@ use crate::key::{
     append_internal_key, parse_internal_key, user_key, SeqNum, ValueKind, KIND_FOR_SEEK, MAX_SEQ,
 };
 use crate::merge_operator::{NewestFirst, OldestFirst};
-use crate::options::ReadOptions;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Direction {

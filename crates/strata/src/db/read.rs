@@ -10,13 +10,13 @@ use std::sync::atomic::Ordering;
 
 use std::sync::Arc;
 
-use super::multi_get::ReadMemo;
+use super::read_memo::ReadMemo;
+use super::read_options::ReadOptions;
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator, RunIterator};
 use crate::key::{lookup_key, parse_internal_key, SeqNum, ValueKind};
 use crate::merge_operator::NewestFirst;
-use crate::options::ReadOptions;
 use crate::pinned::PinnedValue;
 use crate::stats::Counters;
 use crate::table::filter::filter_hash;

@@ -8,13 +8,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::ks_recovery::{
-    keyspace_dir, load_keyspaces_read_only, open_listed_wals, replay_wals_into_memory, KEYSPACES_DIR,
-};
-use super::recovery::{
+use super::ks_dirs::{keyspace_dir, KEYSPACES_DIR};
+use super::ks_recovery::{load_keyspaces_read_only, open_listed_wals, replay_wals_into_memory};
+use super::shared::{Caches, Shared, SharedParts};
+use super::tree_open::{
     check_files_present, check_wal_present, checked_policy, table_cache, verify_tables, Parts,
 };
-use super::shared::{Caches, Shared, SharedParts};
 use super::DbInner;
 use crate::error::{Error, Result};
 use crate::filename::current_path;

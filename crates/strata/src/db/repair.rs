@@ -31,8 +31,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::keyspace::DEFAULT_KEYSPACE;
-use super::ks_recovery::{keyspace_dir, resolve_options, KEYSPACES_DIR};
-use super::recovery::{checked_policy, table_cache};
+use super::ks_dirs::{keyspace_dir, KEYSPACES_DIR};
+use super::ks_recovery::resolve_options;
+use super::tree_open::{checked_policy, table_cache};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::compaction::policy::CompactionPolicy;
 use crate::compaction::view::build_view;
@@ -43,7 +44,8 @@ use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::MAX_SEQ;
 use crate::key::{parse_internal_key, ValueKind};
 use crate::memtable::MemTable;
-use crate::options::{Options, WalRecoveryMode};
+use crate::options::kinds::WalRecoveryMode;
+use crate::options::Options;
 use crate::paths::TablePaths;
 use crate::range_del::{Fragments, RangeDelSkip, RangeTombstone};
 use crate::sink::{Env, OutputWriter, TableSink, WriteTarget};
@@ -590,11 +592,11 @@ pub fn destroy(path: impl AsRef<Path>, opts: Options) -> Result<()> {
     }
     let names = vfs.list_dir(dir)?;
     let lock = vfs.lock(&lock_path(dir))?;
-    let ks_dir = dir.join(super::ks_recovery::KEYSPACES_DIR);
+    let ks_dir = dir.join(super::ks_dirs::KEYSPACES_DIR);
     if vfs.exists(&ks_dir) {
         for n in vfs.list_dir(&ks_dir)? {
             if n.parse::<u32>().is_ok() {
-                super::ks_recovery::remove_tree_dir(vfs.as_ref(), &ks_dir.join(n));
+                super::ks_dirs::remove_tree_dir(vfs.as_ref(), &ks_dir.join(n));
             }
         }
         if vfs.list_dir(&ks_dir)?.is_empty() {

@@ -13,7 +13,6 @@ use super::{DbInner, DbIterator, DbRawIterator};
 use crate::compaction::executor::SnapshotBounds;
 use crate::error::Result;
 use crate::key::SeqNum;
-use crate::options::ReadOptions;
 use crate::pinned::PinnedValue;
 
 /// Live snapshots: sequence number -> how many handles hold it.
@@ -115,7 +114,7 @@ impl Snapshot {
 
     /// Reads a key as of this snapshot.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        self.handle.db.get_at(key.as_ref(), Some(self.handle.seq), &ReadOptions::default())
+        self.handle.db.get_at(key.as_ref(), Some(self.handle.seq), &Default::default())
     }
 
     /// Reads a key as of this snapshot without copying it out of its table
@@ -137,7 +136,7 @@ impl Snapshot {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn get_pinned(&self, key: impl AsRef<[u8]>) -> Result<Option<PinnedValue>> {
-        self.handle.db.get_pinned_at(key.as_ref(), Some(self.handle.seq), &ReadOptions::default())
+        self.handle.db.get_pinned_at(key.as_ref(), Some(self.handle.seq), &Default::default())
     }
 
     /// Reads many keys as of this snapshot, one answer per key in input order
@@ -189,12 +188,12 @@ impl Snapshot {
     {
         let keys: Vec<K> = keys.into_iter().collect();
         let refs: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        self.handle.db.multi_get_at(&refs, Some(self.handle.seq), &ReadOptions::default())
+        self.handle.db.multi_get_at(&refs, Some(self.handle.seq), &Default::default())
     }
 
     /// Iterates a key range as of this snapshot.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> DbIterator {
-        DbIterator::new(self.handle.db.clone(), Some(self.handle.seq), &range, &ReadOptions::default())
+        DbIterator::new(self.handle.db.clone(), Some(self.handle.seq), &range, &Default::default())
     }
 
     /// Iterates every key as of this snapshot.
@@ -223,7 +222,7 @@ impl Snapshot {
             self.handle.db.clone(),
             Some(self.handle.seq),
             prefix.as_ref(),
-            &ReadOptions::default(),
+            &Default::default(),
         )
     }
 
@@ -245,6 +244,6 @@ impl Snapshot {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn raw_iterator(&self) -> DbRawIterator {
-        DbRawIterator::new(self.handle.db.clone(), Some(self.handle.seq), &ReadOptions::default())
+        DbRawIterator::new(self.handle.db.clone(), Some(self.handle.seq), &Default::default())
     }
 }

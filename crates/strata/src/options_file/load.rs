@@ -5,9 +5,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::compaction::style::CompactionStyle;
 use crate::error::{Error, Result};
-use crate::keyspace_options::{KeyspaceOptions, PersistedStyle};
-use crate::options::{BloomAllocation, CompactionPipeline, CompactionStyle, CompressionType, Options};
+use crate::keyspace_options::PersistedStyle;
+use crate::options::kinds::{BloomAllocation, CompactionPipeline, CompressionType};
+use crate::options::{KeyspaceOptions, Options};
 use crate::prefix::FixedPrefix;
 use crate::version::VersionSet;
 use crate::vfs::RealVfs;

@@ -5,10 +5,9 @@ use std::time::Duration;
 use super::text::{escape, unescape};
 use super::*;
 use crate::compaction::leveled::{LeveledConfig, LeveledPolicy};
+use crate::compaction::style::CompactionStyle;
 use crate::compaction::Decision;
-use crate::options::{
-    BloomAllocation, CompactionPipeline, CompactionStyle, CompressionType, WalRecoveryMode,
-};
+use crate::options::kinds::{BloomAllocation, CompactionPipeline, CompressionType, WalRecoveryMode};
 use crate::prefix::FixedPrefix;
 use crate::vfs::MemVfs;
 use crate::KeyspaceOptions;

@@ -3,8 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::compaction::style::CompactionStyle;
 use crate::error::{Error, Result};
-use crate::options::{CompactionPipeline, CompactionStyle, CompressionType, Options, WalRecoveryMode};
+use crate::options::kinds::{CompactionPipeline, CompressionType, WalRecoveryMode};
+use crate::options::Options;
 use crate::vfs::Vfs;
 
 use super::{COMPARATOR, OPTIONS_FILE_VERSION};

@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use crate::cache::TableCache;
-use crate::compaction::CompactionPolicy;
-use crate::options::{CompactionPipeline, Options};
+use crate::compaction::policy::CompactionPolicy;
+use crate::options::kinds::CompactionPipeline;
+use crate::options::Options;
 use crate::version::VersionSet;
 use crate::vfs::Vfs;
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::cache::CacheStats;
-use crate::options::MAX_LEVELS;
+use crate::options::kinds::MAX_LEVELS;
 
 /// How many finished compactions [`Stats::recent_compactions`] keeps.
 const HISTORY: usize = 64;

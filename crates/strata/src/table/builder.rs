@@ -6,12 +6,14 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key, user_key, ValueKind};
-use crate::options::{CompactionPipeline, CompressionType, Options};
+use crate::options::kinds::{CompactionPipeline, CompressionType};
+use crate::options::Options;
 use crate::prefix::PrefixExtractor;
 use crate::range_del::RangeTombstone;
 use crate::table::block::BlockBuilder;
 use crate::table::filter::FilterBuilder;
 use crate::table::format::{BlockHandle, Footer, TableProperties};
+use crate::table::observer::DataBlockObserver;
 use crate::table::pipeline::{BlockPipeline, DataWriter, Progress};
 use crate::vfs::WritableFile;
 
@@ -105,14 +107,6 @@ pub struct TableSummary {
     /// CRC32C of the 64 footer bytes, which the MANIFEST records for an
     /// appended segment so a reader trusts exactly the footer that was written.
     pub footer_crc: u32,
-}
-
-/// Sees each data block as a [`TableBuilder`] writes it (the compaction
-/// warm-up of the block cache).
-pub(crate) trait DataBlockObserver: Send + Sync {
-    /// A data block was written at `handle`; `raw` is its uncompressed payload
-    /// (what a read decodes), `first` and `last` its first and last internal keys.
-    fn data_block(&mut self, handle: BlockHandle, first: &[u8], last: &[u8], raw: &[u8]);
 }
 
 /// Where finished data blocks go: written on this thread, or handed to the

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use crate::error::{Error, Result};
-use crate::options::CompressionType;
+use crate::options::kinds::CompressionType;
 use crate::util::coding::{put_fixed32, put_fixed64, put_varint64, Reader};
 use crate::util::crc;
 use crate::vfs::RandomAccessFile;

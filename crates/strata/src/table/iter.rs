@@ -30,6 +30,13 @@ impl std::fmt::Debug for TableIter {
     }
 }
 
+impl Table {
+    /// A two-level iterator over the whole table.
+    pub fn iter(self: &Arc<Self>, opts: BlockReadOptions) -> TableIter {
+        TableIter::new(Arc::clone(self), opts)
+    }
+}
+
 impl TableIter {
     pub(crate) fn new(table: Arc<Table>, opts: BlockReadOptions) -> Self {
         Self::with_window(table, opts, Readahead::default())

@@ -9,6 +9,7 @@ pub mod filter;
 pub mod format;
 pub mod iter;
 pub(crate) mod memo;
+pub(crate) mod observer;
 pub(crate) mod pipeline;
 pub mod reader;
 pub mod segment;

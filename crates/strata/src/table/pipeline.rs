@@ -28,11 +28,11 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::error::{Error, Result};
-use crate::options::CompressionType;
+use crate::options::kinds::CompressionType;
 use crate::stats::StageTimes;
 use crate::table::block::BlockBuilder;
-use crate::table::builder::DataBlockObserver;
 use crate::table::format::{block_trailer, compress_block, BlockHandle, BLOCK_TRAILER_LEN};
+use crate::table::observer::DataBlockObserver;
 use crate::vfs::WritableFile;
 
 /// A block ready to append: the stored payload followed by its trailer.
@@ -425,7 +425,7 @@ mod tests {
 
     use super::*;
     use crate::key::{make_internal_key, ValueKind};
-    use crate::options::CompactionPipeline;
+    use crate::options::kinds::CompactionPipeline;
     use crate::table::test_util::MemFile;
     use crate::table::{TableBuilder, TableBuilderOptions};
 

@@ -19,7 +19,6 @@ use crate::table::filter::filter_hash;
 use crate::table::format::{
     decode_block_contents, read_block_contents, BlockHandle, TableProperties, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
-use crate::table::iter::TableIter;
 use crate::table::memo::BlockMemo;
 use crate::table::segment::{check_segment_list, Segment, SegmentMeta};
 use crate::vfs::RandomAccessFile;
@@ -508,11 +507,6 @@ impl Table {
             })
             .collect();
         (keep, checked)
-    }
-
-    /// A two-level iterator over the whole table.
-    pub fn iter(self: &Arc<Self>, opts: BlockReadOptions) -> TableIter {
-        TableIter::new(Arc::clone(self), opts)
     }
 
     /// The segments, oldest first.

@@ -247,7 +247,7 @@ fn builder_rejects_bad_input_and_handles_edges() {
 fn observer_sees_each_data_block_as_a_read_decodes_it() {
     type Seen = Arc<parking_lot::Mutex<Vec<(format::BlockHandle, Vec<u8>, Vec<u8>, Vec<u8>)>>>;
     struct Collect(Seen);
-    impl builder::DataBlockObserver for Collect {
+    impl crate::table::observer::DataBlockObserver for Collect {
         fn data_block(&mut self, h: format::BlockHandle, first: &[u8], last: &[u8], raw: &[u8]) {
             self.0.lock().push((h, first.to_vec(), last.to_vec(), raw.to_vec()));
         }

@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use super::read::{TtlIterator, TtlSnapshot};
 use super::value::{split, stamp, Expiry};
+use crate::db::read_options::ReadOptions;
+use crate::db::write_options::WriteOptions;
 use crate::db::Keyspace;
 use crate::error::Result;
-use crate::options::{ReadOptions, WriteOptions};
 
 /// A keyspace of a [`crate::ttl::TtlDb`] whose values expire after its own
 /// TTL (RocksDB's column family of a `DBWithTTL`, created with

@@ -25,11 +25,12 @@ pub use open::recorded_ttls;
 pub use read::{TtlIterator, TtlSnapshot};
 
 use crate::batch::WriteBatch;
+use crate::db::read_options::ReadOptions;
+use crate::db::write_options::WriteOptions;
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
-use crate::keyspace_options::KeyspaceOptions;
-use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::options::{KeyspaceOptions, Options};
 use crate::stats::Stats;
 use filter::TtlFilter;
 use value::{stamp, Expiry};

@@ -17,8 +17,8 @@ use super::TtlDb;
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::filename::current_path;
-use crate::keyspace_options::KeyspaceOptions;
-use crate::options::{Options, MAX_LEVELS};
+use crate::options::kinds::MAX_LEVELS;
+use crate::options::{KeyspaceOptions, Options};
 use crate::version::VersionSet;
 
 /// How a [`TtlDb`] is opened.

@@ -6,10 +6,10 @@ use std::ops::RangeBounds;
 use std::sync::Arc;
 
 use super::value::Expiry;
+use crate::db::read_options::ReadOptions;
 use crate::db::{DbIterator, Keyspace, Snapshot};
 use crate::error::Result;
 use crate::key::SeqNum;
-use crate::options::ReadOptions;
 
 /// An ordered, double-ended iterator over a [`crate::ttl::TtlDb`]: the keys
 /// of [`DbIterator`] with the user's values, skipping values expired when the

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::filename::{current_path, manifest_name, manifest_path, parse_file_name, temp_path, FileKind};
-use crate::options::WalRecoveryMode;
+use crate::options::kinds::WalRecoveryMode;
 use crate::vfs::Vfs;
 use crate::wal::{LogReader, LogWriter};
 

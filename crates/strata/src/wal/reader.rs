@@ -13,7 +13,7 @@
 
 use super::format::{parse_record, RecordType, BLOCK_SIZE, HEADER_SIZE};
 use crate::error::{Error, Result};
-use crate::options::WalRecoveryMode;
+use crate::options::kinds::WalRecoveryMode;
 use crate::vfs::SequentialFile;
 
 /// One step of the physical-record reader.
