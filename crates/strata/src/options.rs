@@ -411,6 +411,7 @@ pub struct Options {
     pub(crate) compaction_readahead_size: usize,
     pub(crate) compaction_pipeline: CompactionPipeline,
     pub(crate) max_background_compactions: usize,
+    pub(crate) max_background_jobs: usize,
     pub(crate) compaction_subtask_bytes: usize,
     pub(crate) db_paths: Vec<std::path::PathBuf>,
     pub(crate) compaction_warmup: bool,
@@ -473,6 +474,7 @@ impl Default for Options {
             compaction_readahead_size: 2 << 20,
             compaction_pipeline: CompactionPipeline::Sequential,
             max_background_compactions: 1,
+            max_background_jobs: 2,
             compaction_subtask_bytes: 512 << 10,
             db_paths: Vec::new(),
             compaction_warmup: false,
@@ -634,6 +636,11 @@ impl Options {
         /// picks honour that (`CompactionPolicy::allows_concurrent_compactions`:
         /// leveled, Garnering) use more than one; the others keep one at a time.
         with_max_background_compactions, max_background_compactions, usize);
+    setter!(/// Worker threads for the whole database's background work, all keyspaces
+        /// together (RocksDB `max_background_jobs`; default 2, from 1 to 256): flushes,
+        /// compactions, buffer trims, event delivery. Compactions leave one worker free
+        /// for flushes (with 2 or more). `max_background_compactions` + 1 raises it.
+        with_max_background_jobs, max_background_jobs, usize);
     setter!(/// Incremental warm-up (the LSbM paper's baseline; default false): a compaction puts
         /// into the block cache each new data block whose key range overlaps a cached block of
         /// its inputs, from memory as it writes it, so reads of hot keys keep hitting the cache
@@ -1032,6 +1039,9 @@ impl Options {
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");
+        }
+        if !(1..=256).contains(&self.max_background_jobs) {
+            return bad("max_background_jobs must be between 1 and 256");
         }
         if let CompactionPipeline::Parallel { compute_threads: k }
         | CompactionPipeline::Auto { max_compute_threads: k } = self.compaction_pipeline
