@@ -88,6 +88,13 @@ impl Db {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn create_keyspace(&self, name: &str, opts: KeyspaceOptions) -> Result<Keyspace> {
+        let ks = self.create_tree(name, opts)?;
+        persist_options_after_ddl(&self.inner.shared, "creating a keyspace");
+        Ok(ks)
+    }
+
+    /// [`Self::create_keyspace`] without the OPTIONS file write (batches write it once).
+    pub(super) fn create_tree(&self, name: &str, opts: KeyspaceOptions) -> Result<Keyspace> {
         check_name(name)?;
         self.inner.check_bg_error()?;
         let shared = self.inner.shared.clone();
@@ -95,7 +102,7 @@ impl Db {
         if shared.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        if name == DEFAULT_KEYSPACE || shared.all_trees().iter().any(|t| t.name == name) {
+        if name == DEFAULT_KEYSPACE || shared.trees.read().values().any(|t| t.name == name) {
             return Err(Error::invalid(format!("keyspace {name:?} already exists")));
         }
         let tree_opts = opts.apply(&self.inner.opts);
@@ -158,7 +165,6 @@ impl Db {
             return Err(e);
         }
         log::info!(target: "strata::keyspace", "[{name}] keyspace created (id {}, policy {})", tree.id, tree.policy.name());
-        persist_options_after_ddl(&shared, "creating a keyspace");
         Ok(Keyspace { tree })
     }
 
@@ -1148,7 +1154,7 @@ pub(super) fn log_options(shared: &super::shared::Shared) {
 
 /// After a keyspace was created or dropped, which stands whatever happens
 /// here: a failed OPTIONS write is logged, and the next open writes one.
-fn persist_options_after_ddl(shared: &super::shared::Shared, what: &str) {
+pub(super) fn persist_options_after_ddl(shared: &super::shared::Shared, what: &str) {
     if let Err(e) = persist_options(shared) {
         log::warn!(target: "strata::options", "OPTIONS file not written after {what}: {e}");
     }

@@ -4,6 +4,7 @@
 mod background;
 mod bounds;
 mod checkpoint;
+mod ddl;
 mod file_get;
 mod iter;
 mod iter_view;
@@ -444,9 +445,10 @@ impl Db {
         let wanted = opts.keyspaces.clone();
         let db = recovery::open(path.as_ref(), opts).map(|inner| Db { inner })?;
         // Keyspaces named with `Options::with_keyspace` that do not exist yet.
+        // (The OPTIONS file is written once, below, not once per keyspace.)
         for (name, ks_opts) in wanted {
             if db.keyspace(&name).is_err() {
-                db.create_keyspace(&name, ks_opts)?;
+                db.create_tree(&name, ks_opts)?;
             }
         }
         // Dropping `db` on failure closes it: the open fails with the error.
