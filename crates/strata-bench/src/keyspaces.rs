@@ -111,7 +111,8 @@ pub fn main(args: &[std::ffi::OsString]) -> strata::Result<()> {
     let db = Db::open(&dir, opts.clone())?;
     let batch = args.batch.max(1);
     for first in (0..args.count).step_by(batch) {
-        let names: Vec<String> = (first..args.count.min(first + batch)).map(|i| format!("ks{i:06}")).collect();
+        let names: Vec<String> =
+            (first..args.count.min(first + batch)).map(|i| format!("ks{i:06}")).collect();
         let made = if batch == 1 {
             vec![db.create_keyspace(&names[0], KeyspaceOptions::default())?]
         } else {

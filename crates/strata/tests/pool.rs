@@ -26,7 +26,9 @@ fn background_threads() -> usize {
     tasks
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
         .map(|n| n.trim_end().to_string())
-        .filter(|n| n.starts_with("strata-") && !["strata-seal", "strata-write", "strata-read"].contains(&n.as_str()))
+        .filter(|n| {
+            n.starts_with("strata-") && !["strata-seal", "strata-write", "strata-read"].contains(&n.as_str())
+        })
         .count()
 }
 
