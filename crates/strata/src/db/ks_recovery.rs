@@ -298,9 +298,9 @@ pub(crate) fn replay_wals(
     })?;
     // The root's edit first (as before); the keyspaces' edits, each to its
     // own MANIFEST, need no order among them.
-    let work: Vec<(usize, std::sync::Mutex<Option<(MemTable, VersionEdit)>>)> =
+    let work: Vec<(usize, Pending)> =
         mems.into_iter().zip(edits).enumerate().map(|(i, w)| (i, std::sync::Mutex::new(Some(w)))).collect();
-    let finish = |(i, w): &(usize, std::sync::Mutex<Option<(MemTable, VersionEdit)>>)| -> Result<()> {
+    let finish = |(i, w): &(usize, Pending)| -> Result<()> {
         let Some((mem, mut edit)) = w.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(()) };
         if !mem.is_empty() {
             flush_recovered(&envs[*i], mem, &mut edit)?;
@@ -316,6 +316,9 @@ pub(crate) fn replay_wals(
     parallel_map(&work[1..], finish).into_iter().collect::<Result<Vec<()>>>()?;
     Ok(max_seq)
 }
+
+/// A keyspace's replayed memtable and edit, taken by whichever thread finishes it.
+type Pending = std::sync::Mutex<Option<(MemTable, VersionEdit)>>;
 
 /// The WALs a directory listing names, oldest first.
 pub(super) fn listed_wals(entries: &[String]) -> Vec<u64> {

@@ -295,7 +295,10 @@ impl Pool {
         let mut compact: Option<(usize, u32, u32)> = None;
         let mut idle = Vec::new();
         for &id in &s.candidates {
-            let slot = &s.slots[&id];
+            let Some(slot) = s.slots.get(&id) else {
+                idle.push(id);
+                continue;
+            };
             if slot.leaving {
                 idle.push(id);
                 continue;
@@ -303,7 +306,7 @@ impl Pool {
             let t = &slot.tree;
             if !slot.delivering && t.events.has_pending() {
                 let tree = t.clone();
-                let slot = s.slots.get_mut(&id).expect("a candidate has a slot");
+                let slot = s.slots.get_mut(&id)?;
                 slot.delivering = true;
                 slot.jobs += 1;
                 return Some((Some(tree), Job::Deliver));
@@ -345,8 +348,7 @@ impl Pool {
                 slot.check = false;
             }
         }
-        if let Some((_, id)) = flush {
-            let slot = s.slots.get_mut(&id).expect("a candidate has a slot");
+        if let Some(slot) = flush.and_then(|(_, id)| s.slots.get_mut(&id)) {
             let job = slot.tree.state.lock().imms.front().cloned();
             if let Some(job) = job {
                 slot.flushing = true;
@@ -355,9 +357,7 @@ impl Pool {
             }
         }
         let (_, _, id) = compact?;
-        s.next = id.wrapping_add(1);
-        s.compactions += 1;
-        let slot = s.slots.get_mut(&id).expect("a candidate has a slot");
+        let slot = s.slots.get_mut(&id)?;
         slot.compactions += 1;
         slot.jobs += 1;
         let interval = slot.tree.opts.buffer_trim_interval;
@@ -365,7 +365,10 @@ impl Pool {
         if trim {
             slot.last_trim = Instant::now();
         }
-        Some((Some(slot.tree.clone()), Job::Compact { trim, wakes: slot.wakes }))
+        let found = (Some(slot.tree.clone()), Job::Compact { trim, wakes: slot.wakes });
+        s.next = id.wrapping_add(1);
+        s.compactions += 1;
+        Some(found)
     }
 
     fn job_ended(&self, tree: Option<&Arc<DbInner>>, job: &Job, found: bool) {
