@@ -10,6 +10,7 @@ pub mod cli;
 pub mod device;
 pub mod engine;
 pub mod gen;
+pub mod keyspaces;
 pub mod output;
 pub mod peers;
 pub mod registry;

@@ -1,6 +1,7 @@
 //! `strata-bench` command line: with no arguments, the default suite and the
 //! compaction-buffer comparison on a fresh temporary directory; otherwise
-//! db_bench-style flags (`--help`).
+//! db_bench-style flags (`--help`), or `keyspaces --count N` (what many
+//! keyspaces cost).
 use std::process::ExitCode;
 use strata_bench::{cli, suite};
 
@@ -8,7 +9,9 @@ fn main() -> ExitCode {
     // Engine warnings reach stderr; RUST_LOG=info adds flushes and compactions.
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let result = if argv.len() <= 1 {
+    let result = if argv.get(1).is_some_and(|a| a == "keyspaces") {
+        strata_bench::keyspaces::main(&argv[2..]).map_err(|e| e.to_string())
+    } else if argv.len() <= 1 {
         // The main job: the default suite, then the compaction-buffer comparison.
         suite::Plan::default_suite().and_then(|p| suite::run_main(&p)).and_then(|()| {
             // The buffer pays off where cache misses are expensive: run the timed

@@ -1,6 +1,7 @@
-//! Background work: one thread flushes immutable memtables, one runs the
-//! compaction policy. Both publish results through the MANIFEST and then a new
-//! super version, and delete files nothing references any more.
+//! Background work of one tree, as jobs the database's pool (`pool.rs`)
+//! runs: flushing immutable memtables and running the compaction policy.
+//! Both publish results through the MANIFEST and then a new super version,
+//! and delete files nothing references any more.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -23,20 +24,14 @@ use crate::stats::{CompactionRecord, Counters};
 use crate::version::{NewFile, Version, VersionEdit};
 
 impl DbInner {
+    /// Hands this tree's background work to the database's pool.
     pub(crate) fn spawn_background(self: &Arc<Self>) -> Result<()> {
-        let mut threads = self.threads.lock();
-        let db = self.clone();
-        threads.push(std::thread::Builder::new().name("strata-flush".into()).spawn(move || db.flush_loop())?);
-        for i in 0..self.compaction_threads() {
-            let db = self.clone();
-            let name = format!("strata-compact-{i}");
-            threads.push(std::thread::Builder::new().name(name).spawn(move || db.compaction_loop())?);
-        }
+        self.shared.pool.add(self.clone());
         Ok(())
     }
 
     /// Merges that may run at once: the option, if the policy allows more than one.
-    fn compaction_threads(&self) -> usize {
+    pub(super) fn compaction_threads(&self) -> usize {
         if self.policy.allows_concurrent_compactions() {
             self.opts.max_background_compactions
         } else {
@@ -49,34 +44,10 @@ impl DbInner {
         self.running.lock().iter().flatten().copied().collect()
     }
 
-    /// Flushes memtables, and hands queued events to the listeners (this
-    /// thread holds no engine lock between flushes).
-    fn flush_loop(&self) {
-        loop {
-            self.events.deliver();
-            let job = {
-                let mut st = self.state.lock();
-                loop {
-                    if st.shutting_down {
-                        drop(st);
-                        self.events.deliver();
-                        return;
-                    }
-                    if st.bg_error.is_none() {
-                        if let Some(front) = st.imms.front() {
-                            break Some(front.clone());
-                        }
-                    }
-                    if self.events.has_pending() {
-                        break None;
-                    }
-                    self.bg_cv.wait(&mut st);
-                }
-            };
-            let Some(job) = job else { continue };
-            if let Err(e) = self.flush_memtable(&job) {
-                self.set_bg_error_for(&e, BackgroundErrorReason::Flush);
-            }
+    /// The pool's flush job: `job` is this tree's oldest sealed memtable.
+    pub(super) fn flush_job(&self, job: &Immutable) {
+        if let Err(e) = self.flush_memtable(job) {
+            self.set_bg_error_for(&e, BackgroundErrorReason::Flush);
         }
     }
 
@@ -211,44 +182,31 @@ impl DbInner {
         Ok((level, version.levels.get(level).and_then(|l| l.runs.first()).map(|r| r.id)))
     }
 
-    fn compaction_loop(&self) {
-        let mut last_trim = Instant::now();
-        let interval = self.opts.buffer_trim_interval;
-        loop {
-            self.events.deliver();
-            {
-                let st = self.state.lock();
-                if st.shutting_down {
-                    drop(st);
-                    self.events.deliver();
-                    return;
-                }
+    /// The pool's compaction job: the buffer trim if `trim` (it is due),
+    /// then one policy step. Returns whether the step found work.
+    pub(super) fn compaction_job(&self, trim: bool) -> bool {
+        if trim {
+            if let Err(e) = self.trim_buffers() {
+                self.set_bg_error_for(&e, BackgroundErrorReason::Compaction);
+                return false;
             }
-            let paused = self.opts.disable_auto_compactions || self.check_bg_error().is_err();
-            if !paused && self.policy.wants_trim() && last_trim.elapsed() >= interval {
-                last_trim = Instant::now();
-                if let Err(e) = self.trim_buffers() {
-                    self.set_bg_error_for(&e, BackgroundErrorReason::Compaction);
-                    continue;
-                }
+        }
+        match self.compact_step() {
+            Ok(true) => true,
+            Ok(false) => {
+                // Files whose last reader (an iterator, a snapshot's read)
+                // went away while nothing else ran are deleted here.
+                self.purge_obsolete_files();
+                // Idle now, with the compaction lock released: a waiter that
+                // found it held when the last task finished looks again
+                // instead of sleeping out its poll.
+                let _st = self.state.lock();
+                self.done_cv.notify_all();
+                false
             }
-            let did = if paused { Ok(false) } else { self.compact_step() };
-            match did {
-                Ok(true) => continue,
-                Ok(false) => {
-                    // Files whose last reader (an iterator, a snapshot's read)
-                    // went away while nothing else ran are deleted here.
-                    self.purge_obsolete_files();
-                    let mut st = self.state.lock();
-                    // Idle now, with the compaction lock released: a waiter that
-                    // found it held when the last task finished looks again
-                    // instead of sleeping out its poll.
-                    self.done_cv.notify_all();
-                    if !st.shutting_down {
-                        self.bg_cv.wait_for(&mut st, interval.min(Duration::from_millis(500)));
-                    }
-                }
-                Err(e) => self.set_bg_error_for(&e, BackgroundErrorReason::Compaction),
+            Err(e) => {
+                self.set_bg_error_for(&e, BackgroundErrorReason::Compaction);
+                false
             }
         }
     }

@@ -31,9 +31,10 @@ impl Db {
     /// [`Options::with_keyspace`] that do not exist yet, then writes the
     /// OPTIONS file and logs the options.
     pub(super) fn finish_open(&self, wanted: Vec<(String, KeyspaceOptions)>) -> Result<()> {
+        // The OPTIONS file is written once, below, not once per keyspace.
         for (name, ks_opts) in wanted {
             if self.keyspace(&name).is_err() {
-                self.create_keyspace(&name, ks_opts)?;
+                self.create_tree(&name, ks_opts)?;
             }
         }
         persist_options(&self.inner().shared)?;
@@ -60,6 +61,52 @@ impl Db {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn create_keyspace(&self, name: &str, opts: KeyspaceOptions) -> Result<Keyspace> {
+        let ks = self.create_tree(name, opts)?;
+        persist_options_after_ddl(&self.inner().shared, "creating a keyspace");
+        Ok(ks)
+    }
+
+    /// Creates keyspaces `specs` (name and options each) in order, as
+    /// [`Db::create_keyspace`] does, but writes the OPTIONS file once, after
+    /// the last (RocksDB `CreateColumnFamilies`): its size grows with the
+    /// number of keyspaces. On an error the keyspaces created before it stay,
+    /// and the OPTIONS file lists them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, KeyspaceOptions, MemVfs, Options};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let made = db.create_keyspaces((0..3).map(|i| (format!("ks{i}"), KeyspaceOptions::default())))?;
+    /// made[2].put("k", "v")?;
+    /// assert_eq!(db.list_keyspaces(), ["default", "ks0", "ks1", "ks2"]);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn create_keyspaces<N: AsRef<str>>(
+        &self,
+        specs: impl IntoIterator<Item = (N, KeyspaceOptions)>,
+    ) -> Result<Vec<Keyspace>> {
+        let mut made = Vec::new();
+        let mut result = Ok(());
+        for (name, opts) in specs {
+            match self.create_tree(name.as_ref(), opts) {
+                Ok(ks) => made.push(ks),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        if !made.is_empty() {
+            persist_options_after_ddl(&self.inner().shared, "creating keyspaces");
+        }
+        result.map(|()| made)
+    }
+
+    /// [`Self::create_keyspace`] without the OPTIONS file write (batches
+    /// write it once).
+    pub(super) fn create_tree(&self, name: &str, opts: KeyspaceOptions) -> Result<Keyspace> {
         check_name(name)?;
         self.inner().check_bg_error()?;
         let shared = self.inner().shared.clone();
@@ -67,7 +114,7 @@ impl Db {
         if shared.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        if name == DEFAULT_KEYSPACE || shared.all_trees().iter().any(|t| t.name == name) {
+        if name == DEFAULT_KEYSPACE || shared.trees.read().values().any(|t| t.name == name) {
             return Err(Error::invalid(format!("keyspace {name:?} already exists")));
         }
         let tree_opts = opts.apply(&self.inner().opts);
@@ -130,7 +177,6 @@ impl Db {
             return Err(e);
         }
         log::info!(target: "strata::keyspace", "[{name}] keyspace created (id {}, policy {})", tree.id, tree.policy.name());
-        persist_options_after_ddl(&shared, "creating a keyspace");
         Ok(Keyspace { tree })
     }
 

@@ -97,27 +97,67 @@ fn open_keyspaces(
     if !read_only {
         remove_orphans(opts.vfs.as_ref(), root, &registry);
     }
-    let mut trees = Vec::new();
-    for (id, entry) in registry {
+    // Each keyspace's MANIFEST is read and rewritten (synced) on its own:
+    // several at once, so thousands of keyspaces do not wait on one
+    // another's syncs. The registry's changes below stay in order.
+    let entries: Vec<(u32, KeyspaceEntry)> = registry.into_iter().collect();
+    let recovered = parallel_map(&entries, |(id, entry)| {
         let (tree_opts, recorded, given) = resolve_options(opts, &entry.name, &entry.options)?;
         crate::keyspace_options::check_ttl(
             &format!("keyspace {:?}", entry.name),
             &entry.options,
             &tree_opts,
         )?;
-        let tree = recover_tree(root, id, entry.name, tree_opts, caches, read_only)?;
+        let tree = recover_tree(root, *id, entry.name.clone(), tree_opts, caches, read_only)?;
+        Ok((tree, recorded, given))
+    });
+    let mut trees = Vec::with_capacity(recovered.len());
+    for r in recovered {
+        let (tree, recorded, given) = r?;
         if !read_only {
             reconcile_keyspace(root_versions, &tree, &recorded, given, info_log)?;
         }
         log::info!(
             target: "strata::recovery",
-            "[{}] keyspace recovered (id {id}, policy {})",
+            "[{}] keyspace recovered (id {}, policy {})",
             tree.name,
+            tree.id,
             tree.policy.name()
         );
         trees.push(tree);
     }
     Ok(trees)
+}
+
+/// Below this many keyspaces an open works on them one at a time (threads
+/// would cost more than they save, and the order of I/O stays fixed).
+const PARALLEL_FROM: usize = 64;
+
+/// `f` over `items`, on up to 8 threads from [`PARALLEL_FROM`] items on;
+/// the results in `items`' order.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> Result<R> + Sync) -> Vec<Result<R>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(2, 8).min(items.len());
+    if items.len() < PARALLEL_FROM {
+        return items.iter().map(&f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut out: Vec<(usize, Result<R>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { return done };
+                        done.push((i, f(item)));
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    });
+    out.sort_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, r)| r).collect()
 }
 
 fn recover_tree(
@@ -234,19 +274,29 @@ pub(crate) fn replay_wals(
         }
         Ok(())
     })?;
-    for (i, (mem, mut edit)) in mems.into_iter().zip(edits).enumerate() {
+    // The root's edit first (as before); the keyspaces' edits, each to its
+    // own MANIFEST, need no order among them.
+    let work: Vec<(usize, Pending)> =
+        mems.into_iter().zip(edits).enumerate().map(|(i, w)| (i, std::sync::Mutex::new(Some(w)))).collect();
+    let finish = |(i, w): &(usize, Pending)| -> Result<()> {
+        let Some((mem, mut edit)) = w.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(()) };
         if !mem.is_empty() {
-            flush_recovered(&envs[i], mem, &mut edit)?;
+            flush_recovered(&envs[*i], mem, &mut edit)?;
         }
-        let versions = &trees[i].versions;
+        let versions = &trees[*i].versions;
         // WAL numbers come from the root MANIFEST: never a keyspace's table number.
         versions.mark_file_number_used(new_log);
         edit.last_sequence = Some(max_seq);
         versions.set_last_sequence(max_seq);
-        versions.log_and_apply(edit)?;
-    }
+        versions.log_and_apply(edit).map(drop)
+    };
+    finish(&work[0])?;
+    parallel_map(&work[1..], finish).into_iter().collect::<Result<Vec<()>>>()?;
     Ok(max_seq)
 }
+
+/// A keyspace's replayed memtable and edit, taken by whichever thread finishes it.
+type Pending = std::sync::Mutex<Option<(MemTable, VersionEdit)>>;
 
 /// The WALs a directory listing names, oldest first.
 pub(super) fn listed_wals(entries: &[String]) -> Vec<u64> {

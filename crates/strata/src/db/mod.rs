@@ -17,6 +17,7 @@ mod ks_dirs;
 mod ks_recovery;
 mod multi_get;
 mod policy_change;
+mod pool;
 mod properties;
 mod range_read;
 mod raw_iter;
@@ -38,7 +39,6 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
@@ -115,8 +115,9 @@ pub(crate) struct DbInner {
     pub policy: Arc<dyn CompactionPolicy>,
     pub sv: ArcSwap<SuperVersion>,
     pub state: Mutex<DbState>,
-    /// Wakes the background threads.
-    pub bg_cv: Condvar,
+    /// Wakes the database's background pool for this tree (a sealed
+    /// memtable, queued events, possible compaction work).
+    pub bg_cv: pool::Waker,
     /// Signalled when a flush or compaction finishes (stalled writers, `flush()`).
     pub done_cv: Condvar,
     pub counters: Counters,
@@ -133,7 +134,6 @@ pub(crate) struct DbInner {
     /// left to take (another thread took it) returns only once those files
     /// are gone: after `compact_range` its inputs are never still on disk.
     pub purging: Mutex<()>,
-    pub threads: Mutex<Vec<JoinHandle<()>>>,
     /// What all keyspaces of the database share (WAL, sequences, snapshots, lock).
     pub shared: Arc<Shared>,
     /// Events waiting for the listeners, and the last stall condition.
@@ -192,6 +192,7 @@ impl DbInner {
         }
         if self.set_bg_error_msg(&msg) {
             self.events.background_error(&self.name, reason, &msg);
+            self.bg_cv.notify_all(); // deliver it
         }
     }
 
@@ -340,15 +341,13 @@ impl DbInner {
         Ok(())
     }
 
-    /// Stops this tree's background threads and waits for them.
+    /// Stops this tree's background work: waits for its running jobs, after
+    /// which the pool runs none, and delivers the events left.
     pub(crate) fn stop_background(&self) {
         self.state.lock().shutting_down = true;
-        self.bg_cv.notify_all();
         self.done_cv.notify_all();
-        let threads: Vec<_> = self.threads.lock().drain(..).collect();
-        for t in threads {
-            let _ = t.join();
-        }
+        self.shared.pool.remove(self.id);
+        self.events.deliver();
     }
 
     /// Flushes memtables holding writes that skipped the WAL (unless
@@ -385,6 +384,7 @@ impl DbInner {
         for t in &trees {
             t.stop_background();
         }
+        shared.pool.shutdown();
         shared.writers_cv.notify_all();
         if let Some(w) = shared.wal.lock().as_mut() {
             // A WAL that failed is never written again; its writer saw the error.

@@ -177,6 +177,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let inners: Vec<Arc<DbInner>> =
         trees.into_iter().map(|p| p.assemble(MemTable::new(), wal_number, shared.clone())).collect();
     shared.trees.write().extend(inners.iter().map(|t| (t.id, t.clone())));
+    if let Err(e) = shared.pool.start(super::pool::workers_for(&opts)) {
+        let _ = inners[0].shutdown();
+        return Err(e.into());
+    }
     for t in &inners {
         if let Err(e) = t.spawn_background() {
             let _ = inners[0].shutdown();

@@ -1,7 +1,7 @@
 //! What every keyspace tree of one database shares: the WAL and the writer
 //! queue, the sequence numbers and snapshots, the LOCK file, the block and
-//! row caches, the registry of open trees, and whether the database is open
-//! at all.
+//! row caches, the registry of open trees, the background pool, and whether
+//! the database is open at all.
 
 use crate::info_log::InfoLog;
 use std::collections::BTreeMap;
@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use super::pool::Pool;
 use super::snapshot::SnapshotList;
 use super::writer_queue::WriterQueue;
 use super::DbInner;
@@ -93,6 +94,9 @@ pub(crate) struct Shared {
     pub caches: Caches,
     /// The `LOG` file (`None`: off, a read-only open, or it could not be made).
     pub info_log: Option<Arc<InfoLog>>,
+    /// The worker threads every keyspace's background work runs on (none
+    /// in a read-only open).
+    pub pool: Arc<Pool>,
 }
 
 pub(crate) struct SharedParts {
@@ -133,6 +137,7 @@ impl Shared {
             instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
             caches: p.caches,
             info_log: p.info_log,
+            pool: Pool::new(),
         }
     }
 

@@ -119,14 +119,13 @@ impl Parts {
                 bg_error: None,
                 shutting_down: false,
             }),
-            bg_cv: Condvar::new(),
+            bg_cv: super::pool::Waker::new(shared.pool.clone(), self.id),
             done_cv: Condvar::new(),
             counters: Counters::default(),
             compaction_lock: Mutex::new(()),
             running: Mutex::new(Vec::new()),
             seek_candidates: Mutex::new(Vec::new()),
             purging: Mutex::new(()),
-            threads: Mutex::new(Vec::new()),
             shared,
         })
     }

@@ -73,6 +73,7 @@ pub struct Options {
     pub(crate) compaction_readahead_size: usize,
     pub(crate) compaction_pipeline: CompactionPipeline,
     pub(crate) max_background_compactions: usize,
+    pub(crate) max_background_jobs: usize,
     pub(crate) compaction_subtask_bytes: usize,
     pub(crate) db_paths: Vec<std::path::PathBuf>,
     pub(crate) compaction_warmup: bool,
@@ -135,6 +136,7 @@ impl Default for Options {
             compaction_readahead_size: 2 << 20,
             compaction_pipeline: CompactionPipeline::Sequential,
             max_background_compactions: 1,
+            max_background_jobs: 2,
             compaction_subtask_bytes: 512 << 10,
             db_paths: Vec::new(),
             compaction_warmup: false,
@@ -262,8 +264,13 @@ impl Options {
         /// lock that picks and installs tasks, and the policy sees its inputs as busy
         /// (`FileView::being_compacted`) and picks around them. Only policies whose
         /// picks honour that (`CompactionPolicy::allows_concurrent_compactions`:
-        /// leveled, Garnering) use more than one; the others keep one at a time.
+        /// leveled, Garnering, lwc) use more than one; the others keep one at a time.
         with_max_background_compactions, max_background_compactions, usize);
+    setter!(/// Worker threads for the whole database's background work, all keyspaces
+        /// together (RocksDB `max_background_jobs`; default 2, from 1 to 256): flushes,
+        /// compactions, buffer trims, event delivery. Compactions leave one worker free
+        /// for flushes (with 2 or more). `max_background_compactions` + 1 raises it.
+        with_max_background_jobs, max_background_jobs, usize);
     setter!(/// Incremental warm-up (the LSbM paper's baseline; default false): a compaction puts
         /// into the block cache each new data block whose key range overlaps a cached block of
         /// its inputs, from memory as it writes it, so reads of hot keys keep hitting the cache

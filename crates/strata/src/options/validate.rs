@@ -58,6 +58,9 @@ impl Options {
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");
         }
+        if !(1..=256).contains(&self.max_background_jobs) {
+            return bad("max_background_jobs must be between 1 and 256");
+        }
         if let CompactionPipeline::Parallel { compute_threads: k }
         | CompactionPipeline::Auto { max_compute_threads: k } = self.compaction_pipeline
         {

@@ -38,6 +38,7 @@ fn apply_db(file: &str, s: &Section, o: &mut Options) -> Result<()> {
             "compaction_pipeline" => pipeline = Some(e),
             "compaction_pipeline_threads" => threads = value(file, e)?,
             "max_background_compactions" => o.max_background_compactions = value(file, e)?,
+            "max_background_jobs" => o.max_background_jobs = value(file, e)?,
             "compaction_subtask_bytes" => o.compaction_subtask_bytes = value(file, e)?,
             "compaction_warmup" => o.compaction_warmup = value(file, e)?,
             "paranoid_checks" => o.paranoid_checks = value(file, e)?,

@@ -24,6 +24,7 @@ fn everything_set() -> Options {
         .with_compaction_readahead_size(12345)
         .with_compaction_pipeline(CompactionPipeline::Parallel { compute_threads: 3 })
         .with_max_background_compactions(2)
+        .with_max_background_jobs(5)
         .with_compaction_subtask_bytes(999)
         .with_compaction_warmup(true)
         .with_paranoid_checks(false)
@@ -92,6 +93,7 @@ fn every_option_survives_write_parse_load() {
     assert_eq!(loaded.bloom_bits_per_key, 0.1 + 0.2, "floats are exact");
     assert_eq!(loaded.buffer_trim_interval, Duration::from_nanos(1_234_567_891));
     assert_eq!(loaded.db_paths, src.db_paths);
+    assert_eq!(loaded.max_background_jobs, 5);
     assert_eq!(
         loaded.prefix_extractor.as_ref().map(|p| p.name().to_string()).as_deref(),
         Some("strata.FixedPrefix.3")

@@ -102,6 +102,7 @@ fn db_entries(o: &Options) -> Vec<(&'static str, String)> {
     }
     e.extend([
         ("max_background_compactions", o.max_background_compactions.to_string()),
+        ("max_background_jobs", o.max_background_jobs.to_string()),
         ("compaction_subtask_bytes", o.compaction_subtask_bytes.to_string()),
         ("compaction_warmup", o.compaction_warmup.to_string()),
         ("paranoid_checks", o.paranoid_checks.to_string()),
