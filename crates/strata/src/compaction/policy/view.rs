@@ -167,7 +167,7 @@ pub struct LsmView {
     /// Per level: user key of the last compacted file's largest key (round-robin cursor).
     pub compact_pointers: Vec<Option<Vec<u8>>>,
     /// The policy's own persistent state (an opaque blob it last returned in
-    /// [`PickResult::policy_state`]), as recorded in the MANIFEST.
+    /// [`PickResult::policy_state`](super::task::PickResult::policy_state)), as recorded in the MANIFEST.
     pub policy_state: Option<Vec<u8>>,
 }
 

@@ -51,7 +51,7 @@ pub struct TaskCounts {
     pub appends: u64,
 }
 
-/// Outcome of [`simulate`].
+/// Outcome of [`simulate`](super::simulate).
 #[derive(Clone, Debug)]
 pub struct SimReport {
     /// Name of the simulated policy.
