@@ -11,11 +11,12 @@ use std::time::Instant;
 
 use super::apply::{find_file, task_edit};
 use super::env::{group_runs, record, run_iterators};
-use super::executor::{SnapshotBounds, TaskOutcome};
 use super::filter::FilterRun;
 use super::merge::merge_into;
 use super::monkey::table_bits;
+use super::outcome::TaskOutcome;
 use super::policy::{CompactionTask, LsmView, PickResult, RunTarget};
+use super::snapshots::SnapshotBounds;
 use crate::error::{Error, Result};
 use crate::iter::MergingIterator;
 use crate::options::kinds::CompactionPipeline;

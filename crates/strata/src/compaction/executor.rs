@@ -11,78 +11,18 @@ use super::apply::{find_file, resolve_run, task_edit};
 use super::env::{group_runs, record, run_iterators};
 use super::filter::FilterRun;
 use super::merge::{input_range_dels, merge_into, older_runs, output_range_dels};
+use super::outcome::TaskOutcome;
 use super::policy::{BufferAction, CompactionTask, LsmView, PickResult};
+use super::snapshots::SnapshotBounds;
 use super::subtasks::{merge_subtasks, SubtaskInputs, Subtasks};
 use super::warmup::Warmup;
-use crate::cache::TableCache;
 use crate::error::Result;
 use crate::iter::MergingIterator;
-use crate::key::SeqNum;
 use crate::options::kinds::CompactionPipeline;
 use crate::range_del::RangeDelSkip;
 use crate::sink::{Env, OutputWriter, TableSink, WriteTarget};
-use crate::stats::CompactionRecord;
 use crate::table::BlockReadOptions;
-use crate::version::{FileMeta, Version, VersionEdit};
-
-/// The snapshots a compaction task runs under, read together: [`execute`]
-/// gives `oldest` to the drop rules and `newest` to the compaction filter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SnapshotBounds {
-    /// The oldest live snapshot's sequence, or the visible sequence if none
-    /// is live: versions shadowed at or below it are invisible to every reader.
-    pub oldest: SeqNum,
-    /// The newest live snapshot's sequence, if any: an entry above it is seen
-    /// by no snapshot, only by reads of the newest state, so the compaction
-    /// filter may change it.
-    pub newest: Option<SeqNum>,
-}
-
-/// What running a task produced, for the caller to install: one version
-/// edit. A task installs exactly one edit: all of its tables are written and
-/// synced first (a parallel merge's sub-tasks feed one writer; an append
-/// lists every grown target in one edit), so no progress is visible part way
-/// and a crash leaves either the whole task or none of it.
-pub(crate) struct TaskOutcome {
-    edit: VersionEdit,
-    record: CompactionRecord,
-    start: Instant,
-    /// A file the task moves to another level: its seek budget restarts
-    /// once the move is installed.
-    pub(super) moved: Option<Arc<FileMeta>>,
-    /// Tables an append grew: handles opened on their new lengths describe
-    /// segments no Version lists unless the edit is installed.
-    pub(super) grown: Option<(Arc<TableCache>, Vec<u64>)>,
-}
-
-impl TaskOutcome {
-    pub(super) fn new(edit: VersionEdit, record: CompactionRecord, start: Instant) -> Self {
-        TaskOutcome { edit, record, start, moved: None, grown: None }
-    }
-
-    /// The edit [`Self::install`] applies.
-    pub(crate) fn edit(&self) -> &VersionEdit {
-        &self.edit
-    }
-
-    /// Applies the edit with `apply` (the MANIFEST write; a caller running
-    /// merges concurrently holds its lock around this) and returns the task's
-    /// record, its duration taken once the edit is applied.
-    pub(crate) fn install(self, apply: impl FnOnce(VersionEdit) -> Result<()>) -> Result<CompactionRecord> {
-        let TaskOutcome { edit, mut record, start, moved, grown } = self;
-        if let Err(e) = apply(edit) {
-            if let Some((tables, ids)) = &grown {
-                ids.iter().for_each(|&id| tables.evict(id));
-            }
-            return Err(e);
-        }
-        if let Some(meta) = moved {
-            meta.reset_allowed_seeks();
-        }
-        record.duration = start.elapsed();
-        Ok(record)
-    }
-}
+use crate::version::Version;
 
 /// Runs a task picked from `version` and returns its outcome, which the
 /// caller installs ([`TaskOutcome::install`]).

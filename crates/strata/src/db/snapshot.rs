@@ -10,7 +10,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::{DbInner, DbIterator, DbRawIterator};
-use crate::compaction::executor::SnapshotBounds;
+use crate::compaction::snapshots::SnapshotBounds;
 use crate::error::Result;
 use crate::key::SeqNum;
 use crate::pinned::PinnedValue;
