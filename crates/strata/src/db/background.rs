@@ -4,6 +4,7 @@
 //! and delete files nothing references any more.
 
 use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -99,9 +100,18 @@ impl DbInner {
         let file_numbers: Vec<u64> = outputs.iter().map(|f| f.id).collect();
         // A placement below L0 is decided and installed with no compaction
         // running, so none can put older data above the table meanwhile; if
-        // one runs, the table goes to L0 rather than wait.
+        // a task runs, the table goes to L0 rather than wait. A lock held only
+        // to pick (brief; the pool picks beside flushes all the time) is
+        // waited for, so placement does not depend on that schedule.
         let placing = (self.opts.max_mem_compaction_level > 0 && !outputs.is_empty())
-            .then(|| self.compaction_lock.try_lock())
+            .then(|| loop {
+                if let Some(g) = self.compaction_lock.try_lock_for(Duration::from_millis(1)) {
+                    break Some(g);
+                }
+                if self.task_running.load(Ordering::Acquire) {
+                    break None;
+                }
+            })
             .flatten();
         let (level, run) = match &placing {
             Some(_) => self.flush_placement(&outputs)?,
@@ -327,10 +337,15 @@ impl DbInner {
             self.counters.running_peak.fetch_max(1, std::sync::atomic::Ordering::Relaxed);
         }
         // The executor returns the task's one edit; it is installed here.
-        let outcome = execute(&self.env(), &version, view, pick, snapshots)?;
-        let mut touched = Touched::default();
-        touched.note(outcome.edit());
-        let record = outcome.install(|edit| self.versions.log_and_apply(edit).map(drop))?;
+        self.task_running.store(true, Ordering::Release);
+        let done = execute(&self.env(), &version, view, pick, snapshots).and_then(|outcome| {
+            let mut touched = Touched::default();
+            touched.note(outcome.edit());
+            let record = outcome.install(|edit| self.versions.log_and_apply(edit).map(drop))?;
+            Ok((record, touched))
+        });
+        self.task_running.store(false, Ordering::Release);
+        let (record, touched) = done?;
         self.finish_task(version, record, touched);
         Ok(())
     }

@@ -126,6 +126,10 @@ pub(crate) struct DbInner {
     /// meanwhile). A merge runs under it too unless several may run at once
     /// (`max_background_compactions`); then it runs outside, listed in `running`.
     pub compaction_lock: Mutex<()>,
+    /// True while a task executes under `compaction_lock` (not while the
+    /// lock is held only to pick): a flush placement waits for a pick, not
+    /// for a task.
+    pub task_running: AtomicBool,
     /// Input files of the merges running outside `compaction_lock`, one entry per merge.
     pub running: Mutex<Vec<Vec<u64>>>,
     /// Ids of tables that used up their allowed seeks, oldest first.

@@ -123,6 +123,7 @@ impl Parts {
             done_cv: Condvar::new(),
             counters: Counters::default(),
             compaction_lock: Mutex::new(()),
+            task_running: AtomicBool::new(false),
             running: Mutex::new(Vec::new()),
             seek_candidates: Mutex::new(Vec::new()),
             purging: Mutex::new(()),
