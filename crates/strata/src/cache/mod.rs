@@ -2,8 +2,9 @@
 //! file id, offset), point-lookup results keyed by (namespace, file id, user
 //! key), and open table handles (which keep index and filter in memory). A
 //! database has one block cache and one row cache; each keyspace reads them
-//! through a handle of its own namespace. Both are one sharded LRU
-//! (`sharded.rs`) over their own keys and charges.
+//! through a handle of its own namespace, and so do the open tables
+//! (`max_open_files` bounds the database's descriptors). All three are one
+//! sharded LRU (`sharded.rs`) over their own keys and charges.
 
 pub mod block_cache;
 mod namespace;

@@ -1,5 +1,5 @@
-//! The sharded, namespaced LRU that the block cache and the row cache both
-//! are: entries charged by bytes, split into shards each under its own lock,
+//! The sharded, namespaced LRU that the block cache, the row cache and the
+//! open-table cache all are: entries charged by bytes (or counted), split into shards each under its own lock,
 //! indexed per (namespace, file) so counting or dropping a file's entries
 //! never scans a shard, with hit/miss/insert/eviction/invalidation counters
 //! in total and per namespace.
@@ -23,6 +23,8 @@ const MAX_SHARD_BITS: u32 = 4;
 /// Smallest capacity per shard; smaller caches use fewer shards so a shard
 /// still fits a reasonable number of entries.
 const MIN_SHARD_CAPACITY: usize = 512 * 1024;
+/// Smallest shard of a cache counted in entries (open tables).
+const MIN_SHARD_ENTRIES: usize = 16;
 
 /// Counters of a [`crate::cache::BlockCache`] or a [`crate::cache::RowCache`]
 /// (a consistent sum over shards, each read under its lock); entries are
@@ -123,10 +125,20 @@ pub(crate) struct ShardedLru<E: Entries> {
 }
 
 impl<E: Entries> ShardedLru<E> {
-    /// Up to 16 shards, fewer for a small capacity.
+    /// Up to 16 shards, fewer for a small capacity (in bytes).
     pub(crate) fn new(capacity: usize) -> Self {
+        Self::with_min_shard(capacity, MIN_SHARD_CAPACITY)
+    }
+
+    /// A cache whose entries each count 1 (`Entries::charge`), of `capacity`
+    /// entries: shards of at least [`MIN_SHARD_ENTRIES`].
+    pub(crate) fn counted(capacity: usize) -> Self {
+        Self::with_min_shard(capacity, MIN_SHARD_ENTRIES)
+    }
+
+    fn with_min_shard(capacity: usize, min_shard: usize) -> Self {
         let mut shard_bits = 0;
-        while shard_bits < MAX_SHARD_BITS && capacity >> (shard_bits + 1) >= MIN_SHARD_CAPACITY {
+        while shard_bits < MAX_SHARD_BITS && capacity >> (shard_bits + 1) >= min_shard {
             shard_bits += 1;
         }
         let per_shard = capacity >> shard_bits;

@@ -1,14 +1,16 @@
 //! A bounded LRU of open tables, so the index and filter blocks of recently
-//! used tables stay in memory without holding every file open.
+//! used tables stay in memory without holding every file open. One LRU
+//! ([`OpenTables`]) serves every tree of a database, so `max_open_files`
+//! bounds the database's descriptors however many keyspaces it has (as
+//! LevelDB's and RocksDB's table cache do); each tree reads it through a
+//! [`TableCache`] of its own namespace, since file ids are per keyspace.
 
 use std::fmt;
-use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use lru::LruCache;
-use parking_lot::Mutex;
-
+use crate::cache::sharded::{Entries, ShardedLru};
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 #[cfg(test)]
@@ -17,22 +19,67 @@ use crate::paths::TablePaths;
 use crate::table::{SegmentMeta, Table};
 use crate::vfs::{RandomOpenOptions, Vfs};
 
-struct Inner {
-    lru: LruCache<u64, Arc<Table>>,
-    /// Sum of `memory_usage()` of the cached tables.
-    memory: usize,
+/// A cached handle, and the memory counter of the tree it belongs to, which
+/// it gives its memory back to when the LRU lets go of it (whichever
+/// tree's insert evicted it).
+struct Resident {
+    table: Arc<Table>,
+    memory: Arc<AtomicUsize>,
 }
 
-/// Shards, so concurrent readers of different files rarely share a lock.
-const SHARDS: usize = 8;
+impl Drop for Resident {
+    fn drop(&mut self) {
+        self.memory.fetch_sub(self.table.memory_usage(), Ordering::Relaxed);
+    }
+}
 
-/// Open table handles, at most `capacity` of them, least recently used dropped first.
+/// Open tables keyed by (namespace, file id), each counted as one.
+struct Handles;
+
+impl Entries for Handles {
+    type Key = (u64, u64);
+    type Value = Resident;
+    type Member = ();
+    fn file(key: &(u64, u64)) -> (u64, u64) {
+        *key
+    }
+    fn member(_: &(u64, u64)) -> &() {
+        &()
+    }
+    fn key(file: (u64, u64), _: ()) -> (u64, u64) {
+        file
+    }
+    fn charge(_: &(u64, u64), _: &Resident) -> usize {
+        1
+    }
+}
+
+/// The open tables of a database: at most `capacity` of all its trees,
+/// least recently used closed first.
+pub(crate) struct OpenTables(ShardedLru<Handles>);
+
+impl OpenTables {
+    /// Room for `capacity` (at least 1) open tables.
+    pub(crate) fn new(capacity: usize) -> Arc<OpenTables> {
+        Arc::new(OpenTables(ShardedLru::counted(capacity.max(1))))
+    }
+}
+
+fn mix(key: (u64, u64)) -> u64 {
+    key.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ key.1
+}
+
+/// One tree's view of the open tables: its directory, namespace and block
+/// cache handle.
 pub struct TableCache {
     vfs: Arc<dyn Vfs>,
     paths: Arc<TablePaths>,
     block_cache: Option<Arc<BlockCache>>,
     direct_reads: bool,
-    shards: Vec<Mutex<Inner>>,
+    open: Arc<OpenTables>,
+    ns: u64,
+    /// Sum of `memory_usage()` of this tree's resident tables.
+    memory: Arc<AtomicUsize>,
 }
 
 impl fmt::Debug for TableCache {
@@ -45,7 +92,8 @@ impl fmt::Debug for TableCache {
 }
 
 impl TableCache {
-    /// A cache of up to `capacity` (at least 1) open tables of directory `dir`.
+    /// A cache of up to `capacity` (at least 1) open tables of directory
+    /// `dir`, of its own.
     pub fn new(
         vfs: Arc<dyn Vfs>,
         dir: PathBuf,
@@ -54,34 +102,20 @@ impl TableCache {
         direct_reads: bool,
     ) -> Self {
         let paths = Arc::new(TablePaths::new(&dir, &[]));
-        Self::with_paths(vfs, paths, capacity, block_cache, direct_reads)
+        Self::with_paths(vfs, paths, OpenTables::new(capacity), block_cache, direct_reads)
     }
 
-    /// [`Self::new`] for tables spread over `paths`.
+    /// The tables spread over `paths`, kept open in `open` (shared with the
+    /// database's other trees).
     pub(crate) fn with_paths(
         vfs: Arc<dyn Vfs>,
         paths: Arc<TablePaths>,
-        capacity: usize,
+        open: Arc<OpenTables>,
         block_cache: Option<Arc<BlockCache>>,
         direct_reads: bool,
     ) -> Self {
-        // Equal shards whose total stays within `capacity` (small capacities
-        // get fewer shards).
-        let shards = capacity.clamp(1, SHARDS);
-        let per_shard = NonZeroUsize::new(capacity / shards).unwrap_or(NonZeroUsize::MIN);
-        TableCache {
-            vfs,
-            paths,
-            block_cache,
-            direct_reads,
-            shards: (0..shards)
-                .map(|_| Mutex::new(Inner { lru: LruCache::new(per_shard), memory: 0 }))
-                .collect(),
-        }
-    }
-
-    fn shard(&self, file_id: u64) -> &Mutex<Inner> {
-        &self.shards[(file_id % self.shards.len() as u64) as usize]
+        let ns = open.0.new_namespace();
+        TableCache { vfs, paths, block_cache, direct_reads, open, ns, memory: Arc::default() }
     }
 
     /// The open table `file_id` (of `file_size` bytes, made of `segments` as
@@ -90,29 +124,27 @@ impl TableCache {
     /// since (or, for a reader of an older Version, the handle has segments it
     /// must not see). The table is opened again and the newest state is kept.
     pub fn get(&self, file_id: u64, file_size: u64, segments: &[SegmentMeta]) -> Result<Arc<Table>> {
-        let shard = self.shard(file_id);
-        if let Some(t) = shard.lock().lru.get(&file_id).filter(|t| t.file_size() == file_size) {
-            return Ok(Arc::clone(t));
+        let key = (self.ns, file_id);
+        let lru = &self.open.0;
+        let hit = lru
+            .get(|| mix(key), self.ns, &key, true, |r| Arc::clone(&r.table))
+            .filter(|t| t.file_size() == file_size);
+        if let Some(t) = hit {
+            return Ok(t);
         }
         let path = self.paths.table(file_id);
         let file = self.vfs.open_random(&path, RandomOpenOptions { direct: self.direct_reads })?;
         let table = Table::open_segments(file, file_id, file_size, segments, self.block_cache.clone())
             .map_err(|e| name_file(e, &path))?;
         let table = Arc::new(table.with_path(&path));
-        let mut inner = shard.lock();
-        if let Some(t) = inner.lru.get(&file_id).filter(|t| t.file_size() == file_size) {
-            return Ok(Arc::clone(t));
-        }
         // An older state of the file (a reader of an older Version) is served
         // but does not replace the newer one.
-        if inner.lru.peek(&file_id).is_some_and(|t| t.file_size() > file_size) {
+        if lru.peek(|| mix(key), &key, |r| r.table.file_size() > file_size).unwrap_or(false) {
             return Ok(table);
         }
-        // `push` hands back the replaced handle of this file, or the evicted one.
-        inner.memory += table.memory_usage();
-        if let Some((_, evicted)) = inner.lru.push(file_id, Arc::clone(&table)) {
-            inner.memory -= evicted.memory_usage();
-        }
+        self.memory.fetch_add(table.memory_usage(), Ordering::Relaxed);
+        let resident = Resident { table: Arc::clone(&table), memory: Arc::clone(&self.memory) };
+        lru.insert(|| mix(key), self.ns, 1, || (key, resident));
         Ok(table)
     }
 
@@ -139,25 +171,30 @@ impl TableCache {
     /// Drops the handle of `file_id` (e.g. its file was deleted). Its blocks
     /// stay in the block cache until [`BlockCache::invalidate_file`].
     pub fn evict(&self, file_id: u64) {
-        let mut inner = self.shard(file_id).lock();
-        if let Some(t) = inner.lru.pop(&file_id) {
-            inner.memory -= t.memory_usage();
-        }
+        self.open.0.invalidate_file(self.ns, file_id);
     }
 
-    /// Bytes of index and filter blocks held by the cached tables.
+    /// Bytes of index and filter blocks held by this tree's cached tables.
     pub fn memory_usage(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().memory).sum()
+        self.memory.load(Ordering::Relaxed)
     }
 
-    /// Number of cached tables.
+    /// Number of this tree's cached tables.
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().lru.len()).sum()
+        self.open.0.stats(self.ns).entries as usize
     }
 
-    /// True when no table is cached.
+    /// True when no table of this tree is cached.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+impl Drop for TableCache {
+    /// A tree that goes (a dropped keyspace, a closed database) closes its
+    /// files now instead of leaving them to age out of the shared LRU.
+    fn drop(&mut self) {
+        self.open.0.drop_namespace(self.ns);
     }
 }
 

@@ -195,7 +195,7 @@ fn recover_tree(
         }
     }
     let (block_cache, row_cache) = caches.for_tree();
-    let tables = table_cache(&paths, &opts, block_cache.clone());
+    let tables = table_cache(&paths, &opts, &caches.tables, block_cache.clone());
     if !read_only {
         cut_uncommitted_appends(vfs.as_ref(), &versions.current(), &tables)?;
     }
@@ -231,20 +231,41 @@ pub(crate) fn check_newest_wal(trees: &[Parts], entries: &[String]) -> Result<()
     check_needed_wals(&logs, true, trees[0].versions.wal_floor(), &listed_wals(entries))
 }
 
+/// What [`replay_wals`] leaves for the open.
+pub(crate) struct Replayed {
+    /// The highest sequence of every MANIFEST and WAL.
+    pub last_seq: u64,
+    /// Per tree (in `trees`' order): the memtable its replayed ops stay in,
+    /// and the oldest WAL they came from; `None`: nothing left in memory.
+    pub kept: Vec<Option<(MemTable, u64)>>,
+    /// The oldest WAL still needed: older ones may be deleted, this one and
+    /// newer ones hold the kept memtables' ops.
+    pub floor: u64,
+}
+
 /// Replays the WALs every keyspace may still need (from the smallest log
-/// number on) into each keyspace's L0 tables: an op goes to its keyspace
-/// only if the WAL's number is at or after that keyspace's log number; ops of
-/// dropped keyspaces are skipped; an op of an id never handed out is
-/// `Corruption`. Each keyspace records its tables, the highest sequence seen
-/// and the new log number in one edit, so a crash during recovery never
-/// replays a log twice into one keyspace. Returns the last sequence.
+/// number on): an op goes to its keyspace only if the WAL's number is at or
+/// after that keyspace's log number; ops of dropped keyspaces are skipped;
+/// an op of an id never handed out is `Corruption`.
+///
+/// The default tree's ops are written to L0 tables. A keyspace's ops stay in
+/// its memtable, and their WALs on disk, when they fit in one write buffer
+/// and every replayed WAL was read whole (RocksDB's
+/// `avoid_flush_during_recovery`): thousands of keyspaces then reopen
+/// without writing a table or a MANIFEST each, and their WALs go when they
+/// flush. Otherwise (a WAL with a torn or damaged record, a keyspace that
+/// flushed during the replay) its ops go to L0 tables, so no later WAL is
+/// ever replayed after a damaged one. Each tree that writes records its
+/// tables, the highest sequence and the new log number in one edit, so a
+/// crash during recovery never replays a log twice into one keyspace; the
+/// root's edit records the WAL floor.
 pub(crate) fn replay_wals(
     root: &Path,
     opts: &Options,
     trees: &[Parts],
     entries: &[String],
     new_log: u64,
-) -> Result<u64> {
+) -> Result<Replayed> {
     let pipeline = crate::compaction::auto::resolve_without_history(opts.compaction_pipeline);
     let envs: Vec<Env<'_>> = trees
         .iter()
@@ -259,40 +280,66 @@ pub(crate) fn replay_wals(
         })
         .collect();
     let mut mems: Vec<MemTable> = trees.iter().map(|_| MemTable::new()).collect();
+    let mut first_log: Vec<Option<u64>> = vec![None; trees.len()];
     let mut edits: Vec<VersionEdit> =
         trees.iter().map(|_| VersionEdit { log_number: Some(new_log), ..Default::default() }).collect();
-    if trees[0].versions.ever_had_keyspaces() {
-        // Every older WAL is replayed now and deleted once the edits are durable.
-        edits[0].wal_floor = Some(new_log);
-    }
     let vfs = opts.vfs.as_ref();
     let open = |log| vfs.open_sequential(&wal_path(root, log));
-    let max_seq = route_wal_ops(opts, trees, listed_wals(entries), open, |i, seq, op| {
+    let (max_seq, whole) = route_wal_ops(opts, trees, listed_wals(entries), open, |i, log, seq, op| {
+        first_log[i].get_or_insert(log);
         mems[i].add_op(seq, op);
         if mems[i].approximate_memory_usage() >= trees[i].opts.write_buffer_size {
             flush_recovered(&envs[i], std::mem::take(&mut mems[i]), &mut edits[i])?;
         }
         Ok(())
     })?;
+    let with_keyspaces = trees[0].versions.ever_had_keyspaces();
+    let keep = |i: usize, mem: &MemTable, edit: &VersionEdit| {
+        with_keyspaces && whole && i > 0 && edit.new_files.is_empty() && !mem.is_empty()
+    };
+    let floor = (0..trees.len())
+        .filter(|&i| keep(i, &mems[i], &edits[i]))
+        .filter_map(|i| first_log[i])
+        .fold(new_log, u64::min);
+    if with_keyspaces {
+        // WALs below the floor are replayed into tables now and deleted
+        // once the edits are durable.
+        edits[0].wal_floor = Some(floor);
+    }
     // The root's edit first (as before); the keyspaces' edits, each to its
     // own MANIFEST, need no order among them.
     let work: Vec<(usize, Pending)> =
         mems.into_iter().zip(edits).enumerate().map(|(i, w)| (i, std::sync::Mutex::new(Some(w)))).collect();
-    let finish = |(i, w): &(usize, Pending)| -> Result<()> {
-        let Some((mem, mut edit)) = w.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(()) };
+    let finish = |(i, w): &(usize, Pending)| -> Result<Option<(MemTable, u64)>> {
+        let Some((mem, mut edit)) = w.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+            return Ok(None);
+        };
+        let versions = &trees[*i].versions;
+        versions.set_last_sequence(max_seq);
+        if keep(*i, &mem, &edit) {
+            // Its MANIFEST stays as it is (its log number is at or below its
+            // first kept WAL): no write, no sync.
+            return Ok(Some((mem, first_log[*i].unwrap_or(new_log))));
+        }
+        if mem.is_empty() && edit.new_files.is_empty() && *i > 0 && with_keyspaces {
+            // Nothing of this keyspace was in the replayed WALs: the root's
+            // WAL floor tells the next open that the WALs below it are not needed.
+            return Ok(None);
+        }
         if !mem.is_empty() {
             flush_recovered(&envs[*i], mem, &mut edit)?;
         }
-        let versions = &trees[*i].versions;
         // WAL numbers come from the root MANIFEST: never a keyspace's table number.
         versions.mark_file_number_used(new_log);
         edit.last_sequence = Some(max_seq);
-        versions.set_last_sequence(max_seq);
-        versions.log_and_apply(edit).map(drop)
+        versions.log_and_apply(edit)?;
+        Ok(None)
     };
-    finish(&work[0])?;
-    parallel_map(&work[1..], finish).into_iter().collect::<Result<Vec<()>>>()?;
-    Ok(max_seq)
+    let mut kept = vec![finish(&work[0])?];
+    for k in parallel_map(&work[1..], finish) {
+        kept.push(k?);
+    }
+    Ok(Replayed { last_seq: max_seq, kept, floor })
 }
 
 /// A keyspace's replayed memtable and edit, taken by whichever thread finishes it.
@@ -347,7 +394,7 @@ pub(crate) fn replay_wals_into_memory(
     let mems: Vec<MemTable> = trees.iter().map(|_| MemTable::new()).collect();
     let logs: Vec<u64> = wals.keys().copied().collect();
     let open = |log| wals.remove(&log).ok_or_else(|| Error::corruption(format!("WAL {log:06}.log not open")));
-    let max_seq = route_wal_ops(opts, trees, logs, open, |i, seq, op| {
+    let (max_seq, _) = route_wal_ops(opts, trees, logs, open, |i, _, seq, op| {
         mems[i].add_op(seq, op);
         Ok(())
     })?;
@@ -358,22 +405,24 @@ pub(crate) fn replay_wals_into_memory(
 }
 
 /// Reads the WALs `logs` (oldest first; `open` opens one) at or after the
-/// smallest log number of `trees` and calls `add(i, seq, op)` for every op
-/// that `trees[i]` still needs. Returns the highest sequence of every
-/// tree's MANIFEST and the WALs.
+/// smallest log number of `trees` and calls `add(i, log, seq, op)` for every
+/// op of WAL `log` that `trees[i]` still needs. Returns the highest sequence
+/// of every tree's MANIFEST and the WALs, and whether every WAL was read
+/// whole (no torn or damaged record dropped).
 fn route_wal_ops(
     opts: &Options,
     trees: &[Parts],
     logs: Vec<u64>,
     mut open: impl FnMut(u64) -> Result<Box<dyn SequentialFile>>,
-    mut add: impl FnMut(usize, u64, &BatchOp<'_>) -> Result<()>,
-) -> Result<u64> {
+    mut add: impl FnMut(usize, u64, u64, &BatchOp<'_>) -> Result<()>,
+) -> Result<(u64, bool)> {
     let next_id = trees[0].versions.next_keyspace_id();
     let index: HashMap<u32, usize> = trees.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
     let min_log = trees.iter().map(|t| t.versions.log_number()).min().unwrap_or(0);
     let mut max_seq = trees.iter().map(|t| t.versions.last_sequence()).max().unwrap_or(0);
+    let mut dropped = 0;
     for log in logs.into_iter().filter(|&k| k >= min_log) {
-        replay_log_ops(open(log)?, opts, log, |seq, op| {
+        dropped += replay_log_ops(open(log)?, opts, log, |seq, op| {
             max_seq = max_seq.max(seq);
             let Some(&i) = index.get(&op.keyspace) else {
                 if op.keyspace < next_id {
@@ -387,8 +436,8 @@ fn route_wal_ops(
             if log < trees[i].versions.log_number() {
                 return Ok(()); // already in that keyspace's tables
             }
-            add(i, seq, &op)
+            add(i, log, seq, &op)
         })?;
     }
-    Ok(max_seq)
+    Ok((max_seq, dropped == 0))
 }

@@ -102,6 +102,9 @@ enum Job {
     Compact { trim: bool, wakes: u64 },
 }
 
+/// Trees with work a pick looks at past the first job it found (see `Pool::pick`).
+const SCAN_BUDGET: usize = 64;
+
 /// Workers for `opts`: `max_background_jobs`, raised to let
 /// `max_background_compactions` merges run beside a flush (RocksDB, too,
 /// honours the older option when it asks for more).
@@ -294,7 +297,16 @@ impl Pool {
         let mut flush: Option<(u64, u32)> = None;
         let mut compact: Option<(usize, u32, u32)> = None;
         let mut idle = Vec::new();
-        for &id in &s.candidates {
+        // From the cursor on, and no further than SCAN_BUDGET trees with work
+        // past the first job found: after an open of thousands of keyspaces
+        // every tree is a candidate, and a full scan per pick would make the
+        // pool's start quadratic. With fewer busy trees the scan is whole.
+        let mut with_work = 0;
+        let from = s.next;
+        for &id in s.candidates.range(from..).chain(s.candidates.range(..from)) {
+            if with_work >= SCAN_BUDGET && (flush.is_some() || compact.is_some()) {
+                break;
+            }
             let Some(slot) = s.slots.get(&id) else {
                 idle.push(id);
                 continue;
@@ -338,7 +350,9 @@ impl Pool {
                     }
                 }
             }
-            if !work && !slot.delivering {
+            if work {
+                with_work += 1;
+            } else if !slot.delivering {
                 idle.push(id);
             }
         }

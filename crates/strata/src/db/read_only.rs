@@ -97,7 +97,7 @@ fn open_once(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
     let caches = Caches::new(&opts);
     let (block_cache, row_cache) = caches.for_tree();
-    let tables = table_cache(&paths, &opts, block_cache.clone());
+    let tables = table_cache(&paths, &opts, &caches.tables, block_cache.clone());
     if opts.paranoid_checks {
         verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
     }
@@ -126,6 +126,7 @@ fn open_once(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         max_total_wal_size: opts.max_total_wal_size,
         caches,
         info_log: None,
+        old_wals: Default::default(),
     }));
     let inners: Vec<Arc<DbInner>> =
         trees.into_iter().zip(mems).map(|(p, mem)| p.assemble(mem, 0, shared.clone())).collect();

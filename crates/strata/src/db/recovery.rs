@@ -2,6 +2,7 @@
 //! than the recorded log number into L0 tables, remove files nothing names,
 //! and start a fresh WAL and the background threads.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -122,7 +123,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
     let caches = Caches::new(&opts);
     let (block_cache, row_cache) = caches.for_tree();
-    let tables = table_cache(&paths, &opts, block_cache.clone());
+    let tables = table_cache(&paths, &opts, &caches.tables, block_cache.clone());
     cut_uncommitted_appends(vfs.as_ref(), &versions.current(), &tables)?;
     if opts.paranoid_checks {
         verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
@@ -155,11 +156,19 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let wal_number = versions.new_file_number();
     let wal_file = vfs.create(&wal_path(dir, wal_number))?;
     vfs.sync_dir(dir)?;
-    let last_seq = ks_recovery::replay_wals(dir, &opts, &trees, &entries, wal_number)?;
-    // Logs before the new one were replayed into tables every keyspace's MANIFEST names.
+    let replayed = ks_recovery::replay_wals(dir, &opts, &trees, &entries, wal_number)?;
+    let last_seq = replayed.last_seq;
+    // Logs below the floor were replayed into tables every keyspace's
+    // MANIFEST names; the others hold memtables kept in memory.
+    let mut old_wals = BTreeMap::new();
     for n in &entries {
         if let Some(FileKind::Wal(k)) = parse_file_name(n) {
-            let _ = vfs.remove_file(&wal_path(dir, k));
+            let path = wal_path(dir, k);
+            if k < replayed.floor {
+                let _ = vfs.remove_file(&path);
+            } else {
+                old_wals.insert(k, vfs.file_size(&path)?);
+            }
         }
     }
     let shared = Arc::new(Shared::new(SharedParts {
@@ -173,9 +182,14 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         max_total_wal_size: opts.max_total_wal_size,
         caches,
         info_log,
+        old_wals,
     }));
-    let inners: Vec<Arc<DbInner>> =
-        trees.into_iter().map(|p| p.assemble(MemTable::new(), wal_number, shared.clone())).collect();
+    let inners: Vec<Arc<DbInner>> = (trees.into_iter().zip(replayed.kept))
+        .map(|(p, kept)| {
+            let (mem, mem_wal) = kept.unwrap_or_else(|| (MemTable::new(), wal_number));
+            p.assemble(mem, mem_wal, shared.clone())
+        })
+        .collect();
     shared.trees.write().extend(inners.iter().map(|t| (t.id, t.clone())));
     if let Err(e) = shared.pool.start(super::pool::workers_for(&opts)) {
         let _ = inners[0].shutdown();

@@ -455,7 +455,8 @@ impl Tree {
     fn rebuild(&self, report: &mut RepairReport, max_seq: &mut u64) -> Result<Built> {
         let vfs = self.opts.vfs.clone();
         let lost_dir = self.dir.join("lost");
-        let cache = table_cache(&self.paths, &self.opts, None);
+        let open = crate::cache::table_cache::OpenTables::new(self.opts.max_open_files);
+        let cache = table_cache(&self.paths, &self.opts, &open, None);
         let mut sources: Vec<Box<dyn InternalIterator>> = Vec::new();
         let mut counters = Vec::new();
         let mut lost = Vec::new();

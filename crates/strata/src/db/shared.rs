@@ -15,6 +15,7 @@ use super::pool::Pool;
 use super::snapshot::SnapshotList;
 use super::writer_queue::WriterQueue;
 use super::DbInner;
+use crate::cache::table_cache::OpenTables;
 use crate::cache::{BlockCache, RowCache};
 use crate::error::{Error, Result};
 use crate::filename::wal_path;
@@ -32,6 +33,8 @@ static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
 pub(crate) struct Caches {
     pub block: Option<Arc<BlockCache>>,
     pub row: Option<Arc<RowCache>>,
+    /// The open tables of every tree, at most `Options::max_open_files`.
+    pub tables: Arc<OpenTables>,
 }
 
 impl Caches {
@@ -41,6 +44,7 @@ impl Caches {
             block: (opts.block_cache_capacity > 0)
                 .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity))),
             row: (opts.row_cache_capacity > 0).then(|| Arc::new(RowCache::new(opts.row_cache_capacity))),
+            tables: OpenTables::new(opts.max_open_files),
         }
     }
 
@@ -110,6 +114,8 @@ pub(crate) struct SharedParts {
     pub max_total_wal_size: u64,
     pub caches: Caches,
     pub info_log: Option<Arc<InfoLog>>,
+    /// WALs older than `wal` still needed (number -> size).
+    pub old_wals: BTreeMap<u64, u64>,
 }
 
 impl Shared {
@@ -121,7 +127,7 @@ impl Shared {
             read_only: p.wal.is_none(),
             wal: Mutex::new(p.wal),
             wal_number: AtomicU64::new(p.wal_number),
-            old_wals: Mutex::new(BTreeMap::new()),
+            old_wals: Mutex::new(p.old_wals),
             max_total_wal_size: p.max_total_wal_size,
             writers: Mutex::new(Default::default()),
             writers_cv: Condvar::new(),

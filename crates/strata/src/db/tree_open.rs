@@ -14,6 +14,7 @@ use parking_lot::{Condvar, Mutex};
 use super::shared::Shared;
 use super::{DbInner, DbState, SuperVersion};
 use crate::batch::{BatchOp, WriteBatch};
+use crate::cache::table_cache::OpenTables;
 use crate::cache::{BlockCache, RowCache, TableCache};
 use crate::compaction::factory::make_policy;
 use crate::compaction::policy::{CompactionPolicy, RunTarget};
@@ -47,17 +48,19 @@ pub(super) fn checked_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>
     Ok(policy)
 }
 
-/// The table cache of one tree, reading blocks through `block_cache` (the
-/// tree's handle on the database's block cache, if any).
+/// The table cache of one tree, keeping its files open in `open` (the
+/// database's) and reading blocks through `block_cache` (the tree's handle
+/// on the database's block cache, if any).
 pub(super) fn table_cache(
     paths: &Arc<TablePaths>,
     opts: &Options,
+    open: &Arc<OpenTables>,
     block_cache: Option<Arc<BlockCache>>,
 ) -> Arc<TableCache> {
     Arc::new(TableCache::with_paths(
         opts.vfs.clone(),
         Arc::clone(paths),
-        opts.max_open_files,
+        Arc::clone(open),
         block_cache,
         opts.use_direct_reads,
     ))
@@ -133,13 +136,14 @@ impl Parts {
 }
 
 /// Calls `on_op(seq, op)` for every op of every record of WAL `log`, read
-/// from `file`, that `wal_recovery_mode` keeps, in log order.
+/// from `file`, that `wal_recovery_mode` keeps, in log order. Returns the
+/// bytes of damaged or torn records dropped.
 pub(super) fn replay_log_ops(
     file: Box<dyn SequentialFile>,
     opts: &Options,
     log: u64,
     mut on_op: impl FnMut(u64, BatchOp<'_>) -> Result<()>,
-) -> Result<()> {
+) -> Result<u64> {
     let mut reader = LogReader::new(file, opts.wal_recovery_mode);
     let (mut records, mut ops) = (0u64, 0u64);
     while let Some(record) =
@@ -162,7 +166,7 @@ pub(super) fn replay_log_ops(
             opts.wal_recovery_mode
         );
     }
-    Ok(())
+    Ok(reader.dropped_bytes())
 }
 
 pub(super) fn flush_recovered(env: &Env<'_>, mem: MemTable, edit: &mut VersionEdit) -> Result<()> {

@@ -236,7 +236,7 @@ impl Options {
         /// are dropped with them. Like the block cache, one for the whole database, shared
         /// by every keyspace (`Db::row_cache_stats` reports the total).
         with_row_cache, row_cache_capacity, usize);
-    setter!(/// Open tables kept with their index and filter in memory (RocksDB `max_open_files`; default 1000).
+    setter!(/// Open tables kept with their index and filter in memory, in the whole database: every keyspace's tables share this bound (RocksDB `max_open_files`; default 1000).
         with_max_open_files, max_open_files, usize);
     setter!(/// Read tables with `O_DIRECT`, bypassing the page cache (RocksDB `use_direct_reads`).
         with_use_direct_reads, use_direct_reads, bool);

@@ -2,7 +2,8 @@
 //! round-robin cursors and the policy's own state blob, and (root MANIFEST
 //! only) the keyspace registry.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
@@ -17,6 +18,16 @@ pub struct KeyspaceEntry {
     pub options: Vec<u8>,
 }
 
+/// The keyspace registry of a root MANIFEST: live keyspaces by id, and
+/// their names, so a duplicate is found without a scan (a MANIFEST may
+/// register tens of thousands).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Registry {
+    pub(crate) by_id: BTreeMap<u32, KeyspaceEntry>,
+    // INVARIANT: exactly the names of `by_id`'s entries.
+    names: HashSet<String>,
+}
+
 /// State persisted alongside the files, read by compaction policies.
 #[derive(Clone, Debug)]
 pub(crate) struct PolicyMeta {
@@ -24,8 +35,9 @@ pub(crate) struct PolicyMeta {
     pub(crate) compact_pointers: Vec<Option<Vec<u8>>>,
     /// The policy's opaque state, as it last returned it.
     pub(crate) policy_state: Option<Vec<u8>>,
-    /// Live keyspaces by id (root MANIFEST only).
-    pub(crate) keyspaces: BTreeMap<u32, KeyspaceEntry>,
+    /// Live keyspaces (root MANIFEST only); shared, since every apply
+    /// clones the state and few edits change the registry.
+    pub(crate) keyspaces: Arc<Registry>,
     /// The next keyspace id; 0 while no keyspace was ever created.
     pub(crate) next_keyspace_id: u32,
     /// The default tree's persisted options (root MANIFEST only); `None` in
@@ -42,7 +54,7 @@ impl PolicyMeta {
         PolicyMeta {
             compact_pointers: vec![None; num_levels],
             policy_state: None,
-            keyspaces: BTreeMap::new(),
+            keyspaces: Arc::default(),
             next_keyspace_id: 0,
             default_options: None,
             wal_floor: None,
@@ -61,29 +73,32 @@ impl PolicyMeta {
         if let Some(state) = &edit.policy_state {
             self.policy_state = Some(state.clone()).filter(|s| !s.is_empty());
         }
-        for op in &edit.keyspace_ops {
-            match op {
-                KeyspaceOp::Add { id, name, options } => {
-                    if *id == 0
-                        || self.keyspaces.contains_key(id)
-                        || self.keyspaces.values().any(|e| &e.name == name)
-                    {
-                        return Err(Error::invalid(format!("keyspace {id} ({name:?}) added twice")));
+        if !edit.keyspace_ops.is_empty() {
+            let reg = Arc::make_mut(&mut self.keyspaces);
+            for op in &edit.keyspace_ops {
+                match op {
+                    KeyspaceOp::Add { id, name, options } => {
+                        if *id == 0 || reg.by_id.contains_key(id) || reg.names.contains(name) {
+                            return Err(Error::invalid(format!("keyspace {id} ({name:?}) added twice")));
+                        }
+                        reg.names.insert(name.clone());
+                        reg.by_id.insert(*id, KeyspaceEntry { name: name.clone(), options: options.clone() });
+                        self.next_keyspace_id = self.next_keyspace_id.max(id.saturating_add(1));
                     }
-                    self.keyspaces
-                        .insert(*id, KeyspaceEntry { name: name.clone(), options: options.clone() });
-                    self.next_keyspace_id = self.next_keyspace_id.max(id.saturating_add(1));
-                }
-                KeyspaceOp::Drop { id } => {
-                    if self.keyspaces.remove(id).is_none() {
-                        return Err(Error::invalid(format!("dropping keyspace {id}, which does not exist")));
+                    KeyspaceOp::Drop { id } => {
+                        let Some(gone) = reg.by_id.remove(id) else {
+                            return Err(Error::invalid(format!(
+                                "dropping keyspace {id}, which does not exist"
+                            )));
+                        };
+                        reg.names.remove(&gone.name);
                     }
-                }
-                KeyspaceOp::SetOptions { id, options } => {
-                    let entry = self.keyspaces.get_mut(id).ok_or_else(|| {
-                        Error::invalid(format!("setting options of keyspace {id}, which does not exist"))
-                    })?;
-                    entry.options = options.clone();
+                    KeyspaceOp::SetOptions { id, options } => {
+                        let entry = reg.by_id.get_mut(id).ok_or_else(|| {
+                            Error::invalid(format!("setting options of keyspace {id}, which does not exist"))
+                        })?;
+                        entry.options = options.clone();
+                    }
                 }
             }
         }

@@ -28,10 +28,22 @@ const MAX_LEVELS: usize = 64;
 /// MANIFEST size above which `log_and_apply` starts a fresh one.
 const DEFAULT_MAX_MANIFEST_SIZE: u64 = 64 << 20;
 
+/// Where applied edits go.
+enum Log {
+    /// A read-only set: every apply is refused.
+    ReadOnly,
+    /// A recovered set that has written nothing yet: its first apply starts
+    /// a fresh MANIFEST (a snapshot, then `CURRENT`), so an open that changes
+    /// nothing in a tree writes nothing there (thousands of idle keyspaces
+    /// open without a sync each). The recovered MANIFEST is never appended
+    /// to: its last record may be torn.
+    Deferred,
+    Open(ManifestWriter),
+}
+
 /// The MANIFEST being appended to, guarded by the apply mutex.
 struct Writer {
-    /// `None` for a read-only set: every apply is then `NotSupported`.
-    manifest: Option<ManifestWriter>,
+    log: Log,
     /// Set once a MANIFEST write failed: every later apply is refused.
     failed: Option<String>,
 }
@@ -78,7 +90,8 @@ impl VersionSet {
         Self::install(vfs, dir, num_levels, restored)
     }
 
-    /// Rebuilds the state from the MANIFEST named by `CURRENT`, then writes it to a
+    /// Rebuilds the state from the MANIFEST named by `CURRENT`. Writes nothing:
+    /// the first [`log_and_apply`](Self::log_and_apply) writes the state to a
     /// new MANIFEST and switches `CURRENT` to it. Deletes nothing: the caller
     /// removes old MANIFESTs and files not in [`VersionSet::live_files`].
     pub fn recover(vfs: Arc<dyn Vfs>, dir: &Path, num_levels: usize) -> Result<VersionSet> {
@@ -86,7 +99,7 @@ impl VersionSet {
     }
 
     /// [`Self::recover`], running `check(version, log_number)` on the replayed
-    /// state before anything is written: an error leaves the directory as it was.
+    /// state: an error is returned as is.
     pub fn recover_checked(
         vfs: Arc<dyn Vfs>,
         dir: &Path,
@@ -95,7 +108,7 @@ impl VersionSet {
     ) -> Result<VersionSet> {
         let number = read_current(&*vfs, dir)?;
         let restored = Self::replay(&vfs, dir, number, num_levels, check)?;
-        Self::install(vfs, dir, num_levels, restored)
+        Ok(Self::assemble(vfs, dir, num_levels, restored, number, Log::Deferred))
     }
 
     /// Rebuilds the state from the MANIFEST named by `CURRENT` and writes
@@ -121,7 +134,7 @@ impl VersionSet {
         check: impl FnOnce(&Version, u64) -> Result<()>,
     ) -> Result<VersionSet> {
         let r = Self::replay(&vfs, dir, number, num_levels, check)?;
-        Ok(Self::assemble(vfs, dir, num_levels, r, number, None))
+        Ok(Self::assemble(vfs, dir, num_levels, r, number, Log::ReadOnly))
     }
 
     /// An empty set that writes nothing and hands out file numbers from
@@ -140,7 +153,7 @@ impl VersionSet {
             meta: PolicyMeta::new(num_levels),
             obsolete: Arc::new(ObsoleteFiles::new()),
         };
-        Self::assemble(vfs, dir, num_levels, r, 0, None)
+        Self::assemble(vfs, dir, num_levels, r, 0, Log::ReadOnly)
     }
 
     /// Replays `MANIFEST-<number>` and checks the result.
@@ -196,7 +209,7 @@ impl VersionSet {
         set_current(&*vfs, dir, number)?;
         let mut r = r;
         r.next_file_number = next_file_number;
-        Ok(Self::assemble(vfs, dir, num_levels, r, number, Some(manifest)))
+        Ok(Self::assemble(vfs, dir, num_levels, r, number, Log::Open(manifest)))
     }
 
     fn assemble(
@@ -205,7 +218,7 @@ impl VersionSet {
         num_levels: usize,
         r: Restored,
         manifest_number: u64,
-        manifest: Option<ManifestWriter>,
+        log: Log,
     ) -> VersionSet {
         let failed = None;
         VersionSet {
@@ -220,7 +233,7 @@ impl VersionSet {
             max_manifest_size: AtomicU64::new(DEFAULT_MAX_MANIFEST_SIZE),
             obsolete: r.obsolete,
             meta: Mutex::new(r.meta),
-            writer: Mutex::new(Writer { manifest, failed }),
+            writer: Mutex::new(Writer { log, failed }),
         }
     }
 
@@ -271,7 +284,7 @@ impl VersionSet {
 
     /// The keyspace registry (root MANIFEST): live keyspaces by id.
     pub fn keyspaces(&self) -> std::collections::BTreeMap<u32, KeyspaceEntry> {
-        self.meta.lock().keyspaces.clone()
+        self.meta.lock().keyspaces.by_id.clone()
     }
 
     /// The default tree's persisted options (root MANIFEST), if recorded.
@@ -324,8 +337,15 @@ impl VersionSet {
         if let Some(why) = &w.failed {
             return Err(Error::ReadOnly(why.clone()));
         }
-        if w.manifest.is_none() {
-            return Err(Error::opened_read_only());
+        match w.log {
+            Log::ReadOnly => return Err(Error::opened_read_only()),
+            Log::Deferred => {
+                if let Err(e) = self.roll_over(&mut w, &self.current()) {
+                    w.failed = Some(format!("MANIFEST write failed: {e}"));
+                    return Err(e);
+                }
+            }
+            Log::Open(_) => {}
         }
         if let Some(n) = edit.next_file_number {
             self.next_file_number.fetch_max(n, Ordering::SeqCst);
@@ -342,7 +362,7 @@ impl VersionSet {
         let mut meta = self.meta.lock().clone();
         meta.apply(&edit)?;
 
-        let Some(manifest) = w.manifest.as_mut() else {
+        let Log::Open(manifest) = &mut w.log else {
             return Err(Error::opened_read_only());
         };
         let appended = manifest.append(&edit.encode()).map(|()| manifest.len());
@@ -425,7 +445,7 @@ impl VersionSet {
         let manifest = ManifestWriter::create(&*self.vfs, &self.dir, number, &snap)?;
         set_current(&*self.vfs, &self.dir, number)?;
         self.manifest_number.store(manifest.number(), Ordering::SeqCst);
-        w.manifest = Some(manifest);
+        w.log = Log::Open(manifest);
         Ok(())
     }
 }
@@ -475,7 +495,7 @@ fn snapshot(
             .collect(),
         policy_state: meta.policy_state.clone(),
         buffer_ops,
-        keyspace_ops: (meta.keyspaces.iter())
+        keyspace_ops: (meta.keyspaces.by_id.iter())
             .map(|(id, e)| KeyspaceOp::Add { id: *id, name: e.name.clone(), options: e.options.clone() })
             .collect(),
         // Only databases that ever created a keyspace write the registry.
@@ -677,7 +697,11 @@ mod tests {
         assert_eq!(vs.log_number(), wal);
         assert_eq!(vs.compact_pointers(), vec![None, Some(b"d".to_vec()), Some(b"q".to_vec()), None]);
         assert_eq!(vs.policy_state(), Some(b"blob".to_vec()));
-        // Recovery wrote a fresh MANIFEST with a number never handed out before.
+        // Recovery wrote nothing; the first apply writes a fresh MANIFEST with
+        // a number never handed out before.
+        let recovered = vs.manifest_number();
+        assert_eq!(read_current(&*vfs, dir).unwrap(), recovered);
+        vs.log_and_apply(VersionEdit::default()).unwrap();
         assert!(vs.manifest_number() > next);
         assert_eq!(read_current(&*vfs, dir).unwrap(), vs.manifest_number());
         assert!(vs.new_file_number() > vs.manifest_number());
@@ -760,6 +784,28 @@ mod tests {
         drop(vs);
         vfs.corrupt_byte(&path, 10, 0x40).unwrap();
         assert!(VersionSet::recover(vfs, dir, 2).unwrap_err().is_corruption());
+    }
+
+    #[test]
+    fn recovery_of_an_idle_tree_writes_nothing() {
+        let vfs = mem();
+        let dir = Path::new(DIR);
+        let vs = VersionSet::create(vfs.clone(), dir, 2).unwrap();
+        vs.mark_file_number_used(9);
+        add(&vs, 1, 3, nf(4, "a", "c")).unwrap();
+        drop(vs);
+        let before = vfs.list_dir(dir).unwrap();
+        let manifest = manifest_path(dir, read_current(&*vfs, dir).unwrap());
+        let bytes = vfs.file_size(&manifest).unwrap();
+        let vs = VersionSet::recover(vfs.clone(), dir, 2).unwrap();
+        assert_eq!(vfs.list_dir(dir).unwrap(), before);
+        assert_eq!(vfs.file_size(&manifest).unwrap(), bytes);
+        // A torn last record is never appended to: the first apply starts a new MANIFEST.
+        add(&vs, 1, 5, nf(6, "d", "f")).unwrap();
+        assert_ne!(manifest_path(dir, vs.manifest_number()), manifest);
+        assert_eq!(vfs.file_size(&manifest).unwrap(), bytes);
+        drop(vs);
+        assert_eq!(VersionSet::recover(vfs, dir, 2).unwrap().current().level_files(1), 2);
     }
 
     #[test]
