@@ -114,7 +114,7 @@ impl Db {
         if shared.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        if name == DEFAULT_KEYSPACE || shared.trees.read().values().any(|t| t.name == name) {
+        if name == DEFAULT_KEYSPACE || shared.root_versions.has_keyspace(name) {
             return Err(Error::invalid(format!("keyspace {name:?} already exists")));
         }
         let tree_opts = opts.apply(&self.inner().opts);

@@ -2,7 +2,7 @@
 //! round-robin cursors and the policy's own state blob, and (root MANIFEST
 //! only) the keyspace registry.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -28,6 +28,13 @@ pub(crate) struct Registry {
     names: HashSet<String>,
 }
 
+impl Registry {
+    /// Whether a live keyspace is named `name`.
+    pub(crate) fn has_name(&self, name: &str) -> bool {
+        self.names.contains(name)
+    }
+}
+
 /// State persisted alongside the files, read by compaction policies.
 #[derive(Clone, Debug)]
 pub(crate) struct PolicyMeta {
@@ -35,8 +42,8 @@ pub(crate) struct PolicyMeta {
     pub(crate) compact_pointers: Vec<Option<Vec<u8>>>,
     /// The policy's opaque state, as it last returned it.
     pub(crate) policy_state: Option<Vec<u8>>,
-    /// Live keyspaces (root MANIFEST only); shared, since every apply
-    /// clones the state and few edits change the registry.
+    /// Live keyspaces (root MANIFEST only); shared, so a copy of the state
+    /// (a snapshot, a checkpoint) does not copy tens of thousands of entries.
     pub(crate) keyspaces: Arc<Registry>,
     /// The next keyspace id; 0 while no keyspace was ever created.
     pub(crate) next_keyspace_id: u32,
@@ -61,14 +68,62 @@ impl PolicyMeta {
         }
     }
 
-    /// Takes the edit's cursors and blob; an empty blob clears the stored one.
+    /// Whether [`Self::apply`] would accept `edit`, without changing
+    /// anything (so an apply after the edit is durable cannot fail, and the
+    /// registry is never copied to try it).
+    pub(crate) fn check(&self, edit: &VersionEdit) -> Result<()> {
+        if let Some((l, _)) = edit.compact_pointers.iter().find(|(l, _)| *l >= self.compact_pointers.len()) {
+            return Err(Error::invalid(format!("compact pointer for level {l} out of range")));
+        }
+        if edit.keyspace_ops.is_empty() {
+            return Ok(());
+        }
+        // The registry as the ops before each one leave it: what they added
+        // and dropped over the current one.
+        let reg = &self.keyspaces;
+        let (mut added, mut dropped) = (HashMap::<u32, &str>::new(), HashMap::<u32, &str>::new());
+        let live = |id: &u32, added: &HashMap<u32, &str>, dropped: &HashMap<u32, &str>| {
+            added.contains_key(id) || (reg.by_id.contains_key(id) && !dropped.contains_key(id))
+        };
+        for op in &edit.keyspace_ops {
+            match op {
+                KeyspaceOp::Add { id, name, .. } => {
+                    let name_taken = added.values().any(|n| n == name)
+                        || (reg.names.contains(name) && !dropped.values().any(|n| n == name));
+                    if *id == 0 || live(id, &added, &dropped) || name_taken {
+                        return Err(Error::invalid(format!("keyspace {id} ({name:?}) added twice")));
+                    }
+                    added.insert(*id, name);
+                }
+                KeyspaceOp::Drop { id } => {
+                    if !live(id, &added, &dropped) {
+                        return Err(Error::invalid(format!("dropping keyspace {id}, which does not exist")));
+                    }
+                    match added.remove(id) {
+                        Some(_) => {}
+                        None => {
+                            dropped.insert(*id, &reg.by_id[id].name);
+                        }
+                    }
+                }
+                KeyspaceOp::SetOptions { id, .. } => {
+                    if !live(id, &added, &dropped) {
+                        return Err(Error::invalid(format!(
+                            "setting options of keyspace {id}, which does not exist"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the edit's cursors and blob (an empty blob clears the stored
+    /// one) and registry changes; an edit [`Self::check`] refuses changes nothing.
     pub(crate) fn apply(&mut self, edit: &VersionEdit) -> Result<()> {
+        self.check(edit)?;
         for (l, key) in &edit.compact_pointers {
-            let slot = self
-                .compact_pointers
-                .get_mut(*l)
-                .ok_or_else(|| Error::invalid(format!("compact pointer for level {l} out of range")))?;
-            *slot = Some(key.clone());
+            self.compact_pointers[*l] = Some(key.clone());
         }
         if let Some(state) = &edit.policy_state {
             self.policy_state = Some(state.clone()).filter(|s| !s.is_empty());
@@ -78,26 +133,19 @@ impl PolicyMeta {
             for op in &edit.keyspace_ops {
                 match op {
                     KeyspaceOp::Add { id, name, options } => {
-                        if *id == 0 || reg.by_id.contains_key(id) || reg.names.contains(name) {
-                            return Err(Error::invalid(format!("keyspace {id} ({name:?}) added twice")));
-                        }
                         reg.names.insert(name.clone());
                         reg.by_id.insert(*id, KeyspaceEntry { name: name.clone(), options: options.clone() });
                         self.next_keyspace_id = self.next_keyspace_id.max(id.saturating_add(1));
                     }
                     KeyspaceOp::Drop { id } => {
-                        let Some(gone) = reg.by_id.remove(id) else {
-                            return Err(Error::invalid(format!(
-                                "dropping keyspace {id}, which does not exist"
-                            )));
-                        };
-                        reg.names.remove(&gone.name);
+                        if let Some(gone) = reg.by_id.remove(id) {
+                            reg.names.remove(&gone.name);
+                        }
                     }
                     KeyspaceOp::SetOptions { id, options } => {
-                        let entry = reg.by_id.get_mut(id).ok_or_else(|| {
-                            Error::invalid(format!("setting options of keyspace {id}, which does not exist"))
-                        })?;
-                        entry.options = options.clone();
+                        if let Some(entry) = reg.by_id.get_mut(id) {
+                            entry.options = options.clone();
+                        }
                     }
                 }
             }
@@ -112,5 +160,58 @@ impl PolicyMeta {
             self.wal_floor = Some(self.wal_floor.map_or(n, |f| f.max(n)));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn add(id: u32, name: &str) -> KeyspaceOp {
+        KeyspaceOp::Add { id, name: name.into(), options: vec![id as u8] }
+    }
+
+    fn edit(ops: Vec<KeyspaceOp>) -> VersionEdit {
+        VersionEdit { keyspace_ops: ops, ..Default::default() }
+    }
+
+    fn names(m: &PolicyMeta) -> Vec<(u32, String)> {
+        m.keyspaces.by_id.iter().map(|(id, e)| (*id, e.name.clone())).collect()
+    }
+
+    /// The registry is checked without being copied; an edit it refuses
+    /// changes nothing, whatever op of the edit is wrong.
+    #[test]
+    fn registry_edits_are_checked_op_by_op_and_refused_whole() {
+        let mut m = PolicyMeta::new(3);
+        m.apply(&edit(vec![add(1, "a"), add(2, "b")])).unwrap();
+        let before = names(&m);
+        for bad in [
+            vec![add(3, "a")],
+            vec![add(2, "c")],
+            vec![add(3, "c"), add(4, "c")],
+            vec![add(0, "z")],
+            vec![KeyspaceOp::Drop { id: 9 }],
+            vec![KeyspaceOp::Drop { id: 1 }, KeyspaceOp::Drop { id: 1 }],
+            vec![add(3, "c"), KeyspaceOp::SetOptions { id: 5, options: vec![] }],
+        ] {
+            assert!(m.check(&edit(bad.clone())).is_err(), "{bad:?}");
+            assert!(m.apply(&edit(bad)).is_err());
+            assert_eq!(names(&m), before);
+        }
+        let pointer = VersionEdit { compact_pointers: vec![(3, b"k".to_vec())], ..Default::default() };
+        assert!(m.apply(&pointer).is_err());
+        // A name dropped earlier in the same edit may be taken again; an id
+        // added and dropped in one edit leaves nothing.
+        m.apply(&edit(vec![
+            KeyspaceOp::Drop { id: 1 },
+            add(3, "a"),
+            add(4, "d"),
+            KeyspaceOp::Drop { id: 4 },
+        ]))
+        .unwrap();
+        assert_eq!(names(&m), vec![(2, "b".into()), (3, "a".into())]);
+        assert!(m.keyspaces.has_name("a") && !m.keyspaces.has_name("d"));
+        assert_eq!(m.next_keyspace_id, 5);
     }
 }

@@ -287,6 +287,11 @@ impl VersionSet {
         self.meta.lock().keyspaces.by_id.clone()
     }
 
+    /// Whether the registry (root MANIFEST) has a live keyspace `name`.
+    pub(crate) fn has_keyspace(&self, name: &str) -> bool {
+        self.meta.lock().keyspaces.has_name(name)
+    }
+
     /// The default tree's persisted options (root MANIFEST), if recorded.
     pub(crate) fn default_options(&self) -> Option<Vec<u8>> {
         self.meta.lock().default_options.clone()
@@ -359,8 +364,7 @@ impl VersionSet {
         let mut builder = Builder::from_version(&base, self.obsolete.clone());
         let unlisted = builder.apply(&edit)?;
         let version = Arc::new(builder.build(self.num_levels)?);
-        let mut meta = self.meta.lock().clone();
-        meta.apply(&edit)?;
+        self.meta.lock().check(&edit)?;
 
         let Log::Open(manifest) = &mut w.log else {
             return Err(Error::opened_read_only());
@@ -377,7 +381,11 @@ impl VersionSet {
             self.log_number.store(n, Ordering::SeqCst);
         }
         self.last_sequence.fetch_max(edit.last_sequence.unwrap_or(0), Ordering::SeqCst);
-        *self.meta.lock() = meta;
+        // Checked above, and only this writer (under `writer`) changes it.
+        if let Err(e) = self.meta.lock().apply(&edit) {
+            w.failed = Some(format!("policy state diverged from the MANIFEST: {e}"));
+            return Err(e);
+        }
         if manifest_len > self.max_manifest_size.load(Ordering::SeqCst) {
             if let Err(e) = self.roll_over(&mut w, &version) {
                 w.failed = Some(format!("MANIFEST rollover failed: {e}"));
