@@ -13,7 +13,7 @@ use strata::filename::{manifest_path, parse_file_name, table_path, FileKind};
 use strata::table::{verify_table, Expected, Table};
 use strata::version::{read_current, VersionEdit, VersionSet};
 use strata::vfs::RandomOpenOptions;
-use strata::wal::{check_needed_wals, LogReader, TreeLog};
+use strata::wal::{check_needed_wals, check_recorded_wals, LogReader, TreeLog};
 use strata::{Options, RealVfs, Vfs, WalRecoveryMode, WriteBatch};
 
 use crate::progress::Progress;
@@ -257,7 +257,9 @@ pub fn run(dir: &Path, given_paths: &[PathBuf]) -> CliResult<ExitCode> {
         // A removed WAL, as open would refuse it.
         let trees: Vec<TreeLog<'_>> =
             logs.iter().map(|(k, l)| TreeLog { keyspace: k, log_number: *l }).collect();
-        if let Err(e) = check_needed_wals(&trees, root.ever_had_keyspaces(), root.wal_floor(), &present) {
+        let checked = check_needed_wals(&trees, root.ever_had_keyspaces(), root.wal_floor(), &present)
+            .and_then(|()| check_recorded_wals(&root.recorded_wals(), &present, true));
+        if let Err(e) = checked {
             damaged.push(format!("{}: {e}", dir.display()));
         }
     }

@@ -798,3 +798,41 @@ fn max_open_files_bounds_the_open_tables_of_all_keyspaces_together() {
         assert_eq!(ks.get("k").unwrap().as_deref(), Some(&b"v"[..]));
     }
 }
+
+/// Regression: a WAL deleted from the middle of the chain was not noticed
+/// once a database had keyspaces (only the WALs at the trees' log numbers
+/// and the floor were checked), and the writes in it were silently gone.
+#[test]
+fn a_wal_deleted_from_the_middle_of_the_chain_is_corruption() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let db = Db::open("/db", opts(vfs.clone())).unwrap();
+    let hot = db.create_keyspace("hot", small(CompactionStyle::Leveled)).unwrap();
+    let cold = db.create_keyspace("cold", small(CompactionStyle::Leveled)).unwrap();
+    for round in 0..3u32 {
+        cold.put(format!("c{round}"), "v").unwrap();
+        // Fills hot's memtable: a switch to a new WAL; cold's stays unflushed.
+        for i in 0..200 {
+            hot.put(key(i), value("hot", i, round).repeat(2)).unwrap();
+        }
+    }
+    // The flushes record the WALs the switches created in the root MANIFEST.
+    hot.flush().unwrap();
+    drop((hot, cold, db));
+    // Intact, every write of cold is there.
+    let db = Db::open("/db", opts(vfs.clone())).unwrap();
+    for round in 0..3 {
+        assert_eq!(
+            db.keyspace("cold").unwrap().get(format!("c{round}")).unwrap().as_deref(),
+            Some(&b"v"[..])
+        );
+    }
+    drop(db);
+    let mut wals: Vec<String> =
+        vfs.list_dir(Path::new("/db")).unwrap().into_iter().filter(|n| n.ends_with(".log")).collect();
+    wals.sort();
+    assert!(wals.len() >= 3, "the reopen kept cold's WALs: {wals:?}");
+    let middle = &wals[1];
+    vfs.remove_file(&Path::new("/db").join(middle)).unwrap();
+    let err = Db::open("/db", opts(vfs)).unwrap_err();
+    assert!(err.is_corruption() && err.to_string().contains(middle.as_str()), "{err}");
+}

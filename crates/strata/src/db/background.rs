@@ -78,6 +78,7 @@ impl DbInner {
     /// Writes the oldest immutable memtable to an L0 table, records it and
     /// deletes the WALs no keyspace needs any more.
     fn flush_memtable(&self, job: &Immutable) -> Result<()> {
+        self.shared.record_wals()?;
         let mem = &job.mem;
         let start = Instant::now();
         let env = self.env();
@@ -226,6 +227,10 @@ impl DbInner {
     /// per-file counts, and names the files to remove. Returns how many.
     pub(crate) fn trim_buffers(&self) -> Result<usize> {
         let _g = self.compaction_lock.lock();
+        // Reading every buffer file's cache residency is part of the task: a
+        // flush placement does not wait for it.
+        self.task_running.store(true, Ordering::Release);
+        let _running = ClearOnDrop(&self.task_running);
         self.check_bg_error()?;
         let version = self.versions.current();
         if version.levels.iter().all(|l| l.buffers.is_empty()) && !self.policy.wants_trim() {
@@ -529,4 +534,13 @@ fn opens_new_run(task: &CompactionTask) -> bool {
         CompactionTask::Merge { output_run: RunTarget::New, .. }
             | CompactionTask::Move { to_run: RunTarget::New, .. }
     )
+}
+
+/// Clears a flag when dropped (on every return path).
+struct ClearOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for ClearOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }

@@ -23,7 +23,7 @@ use crate::paths::TablePaths;
 use crate::sink::Env;
 use crate::version::{KeyspaceEntry, Version, VersionEdit, VersionSet};
 use crate::vfs::{SequentialFile, Vfs};
-use crate::wal::{check_needed_wals, TreeLog};
+use crate::wal::{check_needed_wals, check_recorded_wals, TreeLog};
 
 /// The options registered keyspace `name` opens with: those given with
 /// `Options::with_keyspace` (another policy is a policy change, see
@@ -223,12 +223,15 @@ fn remove_orphans(vfs: &dyn Vfs, root: &Path, registry: &BTreeMap<u32, KeyspaceE
     }
 }
 
-/// The WALs the trees' MANIFESTs and the root's WAL floor need are on disk
-/// (see [`crate::wal::check_needed_wals`]); called for databases with keyspaces.
+/// The WALs the trees' MANIFESTs, the root's WAL floor and its record of
+/// created WALs need are on disk (see [`crate::wal::check_needed_wals`] and
+/// [`crate::wal::check_recorded_wals`]).
 pub(crate) fn check_newest_wal(trees: &[Parts], entries: &[String]) -> Result<()> {
     let logs: Vec<TreeLog<'_>> =
         trees.iter().map(|t| TreeLog { keyspace: &t.name, log_number: t.versions.log_number() }).collect();
-    check_needed_wals(&logs, true, trees[0].versions.wal_floor(), &listed_wals(entries))
+    let present = listed_wals(entries);
+    check_needed_wals(&logs, true, trees[0].versions.wal_floor(), &present)?;
+    check_recorded_wals(&trees[0].versions.recorded_wals(), &present, false)
 }
 
 /// What [`replay_wals`] leaves for the open.
@@ -303,8 +306,9 @@ pub(crate) fn replay_wals(
         .fold(new_log, u64::min);
     if with_keyspaces {
         // WALs below the floor are replayed into tables now and deleted
-        // once the edits are durable.
+        // once the edits are durable; the new one is recorded as created.
         edits[0].wal_floor = Some(floor);
+        edits[0].wals_created.push(new_log);
     }
     // The root's edit first (as before); the keyspaces' edits, each to its
     // own MANIFEST, need no order among them.

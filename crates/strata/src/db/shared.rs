@@ -68,6 +68,9 @@ pub(crate) struct Shared {
     /// Older WALs still on disk (number -> size); each is deleted once no
     /// keyspace's unflushed memtable needs it.
     pub old_wals: Mutex<BTreeMap<u64, u64>>,
+    /// WALs created since the root MANIFEST last recorded them (databases
+    /// with keyspaces); the next flush or WAL deletion records them.
+    unrecorded_wals: Mutex<Vec<u64>>,
     /// Held while obsolete WALs are deleted, so a caller that finds nothing
     /// left to take waits until another caller's deletions are done.
     wal_deletion: Mutex<()>,
@@ -128,6 +131,7 @@ impl Shared {
             wal: Mutex::new(p.wal),
             wal_number: AtomicU64::new(p.wal_number),
             old_wals: Mutex::new(p.old_wals),
+            unrecorded_wals: Mutex::new(Vec::new()),
             max_total_wal_size: p.max_total_wal_size,
             writers: Mutex::new(Default::default()),
             writers_cv: Condvar::new(),
@@ -186,6 +190,29 @@ impl Shared {
         WalDeletionPause(self)
     }
 
+    /// Notes WAL `number`, just created, for the root MANIFEST's record of
+    /// WALs (with keyspaces; see [`Self::record_wals`]).
+    pub(crate) fn note_wal_created(&self, number: u64) {
+        if self.root_versions.ever_had_keyspaces() {
+            self.unrecorded_wals.lock().push(number);
+        }
+    }
+
+    /// Records the WALs created since the last call in the root MANIFEST
+    /// (tag 0x201A), so an open notices one deleted from the middle of the
+    /// chain. Done by the flush that follows a switch rather than by the
+    /// switch itself, to keep a MANIFEST sync off the write path: a WAL not
+    /// yet recorded is only checked less, never wrongly.
+    pub(crate) fn record_wals(&self) -> Result<()> {
+        let created = std::mem::take(&mut *self.unrecorded_wals.lock());
+        if created.is_empty() {
+            return Ok(());
+        }
+        self.root_versions
+            .log_and_apply(VersionEdit { wals_created: created, ..Default::default() })
+            .map(drop)
+    }
+
     /// Deletes the WALs no keyspace needs any more.
     pub(crate) fn delete_obsolete_wals(&self) {
         if self.trees.read().is_empty() {
@@ -202,7 +229,8 @@ impl Shared {
         // With keyspaces a log number alone cannot tell a WAL deleted here
         // from a lost one: the floor is durable before any deletion.
         if self.root_versions.ever_had_keyspaces() {
-            let edit = VersionEdit { wal_floor: Some(needed), ..Default::default() };
+            let created = std::mem::take(&mut *self.unrecorded_wals.lock());
+            let edit = VersionEdit { wal_floor: Some(needed), wals_created: created, ..Default::default() };
             if let Err(e) = self.root_versions.log_and_apply(edit) {
                 if let Some(t) = self.all_trees().first() {
                     t.manifest_failed(&e);

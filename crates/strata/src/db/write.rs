@@ -93,6 +93,7 @@ impl DbInner {
             let old_number = shared.wal_number.swap(number, Ordering::SeqCst);
             shared.old_wals.lock().insert(old_number, old.len());
         }
+        shared.note_wal_created(number);
         let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new()));
         let old_wal = std::mem::replace(&mut st.mem_wal, number);
         st.imms.push_back(Immutable { mem: old, wal: old_wal, reason });

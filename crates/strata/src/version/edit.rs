@@ -51,6 +51,10 @@ const TAG_KEYSPACE_SET_OPTIONS: u64 = TAG_SAFE_TO_IGNORE | 24;
 /// The oldest WAL the database still needs (root MANIFEST of a database with
 /// keyspaces). Safe to ignore: a reader without it checks less at open.
 const TAG_WAL_FLOOR: u64 = TAG_SAFE_TO_IGNORE | 25;
+/// A WAL created (root MANIFEST of a database with keyspaces), so an open
+/// can tell a WAL deleted from the middle of the chain (RocksDB's
+/// `track_and_verify_wals_in_manifest`).
+const TAG_WAL_CREATED: u64 = TAG_SAFE_TO_IGNORE | 26;
 /// Tags with this bit set carry a length-prefixed payload that a reader which
 /// does not know the tag may skip: information that only makes something
 /// better (RocksDB's `kTagSafeIgnoreMask`). Every other unknown tag changes
@@ -166,6 +170,9 @@ pub struct VersionEdit {
     /// The oldest WAL still needed (root MANIFEST of a database with
     /// keyspaces): recorded before older WALs are deleted.
     pub wal_floor: Option<u64>,
+    /// WALs created (root MANIFEST of a database with keyspaces): each must
+    /// be on disk until the WAL floor passes it.
+    pub wals_created: Vec<u64>,
 }
 
 impl VersionEdit {
@@ -267,6 +274,12 @@ impl VersionEdit {
             let mut p = Vec::new();
             put_varint64(&mut p, n);
             put_varint64(&mut b, TAG_WAL_FLOOR);
+            put_length_prefixed(&mut b, &p);
+        }
+        for &n in &self.wals_created {
+            let mut p = Vec::new();
+            put_varint64(&mut p, n);
+            put_varint64(&mut b, TAG_WAL_CREATED);
             put_length_prefixed(&mut b, &p);
         }
         // One per file, after every listing of it.
@@ -436,6 +449,10 @@ impl VersionEdit {
                     let p = r.length_prefixed().ok_or_else(|| bad("WAL floor"))?;
                     let n = varint(&mut Reader::new(p), "WAL floor")?;
                     set_once(&mut e.wal_floor, Some(n), "WAL floor")?;
+                }
+                TAG_WAL_CREATED => {
+                    let p = r.length_prefixed().ok_or_else(|| bad("WAL created"))?;
+                    e.wals_created.push(varint(&mut Reader::new(p), "WAL created")?);
                 }
                 TAG_KEYSPACE_SET_OPTIONS => {
                     let p = r.length_prefixed().ok_or_else(|| bad("keyspace options"))?;
@@ -648,6 +665,7 @@ mod tests {
             next_keyspace_id: rng.gen_bool(0.3).then(|| rng.gen()),
             default_options: rng.gen_bool(0.3).then(|| bytes(rng, 12)),
             wal_floor: opt(rng),
+            wals_created: (0..rng.gen_range(0..3)).map(|_| num(rng)).collect(),
         }
     }
 

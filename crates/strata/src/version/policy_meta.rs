@@ -2,7 +2,7 @@
 //! round-robin cursors and the policy's own state blob, and (root MANIFEST
 //! only) the keyspace registry.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -53,6 +53,8 @@ pub(crate) struct PolicyMeta {
     /// The oldest WAL still needed, as last recorded (root MANIFEST of a
     /// database with keyspaces); `None` until first recorded.
     pub(crate) wal_floor: Option<u64>,
+    /// WALs recorded as created and not below the floor: each must be on disk.
+    pub(crate) wals: BTreeSet<u64>,
 }
 
 impl PolicyMeta {
@@ -65,6 +67,7 @@ impl PolicyMeta {
             next_keyspace_id: 0,
             default_options: None,
             wal_floor: None,
+            wals: BTreeSet::new(),
         }
     }
 
@@ -158,6 +161,10 @@ impl PolicyMeta {
         }
         if let Some(n) = edit.wal_floor {
             self.wal_floor = Some(self.wal_floor.map_or(n, |f| f.max(n)));
+        }
+        self.wals.extend(&edit.wals_created);
+        if let Some(floor) = self.wal_floor {
+            self.wals = self.wals.split_off(&floor);
         }
         Ok(())
     }

@@ -8,6 +8,6 @@ mod needed;
 mod reader;
 mod writer;
 
-pub use needed::{check_needed_wals, TreeLog};
+pub use needed::{check_needed_wals, check_recorded_wals, TreeLog};
 pub use reader::LogReader;
 pub use writer::LogWriter;

@@ -63,3 +63,20 @@ pub fn check_needed_wals(
         None => Ok(()),
     }
 }
+
+/// `Corruption` naming the WAL if one the root MANIFEST recorded as created
+/// (`recorded`, at or above its floor) is not among `present`: a WAL deleted
+/// from the middle of the chain, which the log numbers alone cannot show.
+/// `beside_writer` (a read-only open or `strata verify` while the database
+/// may be open): a WAL newer than every listed one may have been created
+/// after the listing, so only those below the newest listed WAL are required.
+pub fn check_recorded_wals(recorded: &[u64], present: &[u64], beside_writer: bool) -> Result<()> {
+    let newest = present.iter().copied().max().unwrap_or(0);
+    match recorded.iter().find(|&&n| !present.contains(&n) && (!beside_writer || n < newest)) {
+        Some(n) => Err(Error::corruption(format!(
+            "the root MANIFEST records WAL {n:06}.log as created and still needed, which does not exist: \
+             WALs were removed, and with them acknowledged writes"
+        ))),
+        None => Ok(()),
+    }
+}
