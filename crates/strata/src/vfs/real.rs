@@ -315,12 +315,13 @@ impl RandomAccessFile for RealRandomFile {
         }
         let bytes = usize::try_from(len).map_err(Error::invalid)?;
         // SAFETY: the map is read-only and covers `len` bytes the file had
-        // when opened. Strata never rewrites a table's bytes in place and
-        // truncates a table only at open, below its committed size, before
-        // any reader exists, or after copying it to a new file (see
-        // docs/FORMAT.md, "Memory-mapped reads"); appends past `len` leave
-        // the mapped pages as they are. A process outside Strata that
-        // truncates the file breaks this, as it would LevelDB's.
+        // when opened; the caller maps only a table's committed size. Strata
+        // never rewrites a table's bytes in place, cuts a table only past its
+        // newest committed size (an uncommitted append, which no map covers),
+        // and gives a shared table a new inode before changing it (see
+        // docs/FORMAT.md, "Memory-mapped reads"); appends past `len` leave the
+        // mapped pages as they are. A process outside Strata that truncates
+        // the file breaks this, as it would LevelDB's.
         let map = unsafe { memmap2::MmapOptions::new().len(bytes).map(&self.file) }
             .map_err(|e| io_err(&self.path, e))?;
         // Point reads touch one block per table: read-around wastes the page cache.
