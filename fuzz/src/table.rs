@@ -30,12 +30,22 @@ use super::mem::MemFile;
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
-const VERIFY: BlockReadOptions =
-    BlockReadOptions { verify_checksums: true, fill_cache: true, readahead: 0, prefetch: false };
+const VERIFY: BlockReadOptions = BlockReadOptions {
+    verify_checksums: true,
+    verify_mapped: true,
+    fill_cache: true,
+    readahead: 0,
+    prefetch: false,
+};
 /// Unverified reads through a readahead window smaller than most inputs, so
 /// garbage handles also exercise the window's bounds.
-const RAW: BlockReadOptions =
-    BlockReadOptions { verify_checksums: false, fill_cache: false, readahead: 4096, prefetch: false };
+const RAW: BlockReadOptions = BlockReadOptions {
+    verify_checksums: false,
+    verify_mapped: false,
+    fill_cache: false,
+    readahead: 4096,
+    prefetch: false,
+};
 
 /// Sequence numbers of segment `s` start at `s * SEGMENT_SEQS`: every entry of
 /// a later segment is newer than any of an older one, as an append from the

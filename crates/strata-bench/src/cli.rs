@@ -205,6 +205,10 @@ pub struct Args {
     /// O_DIRECT for table reads.
     #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
     pub use_direct_reads: bool,
+    /// Strata only: read tables through a memory map (`Options::with_mmap_reads`); peers keep
+    /// their own default (LevelDB always maps, RocksDB does not).
+    #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub mmap_reads: bool,
     /// Slow-device profile every step runs under: none | cloud (3000 read IOPS, 125 MB/s) | hdd
     /// (150 read IOPS, 150 MB/s). Read limits on the disk holding --db and a memory limit bounding
     /// the page cache, applied with Linux cgroups to the whole process, so every engine sees the

@@ -41,6 +41,8 @@ pub struct EngineConfig {
     pub compression: String,
     /// O_DIRECT for table reads (`--use_direct_reads`).
     pub use_direct_reads: bool,
+    /// Memory-mapped table reads (`--mmap_reads`); Strata only.
+    pub mmap_reads: bool,
     /// Level-1 capacity (`--max_bytes_for_level_base`).
     pub max_bytes_for_level_base: u64,
     /// Seconds between LSbM buffer trims (`--buffer_trim_interval`); Strata only.
@@ -143,6 +145,7 @@ impl EngineConfig {
             max_file_size: 256 << 10,
             compression: "none".into(),
             use_direct_reads: false,
+            mmap_reads: false,
             max_bytes_for_level_base: 256 << 10,
             buffer_trim_interval: 30.0,
             level_multiplier: crate::peers::strata_defaults::LEVEL_MULTIPLIER,
@@ -382,6 +385,7 @@ impl StrataEngine {
             .with_target_file_size_base(cfg.max_file_size)
             .with_compression(compression)
             .with_use_direct_reads(cfg.use_direct_reads)
+            .with_mmap_reads(cfg.mmap_reads)
             .with_max_bytes_for_level_base(cfg.max_bytes_for_level_base)
             .with_max_bytes_for_level_multiplier(cfg.level_multiplier)
             .with_compaction_style(style.clone())
@@ -398,7 +402,7 @@ impl StrataEngine {
         };
         let mapping = format!(
             "strata: block_cache_capacity={} row_cache={} compaction_warmup={} bloom_bits_per_key={} bloom_allocation={} write_buffer_size={} target_file_size_base={} \
-             compression={:?} use_direct_reads={} max_bytes_for_level_base={} max_bytes_for_level_multiplier={} compaction_style={}{} buffer_trim_interval={:?} buffer_read_misses={} \
+             compression={:?} use_direct_reads={} mmap_reads={} max_bytes_for_level_base={} max_bytes_for_level_multiplier={} compaction_style={}{} buffer_trim_interval={:?} buffer_read_misses={} \
              seek_compaction={} max_mem_compaction_level={} compaction_pipeline={} compaction_subtask_bytes={} sync={} \
              pin_slice={} prefix_extractor={} total_order_seek={}{}",
             cfg.cache_size,
@@ -410,6 +414,7 @@ impl StrataEngine {
             cfg.max_file_size,
             compression,
             cfg.use_direct_reads,
+            cfg.mmap_reads,
             cfg.max_bytes_for_level_base,
             cfg.level_multiplier,
             cfg.policy.split('@').next().unwrap_or(&cfg.policy),

@@ -198,6 +198,7 @@ impl Plan {
             max_file_size: a.max_file_size,
             compression: a.compression_type.clone(),
             use_direct_reads: a.use_direct_reads,
+            mmap_reads: a.mmap_reads,
             max_bytes_for_level_base: a.max_bytes_for_level_base,
             buffer_trim_interval: a.buffer_trim_interval,
             level_multiplier: a.max_bytes_for_level_multiplier,

@@ -7,11 +7,13 @@
 //! sharded LRU (`sharded.rs`) over their own keys and charges.
 
 pub mod block_cache;
+mod map_budget;
 mod namespace;
 pub mod row_cache;
 mod sharded;
 pub mod table_cache;
 
 pub use block_cache::{BlockCache, CacheStats};
+pub(crate) use map_budget::{MapBudget, MapSlot};
 pub use row_cache::RowCache;
 pub use table_cache::TableCache;

@@ -11,13 +11,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::cache::sharded::{Entries, ShardedLru};
-use crate::cache::BlockCache;
+use crate::cache::{BlockCache, MapBudget};
 use crate::error::{Error, Result};
 #[cfg(test)]
 use crate::filename::table_path;
 use crate::paths::TablePaths;
 use crate::table::{SegmentMeta, Table};
-use crate::vfs::{RandomOpenOptions, Vfs};
+use crate::vfs::{RandomAccessFile, RandomOpenOptions, Vfs};
 
 /// A cached handle, and the memory counter of the tree it belongs to, which
 /// it gives its memory back to when the LRU lets go of it (whichever
@@ -80,6 +80,8 @@ pub struct TableCache {
     ns: u64,
     /// Sum of `memory_usage()` of this tree's resident tables.
     memory: Arc<AtomicUsize>,
+    /// With `mmap_reads`: the database's bound on mapped tables.
+    maps: Option<Arc<MapBudget>>,
 }
 
 impl fmt::Debug for TableCache {
@@ -115,7 +117,14 @@ impl TableCache {
         direct_reads: bool,
     ) -> Self {
         let ns = open.0.new_namespace();
-        TableCache { vfs, paths, block_cache, direct_reads, open, ns, memory: Arc::default() }
+        TableCache { vfs, paths, block_cache, direct_reads, open, ns, memory: Arc::default(), maps: None }
+    }
+
+    /// Tables opened from now on are memory-mapped while `maps` has room
+    /// (`mmap_reads`), read with `pread` beyond it.
+    pub(crate) fn with_maps(mut self, maps: Arc<MapBudget>) -> Self {
+        self.maps = Some(maps);
+        self
     }
 
     /// The open table `file_id` (of `file_size` bytes, made of `segments` as
@@ -134,9 +143,10 @@ impl TableCache {
         }
         let path = self.paths.table(file_id);
         let file = self.vfs.open_random(&path, RandomOpenOptions { direct: self.direct_reads })?;
-        let table = Table::open_segments(file, file_id, file_size, segments, self.block_cache.clone())
-            .map_err(|e| name_file(e, &path))?;
-        let table = Arc::new(table.with_path(&path));
+        let table =
+            Table::open_segments(Arc::clone(&file), file_id, file_size, segments, self.block_cache.clone())
+                .map_err(|e| name_file(e, &path))?;
+        let table = Arc::new(self.map(table, &*file).with_path(&path));
         // An older state of the file (a reader of an older Version) is served
         // but does not replace the newer one.
         if lru.peek(|| mix(key), &key, |r| r.table.file_size() > file_size).unwrap_or(false) {
@@ -146,6 +156,21 @@ impl TableCache {
         let resident = Resident { table: Arc::clone(&table), memory: Arc::clone(&self.memory) };
         lru.insert(|| mix(key), self.ns, 1, || (key, resident));
         Ok(table)
+    }
+
+    /// `table` reading through a map of `file` if the budget has room; any
+    /// failure to map leaves it reading with `pread`. The map covers the
+    /// table's recorded size, never bytes appended after it.
+    fn map(&self, table: Table, file: &dyn RandomAccessFile) -> Table {
+        let Some(slot) = self.maps.as_ref().and_then(|m| m.take()) else { return table };
+        match file.map(table.file_size()) {
+            Ok(Some(map)) => table.with_map(map, slot),
+            Ok(None) => table,
+            Err(e) => {
+                log::debug!(target: "strata::table", "table {:06}: not mapped: {e}", table.file_id());
+                table
+            }
+        }
     }
 
     /// Opens table `file_id` without caching the handle or reading its blocks
@@ -209,6 +234,7 @@ fn name_file(e: Error, path: &Path) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::iter::InternalIterator;
     use crate::key::{lookup_key, make_internal_key, ValueKind};
     use crate::table::{BlockReadOptions, TableBuilder, TableBuilderOptions};
     use crate::vfs::{MemVfs, RealVfs};
@@ -316,5 +342,40 @@ mod tests {
                 check_get(&cache.get(id, sizes[id as usize], &[]).unwrap(), id);
             }
         }
+    }
+
+    /// Mapped tables serve uncompressed blocks in place, never in the block
+    /// cache; past the bound, tables read with `pread`; a slot comes back when
+    /// its table handle goes. A file grown by an append after it was mapped
+    /// still reads through the old map (only committed bytes are mapped).
+    #[test]
+    fn maps_within_the_bound_and_serves_blocks_in_place() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        let vfs: Arc<dyn Vfs> = Arc::new(RealVfs::new());
+        let sizes = write_tables(&*vfs, &dir, 3);
+        let budget = MapBudget::new(2);
+        let blocks = Arc::new(BlockCache::new(1 << 20));
+        let cache = TableCache::new(vfs.clone(), dir.clone(), 8, Some(Arc::clone(&blocks)), false)
+            .with_maps(Arc::clone(&budget));
+        let tables: Vec<_> = (0..3).map(|id| cache.get(id, sizes[id as usize], &[]).unwrap()).collect();
+        assert_eq!(tables.iter().map(|t| t.is_mapped()).collect::<Vec<_>>(), [true, true, false]);
+        assert_eq!(budget.used(), 2);
+        for (id, t) in tables.iter().enumerate() {
+            check_get(t, id as u64);
+            let mut ix = t.index_block().unwrap().iter();
+            ix.seek_to_first().unwrap();
+            let first = crate::table::format::BlockHandle::decode(ix.value()).unwrap();
+            assert_eq!(t.read_block(first, BlockReadOptions::default()).unwrap().is_mapped(), id < 2);
+        }
+        assert_eq!(blocks.stats().inserts, 1, "only the pread table's (one) block is cached");
+        // Bytes appended after the map (an uncommitted append) do not disturb it.
+        let mut f = vfs.open_append(&table_path(&dir, 0)).unwrap();
+        f.append(&[0xAB; 10_000]).unwrap();
+        f.sync().unwrap();
+        check_get(&tables[0], 0);
+        drop(tables);
+        cache.evict(0);
+        assert_eq!(budget.used(), 1, "an evicted and dropped handle gives its slot back");
     }
 }

@@ -40,6 +40,8 @@ pub(crate) fn execute_append(
     let dests = targets.iter().map(|r| find_file(version, r)).collect::<Result<Vec<_>>>()?;
     let read_opts = BlockReadOptions {
         verify_checksums: true,
+        // A corrupt input must not be rewritten under a fresh checksum.
+        verify_mapped: true,
         fill_cache: false,
         readahead: env.opts.compaction_readahead_size,
         prefetch: env.pipeline != CompactionPipeline::Sequential,

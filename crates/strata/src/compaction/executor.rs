@@ -64,6 +64,8 @@ pub(crate) fn execute(
             let older = older_runs(version, *output_level, out_run, &input_ids);
             let read_opts = BlockReadOptions {
                 verify_checksums: true,
+                // A corrupt input must not be rewritten under a fresh checksum.
+                verify_mapped: true,
                 fill_cache: false,
                 readahead: env.opts.compaction_readahead_size,
                 // The read stage of a pipelined compaction: the next window of

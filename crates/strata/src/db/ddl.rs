@@ -152,7 +152,13 @@ impl Db {
         versions.set_max_manifest_size(tree_opts.max_manifest_file_size);
         let paths = Arc::new(TablePaths::new(&dir, &[]));
         let (block_cache, row_cache) = shared.caches.for_tree();
-        let tables = table_cache(&paths, &tree_opts, &shared.caches.tables, block_cache.clone());
+        let tables = table_cache(
+            &paths,
+            &tree_opts,
+            &shared.caches.tables,
+            block_cache.clone(),
+            shared.caches.maps.as_ref(),
+        );
         let parts = Parts {
             id,
             name: name.to_string(),

@@ -90,7 +90,8 @@ impl IterView {
             lower,
             upper,
             bro: BlockReadOptions {
-                verify_checksums: ro.verify_checksums,
+                verify_checksums: ro.verify().0,
+                verify_mapped: ro.verify().1,
                 fill_cache: ro.fill_cache,
                 readahead: ro.readahead_size,
                 prefetch: false,

@@ -195,7 +195,7 @@ fn recover_tree(
         }
     }
     let (block_cache, row_cache) = caches.for_tree();
-    let tables = table_cache(&paths, &opts, &caches.tables, block_cache.clone());
+    let tables = table_cache(&paths, &opts, &caches.tables, block_cache.clone(), caches.maps.as_ref());
     if !read_only {
         cut_uncommitted_appends(vfs.as_ref(), &versions.current(), &tables)?;
     }

@@ -53,8 +53,10 @@ impl Walk<'_> {
 
 /// How a point read reads blocks.
 pub(super) fn block_read_options(ro: &ReadOptions) -> BlockReadOptions {
+    let (verify_checksums, verify_mapped) = ro.verify();
     BlockReadOptions {
-        verify_checksums: ro.verify_checksums,
+        verify_checksums,
+        verify_mapped,
         fill_cache: ro.fill_cache,
         readahead: 0,
         prefetch: false,

@@ -97,7 +97,7 @@ fn open_once(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
     let caches = Caches::new(&opts);
     let (block_cache, row_cache) = caches.for_tree();
-    let tables = table_cache(&paths, &opts, &caches.tables, block_cache.clone());
+    let tables = table_cache(&paths, &opts, &caches.tables, block_cache.clone(), caches.maps.as_ref());
     if opts.paranoid_checks {
         verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
     }

@@ -27,7 +27,9 @@ use crate::options::setter::setter;
 #[derive(Clone, Debug)]
 pub struct ReadOptions {
     pub(crate) snapshot: Option<Snapshot>,
-    pub(crate) verify_checksums: bool,
+    /// `None`: the default rule (blocks read from the file are verified,
+    /// mapped ones are not); `Some(v)`: `v` on every read path.
+    pub(crate) verify_checksums: Option<bool>,
     pub(crate) fill_cache: bool,
     pub(crate) readahead_size: usize,
     pub(crate) use_compaction_buffer: bool,
@@ -41,7 +43,7 @@ impl Default for ReadOptions {
     fn default() -> Self {
         ReadOptions {
             snapshot: None,
-            verify_checksums: true,
+            verify_checksums: None,
             fill_cache: true,
             readahead_size: 0,
             use_compaction_buffer: true,
@@ -117,8 +119,23 @@ impl ReadOptions {
         self.snapshot = Some(snapshot.clone());
         self
     }
-    setter!(/// Verify block checksums (RocksDB `verify_checksums`; default true).
-        with_verify_checksums, verify_checksums, bool);
+    /// Verify block checksums (RocksDB `verify_checksums`). By default every
+    /// block read from a table file (or decompressed) is verified, and a block
+    /// served in place from a memory-mapped table
+    /// ([`Options::with_mmap_reads`](crate::Options::with_mmap_reads)) is not,
+    /// as in LevelDB; `true` verifies those too, on every read, and `false`
+    /// verifies none.
+    #[must_use]
+    pub fn with_verify_checksums(mut self, v: bool) -> Self {
+        self.verify_checksums = Some(v);
+        self
+    }
+
+    /// How blocks are verified: (read from the file or decompressed, served
+    /// from a map).
+    pub(crate) fn verify(&self) -> (bool, bool) {
+        self.verify_checksums.map_or((true, false), |v| (v, v))
+    }
     setter!(/// Put blocks read into the block cache, and rows found into the row cache
         /// (RocksDB `fill_cache`; default true).
         with_fill_cache, fill_cache, bool);

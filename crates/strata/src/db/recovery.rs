@@ -123,7 +123,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
     let caches = Caches::new(&opts);
     let (block_cache, row_cache) = caches.for_tree();
-    let tables = table_cache(&paths, &opts, &caches.tables, block_cache.clone());
+    let tables = table_cache(&paths, &opts, &caches.tables, block_cache.clone(), caches.maps.as_ref());
     cut_uncommitted_appends(vfs.as_ref(), &versions.current(), &tables)?;
     if opts.paranoid_checks {
         verify_tables(vfs.as_ref(), &versions.current(), &tables)?;

@@ -456,7 +456,7 @@ impl Tree {
         let vfs = self.opts.vfs.clone();
         let lost_dir = self.dir.join("lost");
         let open = crate::cache::table_cache::OpenTables::new(self.opts.max_open_files);
-        let cache = table_cache(&self.paths, &self.opts, &open, None);
+        let cache = table_cache(&self.paths, &self.opts, &open, None, None);
         let mut sources: Vec<Box<dyn InternalIterator>> = Vec::new();
         let mut counters = Vec::new();
         let mut lost = Vec::new();
@@ -719,8 +719,13 @@ impl SalvageIter {
     /// Moves to the first entry of the next readable, non-empty block.
     fn next_block(&mut self) {
         self.block = None;
-        let opts =
-            BlockReadOptions { verify_checksums: true, fill_cache: false, readahead: 0, prefetch: false };
+        let opts = BlockReadOptions {
+            verify_checksums: true,
+            verify_mapped: true,
+            fill_cache: false,
+            readahead: 0,
+            prefetch: false,
+        };
         while let Some(&h) = self.handles.get(self.next_block) {
             self.next_block += 1;
             let Ok(block) = self.table.read_block(h, opts) else {

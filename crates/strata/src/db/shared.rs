@@ -16,7 +16,7 @@ use super::snapshot::SnapshotList;
 use super::writer_queue::WriterQueue;
 use super::DbInner;
 use crate::cache::table_cache::OpenTables;
-use crate::cache::{BlockCache, RowCache};
+use crate::cache::{BlockCache, MapBudget, RowCache};
 use crate::error::{Error, Result};
 use crate::filename::wal_path;
 use crate::options::Options;
@@ -35,6 +35,8 @@ pub(crate) struct Caches {
     pub row: Option<Arc<RowCache>>,
     /// The open tables of every tree, at most `Options::max_open_files`.
     pub tables: Arc<OpenTables>,
+    /// With `Options::mmap_reads`: how many tables of every tree may be mapped.
+    pub maps: Option<Arc<MapBudget>>,
 }
 
 impl Caches {
@@ -45,6 +47,7 @@ impl Caches {
                 .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity))),
             row: (opts.row_cache_capacity > 0).then(|| Arc::new(RowCache::new(opts.row_cache_capacity))),
             tables: OpenTables::new(opts.max_open_files),
+            maps: opts.mmap_reads.then(|| MapBudget::new(opts.max_mapped_files)),
         }
     }
 

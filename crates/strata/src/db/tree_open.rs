@@ -15,7 +15,7 @@ use super::shared::Shared;
 use super::{DbInner, DbState, SuperVersion};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::cache::table_cache::OpenTables;
-use crate::cache::{BlockCache, RowCache, TableCache};
+use crate::cache::{BlockCache, MapBudget, RowCache, TableCache};
 use crate::compaction::factory::make_policy;
 use crate::compaction::policy::{CompactionPolicy, RunTarget};
 use crate::compaction::view::build_view;
@@ -50,20 +50,26 @@ pub(super) fn checked_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>
 
 /// The table cache of one tree, keeping its files open in `open` (the
 /// database's) and reading blocks through `block_cache` (the tree's handle
-/// on the database's block cache, if any).
+/// on the database's block cache, if any), mapping tables while `maps` (the
+/// database's bound, with `mmap_reads`) has room.
 pub(super) fn table_cache(
     paths: &Arc<TablePaths>,
     opts: &Options,
     open: &Arc<OpenTables>,
     block_cache: Option<Arc<BlockCache>>,
+    maps: Option<&Arc<MapBudget>>,
 ) -> Arc<TableCache> {
-    Arc::new(TableCache::with_paths(
+    let cache = TableCache::with_paths(
         opts.vfs.clone(),
         Arc::clone(paths),
         Arc::clone(open),
         block_cache,
         opts.use_direct_reads,
-    ))
+    );
+    Arc::new(match maps {
+        Some(m) => cache.with_maps(Arc::clone(m)),
+        None => cache,
+    })
 }
 
 /// Logs what a recovered MANIFEST holds.

@@ -70,6 +70,8 @@ pub struct Options {
     pub(crate) row_cache_capacity: usize,
     pub(crate) max_open_files: usize,
     pub(crate) use_direct_reads: bool,
+    pub(crate) mmap_reads: bool,
+    pub(crate) max_mapped_files: usize,
     pub(crate) compaction_readahead_size: usize,
     pub(crate) compaction_pipeline: CompactionPipeline,
     pub(crate) max_background_compactions: usize,
@@ -133,6 +135,8 @@ impl Default for Options {
             row_cache_capacity: 0,
             max_open_files: 1000,
             use_direct_reads: false,
+            mmap_reads: false,
+            max_mapped_files: 1000,
             compaction_readahead_size: 2 << 20,
             compaction_pipeline: CompactionPipeline::Sequential,
             max_background_compactions: 1,
@@ -240,6 +244,17 @@ impl Options {
         with_max_open_files, max_open_files, usize);
     setter!(/// Read tables with `O_DIRECT`, bypassing the page cache (RocksDB `use_direct_reads`).
         with_use_direct_reads, use_direct_reads, bool);
+    setter!(/// Read tables through a read-only memory map (RocksDB `allow_mmap_reads`;
+        /// default false). Data blocks of uncompressed tables are then served in place:
+        /// no copy, no block-cache entry, and their checksums are verified only when a
+        /// read asks (`ReadOptions::with_verify_checksums(true)`), as in LevelDB.
+        /// Compressed blocks are decompressed and cached as without it; compactions and
+        /// scans with a readahead window still read with `pread`. Excludes
+        /// `use_direct_reads`. Only the real file system maps; others read as before.
+        with_mmap_reads, mmap_reads, bool);
+    setter!(/// With `mmap_reads`, the most tables mapped at once in the whole database
+        /// (default 1000, LevelDB's bound); tables opened beyond it are read with `pread`.
+        with_max_mapped_files, max_mapped_files, usize);
     setter!(/// Bytes a compaction reads from an input table at once, 0 for one block per read
         /// (RocksDB `compaction_readahead_size`; default 2 MiB, RocksDB's default too). Inputs of one
         /// run are read one table at a time, so a compaction holds one window per input run; with

@@ -55,6 +55,9 @@ impl Options {
         if self.compaction_warmup && self.block_cache_capacity == 0 {
             return bad("compaction_warmup needs a block cache (block_cache_capacity > 0)");
         }
+        if self.mmap_reads && self.use_direct_reads {
+            return bad("mmap_reads and use_direct_reads exclude each other");
+        }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");
         }

@@ -34,6 +34,8 @@ fn apply_db(file: &str, s: &Section, o: &mut Options) -> Result<()> {
             "row_cache_capacity" => o.row_cache_capacity = value(file, e)?,
             "max_open_files" => o.max_open_files = value(file, e)?,
             "use_direct_reads" => o.use_direct_reads = value(file, e)?,
+            "mmap_reads" => o.mmap_reads = value(file, e)?,
+            "max_mapped_files" => o.max_mapped_files = value(file, e)?,
             "compaction_readahead_size" => o.compaction_readahead_size = value(file, e)?,
             "compaction_pipeline" => pipeline = Some(e),
             "compaction_pipeline_threads" => threads = value(file, e)?,

@@ -20,7 +20,8 @@ fn everything_set() -> Options {
         .with_block_cache_capacity(7 << 20)
         .with_row_cache(3 << 20)
         .with_max_open_files(77)
-        .with_use_direct_reads(true)
+        .with_use_direct_reads(true) // excludes mmap_reads: that one has its own test
+        .with_max_mapped_files(12)
         .with_compaction_readahead_size(12345)
         .with_compaction_pipeline(CompactionPipeline::Parallel { compute_threads: 3 })
         .with_max_background_compactions(2)
@@ -108,6 +109,34 @@ fn every_option_survives_write_parse_load() {
         render(&[("x".into(), back_tree)]).split("[Keyspace").nth(1),
         render(&[("x".into(), ks_tree)]).split("[Keyspace").nth(1)
     );
+}
+
+#[test]
+fn mmap_reads_round_trips_and_an_older_file_loads_the_default() {
+    let (vfs, dir) = mem();
+    let src = Options::default().with_vfs(vfs.clone()).with_mmap_reads(true).with_max_mapped_files(3);
+    write(vfs.as_ref(), dir, &[("default".into(), src)]).unwrap();
+    let base = Options::default().with_vfs(vfs.clone());
+    let loaded = Options::load_latest_with(dir, &base).unwrap();
+    assert!(loaded.mmap_reads);
+    assert_eq!(loaded.max_mapped_files, 3);
+    // A file written before the options existed: the defaults.
+    let text = render(&[("default".into(), Options::default().with_mmap_reads(true))]);
+    assert!(text.contains("mmap_reads=true\n"));
+    let old: String = text
+        .lines()
+        .filter(|l| !l.contains("mapped_files") && !l.contains("mmap"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let (vfs, dir) = mem();
+    let mut f = vfs.create(&dir.join("OPTIONS-000001")).unwrap();
+    f.append(reseal(&format!("{old}\n")).as_bytes()).unwrap();
+    f.sync().unwrap();
+    let loaded = Options::load_latest_with(dir, &Options::default().with_vfs(vfs.clone())).unwrap();
+    assert!(!loaded.mmap_reads);
+    assert_eq!(loaded.max_mapped_files, 1000);
+    // The two read paths exclude each other.
+    assert!(Options::default().with_mmap_reads(true).with_use_direct_reads(true).validate().is_err());
 }
 
 #[test]

@@ -86,6 +86,8 @@ fn db_entries(o: &Options) -> Vec<(&'static str, String)> {
         ("row_cache_capacity", o.row_cache_capacity.to_string()),
         ("max_open_files", o.max_open_files.to_string()),
         ("use_direct_reads", o.use_direct_reads.to_string()),
+        ("mmap_reads", o.mmap_reads.to_string()),
+        ("max_mapped_files", o.max_mapped_files.to_string()),
         ("compaction_readahead_size", o.compaction_readahead_size.to_string()),
     ];
     match o.compaction_pipeline {

@@ -6,12 +6,14 @@
 //! (`shared == 0`), so seeks binary-search restart keys without decoding.
 
 use std::cmp::Ordering;
+use std::ops::Deref;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::compare_internal;
 use crate::util::coding::{decode_fixed32, decode_varint32, put_fixed32, put_varint32};
+use crate::vfs::FileMap;
 
 /// Accumulates sorted entries into a block payload.
 #[derive(Debug)]
@@ -100,13 +102,37 @@ impl BlockBuilder {
 }
 
 /// A decoded (decompressed, checksum-verified, restart array validated) block,
-/// as held by the block cache and by open tables (index block).
+/// as held by the block cache and by open tables (index block). A block of
+/// an uncompressed table read through a memory map borrows the map instead
+/// (its checksum verified only when the read asks, see docs/FORMAT.md).
 #[derive(Debug)]
 pub struct Block {
-    data: Vec<u8>,
+    data: BlockData,
     /// Offset of the restart array = end of the entries.
     restarts_offset: usize,
     num_restarts: usize,
+}
+
+/// A block's payload bytes.
+#[derive(Debug)]
+enum BlockData {
+    /// Read with `pread` or decompressed.
+    Owned(Vec<u8>),
+    /// In place in a mapped table file.
+    /// INVARIANT: `start..end` lies inside `map` (checked by [`Block::mapped`]).
+    Mapped { map: Arc<FileMap>, start: usize, end: usize },
+}
+
+impl Deref for BlockData {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match self {
+            BlockData::Owned(v) => v,
+            BlockData::Mapped { map, start, end } => map.bytes().get(*start..*end).unwrap_or(&[]),
+        }
+    }
 }
 
 /// Where one entry's parts lie inside the block.
@@ -122,6 +148,24 @@ impl Block {
     /// Wraps a block payload, validating the restart array (count, bounds,
     /// order); anything malformed is `Corruption`.
     pub fn new(data: Vec<u8>) -> Result<Block> {
+        Self::from_data(BlockData::Owned(data))
+    }
+
+    /// The payload `start..end` of a mapped table file, served in place.
+    pub(crate) fn mapped(map: Arc<FileMap>, start: usize, end: usize) -> Result<Block> {
+        if map.bytes().get(start..end).is_none() {
+            return Err(Error::corruption("block: outside the mapped file"));
+        }
+        Self::from_data(BlockData::Mapped { map, start, end })
+    }
+
+    /// True if the block's bytes are a mapped file's.
+    #[cfg(test)]
+    pub(crate) fn is_mapped(&self) -> bool {
+        matches!(self.data, BlockData::Mapped { .. })
+    }
+
+    fn from_data(data: BlockData) -> Result<Block> {
         let bad = |what: &str| Error::corruption(format!("block: {what}"));
         let n = data
             .len()
@@ -153,7 +197,11 @@ impl Block {
 
     /// Bytes this block occupies in memory (the cache charge).
     pub fn memory_size(&self) -> usize {
-        self.data.capacity() + std::mem::size_of::<Block>()
+        let own = match &self.data {
+            BlockData::Owned(v) => v.capacity(),
+            BlockData::Mapped { .. } => 0,
+        };
+        own + std::mem::size_of::<Block>()
     }
 
     /// Number of restart points.

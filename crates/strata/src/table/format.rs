@@ -129,18 +129,7 @@ fn payload_len(handle: BlockHandle) -> Result<usize> {
 /// stored uncompressed.
 pub fn decode_block_contents(buf: Cow<'_, [u8]>, handle: BlockHandle, verify: bool) -> Result<Vec<u8>> {
     let size = payload_len(handle)?;
-    if buf.len() != size + BLOCK_TRAILER_LEN {
-        return Err(Error::corruption("short block read"));
-    }
-    let ty = buf[size];
-    if verify {
-        let stored = u32::from_le_bytes([buf[size + 1], buf[size + 2], buf[size + 3], buf[size + 4]]);
-        // Payload and type byte are contiguous in `buf`, so one pass covers both.
-        let actual = crc::crc32c(&buf[..=size]);
-        if crc::unmask(stored) != actual {
-            return Err(Error::corruption(format!("block checksum mismatch at offset {}", handle.offset)));
-        }
-    }
+    let ty = check_stored_block(&buf, handle, verify)?;
     let payload = match buf {
         Cow::Owned(mut v) => {
             v.truncate(size);
@@ -149,6 +138,36 @@ pub fn decode_block_contents(buf: Cow<'_, [u8]>, handle: BlockHandle, verify: bo
         Cow::Borrowed(b) => Cow::Borrowed(&b[..size]),
     };
     decompress(payload, ty)
+}
+
+/// Checks the length of a stored block (`handle.size` payload bytes and the
+/// trailer) and, with `verify`, its checksum; returns its compression type byte.
+fn check_stored_block(buf: &[u8], handle: BlockHandle, verify: bool) -> Result<u8> {
+    let size = payload_len(handle)?;
+    if buf.len() != size + BLOCK_TRAILER_LEN {
+        return Err(Error::corruption("short block read"));
+    }
+    if verify {
+        let stored = u32::from_le_bytes([buf[size + 1], buf[size + 2], buf[size + 3], buf[size + 4]]);
+        // Payload and type byte are contiguous in `buf`, so one pass covers both.
+        let actual = crc::crc32c(&buf[..=size]);
+        if crc::unmask(stored) != actual {
+            return Err(Error::corruption(format!("block checksum mismatch at offset {}", handle.offset)));
+        }
+    }
+    Ok(buf[size])
+}
+
+/// The payload of a stored block that is not compressed (served in place
+/// from a memory map), or `None` for a compressed one (decoded as usual);
+/// with `verify` the uncompressed block's checksum is checked.
+pub(crate) fn uncompressed_payload(buf: &[u8], handle: BlockHandle, verify: bool) -> Result<Option<&[u8]>> {
+    let size = payload_len(handle)?;
+    if check_stored_block(buf, handle, false)? != TYPE_NONE {
+        return Ok(None);
+    }
+    check_stored_block(buf, handle, verify)?;
+    Ok(Some(&buf[..size]))
 }
 
 /// Turns a stored payload with type byte `ty` back into the block payload.

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::cache::BlockCache;
+use crate::cache::{BlockCache, MapSlot};
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key, user_key, ValueKind};
 use crate::pinned::PinnedValue;
@@ -17,17 +17,23 @@ use crate::range_del::Fragments;
 use crate::table::block::Block;
 use crate::table::filter::filter_hash;
 use crate::table::format::{
-    decode_block_contents, read_block_contents, BlockHandle, TableProperties, BLOCK_TRAILER_LEN, FOOTER_LEN,
+    decode_block_contents, read_block_contents, uncompressed_payload, BlockHandle, TableProperties,
+    BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
 use crate::table::memo::BlockMemo;
 use crate::table::segment::{check_segment_list, Segment, SegmentMeta};
-use crate::vfs::RandomAccessFile;
+use crate::vfs::{FileMap, RandomAccessFile};
 
 /// How data blocks are read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockReadOptions {
-    /// Verify each block's CRC when it is read from the file.
+    /// Verify each block's CRC when it enters memory: read from the file
+    /// (`pread`) or decompressed.
     pub verify_checksums: bool,
+    /// Verify the CRC of an uncompressed block served in place from a
+    /// memory-mapped table too, on every read (such a block is never cached).
+    /// LevelDB's rule: only when the reader asks for it.
+    pub verify_mapped: bool,
     /// Insert blocks read from the file into the block cache.
     pub fill_cache: bool,
     /// Bytes a forward-moving table iterator reads at once when it misses the
@@ -41,7 +47,13 @@ pub struct BlockReadOptions {
 
 impl Default for BlockReadOptions {
     fn default() -> Self {
-        BlockReadOptions { verify_checksums: true, fill_cache: true, readahead: 0, prefetch: false }
+        BlockReadOptions {
+            verify_checksums: true,
+            verify_mapped: false,
+            fill_cache: true,
+            readahead: 0,
+            prefetch: false,
+        }
     }
 }
 
@@ -207,6 +219,17 @@ pub struct Table {
     /// The file's path, when the opener knows it: a corruption found in a
     /// block later names the file an operator must look at.
     path: Option<Arc<Path>>,
+    /// The file mapped read-only, when the table cache could (`mmap_reads`).
+    /// INVARIANT: maps exactly the table's `file_size` bytes (the committed
+    /// segments, never an uncommitted append), so no truncation Strata
+    /// makes can reach a mapped page.
+    map: Option<TableMap>,
+}
+
+/// A table file's map and its place in the database's bound on mapped files.
+struct TableMap {
+    bytes: Arc<FileMap>,
+    _slot: MapSlot,
 }
 
 impl fmt::Debug for Table {
@@ -267,7 +290,7 @@ impl Table {
         let range_dels = Arc::new(Fragments::new(
             segs.iter().flat_map(|s| &s.range_dels).map(|t| (t.start.as_slice(), t.end.as_slice(), t.seq)),
         ));
-        Ok(Table { file, file_id, file_size, cache, segs, props, range_dels, path: None })
+        Ok(Table { file, file_id, file_size, cache, segs, props, range_dels, path: None, map: None })
     }
 
     /// Names the file this table was opened from in the corruption errors of
@@ -275,6 +298,21 @@ impl Table {
     pub(crate) fn with_path(mut self, path: &Path) -> Table {
         self.path = Some(Arc::from(path));
         self
+    }
+
+    /// Serves the uncompressed data blocks of this table from `map` (of the
+    /// table's file) instead of reading them; a map of another length than
+    /// the table's is not used.
+    pub(crate) fn with_map(mut self, map: FileMap, slot: MapSlot) -> Table {
+        if map.bytes().len() as u64 == self.file_size {
+            self.map = Some(TableMap { bytes: Arc::new(map), _slot: slot });
+        }
+        self
+    }
+
+    /// True if the table reads through a memory map.
+    pub fn is_mapped(&self) -> bool {
+        self.map.is_some()
     }
 
     /// `e` with this table's file named, if it is a corruption.
@@ -575,14 +613,27 @@ impl Table {
     ) -> Result<Arc<Block>> {
         seg.check_data(handle)?;
         let data_end = seg.data_end;
+        // Windowed reads (compactions, long scans) keep one `pread` per
+        // window; a mapped table serves the others in place.
+        let mut mapped = None;
+        if let (None, Some(map)) = (&window, &self.map) {
+            let stored = stored_range(handle)
+                .and_then(|r| map.bytes.bytes().get(r))
+                .ok_or_else(|| Error::corruption("block outside the mapped file"))?;
+            if let Some(payload) = uncompressed_payload(stored, handle, opts.verify_mapped)? {
+                let start = handle.offset as usize;
+                return Ok(Arc::new(Block::mapped(Arc::clone(&map.bytes), start, start + payload.len())?));
+            }
+            mapped = Some(stored);
+        }
         if let Some(cache) = &self.cache {
             if let Some(block) = cache.get(self.file_id, handle.offset) {
                 return Ok(block);
             }
         }
-        let contents = match window {
+        let contents = match (window, mapped) {
             // A window with `readahead` 0 (a seeded one) refills with the block alone.
-            Some(w) => {
+            (Some(w), _) => {
                 // check_within bounds the size, so this cannot overflow.
                 let len = handle.size as usize + BLOCK_TRAILER_LEN;
                 if w.slice(handle.offset, len).is_none() {
@@ -603,7 +654,9 @@ impl Table {
                     w.slice(handle.offset, len).ok_or_else(|| Error::corruption("short block read"))?;
                 decode_block_contents(stored.into(), handle, opts.verify_checksums)?
             }
-            _ => read_block_contents(&*self.file, handle, opts.verify_checksums)?,
+            // A compressed block of a mapped table: decompressed from the map.
+            (None, Some(stored)) => decode_block_contents(stored.into(), handle, opts.verify_checksums)?,
+            (None, None) => read_block_contents(&*self.file, handle, opts.verify_checksums)?,
         };
         let block = Arc::new(Block::new(contents)?);
         if opts.fill_cache {
@@ -663,6 +716,14 @@ impl Table {
     pub fn memory_usage(&self) -> usize {
         self.segs.iter().map(Segment::memory_usage).sum()
     }
+}
+
+/// Where the stored block `handle` (payload and trailer) lies in the file,
+/// if the range fits in memory.
+fn stored_range(handle: BlockHandle) -> Option<std::ops::Range<usize>> {
+    let start = usize::try_from(handle.offset).ok()?;
+    let len = usize::try_from(handle.size).ok()?.checked_add(BLOCK_TRAILER_LEN)?;
+    Some(start..start.checked_add(len)?)
 }
 
 /// One set of properties for a table of `segs` (at least one).

@@ -300,8 +300,13 @@ fn fill_cache_and_verify_flags() {
     let (bytes, _) = build(&entries, &opts);
     let cache = Arc::new(BlockCache::new(1 << 20));
     let table = open(bytes, Some(cache.clone())).unwrap();
-    let no_fill =
-        BlockReadOptions { verify_checksums: false, fill_cache: false, readahead: 0, prefetch: false };
+    let no_fill = BlockReadOptions {
+        verify_checksums: false,
+        verify_mapped: false,
+        fill_cache: false,
+        readahead: 0,
+        prefetch: false,
+    };
     assert_eq!(scan_forward(&mut table.iter(no_fill)), entries);
     assert_eq!(cache.resident_blocks(1), 0);
     assert_eq!(scan_forward(&mut table.iter(BlockReadOptions::default())), entries);
@@ -404,6 +409,7 @@ fn a_bit_flip_in_every_byte_is_detected_or_harmless() {
             // Without checksum verification: anything but a panic.
             let raw = BlockReadOptions {
                 verify_checksums: false,
+                verify_mapped: false,
                 fill_cache: false,
                 readahead: 0,
                 prefetch: false,

@@ -59,6 +59,37 @@ pub trait RandomAccessFile: Send + Sync + Debug {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// A read-only memory map of the file's first `len` bytes, or `None`
+    /// where the file system does not map (the default: memory and test
+    /// file systems, whose reads must all pass through `read_at` to be seen).
+    /// The caller must never let the file shrink below `len` while the map
+    /// lives (reading a page past the end of a file raises `SIGBUS`).
+    fn map(&self, _len: u64) -> Result<Option<FileMap>> {
+        Ok(None)
+    }
+}
+
+/// A read-only memory map of the first bytes of a file (see
+/// [`RandomAccessFile::map`]). Unmapped when dropped.
+pub struct FileMap(memmap2::Mmap);
+
+impl FileMap {
+    /// Wraps a map a file system made.
+    pub(crate) fn new(map: memmap2::Mmap) -> Self {
+        FileMap(map)
+    }
+
+    /// The mapped bytes.
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Debug for FileMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileMap").field("len", &self.0.len()).finish()
+    }
 }
 
 /// An exclusive lock on a file; released when dropped.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::buffered::{BufferedFile, RawFile, WRITE_BUFFER};
-use super::{FileLock, RandomAccessFile, RandomOpenOptions, SequentialFile, Vfs, WritableFile};
+use super::{FileLock, FileMap, RandomAccessFile, RandomOpenOptions, SequentialFile, Vfs, WritableFile};
 use crate::error::{Error, Result};
 
 /// Alignment `O_DIRECT` requires of offsets, lengths and buffers (the logical
@@ -307,6 +307,26 @@ impl RandomAccessFile for RealRandomFile {
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    fn map(&self, len: u64) -> Result<Option<FileMap>> {
+        if len == 0 || len > self.len {
+            return Ok(None);
+        }
+        let bytes = usize::try_from(len).map_err(Error::invalid)?;
+        // SAFETY: the map is read-only and covers `len` bytes the file had
+        // when opened; the caller maps only a table's committed size. Strata
+        // never rewrites a table's bytes in place, cuts a table only past its
+        // newest committed size (an uncommitted append, which no map covers),
+        // and gives a shared table a new inode before changing it (see
+        // docs/FORMAT.md, "Memory-mapped reads"); appends past `len` leave the
+        // mapped pages as they are. A process outside Strata that truncates
+        // the file breaks this, as it would LevelDB's.
+        let map = unsafe { memmap2::MmapOptions::new().len(bytes).map(&self.file) }
+            .map_err(|e| io_err(&self.path, e))?;
+        // Point reads touch one block per table: read-around wastes the page cache.
+        let _ = map.advise(memmap2::Advice::Random);
+        Ok(Some(FileMap::new(map)))
     }
 }
 
