@@ -30,11 +30,12 @@ impl Db {
     /// The end of a read-write open: creates the keyspaces named with
     /// [`Options::with_keyspace`] that do not exist yet, then writes the
     /// OPTIONS file and logs the options.
-    pub(super) fn finish_open(&self, wanted: Vec<(String, KeyspaceOptions)>) -> Result<()> {
+    pub(super) fn finish_open(&self, wanted: &[(String, KeyspaceOptions)]) -> Result<()> {
         // The OPTIONS file is written once, below, not once per keyspace.
+        let root = &self.inner().shared.root_versions;
         for (name, ks_opts) in wanted {
-            if self.keyspace(&name).is_err() {
-                self.create_tree(&name, ks_opts)?;
+            if name != DEFAULT_KEYSPACE && !root.has_keyspace(name) {
+                self.create_tree(name, ks_opts.clone())?;
             }
         }
         persist_options(&self.inner().shared)?;

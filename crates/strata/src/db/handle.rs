@@ -73,7 +73,7 @@ impl Db {
         let wanted = opts.keyspaces.clone();
         let db = recovery::open(path.as_ref(), opts).map(Db::new)?;
         // Dropping `db` on failure closes it: the open fails with the error.
-        db.finish_open(wanted)?;
+        db.finish_open(&wanted)?;
         Ok(db)
     }
 

@@ -33,11 +33,15 @@ pub(crate) fn resolve_default(opts: Options, dir: &Path) -> Result<Options> {
 /// (`Options::with_keyspace`) laid over the recorded ones, so handing back a
 /// merge operator or a filter changes nothing else.
 pub(super) fn keyspaces_over_recorded(opts: &Options, root: &VersionSet) -> Result<Options> {
-    let registry = root.keyspaces();
     let mut o = opts.clone();
-    for (name, ks) in &mut o.keyspaces {
-        if let Some(e) = registry.values().find(|e| e.name == *name) {
-            *ks = ks.over_recorded(&e.options, &format!("keyspace {name:?}"))?;
+    if o.keyspaces.is_empty() {
+        return Ok(o);
+    }
+    let registry: std::collections::HashMap<String, Vec<u8>> =
+        root.keyspaces().into_values().map(|e| (e.name, e.options)).collect();
+    for (name, ks) in std::sync::Arc::make_mut(&mut o.keyspaces).iter_mut() {
+        if let Some(recorded) = registry.get(name) {
+            *ks = ks.over_recorded(recorded, &format!("keyspace {name:?}"))?;
         }
     }
     Ok(o)

@@ -98,7 +98,9 @@ pub struct Options {
     pub(crate) info_log: bool,
     pub(crate) max_log_file_size: u64,
     pub(crate) keep_log_file_num: usize,
-    pub(crate) keyspaces: Vec<(String, KeyspaceOptions)>,
+    /// Shared: every tree's options are a copy of the database's, and a
+    /// database may list tens of thousands of keyspaces.
+    pub(crate) keyspaces: Arc<Vec<(String, KeyspaceOptions)>>,
     pub(crate) listeners: Listeners,
     /// The persisted per-tree fields the caller set (bit `1 << F_*` of
     /// `keyspace_options`): at reopen those win over the recorded values, the
@@ -163,7 +165,7 @@ impl Default for Options {
             info_log: true,
             max_log_file_size: 4 << 20,
             keep_log_file_num: 5,
-            keyspaces: Vec::new(),
+            keyspaces: Arc::default(),
             listeners: Default::default(),
             explicit: 0,
             ttl: None,
@@ -380,8 +382,9 @@ impl Options {
     #[must_use]
     pub fn with_keyspace(mut self, name: impl Into<String>, opts: KeyspaceOptions) -> Self {
         let name = name.into();
-        self.keyspaces.retain(|(n, _)| *n != name);
-        self.keyspaces.push((name, opts));
+        let list = Arc::make_mut(&mut self.keyspaces);
+        list.retain(|(n, _)| *n != name);
+        list.push((name, opts));
         self
     }
 

@@ -247,7 +247,7 @@ fn load_file(path: &Path, dir: &Path, given: &Options) -> Result<Options> {
     parsed.check()?;
     let file = parsed.name();
     let mut o = given.clone();
-    o.keyspaces.clear();
+    std::sync::Arc::make_mut(&mut o.keyspaces).clear();
     if let Some(s) = parsed.section("DBOptions") {
         apply_db(&file, s, &mut o)?;
     }
@@ -272,7 +272,7 @@ fn load_file(path: &Path, dir: &Path, given: &Options) -> Result<Options> {
             let mut tree = Options::default();
             apply_tree(&file, &name, s, &given_ks, &mut tree)?;
             tree.explicit = 0;
-            o.keyspaces.push((name, KeyspaceOptions::from_options(&tree)));
+            std::sync::Arc::make_mut(&mut o.keyspaces).push((name, KeyspaceOptions::from_options(&tree)));
         }
     }
     if !saw_default {
@@ -290,14 +290,14 @@ fn load_file(path: &Path, dir: &Path, given: &Options) -> Result<Options> {
             root.keyspaces().into_values().map(|e| (e.name, e.options)).collect();
         // A keyspace dropped after the file was written must not come back:
         // `Db::open` creates the keyspaces it is given that do not exist.
-        o.keyspaces.retain(|(name, _)| {
+        std::sync::Arc::make_mut(&mut o.keyspaces).retain(|(name, _)| {
             let keep = registry.contains_key(name);
             if !keep {
                 log::warn!(target: "strata::options", "{file}: keyspace {name:?} is no longer in the database: left out");
             }
             keep
         });
-        for (name, ks) in &mut o.keyspaces {
+        for (name, ks) in std::sync::Arc::make_mut(&mut o.keyspaces).iter_mut() {
             let mut tree = with_recorded(&ks.apply(given), &registry[name.as_str()], &file, name)?;
             tree.explicit = 0;
             *ks = KeyspaceOptions::from_options(&tree);
@@ -308,9 +308,9 @@ fn load_file(path: &Path, dir: &Path, given: &Options) -> Result<Options> {
     // caller does not set after loading.
     o.explicit = 0;
     // Keyspaces the caller named that the file does not list (to be created).
-    for (name, ks) in &given.keyspaces {
+    for (name, ks) in given.keyspaces.iter() {
         if !o.keyspaces.iter().any(|(n, _)| n == name) {
-            o.keyspaces.push((name.clone(), ks.clone()));
+            std::sync::Arc::make_mut(&mut o.keyspaces).push((name.clone(), ks.clone()));
         }
     }
     o.validate()?;

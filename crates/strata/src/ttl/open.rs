@@ -83,8 +83,9 @@ pub fn recorded_ttls(path: impl AsRef<Path>, opts: &Options) -> Result<Vec<(Stri
 
 /// `opts` with keyspace `name` given `ks` (in place of what it gave).
 fn set_keyspace(opts: &mut Options, name: &str, ks: KeyspaceOptions) {
-    opts.keyspaces.retain(|(n, _)| n != name);
-    opts.keyspaces.push((name.to_string(), ks));
+    let list = std::sync::Arc::make_mut(&mut opts.keyspaces);
+    list.retain(|(n, _)| n != name);
+    list.push((name.to_string(), ks));
 }
 
 pub(super) fn open(path: &Path, mut opts: Options, mode: Mode<'_>, clock: Arc<dyn Clock>) -> Result<TtlDb> {
