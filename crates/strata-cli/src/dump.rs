@@ -131,13 +131,7 @@ pub fn table(path: &Path, entries: bool, hex: bool) -> CliResult<()> {
     }
     if entries {
         println!("entries:");
-        let opts = BlockReadOptions {
-            verify_checksums: true,
-            verify_mapped: true,
-            fill_cache: false,
-            readahead: 0,
-            prefetch: false,
-        };
+        let opts = BlockReadOptions::verified();
         let mut it = table.iter(opts);
         it.seek_to_first().map_err(err)?;
         while it.valid() {

@@ -75,6 +75,44 @@ pub fn make_internal_key(user_key: &[u8], seq: SeqNum, kind: ValueKind) -> Vec<u
     v
 }
 
+/// User keys up to this long make a [`LookupKey`] without a heap allocation.
+const LOOKUP_INLINE: usize = 120;
+
+/// [`lookup_key`] kept on the stack for user keys up to 120 bytes
+/// (LevelDB's `LookupKey`): every point read builds one.
+pub struct LookupKey {
+    inline: [u8; LOOKUP_INLINE + TRAILER_LEN],
+    /// INVARIANT: `heap` is empty and the key is `inline[..len]`, or the key is `heap`.
+    len: usize,
+    heap: Vec<u8>,
+}
+
+impl LookupKey {
+    /// The key seeking to the newest version of `user_key` visible at `seq`.
+    pub fn new(user_key: &[u8], seq: SeqNum) -> LookupKey {
+        let mut k = LookupKey { inline: [0; LOOKUP_INLINE + TRAILER_LEN], len: 0, heap: Vec::new() };
+        if user_key.len() <= LOOKUP_INLINE {
+            let n = user_key.len();
+            k.inline[..n].copy_from_slice(user_key);
+            k.inline[n..n + TRAILER_LEN].copy_from_slice(&pack_trailer(seq, KIND_FOR_SEEK).to_le_bytes());
+            k.len = n + TRAILER_LEN;
+        } else {
+            k.heap = lookup_key(user_key, seq);
+        }
+        k
+    }
+
+    /// The encoded internal key.
+    #[inline]
+    pub fn as_slice(&self) -> &[u8] {
+        if self.heap.is_empty() {
+            &self.inline[..self.len]
+        } else {
+            &self.heap
+        }
+    }
+}
+
 /// Returns the key that seeks to the newest version of `user_key` visible at `seq`.
 pub fn lookup_key(user_key: &[u8], seq: SeqNum) -> Vec<u8> {
     make_internal_key(user_key, seq, KIND_FOR_SEEK)

@@ -1,6 +1,6 @@
 //! A bounded LRU of open tables, so the index and filter blocks of recently
 //! used tables stay in memory without holding every file open. One LRU
-//! ([`OpenTables`]) serves every tree of a database, so `max_open_files`
+//! (`OpenTables`) serves every tree of a database, so `max_open_files`
 //! bounds the database's descriptors however many keyspaces it has (as
 //! LevelDB's and RocksDB's table cache do); each tree reads it through a
 //! [`TableCache`] of its own namespace, since file ids are per keyspace.

@@ -39,12 +39,9 @@ pub(crate) fn execute_append(
     let victims = inputs.iter().map(|r| find_file(version, r)).collect::<Result<Vec<_>>>()?;
     let dests = targets.iter().map(|r| find_file(version, r)).collect::<Result<Vec<_>>>()?;
     let read_opts = BlockReadOptions {
-        verify_checksums: true,
-        // A corrupt input must not be rewritten under a fresh checksum.
-        verify_mapped: true,
-        fill_cache: false,
         readahead: env.opts.compaction_readahead_size,
         prefetch: env.pipeline != CompactionPipeline::Sequential,
+        ..BlockReadOptions::verified()
     };
     let runs = group_runs(inputs, &victims);
     let mut input = MergingIterator::new(run_iterators(env, runs, read_opts));

@@ -63,14 +63,11 @@ pub(crate) fn execute(
             let input_ids: HashSet<u64> = metas.iter().map(|m| m.id).collect();
             let older = older_runs(version, *output_level, out_run, &input_ids);
             let read_opts = BlockReadOptions {
-                verify_checksums: true,
-                // A corrupt input must not be rewritten under a fresh checksum.
-                verify_mapped: true,
-                fill_cache: false,
                 readahead: env.opts.compaction_readahead_size,
                 // The read stage of a pipelined compaction: the next window of
                 // each input is read on its own thread while this one is merged.
                 prefetch: env.pipeline != CompactionPipeline::Sequential,
+                ..BlockReadOptions::verified()
             };
             let runs = group_runs(inputs, &metas);
             let warmup = Warmup::for_merge(env, &metas)?;

@@ -15,7 +15,7 @@ use super::read_options::ReadOptions;
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::iter::{InternalIterator, MergingIterator, RunIterator};
-use crate::key::{lookup_key, parse_internal_key, SeqNum, ValueKind};
+use crate::key::{lookup_key, parse_internal_key, LookupKey, SeqNum, ValueKind};
 use crate::merge_operator::NewestFirst;
 use crate::pinned::PinnedValue;
 use crate::stats::Counters;
@@ -109,10 +109,10 @@ impl DbInner {
         if let Some((kind, value)) = mem_get(&sv, key, seq) {
             return self.settle(&sv, key, seq, ro, kind, value);
         }
-        let lookup = lookup_key(key, seq);
+        let lookup = LookupKey::new(key, seq);
         let read = KeyRead {
             key,
-            lookup: &lookup,
+            lookup: lookup.as_slice(),
             hash: filter_hash(key),
             bro: block_read_options(ro),
             use_buffer: ro.use_compaction_buffer,

@@ -719,13 +719,7 @@ impl SalvageIter {
     /// Moves to the first entry of the next readable, non-empty block.
     fn next_block(&mut self) {
         self.block = None;
-        let opts = BlockReadOptions {
-            verify_checksums: true,
-            verify_mapped: true,
-            fill_cache: false,
-            readahead: 0,
-            prefetch: false,
-        };
+        let opts = BlockReadOptions::verified();
         while let Some(&h) = self.handles.get(self.next_block) {
             self.next_block += 1;
             let Ok(block) = self.table.read_block(h, opts) else {

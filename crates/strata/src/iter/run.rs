@@ -59,6 +59,7 @@ impl RunIterator {
 
     fn open(&mut self, index: usize) -> Result<()> {
         self.index = index;
+        let buffers = self.current.take().and_then(TableIter::into_key_buffers);
         self.current = match self.files.get(index) {
             Some(f) => {
                 let table = self.tables.get(f.id, f.size, &f.segments)?;
@@ -66,15 +67,18 @@ impl RunIterator {
                     let (keep, checked) = table.prefix_segments(&skip.probe);
                     let skipped = (table.num_segments() - keep.len()) as u64;
                     (skip.record)(checked, skipped);
-                    self.current = Some(TableIter::over_segments(table, self.opts, &keep));
+                    self.current = Some(TableIter::over_segments(table, self.opts, &keep).reusing(buffers));
                     return Ok(());
                 }
-                Some(match self.windows.remove(&f.id) {
-                    Some((offset, data)) => {
-                        TableIter::with_window(table, self.opts, Readahead::seeded(offset, data))
+                Some(
+                    match self.windows.remove(&f.id) {
+                        Some((offset, data)) => {
+                            TableIter::with_window(table, self.opts, Readahead::seeded(offset, data))
+                        }
+                        None => table.iter(self.opts),
                     }
-                    None => table.iter(self.opts),
-                })
+                    .reusing(buffers),
+                )
             }
             None => None,
         };

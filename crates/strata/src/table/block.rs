@@ -211,12 +211,20 @@ impl Block {
 
     /// A bidirectional iterator over the block's entries.
     pub fn iter(self: &Arc<Self>) -> BlockIter {
+        self.iter_reusing(Vec::new())
+    }
+
+    /// [`Self::iter`], decoding keys into `buf` (a previous iterator's, see
+    /// [`BlockIter::into_key_buffer`]): moving to the next block of a table
+    /// then allocates nothing.
+    pub fn iter_reusing(self: &Arc<Self>, mut buf: Vec<u8>) -> BlockIter {
+        buf.clear();
         BlockIter {
             block: Arc::clone(self),
             current: self.restarts_offset,
             next: self.restarts_offset,
             restart_index: self.num_restarts,
-            key: Vec::new(),
+            key: buf,
             value: (0, 0),
         }
     }
@@ -335,6 +343,19 @@ pub struct BlockIter {
 }
 
 impl BlockIter {
+    /// The buffer keys are decoded into, for the next block's iterator.
+    pub fn into_key_buffer(self) -> Vec<u8> {
+        self.key
+    }
+
+    /// Decodes keys into `buf` from now on (its bytes are dropped): an
+    /// iterator that is not positioned keeps its place.
+    pub(crate) fn reuse_key_buffer(&mut self, mut buf: Vec<u8>) {
+        buf.clear();
+        buf.extend_from_slice(&self.key);
+        self.key = buf;
+    }
+
     fn invalidate(&mut self) {
         self.current = self.block.restarts_offset;
         self.next = self.block.restarts_offset;

@@ -15,6 +15,9 @@ pub struct TableIter {
     inner: Inner,
 }
 
+// `One` is the common case and lives inline: boxing it would allocate each
+// time a run's iterator moves to another table.
+#[allow(clippy::large_enum_variant)]
 enum Inner {
     One(SegmentIter),
     /// Segments hold disjoint (key, sequence) pairs, so a plain merge is exact.
@@ -79,6 +82,29 @@ impl TableIter {
         TableIter { inner }
     }
 
+    /// This iterator's key buffers (index and data cursor), for the next
+    /// table's iterator of the same run ([`Self::reusing`]).
+    pub(crate) fn into_key_buffers(self) -> Option<(Vec<u8>, Vec<u8>)> {
+        match self.inner {
+            Inner::One(s) => {
+                let data = s.data.map_or(s.spare_key, BlockIter::into_key_buffer);
+                Some((s.index.into_key_buffer(), data))
+            }
+            Inner::Many(_) => None,
+        }
+    }
+
+    /// Decodes keys into `buffers` (a previous table's, see
+    /// [`Self::into_key_buffers`]): a seek that moves to another table of a
+    /// run then allocates nothing.
+    pub(crate) fn reusing(mut self, buffers: Option<(Vec<u8>, Vec<u8>)>) -> Self {
+        if let (Inner::One(s), Some((index, data))) = (&mut self.inner, buffers) {
+            s.index.reuse_key_buffer(index);
+            s.spare_key = data;
+        }
+        self
+    }
+
     fn it(&self) -> &dyn InternalIterator {
         match &self.inner {
             Inner::One(s) => s,
@@ -137,12 +163,15 @@ struct SegmentIter {
     data_offset: u64,
     /// Readahead window for forward moves (`opts.readahead`).
     window: Readahead,
+    /// A key buffer for the next data block's cursor while `data` is None
+    /// (handed over from the previous table's iterator, see `TableIter::reusing`).
+    spare_key: Vec<u8>,
 }
 
 impl SegmentIter {
     fn new(table: Arc<Table>, seg: usize, opts: BlockReadOptions, window: Readahead) -> Self {
         let index = table.segments()[seg].index.iter();
-        SegmentIter { table, seg, opts, index, data: None, data_offset: 0, window }
+        SegmentIter { table, seg, opts, index, data: None, data_offset: 0, window, spare_key: Vec::new() }
     }
 
     /// Points `data` at the block the index cursor names (unpositioned).
@@ -156,12 +185,15 @@ impl SegmentIter {
         if self.data.is_some() && self.data_offset == handle.offset {
             return Ok(());
         }
-        self.data = None;
+        let buf = match self.data.take() {
+            Some(d) => d.into_key_buffer(),
+            None => std::mem::take(&mut self.spare_key),
+        };
         let window =
             (forward && (self.opts.readahead > 0 || self.window.is_seeded())).then_some(&mut self.window);
         let block =
             self.table.read_block_ahead(&self.table.segments()[self.seg], handle, self.opts, window)?;
-        self.data = Some(block.iter());
+        self.data = Some(block.iter_reusing(buf));
         self.data_offset = handle.offset;
         Ok(())
     }

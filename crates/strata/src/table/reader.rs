@@ -45,6 +45,21 @@ pub struct BlockReadOptions {
     pub prefetch: bool,
 }
 
+impl BlockReadOptions {
+    /// Every block verified, mapped or not, and none cached: what compactions
+    /// (a corrupt input must not be rewritten under a fresh checksum),
+    /// verification, repair and dumps read with.
+    pub const fn verified() -> Self {
+        BlockReadOptions {
+            verify_checksums: true,
+            verify_mapped: true,
+            fill_cache: false,
+            readahead: 0,
+            prefetch: false,
+        }
+    }
+}
+
 impl Default for BlockReadOptions {
     fn default() -> Self {
         BlockReadOptions {

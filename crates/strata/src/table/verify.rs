@@ -26,13 +26,7 @@ pub struct Expected<'a> {
 /// `Corruption` for a damaged block or a table that differs from `expect`;
 /// I/O errors as the reads return them.
 pub fn verify_table(table: &Arc<Table>, expect: &Expected<'_>) -> Result<()> {
-    let opts = BlockReadOptions {
-        verify_checksums: true,
-        verify_mapped: true,
-        fill_cache: false,
-        readahead: 1 << 20,
-        prefetch: false,
-    };
+    let opts = BlockReadOptions { readahead: 1 << 20, ..BlockReadOptions::verified() };
     let mut it = table.iter(opts);
     it.seek_to_first()?;
     let (mut n, mut first, mut last) = (0u64, None, Vec::new());
