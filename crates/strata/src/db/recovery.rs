@@ -1,6 +1,7 @@
 //! Opening a database: lock, read or create the MANIFEST, replay WALs newer
-//! than the recorded log number into L0 tables, remove files nothing names,
-//! and start a fresh WAL and the background threads.
+//! than the recorded log number (into L0 tables, or into the memtables of
+//! keyspaces that keep them, see `ks_recovery::replay_wals`), remove files
+//! nothing names, and start a fresh WAL and the background threads.
 
 use std::collections::BTreeMap;
 use std::path::Path;
