@@ -84,28 +84,35 @@ impl PolicyMeta {
         // The registry as the ops before each one leave it: what they added
         // and dropped over the current one.
         let reg = &self.keyspaces;
+        // By id, and by name: a snapshot adds every keyspace in one edit.
         let (mut added, mut dropped) = (HashMap::<u32, &str>::new(), HashMap::<u32, &str>::new());
+        let (mut added_names, mut dropped_names) = (HashSet::<&str>::new(), HashSet::<&str>::new());
         let live = |id: &u32, added: &HashMap<u32, &str>, dropped: &HashMap<u32, &str>| {
             added.contains_key(id) || (reg.by_id.contains_key(id) && !dropped.contains_key(id))
         };
         for op in &edit.keyspace_ops {
             match op {
                 KeyspaceOp::Add { id, name, .. } => {
-                    let name_taken = added.values().any(|n| n == name)
-                        || (reg.names.contains(name) && !dropped.values().any(|n| n == name));
+                    let name_taken = added_names.contains(name.as_str())
+                        || (reg.names.contains(name) && !dropped_names.contains(name.as_str()));
                     if *id == 0 || live(id, &added, &dropped) || name_taken {
                         return Err(Error::invalid(format!("keyspace {id} ({name:?}) added twice")));
                     }
                     added.insert(*id, name);
+                    added_names.insert(name);
                 }
                 KeyspaceOp::Drop { id } => {
                     if !live(id, &added, &dropped) {
                         return Err(Error::invalid(format!("dropping keyspace {id}, which does not exist")));
                     }
                     match added.remove(id) {
-                        Some(_) => {}
+                        Some(name) => {
+                            added_names.remove(name);
+                        }
                         None => {
-                            dropped.insert(*id, &reg.by_id[id].name);
+                            let name = reg.by_id[id].name.as_str();
+                            dropped.insert(*id, name);
+                            dropped_names.insert(name);
                         }
                     }
                 }
