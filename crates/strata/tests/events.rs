@@ -411,3 +411,20 @@ fn flush_reasons_say_why_the_memtable_was_sealed() {
         stats.recent_compactions.iter().filter(|r| r.kind == "flush").map(|r| r.reason).collect();
     assert!(records.contains(&"manual flush") && records.contains(&"memtable full"), "{records:?}");
 }
+
+/// Regression: `flush()` returned once the memtable left the queue, before
+/// the flush was counted, so `stats()` right after it could miss the flush
+/// (a range-delete test failed in CI on exactly that).
+#[test]
+fn a_flush_is_counted_in_stats_when_flush_returns() {
+    let db = Db::open("/db", small_opts()).unwrap();
+    for i in 0..200u64 {
+        db.put(format!("k{i:04}"), "v").unwrap();
+        db.delete_range(format!("k{i:04}a"), format!("k{i:04}b")).unwrap();
+        db.flush().unwrap();
+        let s = db.stats();
+        assert_eq!(s.flushes, i + 1, "flush {i} not counted yet:\n{s}");
+        assert_eq!(s.range_dels_written, i + 1, "flush {i}: its range delete not counted:\n{s}");
+    }
+    db.close().unwrap();
+}

@@ -129,13 +129,9 @@ impl DbInner {
         if level > 0 {
             Counters::add(&self.counters.flushes_below_l0, 1);
         }
-        {
-            let mut st = self.state.lock();
-            st.imms.pop_front();
-            self.install_super_version(&st);
-            self.note_stall(&st, self.versions.current().level_files(0));
-        }
-        self.shared.delete_obsolete_wals();
+        // Counted and reported before the memtable leaves `imms`: `flush()`
+        // returns once it has, and its caller must see this flush in
+        // `stats()` and among the queued events.
         let duration = start.elapsed();
         log::info!(
             target: "strata::flush",
@@ -170,6 +166,13 @@ impl DbInner {
             range_dels_written,
             range_dels_dropped: 0,
         });
+        {
+            let mut st = self.state.lock();
+            st.imms.pop_front();
+            self.install_super_version(&st);
+            self.note_stall(&st, self.versions.current().level_files(0));
+        }
+        self.shared.delete_obsolete_wals();
         self.purge_obsolete_files();
         self.done_cv.notify_all();
         self.bg_cv.notify_all();
