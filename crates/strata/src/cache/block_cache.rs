@@ -10,6 +10,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::cache::handle::Namespaced;
 pub use crate::cache::sharded::CacheStats;
 use crate::cache::sharded::{Entries, ShardedLru};
 use crate::table::Block;
@@ -45,26 +46,11 @@ impl Entries for Blocks {
 /// The block cache: an LRU by bytes, split into up to 16 shards by a hash of
 /// (namespace, file id, offset). A value is a handle: it reads and writes
 /// its own namespace of a store that [`BlockCache::share`] hands to others.
-pub struct BlockCache {
-    store: Arc<ShardedLru<Blocks>>,
-    ns: u64,
-}
+pub struct BlockCache(Namespaced<Blocks>);
 
 impl fmt::Debug for BlockCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BlockCache")
-            .field("shards", &self.store.shard_count())
-            .field("namespace", &self.ns)
-            .field("stats", &self.stats())
-            .finish()
-    }
-}
-
-impl Drop for BlockCache {
-    /// A namespace nobody can read any more (a dropped keyspace) gives its
-    /// memory back at once instead of aging out.
-    fn drop(&mut self) {
-        self.store.drop_namespace(self.ns);
+        self.0.debug("BlockCache", f)
     }
 }
 
@@ -78,9 +64,7 @@ impl BlockCache {
     /// assert_eq!(cache.capacity(), 8 << 20);
     /// ```
     pub fn new(capacity_bytes: usize) -> Self {
-        let store = Arc::new(ShardedLru::new(capacity_bytes));
-        let ns = store.new_namespace();
-        BlockCache { store, ns }
+        BlockCache(Namespaced::new(Arc::new(ShardedLru::new(capacity_bytes))))
     }
 
     /// Another handle on the same memory with a namespace of its own (RocksDB
@@ -105,32 +89,34 @@ impl BlockCache {
     /// assert_eq!(a.total_stats().entries, 1);
     /// ```
     pub fn share(&self) -> BlockCache {
-        BlockCache { store: Arc::clone(&self.store), ns: self.store.new_namespace() }
+        BlockCache(self.0.share())
     }
 
     /// The shard hash of (namespace, file, offset).
     #[inline]
     fn mix(&self, file_id: u64, offset: u64) -> impl FnOnce() -> u64 {
-        let ns = self.ns;
+        let ns = self.0.ns;
         move || file_id ^ offset.rotate_left(32) ^ ns.rotate_left(17)
     }
 
     /// The cached block at (file, offset), counting a hit or a miss.
     pub fn get(&self, file_id: u64, offset: u64) -> Option<Arc<Block>> {
-        self.store.get(self.mix(file_id, offset), self.ns, &(self.ns, file_id, offset), true, Arc::clone)
+        let ns = self.0.ns;
+        self.0.store.get(self.mix(file_id, offset), ns, &(ns, file_id, offset), true, Arc::clone)
     }
 
     /// The cached block at (file, offset) if it is resident: a hit is counted,
     /// an absence is not a miss (the caller reads nothing instead).
     pub fn get_resident(&self, file_id: u64, offset: u64) -> Option<Arc<Block>> {
-        self.store.get(self.mix(file_id, offset), self.ns, &(self.ns, file_id, offset), false, Arc::clone)
+        let ns = self.0.ns;
+        self.0.store.get(self.mix(file_id, offset), ns, &(ns, file_id, offset), false, Arc::clone)
     }
 
     /// The cached block at (file, offset) without counting a lookup or
     /// making it more recently used (for the compaction warm-up, which asks
     /// about blocks nobody is reading).
     pub fn peek(&self, file_id: u64, offset: u64) -> Option<Arc<Block>> {
-        self.store.peek(self.mix(file_id, offset), &(self.ns, file_id, offset), Arc::clone)
+        self.0.store.peek(self.mix(file_id, offset), &(self.0.ns, file_id, offset), Arc::clone)
     }
 
     /// Caches a block, evicting least recently used ones (of any namespace)
@@ -138,25 +124,26 @@ impl BlockCache {
     /// not cached (false).
     pub fn insert(&self, file_id: u64, offset: u64, block: Arc<Block>) -> bool {
         let charge = block.memory_size();
-        self.store.insert(self.mix(file_id, offset), self.ns, charge, || ((self.ns, file_id, offset), block))
+        let ns = self.0.ns;
+        self.0.store.insert(self.mix(file_id, offset), ns, charge, || ((ns, file_id, offset), block))
     }
 
     /// Exact number of resident blocks of `file_id`.
     pub fn resident_blocks(&self, file_id: u64) -> u64 {
-        self.store.resident(self.ns, file_id)
+        self.0.resident(file_id)
     }
 
     /// Drops every resident block of a deleted file; returns how many were
     /// dropped (counted as invalidations, not evictions).
     pub fn invalidate_file(&self, file_id: u64) -> u64 {
-        self.store.invalidate_file(self.ns, file_id)
+        self.0.invalidate_file(file_id)
     }
 
     /// This handle's counters, summed over all shards: its lookups, and its
     /// namespace's inserts, evictions (by anyone's insert), invalidations and
     /// resident entries; `capacity_bytes` is the whole cache's.
     pub fn stats(&self) -> CacheStats {
-        self.store.stats(self.ns)
+        self.0.stats()
     }
 
     /// Counters of the whole cache, every namespace's, summed over all shards.
@@ -170,12 +157,12 @@ impl BlockCache {
     /// assert_eq!((cache.stats().misses, cache.total_stats().misses), (0, 1));
     /// ```
     pub fn total_stats(&self) -> CacheStats {
-        self.store.total_stats()
+        self.0.store.total_stats()
     }
 
     /// Configured capacity in bytes (of the whole shared cache).
     pub fn capacity(&self) -> usize {
-        self.store.capacity()
+        self.0.store.capacity()
     }
 }
 
@@ -196,9 +183,9 @@ mod tests {
 
     #[test]
     fn shard_count_follows_capacity() {
-        assert_eq!(BlockCache::new(0).store.shard_count(), 1);
-        assert_eq!(BlockCache::new(1 << 20).store.shard_count(), 2);
-        assert_eq!(BlockCache::new(1 << 30).store.shard_count(), 16);
+        assert_eq!(BlockCache::new(0).0.store.shard_count(), 1);
+        assert_eq!(BlockCache::new(1 << 20).0.store.shard_count(), 2);
+        assert_eq!(BlockCache::new(1 << 30).0.store.shard_count(), 16);
     }
 
     #[test]
@@ -206,7 +193,7 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(9);
         let cache = BlockCache::new(1 << 20); // 2 shards of 512 KiB
         let charge = block(4000).memory_size();
-        let resident = |f: u64, o: u64| cache.store.contains(cache.mix(f, o), &(cache.ns, f, o));
+        let resident = |f: u64, o: u64| cache.0.store.contains(cache.mix(f, o), &(cache.0.ns, f, o));
         // Model of inserted blocks, pruned of evicted ones by asking the LRU itself;
         // the per-file index must then agree with it exactly.
         let mut model: HashMap<u64, HashSet<u64>> = HashMap::new();

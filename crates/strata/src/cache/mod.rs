@@ -4,9 +4,11 @@
 //! database has one block cache and one row cache; each keyspace reads them
 //! through a handle of its own namespace, and so do the open tables
 //! (`max_open_files` bounds the database's descriptors). All three are one
-//! sharded LRU (`sharded.rs`) over their own keys and charges.
+//! sharded LRU (`sharded.rs`) over their own keys and charges, read
+//! through one kind of namespace handle (`handle.rs`).
 
 pub mod block_cache;
+mod handle;
 mod map_budget;
 mod namespace;
 pub mod row_cache;

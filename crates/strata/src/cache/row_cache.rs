@@ -16,6 +16,7 @@ use std::fmt;
 use std::mem::size_of;
 use std::sync::Arc;
 
+use crate::cache::handle::Namespaced;
 use crate::cache::sharded::{Entries, ShardedLru};
 use crate::cache::CacheStats;
 use crate::key::ValueKind;
@@ -101,26 +102,11 @@ impl Entries for Rows {
 /// The row cache: an LRU by bytes, split into up to 16 shards by a hash of
 /// the whole key. A value is a handle: it reads and writes its own namespace
 /// of a store that [`RowCache::share`] hands to others.
-pub struct RowCache {
-    store: Arc<ShardedLru<Rows>>,
-    ns: u64,
-}
+pub struct RowCache(Namespaced<Rows>);
 
 impl fmt::Debug for RowCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RowCache")
-            .field("shards", &self.store.shard_count())
-            .field("namespace", &self.ns)
-            .field("stats", &self.stats())
-            .finish()
-    }
-}
-
-impl Drop for RowCache {
-    /// A namespace nobody can read any more (a dropped keyspace) gives its
-    /// memory back at once instead of aging out.
-    fn drop(&mut self) {
-        self.store.drop_namespace(self.ns);
+        self.0.debug("RowCache", f)
     }
 }
 
@@ -135,9 +121,7 @@ impl RowCache {
     /// assert_eq!(rows.capacity(), 1 << 20);
     /// ```
     pub fn new(capacity_bytes: usize) -> Self {
-        let store = Arc::new(ShardedLru::new(capacity_bytes));
-        let ns = store.new_namespace();
-        RowCache { store, ns }
+        RowCache(Namespaced::new(Arc::new(ShardedLru::new(capacity_bytes))))
     }
 
     /// Another handle on the same memory with a namespace of its own: its
@@ -159,7 +143,7 @@ impl RowCache {
     /// assert_eq!((a.stats().entries, a.total_stats().entries), (1, 2));
     /// ```
     pub fn share(&self) -> RowCache {
-        RowCache { store: Arc::clone(&self.store), ns: self.store.new_namespace() }
+        RowCache(self.0.share())
     }
 
     /// What a row with a composite key of `key_len` bytes and a value of
@@ -189,8 +173,8 @@ impl RowCache {
         state: u64,
         user_key: &[u8],
     ) -> Option<(ValueKind, Arc<[u8]>)> {
-        with_key(self.ns, file_id, state, user_key, |key| {
-            self.store.get(Self::mix(key), self.ns, key, true, |r| (r.kind, Arc::clone(&r.value)))
+        with_key(self.0.ns, file_id, state, user_key, |key| {
+            self.0.store.get(Self::mix(key), self.0.ns, key, true, |r| (r.kind, Arc::clone(&r.value)))
         })
     }
 
@@ -201,11 +185,11 @@ impl RowCache {
         let key_len = KEY_PREFIX + user_key.len();
         let charge = Self::charge(key_len, value.len());
         let mut key = Vec::with_capacity(key_len);
-        key.extend_from_slice(&self.ns.to_be_bytes());
+        key.extend_from_slice(&self.0.ns.to_be_bytes());
         key.extend_from_slice(&file_id.to_be_bytes());
         key.extend_from_slice(&state.to_be_bytes());
         key.extend_from_slice(user_key);
-        self.store.insert(Self::mix(&key), self.ns, charge, || {
+        self.0.store.insert(Self::mix(&key), self.0.ns, charge, || {
             let key: Key = key.as_slice().into();
             (key, Row { kind, value: value.into() })
         });
@@ -213,13 +197,13 @@ impl RowCache {
 
     /// Exact number of resident rows of `file_id`.
     pub fn resident_rows(&self, file_id: u64) -> u64 {
-        self.store.resident(self.ns, file_id)
+        self.0.resident(file_id)
     }
 
     /// Drops every resident row of a deleted file; returns how many were
     /// dropped (counted as invalidations, not evictions).
     pub fn invalidate_file(&self, file_id: u64) -> u64 {
-        self.store.invalidate_file(self.ns, file_id)
+        self.0.invalidate_file(file_id)
     }
 
     /// This handle's counters summed over all shards (`entries` counts
@@ -227,7 +211,7 @@ impl RowCache {
     /// insert), invalidations and resident rows; `capacity_bytes` is the
     /// whole cache's.
     pub fn stats(&self) -> CacheStats {
-        self.store.stats(self.ns)
+        self.0.stats()
     }
 
     /// Counters of the whole cache, every namespace's, summed over all shards.
@@ -241,12 +225,12 @@ impl RowCache {
     /// assert_eq!((rows.stats().misses, rows.total_stats().misses), (0, 1));
     /// ```
     pub fn total_stats(&self) -> CacheStats {
-        self.store.total_stats()
+        self.0.store.total_stats()
     }
 
     /// Configured capacity in bytes (of the whole shared cache).
     pub fn capacity(&self) -> usize {
-        self.store.capacity()
+        self.0.store.capacity()
     }
 }
 
@@ -263,9 +247,9 @@ mod tests {
 
     #[test]
     fn shard_count_follows_capacity() {
-        assert_eq!(RowCache::new(0).store.shard_count(), 1);
-        assert_eq!(RowCache::new(1 << 20).store.shard_count(), 2);
-        assert_eq!(RowCache::new(1 << 30).store.shard_count(), 16);
+        assert_eq!(RowCache::new(0).0.store.shard_count(), 1);
+        assert_eq!(RowCache::new(1 << 20).0.store.shard_count(), 2);
+        assert_eq!(RowCache::new(1 << 30).0.store.shard_count(), 16);
     }
 
     #[test]
@@ -273,7 +257,7 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(11);
         let cache = RowCache::new(1 << 20); // 2 shards of 512 KiB
         let resident =
-            |f: u64, u: &[u8]| with_key(cache.ns, f, 0, u, |k| cache.store.contains(RowCache::mix(k), k));
+            |f: u64, u: &[u8]| with_key(cache.0.ns, f, 0, u, |k| cache.0.store.contains(RowCache::mix(k), k));
         // Model of inserted rows (value lengths), pruned of evicted ones by
         // asking the LRU itself; usage and per-file counts must then agree.
         let mut model: HashMap<(u64, u64), (ValueKind, usize)> = HashMap::new();

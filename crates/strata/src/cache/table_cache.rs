@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::cache::handle::Namespaced;
 use crate::cache::sharded::{Entries, ShardedLru};
 use crate::cache::{BlockCache, MapBudget};
 use crate::error::{Error, Result};
@@ -55,13 +56,14 @@ impl Entries for Handles {
 }
 
 /// The open tables of a database: at most `capacity` of all its trees,
-/// least recently used closed first.
-pub(crate) struct OpenTables(ShardedLru<Handles>);
+/// least recently used closed first. Clones share them.
+#[derive(Clone)]
+pub(crate) struct OpenTables(Arc<ShardedLru<Handles>>);
 
 impl OpenTables {
     /// Room for `capacity` (at least 1) open tables.
-    pub(crate) fn new(capacity: usize) -> Arc<OpenTables> {
-        Arc::new(OpenTables(ShardedLru::counted(capacity.max(1))))
+    pub(crate) fn new(capacity: usize) -> OpenTables {
+        OpenTables(Arc::new(ShardedLru::counted(capacity.max(1))))
     }
 }
 
@@ -76,8 +78,8 @@ pub struct TableCache {
     paths: Arc<TablePaths>,
     block_cache: Option<Arc<BlockCache>>,
     direct_reads: bool,
-    open: Arc<OpenTables>,
-    ns: u64,
+    /// This tree's namespace of the database's open tables.
+    open: Namespaced<Handles>,
     /// Sum of `memory_usage()` of this tree's resident tables.
     memory: Arc<AtomicUsize>,
     /// With `mmap_reads`: the database's bound on mapped tables.
@@ -104,7 +106,7 @@ impl TableCache {
         direct_reads: bool,
     ) -> Self {
         let paths = Arc::new(TablePaths::new(&dir, &[]));
-        Self::with_paths(vfs, paths, OpenTables::new(capacity), block_cache, direct_reads)
+        Self::with_paths(vfs, paths, &OpenTables::new(capacity), block_cache, direct_reads)
     }
 
     /// The tables spread over `paths`, kept open in `open` (shared with the
@@ -112,12 +114,12 @@ impl TableCache {
     pub(crate) fn with_paths(
         vfs: Arc<dyn Vfs>,
         paths: Arc<TablePaths>,
-        open: Arc<OpenTables>,
+        open: &OpenTables,
         block_cache: Option<Arc<BlockCache>>,
         direct_reads: bool,
     ) -> Self {
-        let ns = open.0.new_namespace();
-        TableCache { vfs, paths, block_cache, direct_reads, open, ns, memory: Arc::default(), maps: None }
+        let open = Namespaced::new(Arc::clone(&open.0));
+        TableCache { vfs, paths, block_cache, direct_reads, open, memory: Arc::default(), maps: None }
     }
 
     /// Tables opened from now on are memory-mapped while `maps` has room
@@ -133,10 +135,11 @@ impl TableCache {
     /// since (or, for a reader of an older Version, the handle has segments it
     /// must not see). The table is opened again and the newest state is kept.
     pub fn get(&self, file_id: u64, file_size: u64, segments: &[SegmentMeta]) -> Result<Arc<Table>> {
-        let key = (self.ns, file_id);
-        let lru = &self.open.0;
+        let ns = self.open.ns;
+        let key = (ns, file_id);
+        let lru = &self.open.store;
         let hit = lru
-            .get(|| mix(key), self.ns, &key, true, |r| Arc::clone(&r.table))
+            .get(|| mix(key), ns, &key, true, |r| Arc::clone(&r.table))
             .filter(|t| t.file_size() == file_size);
         if let Some(t) = hit {
             return Ok(t);
@@ -154,7 +157,7 @@ impl TableCache {
         }
         self.memory.fetch_add(table.memory_usage(), Ordering::Relaxed);
         let resident = Resident { table: Arc::clone(&table), memory: Arc::clone(&self.memory) };
-        lru.insert(|| mix(key), self.ns, 1, || (key, resident));
+        lru.insert(|| mix(key), ns, 1, || (key, resident));
         Ok(table)
     }
 
@@ -196,7 +199,7 @@ impl TableCache {
     /// Drops the handle of `file_id` (e.g. its file was deleted). Its blocks
     /// stay in the block cache until [`BlockCache::invalidate_file`].
     pub fn evict(&self, file_id: u64) {
-        self.open.0.invalidate_file(self.ns, file_id);
+        self.open.invalidate_file(file_id);
     }
 
     /// Bytes of index and filter blocks held by this tree's cached tables.
@@ -206,20 +209,12 @@ impl TableCache {
 
     /// Number of this tree's cached tables.
     pub fn len(&self) -> usize {
-        self.open.0.stats(self.ns).entries as usize
+        self.open.stats().entries as usize
     }
 
     /// True when no table of this tree is cached.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-}
-
-impl Drop for TableCache {
-    /// A tree that goes (a dropped keyspace, a closed database) closes its
-    /// files now instead of leaving them to age out of the shared LRU.
-    fn drop(&mut self) {
-        self.open.0.drop_namespace(self.ns);
     }
 }
 

@@ -34,7 +34,7 @@ pub(crate) struct Caches {
     pub block: Option<Arc<BlockCache>>,
     pub row: Option<Arc<RowCache>>,
     /// The open tables of every tree, at most `Options::max_open_files`.
-    pub tables: Arc<OpenTables>,
+    pub tables: OpenTables,
     /// With `Options::mmap_reads`: how many tables of every tree may be mapped.
     pub maps: Option<Arc<MapBudget>>,
 }

@@ -55,17 +55,12 @@ pub(super) fn checked_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>
 pub(super) fn table_cache(
     paths: &Arc<TablePaths>,
     opts: &Options,
-    open: &Arc<OpenTables>,
+    open: &OpenTables,
     block_cache: Option<Arc<BlockCache>>,
     maps: Option<&Arc<MapBudget>>,
 ) -> Arc<TableCache> {
-    let cache = TableCache::with_paths(
-        opts.vfs.clone(),
-        Arc::clone(paths),
-        Arc::clone(open),
-        block_cache,
-        opts.use_direct_reads,
-    );
+    let cache =
+        TableCache::with_paths(opts.vfs.clone(), Arc::clone(paths), open, block_cache, opts.use_direct_reads);
     Arc::new(match maps {
         Some(m) => cache.with_maps(Arc::clone(m)),
         None => cache,
