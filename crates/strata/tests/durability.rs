@@ -6,12 +6,11 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use common::hook_vfs::HookVfs;
 use common::{builtin_policies, policy_options};
 
 use strata::vfs::testing::{FaultConfig, FaultOp, FaultVfs, PathFilter};
-use strata::vfs::{
-    BufferedFile, FileLock, RandomAccessFile, RandomOpenOptions, RawFile, SequentialFile, WritableFile,
-};
+use strata::vfs::RawFile;
 use strata::{CompactionStyle, Db, Error, MemVfs, Vfs, WriteOptions};
 
 fn db_dir() -> PathBuf {
@@ -154,60 +153,6 @@ fn sync_with_disable_wal_is_refused() {
     db.put("k", "v").unwrap();
 }
 
-/// A `MemVfs` whose every new file's OS layer goes through `hook(path, raw)`:
-/// a file system that misbehaves below the write buffer.
-struct HookVfs {
-    mem: MemVfs,
-    hook: Hook,
-}
-
-type Hook = Box<dyn Fn(&Path, Box<dyn RawFile>) -> Box<dyn RawFile> + Send + Sync>;
-
-impl std::fmt::Debug for HookVfs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "HookVfs({:?})", self.mem)
-    }
-}
-
-impl Vfs for HookVfs {
-    fn create_dir_all(&self, dir: &Path) -> strata::Result<()> {
-        self.mem.create_dir_all(dir)
-    }
-    fn create(&self, path: &Path) -> strata::Result<Box<dyn WritableFile>> {
-        Ok(Box::new(BufferedFile::new(self.create_raw(path)?, path, 0)))
-    }
-    fn create_raw(&self, path: &Path) -> strata::Result<Box<dyn RawFile>> {
-        Ok((self.hook)(path, self.mem.create_raw(path)?))
-    }
-    fn open_sequential(&self, path: &Path) -> strata::Result<Box<dyn SequentialFile>> {
-        self.mem.open_sequential(path)
-    }
-    fn open_random(&self, path: &Path, o: RandomOpenOptions) -> strata::Result<Arc<dyn RandomAccessFile>> {
-        self.mem.open_random(path, o)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.mem.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> strata::Result<u64> {
-        self.mem.file_size(path)
-    }
-    fn remove_file(&self, path: &Path) -> strata::Result<()> {
-        self.mem.remove_file(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> strata::Result<()> {
-        self.mem.rename(from, to)
-    }
-    fn list_dir(&self, dir: &Path) -> strata::Result<Vec<String>> {
-        self.mem.list_dir(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> strata::Result<()> {
-        self.mem.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> strata::Result<Box<dyn FileLock>> {
-        self.mem.lock(path)
-    }
-}
-
 fn is_table(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "sst")
 }
@@ -235,10 +180,9 @@ fn table_whose_bytes_were_dropped_is_never_installed() {
                 .with_paranoid_file_checks(paranoid)
                 .with_disable_auto_compactions(true)
         };
-        let drops = HookVfs {
-            mem: mem.clone(),
-            hook: Box::new(|p, raw| if is_table(p) { Box::new(Dropped) } else { raw }),
-        };
+        let drops =
+            HookVfs::new(mem.clone())
+                .on_create(Box::new(|p, raw| if is_table(p) { Box::new(Dropped) } else { raw }));
         let db = Db::open(db_dir(), opts(Arc::new(drops))).unwrap();
         db.put("k", "v").unwrap();
         let err = db.flush().unwrap_err();
@@ -273,10 +217,9 @@ fn paranoid_file_checks_catch_a_damaged_data_block() {
         }
     }
     for paranoid in [false, true] {
-        let vfs = Arc::new(HookVfs {
-            mem: MemVfs::new(),
-            hook: Box::new(|p, raw| Box::new(Flip(raw, is_table(p)))),
-        });
+        let vfs = Arc::new(
+            HookVfs::new(MemVfs::new()).on_create(Box::new(|p, raw| Box::new(Flip(raw, is_table(p))))),
+        );
         let opts = policy_options(&CompactionStyle::Leveled, vfs).with_paranoid_file_checks(paranoid);
         let db = Db::open(db_dir(), opts).unwrap();
         for i in 0..50 {

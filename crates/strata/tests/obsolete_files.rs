@@ -1,12 +1,14 @@
 //! Obsolete tables are gone when the call that made them obsolete returns,
 //! even while another thread is still deleting them.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::hook_vfs::HookVfs;
 use parking_lot::{Condvar, Mutex};
-use strata::vfs::{FileLock, RandomAccessFile, RandomOpenOptions, RawFile, SequentialFile, WritableFile};
 use strata::{Db, MemVfs, Options, Vfs};
 
 /// A gate on table deletions: while closed, `remove_file` of a table blocks
@@ -17,69 +19,24 @@ struct Gate {
     cv: Condvar,
 }
 
-#[derive(Debug)]
-struct GateVfs {
-    mem: MemVfs,
-    gate: Arc<Gate>,
-}
-
-impl std::fmt::Debug for Gate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Gate")
-    }
-}
-
-impl Vfs for GateVfs {
-    fn create_dir_all(&self, dir: &Path) -> strata::Result<()> {
-        self.mem.create_dir_all(dir)
-    }
-    fn create(&self, path: &Path) -> strata::Result<Box<dyn WritableFile>> {
-        self.mem.create(path)
-    }
-    fn create_raw(&self, path: &Path) -> strata::Result<Box<dyn RawFile>> {
-        self.mem.create_raw(path)
-    }
-    fn open_sequential(&self, path: &Path) -> strata::Result<Box<dyn SequentialFile>> {
-        self.mem.open_sequential(path)
-    }
-    fn open_random(&self, path: &Path, o: RandomOpenOptions) -> strata::Result<Arc<dyn RandomAccessFile>> {
-        self.mem.open_random(path, o)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.mem.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> strata::Result<u64> {
-        self.mem.file_size(path)
-    }
-    fn remove_file(&self, path: &Path) -> strata::Result<()> {
+impl Gate {
+    /// Blocks a table's removal while the gate is closed, after counting it.
+    fn pass(&self, path: &Path) {
         if path.extension().is_some_and(|e| e == "sst") {
-            let mut st = self.gate.state.lock();
+            let mut st = self.state.lock();
             if st.0 {
                 st.1 += 1;
-                self.gate.cv.notify_all();
+                self.cv.notify_all();
                 while st.0 {
-                    self.gate.cv.wait(&mut st);
+                    self.cv.wait(&mut st);
                 }
                 st.1 -= 1;
             }
         }
-        self.mem.remove_file(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> strata::Result<()> {
-        self.mem.rename(from, to)
-    }
-    fn list_dir(&self, dir: &Path) -> strata::Result<Vec<String>> {
-        self.mem.list_dir(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> strata::Result<()> {
-        self.mem.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> strata::Result<Box<dyn FileLock>> {
-        self.mem.lock(path)
     }
 }
 
-fn tables(vfs: &GateVfs) -> Vec<String> {
+fn tables(vfs: &HookVfs) -> Vec<String> {
     vfs.list_dir(Path::new("/db")).unwrap().into_iter().filter(|n| n.ends_with(".sst")).collect()
 }
 
@@ -89,7 +46,8 @@ fn tables(vfs: &GateVfs) -> Vec<String> {
 #[test]
 fn compact_range_returns_after_a_concurrent_purge_deleted_its_inputs() {
     let gate = Arc::new(Gate::default());
-    let vfs = Arc::new(GateVfs { mem: MemVfs::new(), gate: gate.clone() });
+    let pass = gate.clone();
+    let vfs = Arc::new(HookVfs::new(MemVfs::new()).on_remove(Box::new(move |p| pass.pass(p))));
     let db = Db::open("/db", Options::default().with_vfs(vfs.clone()).with_disable_auto_compactions(true))
         .unwrap();
     for round in 0..2u8 {
