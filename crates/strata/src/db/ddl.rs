@@ -9,7 +9,7 @@ use super::handle::Db;
 use super::keyspace::{Keyspace, DEFAULT_KEYSPACE};
 use super::ks_dirs::{keyspace_dir, remove_tree_dir, KEYSPACES_DIR};
 use super::shared::Shared;
-use super::tree_open::{checked_policy, table_cache, Parts};
+use super::tree_open::{checked_policy, Parts, TreeCaches};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::{KeyspaceOptions, Options};
@@ -152,23 +152,14 @@ impl Db {
         root.log_and_apply(edit).inspect_err(|e| self.inner().manifest_failed(e))?;
         versions.set_max_manifest_size(tree_opts.max_manifest_file_size);
         let paths = Arc::new(TablePaths::new(&dir, &[]));
-        let (block_cache, row_cache) = shared.caches.for_tree();
-        let tables = table_cache(
-            &paths,
-            &tree_opts,
-            &shared.caches.tables,
-            block_cache.clone(),
-            shared.caches.maps.as_ref(),
-        );
+        let caches = TreeCaches::new(&shared.caches, &paths, &tree_opts);
         let parts = Parts {
             id,
             name: name.to_string(),
             dir,
             opts: tree_opts,
             versions: Arc::new(versions),
-            tables,
-            block_cache,
-            row_cache,
+            caches,
             policy,
         };
         let tree = {

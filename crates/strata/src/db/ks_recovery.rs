@@ -10,7 +10,7 @@ use super::policy_change::{check_merge_operator, reconcile_keyspace, Recorded};
 use super::shared::Caches;
 use super::tree_open::{
     check_files_present, checked_policy, cut_uncommitted_appends, flush_recovered, remove_unreferenced,
-    replay_log_ops, table_cache, verify_tables, Parts,
+    replay_log_ops, verify_tables, Parts, TreeCaches,
 };
 use crate::batch::BatchOp;
 use crate::error::{Error, Result};
@@ -194,18 +194,18 @@ fn recover_tree(
             versions.mark_file_number_used(k)
         }
     }
-    let (block_cache, row_cache) = caches.for_tree();
-    let tables = table_cache(&paths, &opts, &caches.tables, block_cache.clone(), caches.maps.as_ref());
+    let tree_caches = TreeCaches::new(caches, &paths, &opts);
+    let tables = &tree_caches.tables;
     if !read_only {
-        cut_uncommitted_appends(vfs.as_ref(), &versions.current(), &tables)?;
+        cut_uncommitted_appends(vfs.as_ref(), &versions.current(), tables)?;
     }
     if opts.paranoid_checks {
-        verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
+        verify_tables(vfs.as_ref(), &versions.current(), tables)?;
     }
     if !read_only {
         remove_unreferenced(&name, &dir, vfs.as_ref(), &versions, &entries, &located);
     }
-    Ok(Parts { id, name, dir, opts, versions: Arc::new(versions), tables, block_cache, row_cache, policy })
+    Ok(Parts { id, name, dir, opts, versions: Arc::new(versions), caches: tree_caches, policy })
 }
 
 /// Removes keyspace directories the registry does not name.
@@ -275,7 +275,7 @@ pub(crate) fn replay_wals(
         .map(|t| Env {
             vfs: t.opts.vfs.as_ref(),
             versions: &t.versions,
-            tables: &t.tables,
+            tables: &t.caches.tables,
             opts: &t.opts,
             policy: t.policy.as_ref(),
             pipeline,

@@ -12,7 +12,7 @@ use super::ks_dirs::{keyspace_dir, KEYSPACES_DIR};
 use super::ks_recovery::{load_keyspaces_read_only, open_listed_wals, replay_wals_into_memory};
 use super::shared::{Caches, Shared, SharedParts};
 use super::tree_open::{
-    check_files_present, check_wal_present, checked_policy, table_cache, verify_tables, Parts,
+    check_files_present, check_wal_present, checked_policy, verify_tables, Parts, TreeCaches,
 };
 use super::DbInner;
 use crate::error::{Error, Result};
@@ -96,10 +96,9 @@ fn open_once(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         check_wal_present(vfs.as_ref(), dir, root_log)?;
     }
     let caches = Caches::new(&opts);
-    let (block_cache, row_cache) = caches.for_tree();
-    let tables = table_cache(&paths, &opts, &caches.tables, block_cache.clone(), caches.maps.as_ref());
+    let tree_caches = TreeCaches::new(&caches, &paths, &opts);
     if opts.paranoid_checks {
-        verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
+        verify_tables(vfs.as_ref(), &versions.current(), &tree_caches.tables)?;
     }
     let versions = Arc::new(versions);
     let mut trees = vec![Parts {
@@ -108,9 +107,7 @@ fn open_once(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         dir: dir.to_path_buf(),
         opts: opts.clone(),
         versions: versions.clone(),
-        tables,
-        block_cache,
-        row_cache,
+        caches: tree_caches,
         policy,
     }];
     trees.extend(load_keyspaces_read_only(dir, &opts, &versions, &caches)?);

@@ -11,7 +11,7 @@ use super::ks_recovery;
 use super::shared::{Caches, Shared, SharedParts};
 use super::tree_open::{
     check_files_present, check_wal_present, checked_policy, cut_uncommitted_appends, log_manifest_replayed,
-    remove_unreferenced, table_cache, verify_tables, Parts,
+    remove_unreferenced, verify_tables, Parts, TreeCaches,
 };
 use super::DbInner;
 use crate::error::{Error, Result};
@@ -123,11 +123,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         versions.mark_file_number_used(*id);
     }
     let caches = Caches::new(&opts);
-    let (block_cache, row_cache) = caches.for_tree();
-    let tables = table_cache(&paths, &opts, &caches.tables, block_cache.clone(), caches.maps.as_ref());
-    cut_uncommitted_appends(vfs.as_ref(), &versions.current(), &tables)?;
+    let tree_caches = TreeCaches::new(&caches, &paths, &opts);
+    cut_uncommitted_appends(vfs.as_ref(), &versions.current(), &tree_caches.tables)?;
     if opts.paranoid_checks {
-        verify_tables(vfs.as_ref(), &versions.current(), &tables)?;
+        verify_tables(vfs.as_ref(), &versions.current(), &tree_caches.tables)?;
     }
     remove_unreferenced("default", dir, vfs.as_ref(), &versions, &entries, &located);
     paths.remove_temps(vfs.as_ref());
@@ -145,9 +144,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         dir: dir.to_path_buf(),
         opts: opts.clone(),
         versions: versions.clone(),
-        tables,
-        block_cache,
-        row_cache,
+        caches: tree_caches,
         policy,
     }];
     let ks_opts = super::policy_change::keyspaces_over_recorded(&opts, &versions)?;

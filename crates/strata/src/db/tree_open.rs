@@ -11,7 +11,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 
-use super::shared::Shared;
+use super::shared::{Caches, Shared};
 use super::{DbInner, DbState, SuperVersion};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::cache::table_cache::OpenTables;
@@ -81,6 +81,23 @@ pub(super) fn log_manifest_replayed(keyspace: &str, vs: &VersionSet) {
     );
 }
 
+/// One tree's handles on the database's caches.
+pub(super) struct TreeCaches {
+    pub tables: Arc<TableCache>,
+    pub block: Option<Arc<BlockCache>>,
+    pub row: Option<Arc<RowCache>>,
+}
+
+impl TreeCaches {
+    /// Handles of namespaces of their own in `caches`, the tables read from
+    /// `paths` under `opts`.
+    pub(super) fn new(caches: &Caches, paths: &Arc<TablePaths>, opts: &Options) -> Self {
+        let (block, row) = caches.for_tree();
+        let tables = table_cache(paths, opts, &caches.tables, block.clone(), caches.maps.as_ref());
+        TreeCaches { tables, block, row }
+    }
+}
+
 /// What a recovered database is built from.
 pub(super) struct Parts {
     pub id: u32,
@@ -88,10 +105,7 @@ pub(super) struct Parts {
     pub dir: PathBuf,
     pub opts: Options,
     pub versions: Arc<VersionSet>,
-    pub tables: Arc<TableCache>,
-    /// The tree's handles on the database's caches.
-    pub block_cache: Option<Arc<BlockCache>>,
-    pub row_cache: Option<Arc<RowCache>>,
+    pub caches: TreeCaches,
     pub policy: Arc<dyn CompactionPolicy>,
 }
 
@@ -110,9 +124,9 @@ impl Parts {
             vfs: self.opts.vfs.clone(),
             opts: self.opts,
             versions: self.versions,
-            tables: self.tables,
-            block_cache: self.block_cache,
-            row_cache: self.row_cache,
+            tables: self.caches.tables,
+            block_cache: self.caches.block,
+            row_cache: self.caches.row,
             policy: self.policy,
             sv: ArcSwap::from_pointee(sv),
             events,
