@@ -1,6 +1,8 @@
-//! Merges several sorted cursors into one (LevelDB's merger). Children are few
-//! (memtables + L0 runs + one run per level), so a linear scan for the smallest
-//! beats a heap's bookkeeping and keeps direction switches simple.
+//! Merges several sorted cursors into one. The valid children sit in a
+//! binary heap with the current one on top (RocksDB's merger; LevelDB scans
+//! every child on each step): a step compares only the moved child against
+//! the heap below it, two compares per level and none more once it stays on
+//! top, which is the common case in a scan where one level holds most keys.
 
 use std::cmp::Ordering;
 
@@ -15,141 +17,191 @@ enum Direction {
 }
 
 /// A bidirectional merge of internal iterators. Equal keys (same user key and
-/// sequence) cannot occur across sources, so ties are broken by child order.
+/// sequence) cannot occur across sources; ties are still broken by child
+/// order (the first child forward, the last in reverse) so the order is
+/// total.
 pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator>>,
-    current: Option<usize>,
+    /// Indices of the children, smallest key on top going forward, largest
+    /// going in reverse.
+    /// INVARIANT: holds exactly the valid children, each once, in heap order
+    /// for `direction`; every child not in it is invalid.
+    heap: Vec<usize>,
     direction: Direction,
 }
 
 impl MergingIterator {
     /// Merges `children`; the result is unpositioned until a seek.
     pub fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
-        MergingIterator { children, current: None, direction: Direction::Forward }
+        let heap = Vec::with_capacity(children.len());
+        MergingIterator { children, heap, direction: Direction::Forward }
     }
 
-    fn find_smallest(&mut self) {
-        let mut best: Option<usize> = None;
-        for (i, c) in self.children.iter().enumerate() {
-            if !c.valid() {
+    /// Whether child `a` comes out before child `b` in this direction.
+    #[inline]
+    fn before(&self, a: usize, b: usize) -> bool {
+        let o = compare_internal(self.children[a].key(), self.children[b].key());
+        match self.direction {
+            Direction::Forward => o == Ordering::Less || (o == Ordering::Equal && a < b),
+            Direction::Reverse => o == Ordering::Greater || (o == Ordering::Equal && a > b),
+        }
+    }
+
+    /// Restores heap order below slot `i` after its child moved away from
+    /// the top.
+    fn sift_down(&mut self, mut i: usize) {
+        let n = self.heap.len();
+        loop {
+            let left = 2 * i + 1;
+            if left >= n {
+                return;
+            }
+            let right = left + 1;
+            let first =
+                if right < n && self.before(self.heap[right], self.heap[left]) { right } else { left };
+            if !self.before(self.heap[first], self.heap[i]) {
+                return;
+            }
+            self.heap.swap(i, first);
+            i = first;
+        }
+    }
+
+    /// Rebuilds the heap from every valid child, for `direction`.
+    fn rebuild(&mut self, direction: Direction) {
+        self.direction = direction;
+        self.heap.clear();
+        self.heap.extend((0..self.children.len()).filter(|&i| self.children[i].valid()));
+        for i in (0..self.heap.len() / 2).rev() {
+            self.sift_down(i);
+        }
+    }
+
+    /// After the top child moved one step: back into order, or out of the
+    /// heap if it ran off its end.
+    fn settle_top(&mut self) {
+        if self.children[self.heap[0]].valid() {
+            self.sift_down(0);
+        } else {
+            self.heap.swap_remove(0);
+            self.sift_down(0);
+        }
+    }
+
+    /// Moves the top child one step with `step`; an error leaves the merge
+    /// unpositioned (a child's position is unknown after it fails).
+    fn step_top(&mut self, step: fn(&mut dyn InternalIterator) -> Result<()>) -> Result<()> {
+        let top = self.heap[0];
+        if let Err(e) = step(self.children[top].as_mut()) {
+            self.heap.clear();
+            return Err(e);
+        }
+        self.settle_top();
+        Ok(())
+    }
+
+    /// Puts every child but the top one just past (`forward`) or just before
+    /// the current key, for a change of direction.
+    fn reposition_others(&mut self, forward: bool) -> Result<()> {
+        let cur = self.heap[0];
+        let key = self.children[cur].key().to_vec();
+        for (i, c) in self.children.iter_mut().enumerate() {
+            if i == cur {
                 continue;
             }
-            best = match best {
-                Some(b) if compare_internal(c.key(), self.children[b].key()) != Ordering::Less => Some(b),
-                _ => Some(i),
-            };
-        }
-        self.current = best;
-    }
-
-    fn find_largest(&mut self) {
-        let mut best: Option<usize> = None;
-        for (i, c) in self.children.iter().enumerate().rev() {
-            if !c.valid() {
-                continue;
-            }
-            best = match best {
-                Some(b) if compare_internal(c.key(), self.children[b].key()) != Ordering::Greater => Some(b),
-                _ => Some(i),
-            };
-        }
-        self.current = best;
-    }
-}
-
-impl InternalIterator for MergingIterator {
-    fn valid(&self) -> bool {
-        self.current.is_some()
-    }
-
-    fn seek_to_first(&mut self) -> Result<()> {
-        for c in &mut self.children {
-            c.seek_to_first()?;
-        }
-        self.direction = Direction::Forward;
-        self.find_smallest();
-        Ok(())
-    }
-
-    fn seek_to_last(&mut self) -> Result<()> {
-        for c in &mut self.children {
-            c.seek_to_last()?;
-        }
-        self.direction = Direction::Reverse;
-        self.find_largest();
-        Ok(())
-    }
-
-    fn seek(&mut self, target: &[u8]) -> Result<()> {
-        for c in &mut self.children {
-            c.seek(target)?;
-        }
-        self.direction = Direction::Forward;
-        self.find_smallest();
-        Ok(())
-    }
-
-    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
-        for c in &mut self.children {
-            c.seek_for_prev(target)?;
-        }
-        self.direction = Direction::Reverse;
-        self.find_largest();
-        Ok(())
-    }
-
-    fn next(&mut self) -> Result<()> {
-        let Some(cur) = self.current else { return Ok(()) };
-        if self.direction != Direction::Forward {
-            // Put every other child just after the current key.
-            let key = self.children[cur].key().to_vec();
-            for (i, c) in self.children.iter_mut().enumerate() {
-                if i == cur {
-                    continue;
-                }
+            if forward {
                 c.seek(&key)?;
                 if c.valid() && compare_internal(c.key(), &key) == Ordering::Equal {
                     c.next()?;
                 }
-            }
-            self.direction = Direction::Forward;
-        }
-        self.children[cur].next()?;
-        self.find_smallest();
-        Ok(())
-    }
-
-    fn prev(&mut self) -> Result<()> {
-        let Some(cur) = self.current else { return Ok(()) };
-        if self.direction != Direction::Reverse {
-            // Put every other child just before the current key.
-            let key = self.children[cur].key().to_vec();
-            for (i, c) in self.children.iter_mut().enumerate() {
-                if i == cur {
-                    continue;
-                }
+            } else {
                 c.seek_for_prev(&key)?;
                 if c.valid() && compare_internal(c.key(), &key) == Ordering::Equal {
                     c.prev()?;
                 }
             }
-            self.direction = Direction::Reverse;
         }
-        self.children[cur].prev()?;
-        self.find_largest();
         Ok(())
     }
 
+    /// Positions every child with `f`, then orders them for `direction`.
+    fn position_all(
+        &mut self,
+        direction: Direction,
+        mut f: impl FnMut(&mut dyn InternalIterator) -> Result<()>,
+    ) -> Result<()> {
+        self.heap.clear();
+        for c in &mut self.children {
+            f(c.as_mut())?;
+        }
+        self.rebuild(direction);
+        Ok(())
+    }
+}
+
+impl InternalIterator for MergingIterator {
+    fn valid(&self) -> bool {
+        !self.heap.is_empty()
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.position_all(Direction::Forward, |c| c.seek_to_first())
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.position_all(Direction::Reverse, |c| c.seek_to_last())
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.position_all(Direction::Forward, |c| c.seek(target))
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        self.position_all(Direction::Reverse, |c| c.seek_for_prev(target))
+    }
+
+    fn next(&mut self) -> Result<()> {
+        if self.heap.is_empty() {
+            return Ok(());
+        }
+        if self.direction != Direction::Forward {
+            let top = self.heap[0];
+            if let Err(e) = self.reposition_others(true).and_then(|()| self.children[top].next()) {
+                self.heap.clear();
+                return Err(e);
+            }
+            self.rebuild(Direction::Forward);
+            return Ok(());
+        }
+        self.step_top(|c| c.next())
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        if self.heap.is_empty() {
+            return Ok(());
+        }
+        if self.direction != Direction::Reverse {
+            let top = self.heap[0];
+            if let Err(e) = self.reposition_others(false).and_then(|()| self.children[top].prev()) {
+                self.heap.clear();
+                return Err(e);
+            }
+            self.rebuild(Direction::Reverse);
+            return Ok(());
+        }
+        self.step_top(|c| c.prev())
+    }
+
     fn key(&self) -> &[u8] {
-        match self.current {
-            Some(i) => self.children[i].key(),
+        match self.heap.first() {
+            Some(&i) => self.children[i].key(),
             None => &[],
         }
     }
 
     fn value(&self) -> &[u8] {
-        match self.current {
-            Some(i) => self.children[i].value(),
+        match self.heap.first() {
+            Some(&i) => self.children[i].value(),
             None => &[],
         }
     }
@@ -252,5 +304,75 @@ pub(crate) mod tests {
         }
         m.seek_to_last().unwrap();
         assert_eq!(m.key(), all.last().unwrap().0.as_slice());
+    }
+
+    /// Random moves over up to 12 children (seeks, both directions, turns)
+    /// agree with a position in the sorted union.
+    #[test]
+    fn random_moves_over_many_children_match_the_union() {
+        use rand::{Rng, SeedableRng};
+        for seed in 0..40u64 {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let mut all = Vec::new();
+            let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+            let mut seq = 1;
+            for _ in 0..rng.gen_range(1..13) {
+                let mut items = Vec::new();
+                for _ in 0..rng.gen_range(0..30) {
+                    let k = format!("k{:03}", rng.gen_range(0..80));
+                    items.push((make_internal_key(k.as_bytes(), seq, ValueKind::Put), vec![seq as u8]));
+                    seq += 1;
+                }
+                all.extend(items.clone());
+                children.push(Box::new(VecIter::new(items)));
+            }
+            all.sort_by(|a, b| compare_internal(&a.0, &b.0));
+            let keys: Vec<Vec<u8>> = all.iter().map(|x| x.0.clone()).collect();
+            let mut m = MergingIterator::new(children);
+            let mut pos: Option<usize> = None;
+            for _ in 0..300 {
+                match rng.gen_range(0..10) {
+                    0 => {
+                        m.seek_to_first().unwrap();
+                        pos = (!keys.is_empty()).then_some(0);
+                    }
+                    1 => {
+                        m.seek_to_last().unwrap();
+                        pos = keys.len().checked_sub(1);
+                    }
+                    2 | 3 => {
+                        let t = make_internal_key(
+                            format!("k{:03}", rng.gen_range(0..85)).as_bytes(),
+                            50,
+                            ValueKind::Put,
+                        );
+                        if rng.gen_bool(0.5) {
+                            m.seek(&t).unwrap();
+                            let i = keys.partition_point(|k| compare_internal(k, &t) == Ordering::Less);
+                            pos = (i < keys.len()).then_some(i);
+                        } else {
+                            m.seek_for_prev(&t).unwrap();
+                            pos = keys
+                                .partition_point(|k| compare_internal(k, &t) != Ordering::Greater)
+                                .checked_sub(1);
+                        }
+                    }
+                    4..=6 if pos.is_some() => {
+                        m.next().unwrap();
+                        pos = pos.map(|p| p + 1).filter(|&p| p < keys.len());
+                    }
+                    7..=9 if pos.is_some() => {
+                        m.prev().unwrap();
+                        pos = pos.and_then(|p| p.checked_sub(1));
+                    }
+                    _ => {}
+                }
+                assert_eq!(m.valid(), pos.is_some(), "seed {seed}");
+                if let Some(p) = pos {
+                    assert_eq!(m.key(), keys[p].as_slice(), "seed {seed}");
+                    assert_eq!(m.value(), all[p].1.as_slice(), "seed {seed}");
+                }
+            }
+        }
     }
 }
