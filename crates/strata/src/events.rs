@@ -202,7 +202,7 @@ pub struct CompactionInfo {
 pub enum StallCondition {
     /// No stall.
     Normal,
-    /// Each write is delayed (`level0_slowdown_writes_trigger` reached).
+    /// Writes are paced to `delayed_write_rate` (`level0_slowdown_writes_trigger` reached).
     Delayed,
     /// Writes wait for a flush or compaction.
     Stopped,

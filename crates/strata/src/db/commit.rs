@@ -169,7 +169,7 @@ impl Shared {
         self.flush_oldest_if_wal_full(&mut wal_guard)?;
         let mut mems = BTreeMap::new();
         for (id, t) in &trees {
-            mems.insert(*id, t.make_room_for_write(&mut wal_guard)?);
+            mems.insert(*id, t.make_room_for_write(&mut wal_guard, batch.size_in_bytes())?);
         }
         let wal = wal_guard.as_mut().ok_or(Error::Closed)?;
         let first_seq = self.root_versions.last_sequence() + 1;

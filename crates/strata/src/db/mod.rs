@@ -32,6 +32,7 @@ mod shared;
 mod snapshot;
 mod tree_open;
 mod write;
+mod write_controller;
 pub(crate) mod write_options;
 mod writer_queue;
 
@@ -126,6 +127,8 @@ pub(crate) struct DbInner {
     /// meanwhile). A merge runs under it too unless several may run at once
     /// (`max_background_compactions`); then it runs outside, listed in `running`.
     pub compaction_lock: Mutex<()>,
+    /// Paces writes while L0 is past the slowdown trigger.
+    pub write_controller: write_controller::WriteController,
     /// True while a task executes under `compaction_lock` (not while the
     /// lock is held only to pick): a flush placement waits for a pick, not
     /// for a task.

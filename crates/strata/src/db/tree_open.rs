@@ -12,6 +12,7 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 
 use super::shared::{Caches, Shared};
+use super::write_controller::WriteController;
 use super::{DbInner, DbState, SuperVersion};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::cache::table_cache::OpenTables;
@@ -116,6 +117,7 @@ impl Parts {
         let mem = Arc::new(mem);
         let sv = SuperVersion::new(mem.clone(), Vec::new(), self.versions.current());
         let events = crate::events::EventHub::new(&self.opts.listeners, shared.info_log.clone());
+        let write_controller = WriteController::new(self.opts.delayed_write_rate);
         Arc::new(DbInner {
             id: self.id,
             name: self.name,
@@ -141,6 +143,7 @@ impl Parts {
             done_cv: Condvar::new(),
             counters: Counters::default(),
             compaction_lock: Mutex::new(()),
+            write_controller,
             task_running: AtomicBool::new(false),
             running: Mutex::new(Vec::new()),
             seek_candidates: Mutex::new(Vec::new()),

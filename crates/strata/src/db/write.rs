@@ -18,8 +18,13 @@ use crate::wal::LogWriter;
 
 impl DbInner {
     /// Waits out stalls and switches a full memtable; returns the memtable to
-    /// write into. The caller holds the WAL lock (it is the only writer).
-    pub(crate) fn make_room_for_write(&self, wal: &mut Option<LogWriter>) -> Result<Arc<MemTable>> {
+    /// write into. `bytes` is the size of the write group, which a delayed
+    /// write is paced by. The caller holds the WAL lock (it is the only writer).
+    pub(crate) fn make_room_for_write(
+        &self,
+        wal: &mut Option<LogWriter>,
+        bytes: usize,
+    ) -> Result<Arc<MemTable>> {
         let mut allow_delay = true;
         let mut st = self.state.lock();
         loop {
@@ -32,15 +37,21 @@ impl DbInner {
             let l0 = self.versions.current().level_files(0);
             self.note_stall(&st, l0);
             let l0_stalls = !self.opts.disable_auto_compactions;
-            if allow_delay && l0_stalls && l0 >= self.opts.level0_slowdown_writes_trigger {
-                // Slow each write down by 1 ms rather than stop later for seconds.
-                drop(st);
-                std::thread::sleep(Duration::from_millis(1));
-                Counters::add(&self.counters.stall_micros, 1000);
-                Counters::add(&self.counters.slowdowns, 1);
+            let slowdown = self.opts.level0_slowdown_writes_trigger;
+            if !(l0_stalls && l0 >= slowdown) {
+                self.write_controller.clear();
+            } else if allow_delay {
+                // Paced rather than stopped later for seconds (write_controller.rs).
                 allow_delay = false;
-                st = self.state.lock();
-                continue;
+                let delay = self.write_controller.delay(bytes, l0 - slowdown, Instant::now());
+                Counters::add(&self.counters.slowdowns, 1);
+                if !delay.is_zero() {
+                    drop(st);
+                    std::thread::sleep(delay);
+                    Counters::add(&self.counters.stall_micros, delay.as_micros() as u64);
+                    st = self.state.lock();
+                    continue;
+                }
             }
             if st.mem.approximate_memory_usage() < self.opts.write_buffer_size {
                 return Ok(st.mem.clone());

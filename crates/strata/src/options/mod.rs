@@ -69,6 +69,7 @@ pub struct Options {
     pub(crate) block_cache_capacity: usize,
     pub(crate) row_cache_capacity: usize,
     pub(crate) max_open_files: usize,
+    pub(crate) delayed_write_rate: u64,
     pub(crate) use_direct_reads: bool,
     pub(crate) mmap_reads: bool,
     pub(crate) max_mapped_files: usize,
@@ -136,6 +137,7 @@ impl Default for Options {
             block_cache_capacity: 32 << 20,
             row_cache_capacity: 0,
             max_open_files: 1000,
+            delayed_write_rate: 16 << 20,
             use_direct_reads: false,
             mmap_reads: false,
             max_mapped_files: 1000,
@@ -244,6 +246,12 @@ impl Options {
         with_row_cache, row_cache_capacity, usize);
     setter!(/// Open tables kept with their index and filter in memory, in the whole database: every keyspace's tables share this bound (RocksDB `max_open_files`; default 1000).
         with_max_open_files, max_open_files, usize);
+    setter!(/// Bytes per second a keyspace's writes are paced to once its L0 reaches
+        /// `level0_slowdown_writes_trigger` (RocksDB `delayed_write_rate`; default 16 MiB/s),
+        /// 0.8 times less for each L0 file beyond the trigger. Writes go on unslowed until
+        /// the pace is a millisecond behind, then sleep it off; at
+        /// `level0_stop_writes_trigger` they stop until a compaction catches up.
+        with_delayed_write_rate, delayed_write_rate, u64);
     setter!(/// Read tables with `O_DIRECT`, bypassing the page cache (RocksDB `use_direct_reads`).
         with_use_direct_reads, use_direct_reads, bool);
     setter!(/// Read tables through a read-only memory map (RocksDB `allow_mmap_reads`;

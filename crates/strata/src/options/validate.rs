@@ -58,6 +58,9 @@ impl Options {
         if self.mmap_reads && self.use_direct_reads {
             return bad("mmap_reads and use_direct_reads exclude each other");
         }
+        if self.delayed_write_rate == 0 {
+            return bad("delayed_write_rate must be above 0");
+        }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");
         }

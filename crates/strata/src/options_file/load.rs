@@ -33,6 +33,7 @@ fn apply_db(file: &str, s: &Section, o: &mut Options) -> Result<()> {
             "block_cache_capacity" => o.block_cache_capacity = value(file, e)?,
             "row_cache_capacity" => o.row_cache_capacity = value(file, e)?,
             "max_open_files" => o.max_open_files = value(file, e)?,
+            "delayed_write_rate" => o.delayed_write_rate = value(file, e)?,
             "use_direct_reads" => o.use_direct_reads = value(file, e)?,
             "mmap_reads" => o.mmap_reads = value(file, e)?,
             "max_mapped_files" => o.max_mapped_files = value(file, e)?,

@@ -20,6 +20,7 @@ fn everything_set() -> Options {
         .with_block_cache_capacity(7 << 20)
         .with_row_cache(3 << 20)
         .with_max_open_files(77)
+        .with_delayed_write_rate(4 << 20)
         .with_use_direct_reads(true) // excludes mmap_reads: that one has its own test
         .with_max_mapped_files(12)
         .with_compaction_readahead_size(12345)

@@ -85,6 +85,7 @@ fn db_entries(o: &Options) -> Vec<(&'static str, String)> {
         ("block_cache_capacity", o.block_cache_capacity.to_string()),
         ("row_cache_capacity", o.row_cache_capacity.to_string()),
         ("max_open_files", o.max_open_files.to_string()),
+        ("delayed_write_rate", o.delayed_write_rate.to_string()),
         ("use_direct_reads", o.use_direct_reads.to_string()),
         ("mmap_reads", o.mmap_reads.to_string()),
         ("max_mapped_files", o.max_mapped_files.to_string()),

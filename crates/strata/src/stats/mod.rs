@@ -195,7 +195,7 @@ pub struct Stats {
     pub dropped_files: u64,
     /// Time writers spent slowed down or stopped.
     pub stall_time: Duration,
-    /// Writes delayed by the L0 slowdown trigger.
+    /// Write groups paced by the L0 slowdown trigger (`Options::with_delayed_write_rate`).
     pub slowdowns: u64,
     /// Times writers stopped (too many memtables or L0 files).
     pub stops: u64,
