@@ -261,6 +261,9 @@ impl Options {
         /// Compressed blocks are decompressed and cached as without it; compactions and
         /// scans with a readahead window still read with `pread`. Excludes
         /// `use_direct_reads`. Only the real file system maps; others read as before.
+        /// Off by default: with the default LZ4 compression it saves little, and a
+        /// failed read of a mapped page stops the process (`SIGBUS`) where `pread`
+        /// returns an error.
         with_mmap_reads, mmap_reads, bool);
     setter!(/// With `mmap_reads`, the most tables mapped at once in the whole database
         /// (default 1000, LevelDB's bound); tables opened beyond it are read with `pread`.
