@@ -104,6 +104,16 @@ impl WriteBatch {
         Self::default()
     }
 
+    /// An empty batch with room for one op of `key` and `value` (and a
+    /// keyspace prefix), so a single write allocates once.
+    pub(crate) fn for_one_op(key: &[u8], value: &[u8]) -> Self {
+        // Kind, keyspace prefix and id, and two length prefixes, at most.
+        const OP_OVERHEAD: usize = 1 + 1 + 5 + 5 + 5;
+        let mut rep = Vec::with_capacity(HEADER_LEN + OP_OVERHEAD + key.len() + value.len());
+        rep.resize(HEADER_LEN, 0);
+        WriteBatch { rep, owner: HandleOwner::None }
+    }
+
     /// Adds a put of `key` -> `value`.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
         self.push_op(0, ValueKind::Put, key.as_ref(), value.as_ref());

@@ -3,7 +3,6 @@
 //! with one WAL write and at most one sync. Trees only make room for the
 //! write (write.rs).
 
-use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -14,6 +13,7 @@ use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::events::FlushReason;
 use crate::key::ValueKind;
+use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::stats::Counters;
 use crate::wal::LogWriter;
@@ -40,33 +40,46 @@ fn check_entry_sizes(batch: &WriteBatch) -> Result<()> {
     Ok(())
 }
 
-/// The trees `batch` writes to that `known` lacks. Refuses an op of a keyspace
-/// that is not open (dropped) and a merge into a keyspace without a merge
-/// operator: every later read of that key would fail (RocksDB refuses it too).
-fn resolve_batch(
-    shared: &Shared,
-    batch: &WriteBatch,
-    known: &BTreeMap<u32, Arc<DbInner>>,
-) -> Result<BTreeMap<u32, Arc<DbInner>>> {
-    let mut found: BTreeMap<u32, Arc<DbInner>> = BTreeMap::new();
-    for op in batch.iter() {
-        let op = op?;
-        let tree = match known.get(&op.keyspace).or_else(|| found.get(&op.keyspace)) {
-            Some(t) => t.clone(),
-            None => {
-                let t = shared.tree(op.keyspace)?;
-                found.insert(op.keyspace, t.clone());
-                t
+/// Adds to `trees` the trees `batch` writes to that it lacks. Refuses an op
+/// of a keyspace that is not open (dropped) and a merge into a keyspace
+/// without a merge operator: every later read of that key would fail
+/// (RocksDB refuses it too). A refused batch adds nothing.
+fn resolve_batch(shared: &Shared, batch: &WriteBatch, trees: &mut Vec<(u32, Arc<DbInner>)>) -> Result<()> {
+    let known = trees.len();
+    let r = (|| {
+        for op in batch.iter() {
+            let op = op?;
+            let i = match trees.iter().position(|(id, _)| *id == op.keyspace) {
+                Some(i) => i,
+                None => {
+                    trees.push((op.keyspace, shared.tree(op.keyspace)?));
+                    trees.len() - 1
+                }
+            };
+            let tree = &trees[i].1;
+            if op.kind == ValueKind::Merge && tree.opts.merge_operator.is_none() {
+                return Err(Error::invalid(format!(
+                    "Merge operator not set: keyspace {:?} has no merge operator (Options::with_merge_operator, KeyspaceOptions::with_merge_operator)",
+                    tree.name
+                )));
             }
-        };
-        if op.kind == ValueKind::Merge && tree.opts.merge_operator.is_none() {
-            return Err(Error::invalid(format!(
-                "Merge operator not set: keyspace {:?} has no merge operator (Options::with_merge_operator, KeyspaceOptions::with_merge_operator)",
-                tree.name
-            )));
         }
+        Ok(())
+    })();
+    if r.is_err() {
+        trees.truncate(known);
     }
-    Ok(found)
+    r
+}
+
+/// Buffers a group commit reuses, so a write allocates only what it keeps.
+/// INVARIANT: empty between groups (no tree or memtable kept alive by it).
+#[derive(Default)]
+pub(crate) struct CommitScratch {
+    /// The trees the group writes to, by keyspace id.
+    trees: Vec<(u32, Arc<DbInner>)>,
+    /// Each of those trees' memtable for this group, in the same order.
+    mems: Vec<Arc<MemTable>>,
 }
 
 impl Shared {
@@ -105,7 +118,7 @@ impl Shared {
             self.writers_cv.wait(&mut q);
         }
         // Leader: take a group from the front of the queue.
-        let mut group = Vec::new();
+        let mut group = std::mem::take(&mut q.group);
         let mut bytes = 0;
         for s in q.queue.iter() {
             if !group.is_empty() && bytes + s.size > MAX_GROUP_BYTES {
@@ -127,6 +140,8 @@ impl Shared {
                 });
             }
         }
+        group.clear();
+        q.group = group;
         drop(q);
         self.writers_cv.notify_all();
         let refused = slot.refused.lock().take();
@@ -142,40 +157,52 @@ impl Shared {
         }
         // Under the WAL lock no keyspace is dropped until the group is applied.
         let mut wal_guard = self.wal.lock();
+        let mut scratch = self.commit_scratch.lock();
+        let CommitScratch { trees, mems } = &mut *scratch;
+        let r = self.commit_locked(via, group, &mut wal_guard, trees, mems);
+        trees.clear();
+        mems.clear();
+        r
+    }
+
+    /// [`Self::commit_group`] under the WAL lock, with emptied buffers.
+    fn commit_locked(
+        &self,
+        via: &DbInner,
+        group: &[Arc<WriteSlot>],
+        wal_guard: &mut Option<LogWriter>,
+        trees: &mut Vec<(u32, Arc<DbInner>)>,
+        mems: &mut Vec<Arc<MemTable>>,
+    ) -> Result<()> {
         // Each batch is checked on its own: one that names a dropped keyspace
         // or merges without an operator fails its writer only.
-        let mut batch = WriteBatch::new();
-        let mut trees = BTreeMap::new();
-        let mut committed = Vec::with_capacity(group.len());
+        let mut batch: Option<WriteBatch> = None;
+        let (mut committed, mut sync, mut logged) = (0u64, false, false);
         for s in group {
             let Some(b) = s.batch.lock().take() else { continue };
-            match resolve_batch(self, &b, &trees) {
-                Ok(found) => trees.extend(found),
-                Err(e) => {
-                    *s.refused.lock() = Some(e);
-                    continue;
-                }
+            if let Err(e) = resolve_batch(self, &b, trees) {
+                *s.refused.lock() = Some(e);
+                continue;
             }
-            if batch.is_empty() {
-                batch = b;
-            } else {
-                batch.append(&b);
+            match &mut batch {
+                None => batch = Some(b),
+                Some(all) => all.append(&b),
             }
-            committed.push(s);
+            committed += 1;
+            sync |= s.sync;
+            logged |= !s.disable_wal;
         }
-        if committed.is_empty() {
-            return Ok(());
-        }
-        self.flush_oldest_if_wal_full(&mut wal_guard)?;
-        let mut mems = BTreeMap::new();
-        for (id, t) in &trees {
-            mems.insert(*id, t.make_room_for_write(&mut wal_guard, batch.size_in_bytes())?);
+        let Some(mut batch) = batch else { return Ok(()) };
+        self.flush_oldest_if_wal_full(wal_guard)?;
+        // Trees make room in keyspace order, as they always have.
+        trees.sort_unstable_by_key(|(id, _)| *id);
+        for (_, t) in trees.iter() {
+            mems.push(t.make_room_for_write(wal_guard, batch.size_in_bytes())?);
         }
         let wal = wal_guard.as_mut().ok_or(Error::Closed)?;
         let first_seq = self.root_versions.last_sequence() + 1;
         batch.set_sequence(first_seq);
-        let sync = committed.iter().any(|s| s.sync);
-        if committed.iter().any(|s| !s.disable_wal) {
+        if logged {
             let before = wal.len();
             let r = wal.add_record(batch.data()).and_then(|_| if sync { wal.sync() } else { wal.flush() });
             if let Err(e) = r {
@@ -192,20 +219,22 @@ impl Shared {
             self.unlogged_writes.store(true, Ordering::Release);
         }
         Counters::add(&via.counters.write_groups, 1);
-        Counters::add(&via.counters.writes, committed.len() as u64);
+        Counters::add(&via.counters.writes, committed);
         let mut seq = first_seq;
         let mut user_bytes = 0u64;
         for op in batch.iter() {
             let op = op?;
-            let mem =
-                mems.get(&op.keyspace).ok_or_else(|| Error::corruption("batch changed while committed"))?;
-            mem.add_op(seq, &op);
+            let i = trees
+                .iter()
+                .position(|(id, _)| *id == op.keyspace)
+                .ok_or_else(|| Error::corruption("batch changed while committed"))?;
+            mems[i].add_op(seq, &op);
             user_bytes += (op.key.len() + op.value.len()) as u64;
             seq += 1;
         }
         Counters::add(&via.counters.user_bytes, user_bytes);
         self.root_versions.set_last_sequence(seq - 1);
-        for t in trees.values() {
+        for (_, t) in trees.iter() {
             t.versions.set_last_sequence(seq - 1);
         }
         self.visible_seq.store(seq - 1, Ordering::Release);

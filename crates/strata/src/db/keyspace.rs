@@ -119,7 +119,7 @@ impl Keyspace {
     }
 
     fn write_one(&self, kind: ValueKind, key: &[u8], value: &[u8], wo: &WriteOptions) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::for_one_op(key, value);
         b.push_op(self.tree.id, kind, key, value);
         self.write_batch(b, wo)
     }

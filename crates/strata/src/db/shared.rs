@@ -82,6 +82,8 @@ pub(crate) struct Shared {
     /// `Options::max_total_wal_size`; 0: four times the keyspaces' write buffers.
     pub max_total_wal_size: u64,
     pub writers: Mutex<WriterQueue>,
+    /// The group commit's reusable buffers; only the leader, holding `wal`, locks it.
+    pub commit_scratch: Mutex<super::commit::CommitScratch>,
     pub writers_cv: Condvar,
     /// Highest sequence number whose write is fully applied to the memtables.
     pub visible_seq: AtomicU64,
@@ -137,6 +139,7 @@ impl Shared {
             unrecorded_wals: Mutex::new(Vec::new()),
             max_total_wal_size: p.max_total_wal_size,
             writers: Mutex::new(Default::default()),
+            commit_scratch: Mutex::default(),
             writers_cv: Condvar::new(),
             visible_seq: AtomicU64::new(p.last_seq),
             snapshots: Default::default(),

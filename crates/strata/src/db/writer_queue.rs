@@ -39,4 +39,7 @@ impl WriteSlot {
 #[derive(Default)]
 pub(crate) struct WriterQueue {
     pub queue: VecDeque<Arc<WriteSlot>>,
+    /// The leader's group, kept between groups so taking one allocates nothing.
+    /// INVARIANT: empty while no leader holds it.
+    pub group: Vec<Arc<WriteSlot>>,
 }
