@@ -1,6 +1,9 @@
 //! Focused engine behaviour: flush, manual compaction, stats, iterator
 //! pinning, snapshots across compactions, properties.
 
+mod common;
+
+use common::custom_policy::WrappedLeveled;
 use strata::{Db, MemVfs, Options, ReadOptions};
 
 fn opts() -> Options {
@@ -295,44 +298,13 @@ impl strata::Vfs for SlowTables {
     }
 }
 
-/// Leveling that never starts a compaction itself, so L0 only grows.
-#[derive(Debug)]
-struct NeverCompacts(strata::compaction::LeveledPolicy);
-
-impl strata::CompactionPolicy for NeverCompacts {
-    fn name(&self) -> &str {
-        "never-compacts"
-    }
-    fn num_levels(&self) -> usize {
-        self.0.num_levels()
-    }
-    fn pick(&self, _: &strata::compaction::LsmView) -> Option<strata::compaction::PickResult> {
-        None
-    }
-    fn scores(&self, view: &strata::compaction::LsmView) -> Vec<f64> {
-        self.0.scores(view)
-    }
-    fn level_target_bytes(&self, view: &strata::compaction::LsmView, level: usize) -> Option<u64> {
-        self.0.level_target_bytes(view, level)
-    }
-    fn compact_range(
-        &self,
-        view: &strata::compaction::LsmView,
-        level: usize,
-        range: &strata::compaction::ManualRange<'_>,
-    ) -> Option<strata::compaction::PickResult> {
-        self.0.compact_range(view, level, range)
-    }
-}
-
 /// Writes 500 puts of about 120 bytes with L0 held at the slowdown trigger,
 /// under `delayed_write_rate(rate)`; returns the stats.
 fn paced_writes(rate: u64) -> strata::Stats {
-    let policy =
-        strata::compaction::LeveledPolicy::new(strata::compaction::LeveledConfig::default()).unwrap();
+    let policy = WrappedLeveled::new("never-compacts", false);
     let o = Options::default()
         .with_vfs(std::sync::Arc::new(MemVfs::new()))
-        .with_compaction_style(strata::CompactionStyle::Custom(std::sync::Arc::new(NeverCompacts(policy))))
+        .with_compaction_style(strata::CompactionStyle::Custom(std::sync::Arc::new(policy)))
         .with_level0_file_num_compaction_trigger(2)
         .with_level0_slowdown_writes_trigger(2)
         .with_level0_stop_writes_trigger(100)

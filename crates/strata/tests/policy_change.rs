@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use common::custom_policy::WrappedLeveled;
+
 use strata::version::{read_current, read_manifest, VersionSet};
 use strata::vfs::testing::{CrashMode, CrashVfs};
 use strata::{
@@ -812,42 +814,12 @@ fn an_explicitly_changed_default_option_is_recorded_and_kept_by_the_next_default
 }
 
 /// A leveled policy under another name (a custom policy).
-#[derive(Debug)]
-struct Renamed(strata::compaction::LeveledPolicy);
-
-impl strata::CompactionPolicy for Renamed {
-    fn name(&self) -> &str {
-        "renamed-leveled"
-    }
-    fn num_levels(&self) -> usize {
-        self.0.num_levels()
-    }
-    fn pick(&self, view: &strata::compaction::LsmView) -> Option<strata::compaction::PickResult> {
-        self.0.pick(view)
-    }
-    fn scores(&self, view: &strata::compaction::LsmView) -> Vec<f64> {
-        self.0.scores(view)
-    }
-    fn level_target_bytes(&self, view: &strata::compaction::LsmView, level: usize) -> Option<u64> {
-        self.0.level_target_bytes(view, level)
-    }
-    fn compact_range(
-        &self,
-        view: &strata::compaction::LsmView,
-        level: usize,
-        range: &strata::compaction::ManualRange<'_>,
-    ) -> Option<strata::compaction::PickResult> {
-        self.0.compact_range(view, level, range)
-    }
-}
-
 /// A recorded custom policy cannot be rebuilt: an open that does not give a
 /// policy is refused rather than run under another one.
 #[test]
 fn a_recorded_custom_policy_must_be_given_again() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
-    let inner = strata::compaction::LeveledPolicy::new(strata::compaction::LeveledConfig::default()).unwrap();
-    let custom = CompactionStyle::Custom(Arc::new(Renamed(inner)));
+    let custom = CompactionStyle::Custom(Arc::new(WrappedLeveled::new("renamed-leveled", true)));
     let with = |s: CompactionStyle| Options::default().with_vfs(vfs.clone()).with_compaction_style(s);
     drop(Db::open("/db", with(custom.clone())).unwrap());
     let err = Db::open("/db", Options::default().with_vfs(vfs.clone())).unwrap_err();

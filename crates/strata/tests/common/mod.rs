@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod cursor;
+pub mod custom_policy;
 pub mod hook_vfs;
 pub mod keyspaces;
 
