@@ -159,14 +159,13 @@ impl<I: Pieces> InternalIterator for SeekPastCovered<I> {
 
 #[cfg(test)]
 mod tests {
-    use std::cmp::Ordering;
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
     use super::*;
-    use crate::iter::merge::tests::VecIter;
+    use crate::iter::merge::tests::{check_random_moves, VecIter};
     use crate::iter::MergingIterator;
     use crate::key::{compare_internal, make_internal_key, user_key, ValueKind};
 
@@ -306,55 +305,10 @@ mod tests {
                 children.push(Box::new(SeekPastCovered::new(it, frags.clone(), horizon)));
             }
             let mut m = MergingIterator::new(children);
-            let mut pos: Option<usize> = None;
-            for _ in 0..300 {
-                match rng.gen_range(0..10) {
-                    0 => {
-                        m.seek_to_first().unwrap();
-                        pos = (!model.is_empty()).then_some(0);
-                    }
-                    1 => {
-                        m.seek_to_last().unwrap();
-                        pos = model.len().checked_sub(1);
-                    }
-                    2 | 3 => {
-                        let t = make_internal_key(
-                            &uk(rng.gen_range(0..space + 5)),
-                            rng.gen_range(0..=seq),
-                            ValueKind::Put,
-                        );
-                        m.seek(&t).unwrap();
-                        let i = model.partition_point(|k| compare_internal(k, &t) == Ordering::Less);
-                        pos = (i < model.len()).then_some(i);
-                    }
-                    4 => {
-                        let t = make_internal_key(
-                            &uk(rng.gen_range(0..space + 5)),
-                            rng.gen_range(0..=seq),
-                            ValueKind::Put,
-                        );
-                        m.seek_for_prev(&t).unwrap();
-                        let i = model.partition_point(|k| compare_internal(k, &t) != Ordering::Greater);
-                        pos = i.checked_sub(1);
-                    }
-                    5..=7 => {
-                        if let Some(p) = pos {
-                            m.next().unwrap();
-                            pos = Some(p + 1).filter(|&p| p < model.len());
-                        }
-                    }
-                    _ => {
-                        if let Some(p) = pos {
-                            m.prev().unwrap();
-                            pos = p.checked_sub(1);
-                        }
-                    }
-                }
-                match pos {
-                    Some(p) => assert_eq!(m.key(), model[p].as_slice(), "seed {seed}"),
-                    None => assert!(!m.valid(), "seed {seed}"),
-                }
-            }
+            let target = |rng: &mut StdRng| {
+                make_internal_key(&uk(rng.gen_range(0..space + 5)), rng.gen_range(0..=seq), ValueKind::Put)
+            };
+            check_random_moves(&mut m, &model, &mut rng, 300, target, &format!("seed {seed}"));
             wrapper_seeks += seeks.load(Relaxed);
         }
         assert!(wrapper_seeks > 100, "{wrapper_seeks} seeks past covered entries");

@@ -209,6 +209,9 @@ impl InternalIterator for MergingIterator {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
     use super::*;
     use crate::key::{make_internal_key, ValueKind};
 
@@ -265,8 +268,7 @@ pub(crate) mod tests {
 
     #[test]
     fn merge_matches_sorted_union_both_ways() {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let mut rng = StdRng::seed_from_u64(7);
         let mut all = Vec::new();
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         let mut seq = 1;
@@ -306,13 +308,67 @@ pub(crate) mod tests {
         assert_eq!(m.key(), all.last().unwrap().0.as_slice());
     }
 
+    /// Drives `it` through `steps` random moves (seeks to either end, seeks
+    /// and seeks-for-prev to `target(rng)`, nexts and prevs) and checks every
+    /// position against `model`: the sorted internal keys `it` must yield.
+    pub(crate) fn check_random_moves(
+        it: &mut dyn InternalIterator,
+        model: &[Vec<u8>],
+        rng: &mut StdRng,
+        steps: usize,
+        mut target: impl FnMut(&mut StdRng) -> Vec<u8>,
+        what: &str,
+    ) {
+        let mut pos: Option<usize> = None;
+        for _ in 0..steps {
+            match rng.gen_range(0..10) {
+                0 => {
+                    it.seek_to_first().unwrap();
+                    pos = (!model.is_empty()).then_some(0);
+                }
+                1 => {
+                    it.seek_to_last().unwrap();
+                    pos = model.len().checked_sub(1);
+                }
+                2 | 3 => {
+                    let t = target(rng);
+                    it.seek(&t).unwrap();
+                    let i = model.partition_point(|k| compare_internal(k, &t) == Ordering::Less);
+                    pos = (i < model.len()).then_some(i);
+                }
+                4 => {
+                    let t = target(rng);
+                    it.seek_for_prev(&t).unwrap();
+                    pos = model
+                        .partition_point(|k| compare_internal(k, &t) != Ordering::Greater)
+                        .checked_sub(1);
+                }
+                5..=7 => {
+                    if let Some(p) = pos {
+                        it.next().unwrap();
+                        pos = Some(p + 1).filter(|&p| p < model.len());
+                    }
+                }
+                _ => {
+                    if let Some(p) = pos {
+                        it.prev().unwrap();
+                        pos = p.checked_sub(1);
+                    }
+                }
+            }
+            match pos {
+                Some(p) => assert_eq!(it.key(), model[p].as_slice(), "{what}"),
+                None => assert!(!it.valid(), "{what}"),
+            }
+        }
+    }
+
     /// Random moves over up to 12 children (seeks, both directions, turns)
     /// agree with a position in the sorted union.
     #[test]
     fn random_moves_over_many_children_match_the_union() {
-        use rand::{Rng, SeedableRng};
         for seed in 0..40u64 {
-            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let mut rng = StdRng::seed_from_u64(seed);
             let mut all = Vec::new();
             let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
             let mut seq = 1;
@@ -329,50 +385,10 @@ pub(crate) mod tests {
             all.sort_by(|a, b| compare_internal(&a.0, &b.0));
             let keys: Vec<Vec<u8>> = all.iter().map(|x| x.0.clone()).collect();
             let mut m = MergingIterator::new(children);
-            let mut pos: Option<usize> = None;
-            for _ in 0..300 {
-                match rng.gen_range(0..10) {
-                    0 => {
-                        m.seek_to_first().unwrap();
-                        pos = (!keys.is_empty()).then_some(0);
-                    }
-                    1 => {
-                        m.seek_to_last().unwrap();
-                        pos = keys.len().checked_sub(1);
-                    }
-                    2 | 3 => {
-                        let t = make_internal_key(
-                            format!("k{:03}", rng.gen_range(0..85)).as_bytes(),
-                            50,
-                            ValueKind::Put,
-                        );
-                        if rng.gen_bool(0.5) {
-                            m.seek(&t).unwrap();
-                            let i = keys.partition_point(|k| compare_internal(k, &t) == Ordering::Less);
-                            pos = (i < keys.len()).then_some(i);
-                        } else {
-                            m.seek_for_prev(&t).unwrap();
-                            pos = keys
-                                .partition_point(|k| compare_internal(k, &t) != Ordering::Greater)
-                                .checked_sub(1);
-                        }
-                    }
-                    4..=6 if pos.is_some() => {
-                        m.next().unwrap();
-                        pos = pos.map(|p| p + 1).filter(|&p| p < keys.len());
-                    }
-                    7..=9 if pos.is_some() => {
-                        m.prev().unwrap();
-                        pos = pos.and_then(|p| p.checked_sub(1));
-                    }
-                    _ => {}
-                }
-                assert_eq!(m.valid(), pos.is_some(), "seed {seed}");
-                if let Some(p) = pos {
-                    assert_eq!(m.key(), keys[p].as_slice(), "seed {seed}");
-                    assert_eq!(m.value(), all[p].1.as_slice(), "seed {seed}");
-                }
-            }
+            let target = |rng: &mut StdRng| {
+                make_internal_key(format!("k{:03}", rng.gen_range(0..85)).as_bytes(), 50, ValueKind::Put)
+            };
+            check_random_moves(&mut m, &keys, &mut rng, 300, target, &format!("seed {seed}"));
         }
     }
 }
