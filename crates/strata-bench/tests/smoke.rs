@@ -221,6 +221,13 @@ fn rate_limited_writer_holds_its_rate() {
     // leaves the writer is the scheduler's business, not the limiter's (a
     // lower bound failed on a busy machine).
     assert!(mean > 0.0 && mean <= 1.15 * RATE, "mean {mean:.0} writes/s, limit {RATE}");
+    // The writer's own latencies are reported beside the readers'.
+    let op =
+        |name: &str| r.op_latencies.iter().find(|o| o.op == name).unwrap_or_else(|| panic!("{name}: {r:?}"));
+    let (read, write) = (op("READ"), op("WRITE"));
+    assert_eq!(read.count, r.ops);
+    assert!(write.count > 0 && write.count as f64 <= 1.15 * RATE * r.secs + 1.0, "{write:?}");
+    assert!(write.p50_us > 0.0 && write.p50_us <= write.p999_us, "{write:?}");
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! readwhilewriting and seekrandomwhilewriting: `--threads` readers drawing keys
 //! from `--read_dist` while ONE writer does uniform random updates held to
 //! `--benchmark_write_rate_limit`, sampled every `--stats_interval_seconds`.
+//! The row's latencies are the readers'; its operation table (`READ`, `WRITE`)
+//! adds the writer's own, each put timed without the rate limiter's wait.
 
 use super::measure::{hit_ratio_between, mean_us, new_hist, progress, progress_println, quantile_us};
 use super::read::ReadOp;
@@ -8,7 +10,7 @@ use super::Outcome;
 use crate::cli::Args;
 use crate::engine::{dir_size, BenchResult, Engine};
 use crate::gen::{make_read_dist, RateLimiter, RecentWrites, ValueGen};
-use crate::results::{RunResult, Sample};
+use crate::results::{OpSummary, RunResult, Sample};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -67,39 +69,40 @@ pub fn run(engine: &dyn Engine, name: &str, args: &Args, op: ReadOp, seeds: &[u6
     let writer_seed = seeds.last().copied().unwrap_or(args.seed);
     let before = engine.stats();
     let start = Instant::now();
-    let (outcome, found) = std::thread::scope(|s| -> BenchResult<(Vec<Sample>, u64)> {
-        let shared = &shared;
-        let readers_h: Vec<_> = choosers
-            .into_iter()
-            .enumerate()
-            .map(|(t, mut chooser)| {
-                let seed = seeds[t];
-                s.spawn(move || {
-                    let r = reader(engine, args, op, t, seed, &mut *chooser, shared);
-                    shared.readers_left.fetch_sub(1, Ordering::SeqCst);
-                    if r.is_err() {
-                        shared.stop.store(true, Ordering::SeqCst);
-                    }
-                    r
+    let (outcome, found, writes) =
+        std::thread::scope(|s| -> BenchResult<(Vec<Sample>, u64, Histogram<u64>)> {
+            let shared = &shared;
+            let readers_h: Vec<_> = choosers
+                .into_iter()
+                .enumerate()
+                .map(|(t, mut chooser)| {
+                    let seed = seeds[t];
+                    s.spawn(move || {
+                        let r = reader(engine, args, op, t, seed, &mut *chooser, shared);
+                        shared.readers_left.fetch_sub(1, Ordering::SeqCst);
+                        if r.is_err() {
+                            shared.stop.store(true, Ordering::SeqCst);
+                        }
+                        r
+                    })
                 })
-            })
-            .collect();
-        let writer_h = s.spawn(move || {
-            let r = writer(engine, args, writer_seed, shared);
-            if r.is_err() {
-                shared.stop.store(true, Ordering::SeqCst);
+                .collect();
+            let writer_h = s.spawn(move || {
+                let r = writer(engine, args, writer_seed, shared);
+                if r.is_err() {
+                    shared.stop.store(true, Ordering::SeqCst);
+                }
+                r
+            });
+            let samples = sample_loop(engine, name, args, readers as u64, start, shared);
+            shared.stop.store(true, Ordering::SeqCst);
+            let mut found = 0;
+            for h in readers_h {
+                found += h.join().map_err(|_| "reader thread panicked".to_string())??;
             }
-            r
-        });
-        let samples = sample_loop(engine, name, args, readers as u64, start, shared);
-        shared.stop.store(true, Ordering::SeqCst);
-        let mut found = 0;
-        for h in readers_h {
-            found += h.join().map_err(|_| "reader thread panicked".to_string())??;
-        }
-        writer_h.join().map_err(|_| "writer thread panicked".to_string())??;
-        Ok((samples?, found))
-    })?;
+            let writes = writer_h.join().map_err(|_| "writer thread panicked".to_string())??;
+            Ok((samples?, found, writes))
+        })?;
     let secs = start.elapsed().as_secs_f64();
     let mut total = new_hist()?;
     for h in &shared.hists {
@@ -126,7 +129,7 @@ pub fn run(engine: &dyn Engine, name: &str, args: &Args, op: ReadOp, seeds: &[u6
         db_bytes: dir_size(engine.path()),
         found,
         samples: outcome,
-        op_latencies: Vec::new(),
+        op_latencies: vec![summary("READ", &total, found), summary("WRITE", &writes, 0)],
         device_profile: String::new(),
     };
     // No MB/s line: db_bench's would count read bytes, which a get does not return here.
@@ -174,9 +177,23 @@ fn reader(
     Ok(found)
 }
 
+/// One operation type's line of the row's operation table.
+fn summary(op: &str, h: &Histogram<u64>, found: u64) -> OpSummary {
+    OpSummary {
+        op: op.to_string(),
+        count: h.len(),
+        found,
+        p50_us: quantile_us(h, 0.5),
+        p99_us: quantile_us(h, 0.99),
+        p999_us: quantile_us(h, 0.999),
+    }
+}
+
 /// The writer: uniform random updates over [0, num), paced by the rate limiter,
-/// each written index recorded for the latest* read distributions.
-fn writer(engine: &dyn Engine, args: &Args, seed: u64, shared: &Shared) -> BenchResult<()> {
+/// each written index recorded for the latest* read distributions. Returns the
+/// latency of each put (the engine's time only: the limiter's wait is outside).
+fn writer(engine: &dyn Engine, args: &Args, seed: u64, shared: &Shared) -> BenchResult<Histogram<u64>> {
+    let mut lat = new_hist()?;
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut values = ValueGen::new(seed, args.compression_ratio);
     let mut limiter = RateLimiter::new(args.benchmark_write_rate_limit);
@@ -190,11 +207,13 @@ fn writer(engine: &dyn Engine, args: &Args, seed: u64, shared: &Shared) -> Bench
         if shared.stop.load(Ordering::Relaxed) {
             break;
         }
+        let t0 = Instant::now();
         engine.put(&key, value)?;
+        lat.saturating_record((t0.elapsed().as_nanos() as u64).max(1));
         shared.recent.record(index);
         shared.writes.fetch_add(1, Ordering::Relaxed);
     }
-    Ok(())
+    Ok(lat)
 }
 
 /// Samples every `--stats_interval_seconds` until `--duration` ends or every reader
