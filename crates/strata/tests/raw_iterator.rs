@@ -429,6 +429,52 @@ fn raw_iterators_pin_their_files() {
     assert_eq!(on_disk(), tables(&db.stats()), "nothing pins the old tables any more");
 }
 
+/// A bounded scan does not open a file of a run that lies wholly past its
+/// upper bound. An iterator that returns a key moves on to the next one (to
+/// step over the key's older versions), so the same scan without the bound,
+/// taking as many keys, reads the first block of the next file whenever the
+/// key after its last one starts that file; the bounded one reads nothing
+/// there. Both return the same keys.
+#[test]
+fn bounded_scans_do_not_read_files_past_the_upper_bound() {
+    let opts = common::small_options().with_vfs(Arc::new(MemVfs::new())).with_block_cache_capacity(8 << 20);
+    let db = Db::open("/db", opts).unwrap();
+    let k = |i: u32| format!("k{i:04}").into_bytes();
+    const N: u32 = 400;
+    for i in 0..N {
+        db.put(k(i), vec![b'v'; 60]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+    let s = db.stats();
+    let levels: Vec<usize> = s.levels.iter().map(|l| l.files).filter(|&f| f > 0).collect();
+    let [files] = levels[..] else { panic!("one level: {s}") };
+    assert!(files > 2 && s.levels[0].files == 0, "one run of several files: {s}");
+    let lookups = || {
+        let c = db.stats().cache;
+        c.hits + c.misses
+    };
+    let mut saved = 0;
+    for b in 3..N {
+        for upper in [Bound::Excluded(k(b)), Bound::Included(k(b))] {
+            let range = (Bound::Included(k(b - 3)), upper.clone());
+            let before = lookups();
+            let bounded: Vec<_> = db.range(range.clone()).map(|kv| kv.unwrap().0).collect();
+            let bounded_reads = lookups() - before;
+            let before = lookups();
+            let by_hand: Vec<_> = db.range(k(b - 3)..).take(bounded.len()).map(|kv| kv.unwrap().0).collect();
+            let by_hand_reads = lookups() - before;
+            assert_eq!(bounded, by_hand, "{range:?}");
+            assert_eq!(bounded.len(), if matches!(upper, Bound::Included(_)) { 4 } else { 3 });
+            assert!(bounded_reads <= by_hand_reads, "{range:?}: {bounded_reads} > {by_hand_reads}");
+            saved += by_hand_reads - bounded_reads;
+        }
+    }
+    // The first key of each file but the first ends one exclusive and one
+    // inclusive scan just before it.
+    assert_eq!(saved, 2 * (files as u64 - 1), "{s}");
+}
+
 /// Raw seeks land in DTables like the user iterator's first positioning, so
 /// under `lwc` with seek compaction they charge each multi-segment table and
 /// get it rewritten into one segment.

@@ -10,7 +10,9 @@ use super::range_read::FailingIter;
 use super::read_options::ReadOptions;
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
-use crate::iter::{InternalIterator, MergingIterator, Pieces, PrefixSkip, RunIterator, SeekPastCovered};
+use crate::iter::{
+    InternalIterator, MergingIterator, Pieces, PrefixSkip, RunIterator, SeekPastCovered, UpperBound,
+};
 use crate::key::SeqNum;
 use crate::merge_operator::{NewestFirst, OldestFirst};
 use crate::prefix::PrefixProbe;
@@ -128,9 +130,15 @@ impl IterView {
         self.prefix = None;
     }
 
-    /// A cursor over one run's (or buffer's) files, with the scan's prefix skip.
-    fn run_iter(&self, files: Vec<Arc<FileMeta>>, frags: &Arc<Fragments>) -> Box<dyn InternalIterator> {
-        let it = RunIterator::new(files, self.db.tables.clone(), self.bro);
+    /// A cursor over one run's (or buffer's) files, with the scan's prefix
+    /// skip and upper bound (files wholly past it are not opened).
+    fn run_iter(
+        &self,
+        files: Vec<Arc<FileMeta>>,
+        frags: &Arc<Fragments>,
+        upper: &Option<UpperBound>,
+    ) -> Box<dyn InternalIterator> {
+        let it = RunIterator::new(files, self.db.tables.clone(), self.bro).with_upper_bound(upper.clone());
         self.source(
             match &self.prefix {
                 Some(skip) => it.with_prefix_skip(skip.clone()),
@@ -187,13 +195,14 @@ impl IterView {
             children.push(self.source(m.iter(), &frags));
         }
         let (lo, hi) = self.key_range();
+        let upper = UpperBound::new(&self.upper);
         for level in &self.sv.version.levels {
             for run in &level.runs {
                 let from_buffer = (level.buffer_of(run.id))
                     .filter(|_| self.use_buffer && run_overlaps(&run.files, lo, hi))
                     .and_then(|b| b.range_files(lo, hi));
                 let Some(tables) = from_buffer else {
-                    children.push(self.run_iter(run.files.clone(), &frags));
+                    children.push(self.run_iter(run.files.clone(), &frags, &upper));
                     continue;
                 };
                 // Algorithm 4: the buffer holds a copy of all the run's data
@@ -202,7 +211,7 @@ impl IterView {
                 // kept because their blocks are cached.
                 Counters::add(&self.db.counters.buffer_range_reads, 1);
                 for files in tables {
-                    children.push(self.run_iter(files, &frags));
+                    children.push(self.run_iter(files, &frags, &upper));
                 }
             }
         }

@@ -60,9 +60,11 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
 mod covered;
 mod merge;
 mod run;
+mod upper;
 
 pub(crate) use covered::{Piece, Pieces, SeekPastCovered};
 
 pub use merge::MergingIterator;
 pub(crate) use run::PrefixSkip;
 pub use run::RunIterator;
+pub(crate) use upper::UpperBound;

@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{InternalIterator, Piece, Pieces};
+use super::{InternalIterator, Piece, Pieces, UpperBound};
 use crate::cache::TableCache;
 use crate::error::Result;
 use crate::key::compare_internal;
@@ -35,12 +35,33 @@ pub struct RunIterator {
     /// Bytes already read per file id (offset, data), used as that file's
     /// first readahead window.
     windows: HashMap<u64, (u64, Vec<u8>)>,
+    /// The scan's upper bound: a file wholly past it is not opened.
+    upper: Option<UpperBound>,
+    /// Key buffers of a table iterator dropped at the bound, for the next open.
+    spare: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl RunIterator {
     /// Iterates `files` (sorted, disjoint) of one run.
     pub fn new(files: Vec<Arc<FileMeta>>, tables: Arc<TableCache>, opts: BlockReadOptions) -> Self {
-        RunIterator { files, tables, opts, index: 0, current: None, windows: HashMap::new(), prefix: None }
+        RunIterator {
+            files,
+            tables,
+            opts,
+            index: 0,
+            current: None,
+            windows: HashMap::new(),
+            prefix: None,
+            upper: None,
+            spare: None,
+        }
+    }
+
+    /// [`Self::new`] for a scan bounded above by `upper`: forward moves stop
+    /// before a file wholly past it, unopened and unread (see [`UpperBound`]).
+    pub(crate) fn with_upper_bound(mut self, upper: Option<UpperBound>) -> Self {
+        self.upper = upper;
+        self
     }
 
     /// [`Self::new`] for a scan of one prefix: tables (and DTable segments)
@@ -57,9 +78,26 @@ impl RunIterator {
         self
     }
 
+    /// True if file `index` lies wholly past the upper bound.
+    fn past_upper(&self, index: usize) -> bool {
+        match (&self.upper, self.files.get(index)) {
+            (Some(u), Some(f)) => u.rules_out_from(f.smallest_user_key()),
+            _ => false,
+        }
+    }
+
+    /// Leaves the cursor invalid at file `index`, keeping the current table
+    /// iterator's key buffers for the next open.
+    fn stop_at(&mut self, index: usize) {
+        self.index = index;
+        if let Some(b) = self.current.take().and_then(TableIter::into_key_buffers) {
+            self.spare = Some(b);
+        }
+    }
+
     fn open(&mut self, index: usize) -> Result<()> {
         self.index = index;
-        let buffers = self.current.take().and_then(TableIter::into_key_buffers);
+        let buffers = self.current.take().and_then(TableIter::into_key_buffers).or_else(|| self.spare.take());
         self.current = match self.files.get(index) {
             Some(f) => {
                 let table = self.tables.get(f.id, f.size, &f.segments)?;
@@ -94,6 +132,10 @@ impl RunIterator {
                 self.current = None;
                 break;
             }
+            if self.past_upper(self.index + 1) {
+                self.stop_at(self.index + 1);
+                break;
+            }
             self.open(self.index + 1)?;
             if let Some(it) = &mut self.current {
                 it.seek_to_first()?;
@@ -126,6 +168,10 @@ impl InternalIterator for RunIterator {
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
+        if self.past_upper(0) {
+            self.stop_at(0);
+            return Ok(());
+        }
         self.open(0)?;
         if let Some(it) = &mut self.current {
             it.seek_to_first()?;
@@ -148,6 +194,10 @@ impl InternalIterator for RunIterator {
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         // First file whose largest key is >= target.
         let i = self.files.partition_point(|f| compare_internal(&f.largest, target) == Ordering::Less);
+        if self.past_upper(i) {
+            self.stop_at(i);
+            return Ok(());
+        }
         self.open(i)?;
         if let Some(it) = &mut self.current {
             it.seek(target)?;
