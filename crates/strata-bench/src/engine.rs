@@ -497,13 +497,33 @@ impl Engine for StrataEngine {
         start: &[u8],
         end: Option<&[u8]>,
         n: usize,
-        last: Option<&mut Vec<u8>>,
+        mut last: Option<&mut Vec<u8>>,
     ) -> BenchResult<(usize, usize)> {
-        let it = match end {
-            Some(end) => self.db.range(start..end),
-            None => self.db.range(start..),
+        // The borrowing cursor, as the peers scan (RocksDB's raw iterator,
+        // LevelDB's C iterator): no key or value is copied per entry, which
+        // `Db::range`'s owned items would (two allocations and a copy each).
+        let ro = match end {
+            Some(end) => strata::ReadOptions::default().with_iterate_upper_bound(end),
+            None => strata::ReadOptions::default(),
         };
-        tally_scan(it.map(|kv| kv.map_err(|e| e.to_string())), n, last)
+        let mut it = self.db.raw_iterator_opt(&ro);
+        it.seek(start);
+        let (mut count, mut bytes) = (0, 0);
+        while count < n {
+            let Some((k, v)) = it.item() else { break };
+            bytes += k.len() + v.len();
+            count += 1;
+            if count == n {
+                if let Some(l) = last.take() {
+                    l.clear();
+                    l.extend_from_slice(k);
+                }
+                break;
+            }
+            it.next();
+        }
+        it.status().map_err(|e| e.to_string())?;
+        Ok((count, bytes))
     }
     fn scan_prefix(&self, prefix: &[u8]) -> BenchResult<(usize, usize)> {
         let it = self.db.prefix_iterator_opt(prefix, &self.prefix_ro);
