@@ -263,7 +263,9 @@ impl Options {
         /// `use_direct_reads`. Only the real file system maps; others read as before.
         /// Off by default: with the default LZ4 compression it saves little, and a
         /// failed read of a mapped page stops the process (`SIGBUS`) where `pread`
-        /// returns an error.
+        /// returns an error. With uncompressed tables larger than the block cache it
+        /// is what makes point reads and scans as fast as LevelDB's (which maps by
+        /// default): YCSB E's short scans ran 4× faster mapped (docs/BENCHMARKS.md).
         with_mmap_reads, mmap_reads, bool);
     setter!(/// With `mmap_reads`, the most tables mapped at once in the whole database
         /// (default 1000, LevelDB's bound); tables opened beyond it are read with `pread`.
