@@ -56,7 +56,8 @@ macro_rules! tree_setters {
             /// Capacity of level 1 in bytes (RocksDB `max_bytes_for_level_base`; default 256 MiB).
             /// A smaller base merges flushed data into one sorted run sooner, at more write
             /// amplification: after a 1 M-key random load, Strata at LevelDB's fixed 10 MiB
-            /// (and mapped reads) seeks as fast as LevelDB, at 256 MiB about 4× slower
+            /// with mapped reads seeks as fast as LevelDB; at the defaults (256 MiB, `pread`)
+            /// about 4× slower
             /// (docs/BENCHMARKS.md).
             with_max_bytes_for_level_base, max_bytes_for_level_base, u64, F_LEVEL_BASE);
         $crate::options::tree::tree_setters!(@one [$($tree)?]
