@@ -57,8 +57,7 @@ macro_rules! tree_setters {
             /// A smaller base merges flushed data into one sorted run sooner, at more write
             /// amplification: after a 1 M-key random load, Strata at LevelDB's fixed 10 MiB
             /// with mapped reads seeks as fast as LevelDB; at the defaults (256 MiB, `pread`)
-            /// about 4× slower
-            /// (docs/BENCHMARKS.md).
+            /// about 4× slower (docs/BENCHMARKS.md).
             with_max_bytes_for_level_base, max_bytes_for_level_base, u64, F_LEVEL_BASE);
         $crate::options::tree::tree_setters!(@one [$($tree)?]
             /// Size ratio between adjacent levels (RocksDB `max_bytes_for_level_multiplier`; default 10).
