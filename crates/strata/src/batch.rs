@@ -386,6 +386,19 @@ impl WriteBatch {
         }
     }
 
+    /// Where the next op's record will start (for an index of the ops).
+    pub(crate) fn end_offset(&self) -> usize {
+        self.rep.len()
+    }
+
+    /// The op whose record starts at `offset` (an [`Self::end_offset`] taken
+    /// before it was added).
+    pub(crate) fn op_at(&self, offset: usize) -> Result<BatchOp<'_>> {
+        let rest = self.rep.get(offset..).filter(|_| offset >= HEADER_LEN);
+        let rest = rest.ok_or_else(|| Error::invalid("no batch record at this offset"))?;
+        BatchIter { reader: Reader::new(rest), remaining: 1, failed: false }.decode()
+    }
+
     fn count(&self) -> u32 {
         self.rep.get(8..).and_then(decode_fixed32).unwrap_or(0)
     }

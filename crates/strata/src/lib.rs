@@ -29,6 +29,7 @@
 
 mod backup;
 mod batch;
+mod batch_index;
 #[doc(hidden)]
 pub mod cache;
 pub mod compaction;
@@ -67,6 +68,7 @@ pub mod wal;
 
 pub use backup::{BackupEngine, BackupId, BackupInfo};
 pub use batch::{BatchIter, BatchOp, WriteBatch};
+pub use batch_index::{BatchLookup, BatchWithBaseIter, WriteBatchWithIndex};
 pub use compaction::style::CompactionStyle;
 pub use compaction::{CompactionFilter, CompactionPolicy, Decision};
 pub use db::read_options::ReadOptions;

@@ -105,6 +105,11 @@ impl Keyspace {
         Snapshot::new(self.tree.clone())
     }
 
+    /// The keyspace's merge operator, if it has one.
+    pub(crate) fn merge_operator(&self) -> Option<&Arc<dyn crate::MergeOperator>> {
+        self.tree.opts.merge_operator.as_ref()
+    }
+
     /// The instance id of the database this handle belongs to.
     pub(crate) fn db_instance(&self) -> u64 {
         self.tree.shared.instance
