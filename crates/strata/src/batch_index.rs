@@ -182,7 +182,7 @@ impl WriteBatchWithIndex {
     /// ```
     pub fn get_from_batch(&self, ks: &Keyspace, key: impl AsRef<[u8]>) -> Result<BatchLookup> {
         let key = key.as_ref();
-        let fold = self.fold(ks.id(), key)?;
+        let fold = self.fold(ks, key)?;
         Ok(match fold.base {
             None if fold.operands.is_empty() => BatchLookup::NotFound,
             None => BatchLookup::MergeInProgress,
@@ -204,7 +204,7 @@ impl WriteBatchWithIndex {
         ro: &ReadOptions,
     ) -> Result<Option<Vec<u8>>> {
         let key = key.as_ref();
-        let fold = self.fold(ks.id(), key)?;
+        let fold = self.fold(ks, key)?;
         match fold.base {
             Some(set) => fold.finish(ks.merge_operator(), key, set),
             None => {
@@ -263,7 +263,7 @@ impl WriteBatchWithIndex {
         // BTreeMap::range panics on such a range; (0, []) is the smallest key.
         let batch_keys =
             if empty { self.keys.range(..(0, Vec::new())) } else { self.keys.range((lower, upper)) };
-        let range_dels = self.range_dels_of(id);
+        let range_dels = self.batch.check_owner(ks.db_instance()).and_then(|()| self.range_dels_of(id));
         BatchWithBaseIter {
             wb: self,
             merge_op: ks.merge_operator().cloned(),
@@ -286,10 +286,13 @@ impl WriteBatchWithIndex {
         Ok(out)
     }
 
-    /// The batch's ops on `key` of keyspace `id`, folded.
-    fn fold(&self, id: u32, key: &[u8]) -> Result<Fold<'_>> {
-        let dels = self.range_dels_of(id)?;
-        self.fold_ops(self.keys.get(&(id, key.to_vec())).map_or(&[][..], Vec::as_slice), &dels, key)
+    /// The batch's ops on `key` of keyspace `ks`, folded. A handle of
+    /// another database than the batch's handles is refused: keyspace ids
+    /// repeat across databases.
+    fn fold(&self, ks: &Keyspace, key: &[u8]) -> Result<Fold<'_>> {
+        self.batch.check_owner(ks.db_instance())?;
+        let dels = self.range_dels_of(ks.id())?;
+        self.fold_ops(self.keys.get(&(ks.id(), key.to_vec())).map_or(&[][..], Vec::as_slice), &dels, key)
     }
 
     /// Folds the point ops at `offsets` (of `key`, in order) with the range

@@ -221,3 +221,19 @@ fn merges_in_a_batch_without_an_operator_are_an_error_not_a_value() {
     assert!(matches!(it.next(), Some(Err(Error::InvalidArgument(_)))));
     assert!(it.next().is_none(), "the iterator stops after an error");
 }
+
+#[test]
+fn a_keyspace_handle_of_another_database_is_refused() {
+    let (db, ks) = open("/db");
+    let (other, other_ks) = open("/other");
+    assert_eq!(ks.id(), other_ks.id(), "ids repeat across databases");
+    let mut wb = WriteBatchWithIndex::new();
+    wb.put_cf(&ks, "a", "1");
+    let ro = ReadOptions::default();
+    assert!(matches!(wb.get_from_batch(&other_ks, "a"), Err(Error::InvalidArgument(_))));
+    assert!(matches!(wb.get_from_batch_and_db(&other_ks, "a", &ro), Err(Error::InvalidArgument(_))));
+    let mut it = wb.iter_with_base(&other_ks, "a".., &ro);
+    assert!(matches!(it.next(), Some(Err(Error::InvalidArgument(_)))));
+    assert_eq!(wb.get_from_batch_and_db(&ks, "a", &ro).unwrap(), Some(b"1".to_vec()));
+    drop((db, other));
+}
