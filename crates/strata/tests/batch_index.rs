@@ -89,6 +89,23 @@ fn random_op(seed: u64, wb: &mut impl Ops, ks: Option<&Keyspace>, tag: &str) {
     }
 }
 
+/// `n` random ops, the same into both batches: each op on the default
+/// keyspace or on the batch's keyspace `ks`.
+fn twin_ops(
+    rng: &mut StdRng,
+    n: usize,
+    a: (&mut impl Ops, &Keyspace),
+    b: (&mut impl Ops, &Keyspace),
+    tag: &str,
+) {
+    for _ in 0..n {
+        let on_ks = rng.gen_bool(0.5);
+        let seed = rng.gen::<u64>();
+        random_op(seed, a.0, on_ks.then_some(a.1), tag);
+        random_op(seed, b.0, on_ks.then_some(b.1), tag);
+    }
+}
+
 fn random_range(rng: &mut StdRng) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
     let mut b = || match rng.gen_range(0..3) {
         0 => Bound::Unbounded,
@@ -134,12 +151,8 @@ fn reads_through_an_indexed_batch_equal_the_database_after_the_write() {
             }
             let mut wb = WriteBatch::new();
             let mut twin = WriteBatch::new();
-            for _ in 0..rng.gen_range(1..15) {
-                let which = rng.gen_bool(0.5);
-                let state = rng.gen::<u64>();
-                random_op(state, &mut wb, which.then_some(&ks), "d");
-                random_op(state, &mut twin, which.then_some(&expected_ks), "d");
-            }
+            let n = rng.gen_range(1..15);
+            twin_ops(&mut rng, n, (&mut wb, &ks), (&mut twin, &expected_ks), "d");
             db.write(wb).unwrap();
             history.push(twin);
             if rng.gen_bool(0.3) {
@@ -159,12 +172,8 @@ fn reads_through_an_indexed_batch_equal_the_database_after_the_write() {
         // The batch, twice: indexed over `db`, plain over `expected`.
         let mut wb = WriteBatchWithIndex::new();
         let mut plain = WriteBatch::new();
-        for _ in 0..rng.gen_range(0..25) {
-            let which = rng.gen_bool(0.5);
-            let state = rng.gen::<u64>();
-            random_op(state, &mut wb, which.then_some(&ks), "b");
-            random_op(state, &mut plain, which.then_some(&expected_ks), "b");
-        }
+        let n = rng.gen_range(0..25);
+        twin_ops(&mut rng, n, (&mut wb, &ks), (&mut plain, &expected_ks), "b");
         // Each keyspace's values below the batch, for the keys it does not touch.
         let below =
             |k: &Keyspace| -> Vec<Option<Vec<u8>>> { (0..=KEYS).map(|i| k.get(key(i)).unwrap()).collect() };
