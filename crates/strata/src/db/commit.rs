@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::shared::Shared;
+use super::shared::{CommitScratch, Shared};
 use super::writer_queue::WriteSlot;
 use super::DbInner;
 use crate::batch::WriteBatch;
@@ -70,16 +70,6 @@ fn resolve_batch(shared: &Shared, batch: &WriteBatch, trees: &mut Vec<(u32, Arc<
         trees.truncate(known);
     }
     r
-}
-
-/// Buffers a group commit reuses, so a write allocates only what it keeps.
-/// INVARIANT: empty between groups (no tree or memtable kept alive by it).
-#[derive(Default)]
-pub(crate) struct CommitScratch {
-    /// The trees the group writes to, by keyspace id.
-    trees: Vec<(u32, Arc<DbInner>)>,
-    /// Each of those trees' memtable for this group, in the same order.
-    mems: Vec<Arc<MemTable>>,
 }
 
 impl Shared {

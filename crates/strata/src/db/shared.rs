@@ -4,6 +4,7 @@
 //! the database is open at all.
 
 use crate::info_log::InfoLog;
+use crate::memtable::MemTable;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -25,6 +26,18 @@ use crate::vfs::{FileLock, Vfs};
 use crate::wal::LogWriter;
 
 static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
+
+/// Buffers a group commit (commit.rs) reuses, so a write allocates only what
+/// it keeps. Here, beside the lock that holds it, so commit.rs depends on this
+/// file and not the other way round.
+/// INVARIANT: empty between groups (no tree or memtable kept alive by it).
+#[derive(Default)]
+pub(crate) struct CommitScratch {
+    /// The trees the group writes to, by keyspace id.
+    pub(super) trees: Vec<(u32, Arc<DbInner>)>,
+    /// Each of those trees' memtable for this group, in the same order.
+    pub(super) mems: Vec<Arc<MemTable>>,
+}
 
 /// The database's one block cache and one row cache (RocksDB's `Cache`
 /// shared by column families, fjall's one cache). Each tree reads through a
@@ -83,7 +96,7 @@ pub(crate) struct Shared {
     pub max_total_wal_size: u64,
     pub writers: Mutex<WriterQueue>,
     /// The group commit's reusable buffers; only the leader, holding `wal`, locks it.
-    pub commit_scratch: Mutex<super::commit::CommitScratch>,
+    pub commit_scratch: Mutex<CommitScratch>,
     pub writers_cv: Condvar,
     /// Highest sequence number whose write is fully applied to the memtables.
     pub visible_seq: AtomicU64,
