@@ -180,12 +180,12 @@ pub struct Args {
     #[arg(long, default_value_t = 64 << 20)]
     pub max_file_size: u64,
     /// Level-1 capacity in bytes (RocksDB's name; LevelDB's is fixed at 10 MiB).
-    #[arg(long, default_value_t = crate::peers::strata_defaults::MAX_BYTES_FOR_LEVEL_BASE)]
+    #[arg(long, default_value_t = crate::strata_defaults::MAX_BYTES_FOR_LEVEL_BASE)]
     pub max_bytes_for_level_base: u64,
     /// Size ratio between adjacent levels (db_bench's flag; RocksDB
     /// `max_bytes_for_level_multiplier`, fjall's `level_ratio`; LevelDB's is fixed at 10).
     /// Garnering's `T`, the ratio between its last two levels.
-    #[arg(long, default_value_t = crate::peers::strata_defaults::LEVEL_MULTIPLIER)]
+    #[arg(long, default_value_t = crate::strata_defaults::LEVEL_MULTIPLIER)]
     pub max_bytes_for_level_multiplier: f64,
     /// Strata `garnering` only: the growth constant `c` in (0, 1] (each level ratio above the last
     /// is `1/c` larger; 1 is leveling). No peer has an equivalent.

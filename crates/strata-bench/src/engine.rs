@@ -148,7 +148,7 @@ impl EngineConfig {
             mmap_reads: false,
             max_bytes_for_level_base: 256 << 10,
             buffer_trim_interval: 30.0,
-            level_multiplier: crate::peers::strata_defaults::LEVEL_MULTIPLIER,
+            level_multiplier: crate::strata_defaults::LEVEL_MULTIPLIER,
             garnering_c: strata::CompactionStyle::DEFAULT_GARNERING_C,
             policy: "leveled".into(),
             sync: false,

@@ -16,5 +16,6 @@ pub mod peers;
 pub mod registry;
 pub mod report;
 pub mod results;
+pub mod strata_defaults;
 pub mod suite;
 pub mod ycsb;

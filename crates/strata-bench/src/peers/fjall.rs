@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use fjall::compaction::{Leveled, Strategy};
 use fjall::{CompressionType, Config, Keyspace, PartitionCreateOptions, PartitionHandle, PersistMode};
 
-use super::{strata_defaults as sd, Codec};
+use super::Codec;
 use crate::engine::{BenchResult, Engine, EngineConfig, EngineStats};
+use crate::strata_defaults as sd;
 
 /// A fjall partition driven through the benchmark's [`Engine`] trait.
 pub struct FjallEngine {

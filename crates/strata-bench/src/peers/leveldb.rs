@@ -91,7 +91,7 @@ impl LevelDbEngine {
                 cfg.write_buffer_size,
                 cfg.max_file_size,
                 compression_note,
-                super::strata_defaults::MAX_OPEN_FILES,
+                crate::strata_defaults::MAX_OPEN_FILES,
                 cfg.sync,
                 if cfg.use_direct_reads {
                     " use_direct_reads=UNSUPPORTED (reads use the page cache)"
@@ -127,12 +127,12 @@ impl LevelDbEngine {
             ffi::leveldb_options_set_write_buffer_size(o, cfg.write_buffer_size);
             leveldb_options_set_max_file_size(o, cfg.max_file_size as usize);
             ffi::leveldb_options_set_compression(o, compression);
-            ffi::leveldb_options_set_block_size(o, super::strata_defaults::BLOCK_SIZE);
+            ffi::leveldb_options_set_block_size(o, crate::strata_defaults::BLOCK_SIZE);
             ffi::leveldb_options_set_block_restart_interval(
                 o,
-                super::strata_defaults::BLOCK_RESTART_INTERVAL,
+                crate::strata_defaults::BLOCK_RESTART_INTERVAL,
             );
-            ffi::leveldb_options_set_max_open_files(o, super::strata_defaults::MAX_OPEN_FILES);
+            ffi::leveldb_options_set_max_open_files(o, crate::strata_defaults::MAX_OPEN_FILES);
             ffi::leveldb_writeoptions_set_sync(me.wo, u8::from(cfg.sync));
         }
         let mut err = ptr::null_mut();

@@ -10,8 +10,9 @@ use rocksdb::{
     WriteOptions, DB, DEFAULT_COLUMN_FAMILY_NAME,
 };
 
-use super::{parse_ticker, strata_defaults as sd, Codec};
+use super::{parse_ticker, Codec};
 use crate::engine::{BenchResult, Engine, EngineConfig, EngineStats};
+use crate::strata_defaults as sd;
 
 /// A RocksDB database driven through the benchmark's [`Engine`] trait.
 pub struct RocksDbEngine {
