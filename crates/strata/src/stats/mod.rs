@@ -265,9 +265,12 @@ pub struct Stats {
     ///
     /// let dir = tempfile::tempdir()?;
     /// let db = Db::open(dir.path(), Options::default().with_prefix_extractor(Arc::new(FixedPrefix::new(2))))?;
+    /// db.put(b"a01", b"x")?;
     /// db.put(b"ab1", b"x")?;
     /// db.flush()?;
-    /// // "aa" sorts before the table's keys, so the scan opens it: its filter rules "aa" out.
+    /// // "aa" lies inside the table's key range (a01..ab1), so the scan opens
+    /// // the table; its filter rules "aa" out. (A table wholly past the scan's
+    /// // range is not even opened, and not counted.)
     /// assert_eq!(db.prefix_iterator("aa").count(), 0);
     /// assert_eq!((db.stats().prefix_filter_checks, db.stats().prefix_filter_skips), (1, 1));
     /// # Ok::<(), strata::Error>(())
