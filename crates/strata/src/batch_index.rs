@@ -216,7 +216,8 @@ impl WriteBatchWithIndex {
 
     /// The keys of `range` in keyspace `ks` as they will be once this batch is
     /// written over the database as `ro` reads it: a database iterator merged
-    /// with the batch (RocksDB `NewIteratorWithBase`). Double-ended, like
+    /// with the batch (RocksDB `NewIteratorWithBase`). `ro`'s snapshot applies
+    /// to the database, its iterate bounds to both. Double-ended, like
     /// [`DbIterator`]. The batch is borrowed: add no ops while iterating.
     ///
     /// # Examples
@@ -270,6 +271,7 @@ impl WriteBatchWithIndex {
             range_dels,
             db: Ends::new(ks.range_opt(range, ro)),
             batch: Ends::new(batch_keys),
+            iterate_bounds: (ro.iterate_lower_bound.clone(), ro.iterate_upper_bound.clone()),
             failed: false,
         }
     }
@@ -392,6 +394,9 @@ pub struct BatchWithBaseIter<'a> {
     range_dels: Result<Vec<RangeDel<'a>>>,
     db: Ends<DbIterator>,
     batch: Ends<BatchKeys<'a>>,
+    /// `ReadOptions`' iterate bounds (inclusive lower, exclusive upper), which
+    /// narrow the database side; batch keys outside them are passed over too.
+    iterate_bounds: (Option<Vec<u8>>, Option<Vec<u8>>),
     failed: bool,
 }
 
@@ -416,7 +421,7 @@ impl BatchWithBaseIter<'_> {
     }
 
     fn step_inner(&mut self, forward: bool) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
-        let Self { wb, merge_op, range_dels, db, batch, .. } = self;
+        let Self { wb, merge_op, range_dels, db, batch, iterate_bounds, .. } = self;
         if range_dels.is_err() {
             // Reported once: `step` stops the iterator after an error.
             return std::mem::replace(range_dels, Ok(Vec::new())).err().map(Err);
@@ -469,6 +474,10 @@ impl BatchWithBaseIter<'_> {
                     }
                 }
                 (below, Some(((_, key), offsets))) => {
+                    let (lo, hi) = &*iterate_bounds;
+                    if lo.as_ref().is_some_and(|l| key < l) || hi.as_ref().is_some_and(|h| key >= h) {
+                        continue;
+                    }
                     let base = below.map(|(_, v)| v);
                     let value = wb.fold_ops(offsets, dels, key).and_then(|fold| match fold.base {
                         Some(set) => fold.finish(merge_op.as_ref(), key, set),

@@ -200,7 +200,18 @@ fn reads_through_an_indexed_batch_equal_the_database_after_the_write() {
             }
             for _ in 0..4 {
                 let range = random_range(&mut rng);
-                let want: Entries = theirs.range(range.clone()).collect::<Result<_, _>>().unwrap();
+                // Now and then the read options' iterate bounds narrow the range too.
+                let (mut ro, mut bounds) = (ro.clone(), ReadOptions::default());
+                if rng.gen_bool(0.3) {
+                    let k = key(rng.gen_range(0..KEYS));
+                    (ro, bounds) = (ro.with_iterate_lower_bound(&k), bounds.with_iterate_lower_bound(&k));
+                }
+                if rng.gen_bool(0.3) {
+                    let k = key(rng.gen_range(0..KEYS + 1));
+                    (ro, bounds) = (ro.with_iterate_upper_bound(&k), bounds.with_iterate_upper_bound(&k));
+                }
+                let want: Entries =
+                    theirs.range_opt(range.clone(), &bounds).collect::<Result<_, _>>().unwrap();
                 let got: Entries =
                     wb.iter_with_base(mine, range.clone(), &ro).collect::<Result<_, _>>().unwrap();
                 assert_eq!(got, want, "seed {seed} {} {range:?}", mine.name());
