@@ -64,8 +64,8 @@ pub enum BatchLookup {
 #[derive(Clone, Debug, Default)]
 pub struct WriteBatchWithIndex {
     batch: WriteBatch,
-    /// (keyspace id, user key) -> offsets in `batch` of its point ops, in order.
-    keys: BTreeMap<(u32, Vec<u8>), Vec<usize>>,
+    /// Keyspace id -> user key -> offsets in `batch` of its point ops, in order.
+    keys: BTreeMap<u32, BTreeMap<Vec<u8>, Vec<usize>>>,
     /// Range deletes: (keyspace id, offset in `batch`), in order.
     range_dels: Vec<(u32, usize)>,
 }
@@ -133,7 +133,7 @@ impl WriteBatchWithIndex {
     }
 
     fn index_point(&mut self, keyspace: u32, key: &[u8], at: usize) {
-        self.keys.entry((keyspace, key.to_vec())).or_default().push(at);
+        self.keys.entry(keyspace).or_default().entry(key.to_vec()).or_default().push(at);
     }
 
     /// Number of ops.
@@ -245,32 +245,21 @@ impl WriteBatchWithIndex {
         ro: &ReadOptions,
     ) -> BatchWithBaseIter<'_> {
         let id = ks.id();
-        let lower = match range.start_bound() {
-            Bound::Included(k) => Bound::Included((id, k.as_ref().to_vec())),
-            Bound::Excluded(k) => Bound::Excluded((id, k.as_ref().to_vec())),
-            Bound::Unbounded => Bound::Included((id, Vec::new())),
-        };
-        let upper = match range.end_bound() {
-            Bound::Included(k) => Bound::Included((id, k.as_ref().to_vec())),
-            Bound::Excluded(k) => Bound::Excluded((id, k.as_ref().to_vec())),
-            Bound::Unbounded if id < u32::MAX => Bound::Excluded((id + 1, Vec::new())),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        let empty = match (&lower, &upper) {
+        let bounds = (range.start_bound().map(AsRef::as_ref), range.end_bound().map(AsRef::as_ref));
+        let empty = match bounds {
             (Bound::Excluded(l), Bound::Excluded(u)) => l >= u,
             (Bound::Included(l) | Bound::Excluded(l), Bound::Included(u) | Bound::Excluded(u)) => l > u,
             _ => false,
         };
-        // BTreeMap::range panics on such a range; (0, []) is the smallest key.
-        let batch_keys =
-            if empty { self.keys.range(..(0, Vec::new())) } else { self.keys.range((lower, upper)) };
+        // BTreeMap::range panics on an empty range.
+        let batch_keys = self.keys.get(&id).filter(|_| !empty).map(|m| m.range::<[u8], _>(bounds));
         let range_dels = self.batch.check_owner(ks.db_instance()).and_then(|()| self.range_dels_of(id));
         BatchWithBaseIter {
             wb: self,
             merge_op: ks.merge_operator().cloned(),
             range_dels,
             db: Ends::new(ks.range_opt(range, ro)),
-            batch: Ends::new(batch_keys),
+            batch: Ends::new(batch_keys.into_iter().flatten()),
             iterate_bounds: (ro.iterate_lower_bound.clone(), ro.iterate_upper_bound.clone()),
             failed: false,
         }
@@ -294,7 +283,8 @@ impl WriteBatchWithIndex {
     fn fold(&self, ks: &Keyspace, key: &[u8]) -> Result<Fold<'_>> {
         self.batch.check_owner(ks.db_instance())?;
         let dels = self.range_dels_of(ks.id())?;
-        self.fold_ops(self.keys.get(&(ks.id(), key.to_vec())).map_or(&[][..], Vec::as_slice), &dels, key)
+        let offsets = self.keys.get(&ks.id()).and_then(|m| m.get(key));
+        self.fold_ops(offsets.map_or(&[][..], Vec::as_slice), &dels, key)
     }
 
     /// Folds the point ops at `offsets` (of `key`, in order) with the range
@@ -383,7 +373,9 @@ impl<I: DoubleEndedIterator> Ends<I> {
     }
 }
 
-type BatchKeys<'a> = std::collections::btree_map::Range<'a, (u32, Vec<u8>), Vec<usize>>;
+/// One keyspace's batch keys in a range (none when the batch has no op there).
+type BatchKeys<'a> =
+    std::iter::Flatten<std::option::IntoIter<std::collections::btree_map::Range<'a, Vec<u8>, Vec<usize>>>>;
 
 /// The iterator of [`WriteBatchWithIndex::iter_with_base`]: (key, value) pairs
 /// in key order, from either end; stops after the first error.
@@ -438,7 +430,7 @@ impl BatchWithBaseIter<'_> {
                 (Some(Err(_)), _) => Take::Db,
                 (Some(Ok(_)), None) => Take::Db,
                 (None, Some(_)) => Take::Batch,
-                (Some(Ok((dk, _))), Some(((_, bk), _))) => match dk.as_slice().cmp(bk.as_slice()) {
+                (Some(Ok((dk, _))), Some((bk, _))) => match dk.as_slice().cmp(bk.as_slice()) {
                     std::cmp::Ordering::Equal => Take::Both,
                     std::cmp::Ordering::Less if forward => Take::Db,
                     std::cmp::Ordering::Greater if !forward => Take::Db,
@@ -473,7 +465,7 @@ impl BatchWithBaseIter<'_> {
                         return Some(Ok((k, v)));
                     }
                 }
-                (below, Some(((_, key), offsets))) => {
+                (below, Some((key, offsets))) => {
                     let (lo, hi) = &*iterate_bounds;
                     if lo.as_ref().is_some_and(|l| key < l) || hi.as_ref().is_some_and(|h| key >= h) {
                         continue;
