@@ -56,6 +56,15 @@ pub struct WriteBatch {
     owner: HandleOwner,
 }
 
+/// The end of a batch at some moment ([`WriteBatch::mark`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BatchMark {
+    /// Bytes of the encoding; ops added later start here.
+    pub len: usize,
+    count: u32,
+    owner: HandleOwner,
+}
+
 /// Which database a batch's keyspace handles belong to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum HandleOwner {
@@ -397,6 +406,18 @@ impl WriteBatch {
         let rest = self.rep.get(offset..).filter(|_| offset >= HEADER_LEN);
         let rest = rest.ok_or_else(|| Error::invalid("no batch record at this offset"))?;
         BatchIter { reader: Reader::new(rest), remaining: 1, failed: false }.decode()
+    }
+
+    /// Where the batch ends now, to cut it back to with [`Self::truncate`].
+    pub(crate) fn mark(&self) -> BatchMark {
+        BatchMark { len: self.rep.len(), count: self.count(), owner: self.owner }
+    }
+
+    /// Drops every op added after `mark` was taken.
+    pub(crate) fn truncate(&mut self, mark: BatchMark) {
+        self.rep.truncate(mark.len.max(HEADER_LEN));
+        self.set_count(mark.count);
+        self.owner = mark.owner;
     }
 
     fn count(&self) -> u32 {

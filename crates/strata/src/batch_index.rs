@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-use crate::batch::WriteBatch;
+use crate::batch::{BatchMark, WriteBatch};
 use crate::db::read_options::ReadOptions;
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
@@ -68,6 +68,8 @@ pub struct WriteBatchWithIndex {
     keys: BTreeMap<u32, BTreeMap<Vec<u8>, Vec<usize>>>,
     /// Range deletes: (keyspace id, offset in `batch`), in order.
     range_dels: Vec<(u32, usize)>,
+    /// Where the batch ended at each savepoint, oldest first.
+    savepoints: Vec<BatchMark>,
 }
 
 impl WriteBatchWithIndex {
@@ -149,6 +151,67 @@ impl WriteBatchWithIndex {
     /// Removes every op.
     pub fn clear(&mut self) {
         *self = Self::default();
+    }
+
+    /// Marks the batch's current end, to come back to with
+    /// [`Self::rollback_to_savepoint`] (RocksDB `SetSavePoint`). Savepoints nest.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{BatchLookup, Db, MemVfs, Options, WriteBatchWithIndex};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let ks = db.default_keyspace();
+    /// let mut wb = WriteBatchWithIndex::new();
+    /// wb.put("a", "1");
+    /// wb.set_savepoint();
+    /// wb.put("a", "2");
+    /// wb.put("b", "2");
+    /// wb.rollback_to_savepoint()?;
+    /// assert_eq!(wb.get_from_batch(&ks, "a")?, BatchLookup::Found(b"1".to_vec()));
+    /// assert_eq!((wb.get_from_batch(&ks, "b")?, wb.len()), (BatchLookup::NotFound, 1));
+    /// assert!(wb.rollback_to_savepoint().is_err(), "no savepoint is left");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn set_savepoint(&mut self) {
+        self.savepoints.push(self.batch.mark());
+    }
+
+    /// Drops every op added since the newest savepoint, and that savepoint
+    /// (RocksDB `RollbackToSavePoint`). Fails with
+    /// [`Error::InvalidArgument`] if no savepoint is set.
+    pub fn rollback_to_savepoint(&mut self) -> Result<()> {
+        let mark = self.savepoints.pop().ok_or_else(no_savepoint)?;
+        self.batch.truncate(mark);
+        let cut = mark.len;
+        self.range_dels.retain(|&(_, at)| at < cut);
+        for keys in self.keys.values_mut() {
+            keys.retain(|_, offsets| {
+                offsets.retain(|&at| at < cut);
+                !offsets.is_empty()
+            });
+        }
+        self.keys.retain(|_, keys| !keys.is_empty());
+        Ok(())
+    }
+
+    /// Forgets the newest savepoint, keeping the ops added since (RocksDB
+    /// `PopSavePoint`). Fails with [`Error::InvalidArgument`] if none is set.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut wb = strata::WriteBatchWithIndex::new();
+    /// wb.set_savepoint();
+    /// wb.put("a", "1");
+    /// wb.pop_savepoint()?;
+    /// assert_eq!(wb.len(), 1);
+    /// assert!(wb.pop_savepoint().is_err());
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn pop_savepoint(&mut self) -> Result<()> {
+        self.savepoints.pop().map(drop).ok_or_else(no_savepoint)
     }
 
     /// The batch, to read or copy.
@@ -306,6 +369,10 @@ impl WriteBatchWithIndex {
         }
         Ok(fold)
     }
+}
+
+fn no_savepoint() -> Error {
+    Error::invalid("no savepoint is set")
 }
 
 /// A range delete of the batch: `[start, end)`, its record at offset `at`.

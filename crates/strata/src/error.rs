@@ -43,6 +43,17 @@ pub enum Error {
     /// The database was closed.
     #[error("database is closed")]
     Closed,
+    /// A transaction's commit found that a key it read or wrote was changed
+    /// by another write since (RocksDB's `Busy`): nothing was written. Retry
+    /// the whole transaction.
+    #[error("busy: {0}")]
+    Busy(String),
+    /// A transaction's commit could not tell whether a key it read changed
+    /// since, because the memtables kept in memory do not reach back that
+    /// far (RocksDB's `TryAgain`): nothing was written. Retry the whole
+    /// transaction.
+    #[error("try again: {0}")]
+    TryAgain(String),
 }
 
 impl Error {
@@ -59,6 +70,12 @@ impl Error {
     /// True for [`Error::Corruption`].
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption(_))
+    }
+
+    /// True for the errors after which retrying a whole transaction may
+    /// succeed: [`Error::Busy`] and [`Error::TryAgain`].
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Busy(_) | Error::TryAgain(_))
     }
 
     /// The refusal of a change on a handle opened with `Db::open_read_only`.
@@ -80,6 +97,8 @@ impl Error {
             Error::NotSupported(s) => Error::NotSupported(s.clone()),
             Error::KeyspaceNotFound(s) => Error::KeyspaceNotFound(s.clone()),
             Error::Closed => Error::Closed,
+            Error::Busy(s) => Error::Busy(s.clone()),
+            Error::TryAgain(s) => Error::TryAgain(s.clone()),
         }
     }
 }

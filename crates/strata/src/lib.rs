@@ -58,6 +58,7 @@ pub mod stats;
 #[doc(hidden)]
 pub mod table;
 pub mod ttl;
+mod txn;
 #[doc(hidden)]
 pub mod util;
 #[doc(hidden)]
@@ -87,6 +88,7 @@ pub use pinned::PinnedValue;
 pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use stats::{CompactionRecord, LevelStats, StageTimes, Stats};
 pub use ttl::TtlDb;
+pub use txn::{OptimisticTransactionDb, Transaction, TransactionOptions};
 pub use vfs::{MemVfs, RealVfs, Vfs};
 
 /// Largest `key.len() + value.len()` one put may carry (512 MiB minus the

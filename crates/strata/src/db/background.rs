@@ -168,7 +168,9 @@ impl DbInner {
         });
         {
             let mut st = self.state.lock();
-            st.imms.pop_front();
+            if let Some(flushed) = st.imms.pop_front() {
+                self.keep_in_history(&mut st, flushed);
+            }
             self.install_super_version(&st);
             self.note_stall(&st, self.versions.current().level_files(0));
         }

@@ -6,6 +6,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::conflict::TrackedKey;
 use super::shared::{CommitScratch, Shared};
 use super::writer_queue::WriteSlot;
 use super::DbInner;
@@ -77,6 +78,19 @@ impl Shared {
     /// the tree of the handle the write came through: its counters count the
     /// groups this write leads, and it reports a failed WAL write.
     pub(crate) fn write(&self, via: &DbInner, batch: WriteBatch, wo: &WriteOptions) -> Result<()> {
+        self.write_checked(via, batch, wo, Vec::new())
+    }
+
+    /// [`Self::write`] that commits only if none of `check` changed after its
+    /// sequence (an optimistic transaction's commit; then even an empty batch
+    /// is checked). Fails with `Busy` or `TryAgain` otherwise, writing nothing.
+    pub(crate) fn write_checked(
+        &self,
+        via: &DbInner,
+        batch: WriteBatch,
+        wo: &WriteOptions,
+        check: Vec<TrackedKey>,
+    ) -> Result<()> {
         if self.read_only {
             return Err(Error::opened_read_only());
         }
@@ -87,11 +101,11 @@ impl Shared {
             ));
         }
         batch.check_owner(self.instance)?;
-        if batch.is_empty() {
+        if batch.is_empty() && check.is_empty() {
             return Ok(());
         }
         check_entry_sizes(&batch)?;
-        let slot = Arc::new(WriteSlot::new(batch, wo.sync, wo.disable_wal));
+        let slot = Arc::new(WriteSlot::new(batch, wo.sync, wo.disable_wal, check));
         let mut q = self.writers.lock();
         q.queue.push_back(slot.clone());
         loop {
@@ -111,7 +125,10 @@ impl Shared {
         let mut group = std::mem::take(&mut q.group);
         let mut bytes = 0;
         for s in q.queue.iter() {
-            if !group.is_empty() && bytes + s.size > MAX_GROUP_BYTES {
+            // A checked batch commits alone: its check must see every write
+            // sequenced before it applied (RocksDB's optimistic commit too).
+            let joins = s.check.is_empty() && group.first().is_none_or(|f| f.check.is_empty());
+            if !group.is_empty() && (bytes + s.size > MAX_GROUP_BYTES || !joins) {
                 break;
             }
             bytes += s.size;
@@ -170,9 +187,12 @@ impl Shared {
         let (mut committed, mut sync, mut logged) = (0u64, false, false);
         for s in group {
             let Some(b) = s.batch.lock().take() else { continue };
-            if let Err(e) = resolve_batch(self, &b, trees) {
+            if let Err(e) = self.check_unchanged(&s.check).and_then(|()| resolve_batch(self, &b, trees)) {
                 *s.refused.lock() = Some(e);
                 continue;
+            }
+            if b.is_empty() {
+                continue; // a transaction that only read: checked, nothing to write
             }
             match &mut batch {
                 None => batch = Some(b),
@@ -228,6 +248,17 @@ impl Shared {
             t.versions.set_last_sequence(seq - 1);
         }
         self.visible_seq.store(seq - 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Fails if a key of `check` changed after its sequence (see
+    /// [`DbInner::check_unchanged`]); a dropped keyspace fails it too.
+    fn check_unchanged(&self, check: &[TrackedKey]) -> Result<()> {
+        let mut keys: Vec<&TrackedKey> = check.iter().collect();
+        keys.sort_unstable_by_key(|k| k.keyspace);
+        for chunk in keys.chunk_by(|a, b| a.keyspace == b.keyspace) {
+            self.tree(chunk[0].keyspace)?.check_unchanged(chunk)?;
+        }
         Ok(())
     }
 
@@ -310,6 +341,34 @@ mod tests {
         assert_eq!(db.get("d").unwrap(), Some(b"v".to_vec()));
         assert_eq!(db.get("m0").unwrap(), None, "a refused batch is refused whole");
         assert_eq!(db.stats().write_groups, 2, "the last three writers formed one group");
+        db.close().unwrap();
+    }
+
+    #[test]
+    fn a_checked_commit_sees_the_writes_queued_ahead_of_it_in_the_same_round() {
+        let db = Db::open("/db", Options::default().with_vfs(Arc::new(MemVfs::new()))).unwrap();
+        let read_at = db.inner().shared.visible_seq.load(Ordering::Acquire);
+        let tracked = vec![TrackedKey { keyspace: 0, key: b"k".to_vec(), seq: read_at }];
+        let mut txn = WriteBatch::new();
+        txn.put("t", "1");
+        let shared = &db.inner().shared;
+        let wal = shared.wal.lock();
+        let (first, plain, checked) = thread::scope(|s| {
+            let first = s.spawn(|| db.put("first", "1"));
+            wait_for_writers(&db, 1);
+            let plain = s.spawn(|| db.put("k", "changed"));
+            wait_for_writers(&db, 2);
+            let checked =
+                s.spawn(|| shared.write_checked(db.inner(), txn, &WriteOptions::default(), tracked));
+            wait_for_writers(&db, 3);
+            drop(wal);
+            (first.join().unwrap(), plain.join().unwrap(), checked.join().unwrap())
+        });
+        first.unwrap();
+        plain.unwrap();
+        assert!(matches!(checked, Err(Error::Busy(_))), "{checked:?}");
+        assert_eq!(db.get("t").unwrap(), None);
+        assert_eq!(db.stats().write_groups, 2, "first, then plain; the refused batch wrote nothing");
         db.close().unwrap();
     }
 }

@@ -123,6 +123,24 @@ impl Keyspace {
         self.tree.shared.write(&self.tree, batch, wo)
     }
 
+    /// [`Self::write_batch`] that commits only if no key of `check` changed
+    /// after its sequence (an optimistic transaction's commit).
+    pub(crate) fn write_checked(
+        &self,
+        batch: WriteBatch,
+        wo: &WriteOptions,
+        check: Vec<crate::db::conflict::TrackedKey>,
+    ) -> Result<()> {
+        self.tree.check_live()?;
+        self.tree.shared.write_checked(&self.tree, batch, wo, check)
+    }
+
+    /// The newest sequence every reader sees (a transaction's read point
+    /// when it holds no snapshot).
+    pub(crate) fn visible_sequence(&self) -> crate::key::SeqNum {
+        self.tree.shared.visible_seq.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     fn write_one(&self, kind: ValueKind, key: &[u8], value: &[u8], wo: &WriteOptions) -> Result<()> {
         let mut b = WriteBatch::for_one_op(key, value);
         b.push_op(self.tree.id, kind, key, value);

@@ -7,6 +7,7 @@ mod bounds;
 mod cf;
 mod checkpoint;
 mod commit;
+pub(crate) mod conflict;
 mod ddl;
 mod file_get;
 mod handle;
@@ -82,14 +83,24 @@ pub(crate) struct Immutable {
     pub wal: u64,
     /// Why it was sealed.
     pub reason: crate::events::FlushReason,
+    /// Every write in it has a greater sequence than this (`DbState::mem_floor`).
+    pub floor: crate::key::SeqNum,
 }
 
 /// Write-side state, under `DbInner::state`.
 pub(crate) struct DbState {
     pub mem: Arc<MemTable>,
     pub mem_wal: u64,
+    /// The database's last sequence when `mem` became the active memtable:
+    /// every write to this tree after it is in `mem`, `imms` or newer.
+    pub mem_floor: crate::key::SeqNum,
     /// Immutable memtables waiting for flush, oldest first.
     pub imms: VecDeque<Immutable>,
+    /// Flushed memtables kept so transactions can see what changed since
+    /// they read (`max_write_buffer_size_to_maintain`), oldest first; never
+    /// read by gets or iterators. INVARIANT: with `imms` and `mem` they cover
+    /// one unbroken stretch of sequences.
+    pub history: VecDeque<Immutable>,
     /// Set by a failed WAL write/sync, flush or compaction: the DB goes read-only.
     pub bg_error: Option<String>,
     pub shutting_down: bool,

@@ -23,6 +23,7 @@ const NUMERIC: &[&str] = &[
     "cur-size-active-mem-table",
     "size-all-mem-tables",
     "num-immutable-mem-table",
+    "num-immutable-mem-table-flushed",
     "num-entries-active-mem-table",
     "num-entries-imm-mem-tables",
     "num-running-compactions",
@@ -116,9 +117,13 @@ impl DbInner {
             "live-sst-files-size" => sv.version.live_bytes(),
             "total-sst-files-size" => self.table_bytes_on_disk(),
             "estimate-live-data-size" => run_files(&sv).map(|f| f.size).sum(),
-            "cur-size-all-mem-tables" | "size-all-mem-tables" => {
-                mems().map(|m| m.approximate_memory_usage() as u64).sum()
+            "cur-size-all-mem-tables" => mems().map(|m| m.approximate_memory_usage() as u64).sum(),
+            "size-all-mem-tables" => {
+                let history: usize =
+                    self.state.lock().history.iter().map(|h| h.mem.approximate_memory_usage()).sum();
+                mems().map(|m| m.approximate_memory_usage() as u64).sum::<u64>() + history as u64
             }
+            "num-immutable-mem-table-flushed" => self.state.lock().history.len() as u64,
             "cur-size-active-mem-table" => sv.mem.approximate_memory_usage() as u64,
             "num-immutable-mem-table" => sv.imms.len() as u64,
             "num-entries-active-mem-table" => sv.mem.len() as u64,

@@ -135,7 +135,10 @@ impl Parts {
             state: Mutex::new(DbState {
                 mem,
                 mem_wal,
+                // Replayed writes are older than any transaction of this open.
+                mem_floor: shared.root_versions.last_sequence(),
                 imms: VecDeque::new(),
+                history: VecDeque::new(),
                 bg_error: None,
                 shutting_down: false,
             }),

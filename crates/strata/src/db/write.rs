@@ -107,7 +107,9 @@ impl DbInner {
         shared.note_wal_created(number);
         let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new()));
         let old_wal = std::mem::replace(&mut st.mem_wal, number);
-        st.imms.push_back(Immutable { mem: old, wal: old_wal, reason });
+        // Under the WAL lock no write is between sequencing and applying.
+        let floor = std::mem::replace(&mut st.mem_floor, shared.root_versions.last_sequence());
+        st.imms.push_back(Immutable { mem: old, wal: old_wal, reason, floor });
         self.install_super_version(st);
         self.bg_cv.notify_all();
         // A keyspace with nothing unflushed needs no older WAL. (Its

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::conflict::TrackedKey;
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 
@@ -16,6 +17,9 @@ pub(crate) struct WriteSlot {
     pub sync: bool,
     pub disable_wal: bool,
     pub size: usize,
+    /// Keys the batch commits only if unchanged (an optimistic transaction):
+    /// such a slot commits in a group of its own, checked under the WAL lock.
+    pub check: Vec<TrackedKey>,
     /// Filled by the leader that committed this slot's batch.
     pub result: Mutex<Option<Result<()>>>,
     /// Set by the leader when this batch alone was refused (left out of the group).
@@ -23,9 +27,10 @@ pub(crate) struct WriteSlot {
 }
 
 impl WriteSlot {
-    pub(crate) fn new(batch: WriteBatch, sync: bool, disable_wal: bool) -> WriteSlot {
+    pub(crate) fn new(batch: WriteBatch, sync: bool, disable_wal: bool, check: Vec<TrackedKey>) -> WriteSlot {
         WriteSlot {
             size: batch.size_in_bytes(),
+            check,
             batch: Mutex::new(Some(batch)),
             sync,
             disable_wal,

@@ -203,11 +203,30 @@ impl MemTable {
     /// The newest entry for `user_key` with a sequence number `<= seq`
     /// (a `Delete` kind means the key was deleted).
     pub fn get(&self, user_key: &[u8], seq: SeqNum) -> Option<(ValueKind, Vec<u8>)> {
+        self.newest_entry(user_key, seq, |_, kind, value| (kind, value.to_vec()))
+    }
+
+    /// The sequence of the newest change to `user_key` held here: a point
+    /// entry or a range tombstone covering it. A transaction's commit asks
+    /// this to find writes made since it read the key.
+    pub(crate) fn latest_seq(&self, user_key: &[u8]) -> Option<SeqNum> {
+        let point = self.newest_entry(user_key, key::MAX_SEQ, |seq, _, _| seq);
+        point.max(self.max_range_del(user_key, key::MAX_SEQ))
+    }
+
+    /// `found(seq, kind, value)` of the newest point entry for `user_key`
+    /// with a sequence `<= seq`.
+    fn newest_entry<T>(
+        &self,
+        user_key: &[u8],
+        seq: SeqNum,
+        found: impl FnOnce(SeqNum, ValueKind, &[u8]) -> T,
+    ) -> Option<T> {
         let find = |lookup: &[u8]| {
             let e = self.map.lower_bound(Bound::Included(IKey::new(lookup)))?;
             let entry = e.key();
             let parsed = key::parse_internal_key(entry.ikey()).ok()?;
-            (parsed.user_key == user_key).then(|| (parsed.kind, entry.value().to_vec()))
+            (parsed.user_key == user_key).then(|| found(parsed.seq, parsed.kind, entry.value()))
         };
         let len = user_key.len() + TRAILER_LEN;
         if len <= STACK_KEY {

@@ -96,6 +96,7 @@ pub struct Options {
     pub(crate) max_mem_compaction_level: usize,
     pub(crate) vfs: Arc<dyn Vfs>,
     pub(crate) max_total_wal_size: u64,
+    pub(crate) max_write_buffer_size_to_maintain: u64,
     pub(crate) info_log: bool,
     pub(crate) max_log_file_size: u64,
     pub(crate) keep_log_file_num: usize,
@@ -164,6 +165,7 @@ impl Default for Options {
             max_mem_compaction_level: 0,
             vfs: Arc::new(RealVfs::new()),
             max_total_wal_size: 0,
+            max_write_buffer_size_to_maintain: 0,
             info_log: true,
             max_log_file_size: 4 << 20,
             keep_log_file_num: 5,
@@ -359,6 +361,23 @@ impl Options {
         /// # let _ = opts;
         /// ```
         with_max_total_wal_size, max_total_wal_size, u64);
+    setter!(/// Bytes of flushed memtables each keyspace keeps in memory so an
+        /// optimistic transaction's commit can tell whether a key it read
+        /// changed since (RocksDB `max_write_buffer_size_to_maintain`). A
+        /// flushed memtable is released once the newer flushed ones hold this
+        /// much. Default 0: none kept, and a transaction that began before the
+        /// last flush of a keyspace it read fails to commit with
+        /// [`Error::TryAgain`](crate::Error::TryAgain).
+        /// [`OptimisticTransactionDb::open`](crate::OptimisticTransactionDb::open)
+        /// turns a 0 into one write buffer's size.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// let opts = strata::Options::default().with_max_write_buffer_size_to_maintain(128 << 20);
+        /// # let _ = opts;
+        /// ```
+        with_max_write_buffer_size_to_maintain, max_write_buffer_size_to_maintain, u64);
 
     /// Options for keyspace `name` at open (RocksDB's column family
     /// descriptors), the only way to give an existing keyspace back its

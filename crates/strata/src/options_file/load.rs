@@ -52,6 +52,7 @@ fn apply_db(file: &str, s: &Section, o: &mut Options) -> Result<()> {
             }
             "max_manifest_file_size" => o.max_manifest_file_size = value(file, e)?,
             "max_total_wal_size" => o.max_total_wal_size = value(file, e)?,
+            "max_write_buffer_size_to_maintain" => o.max_write_buffer_size_to_maintain = value(file, e)?,
             "info_log" => o.info_log = value(file, e)?,
             "max_log_file_size" => o.max_log_file_size = value(file, e)?,
             "keep_log_file_num" => o.keep_log_file_num = value(file, e)?,

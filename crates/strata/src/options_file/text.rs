@@ -114,6 +114,7 @@ fn db_entries(o: &Options) -> Vec<(&'static str, String)> {
         ("wal_recovery_mode", recovery_mode_name(o.wal_recovery_mode).into()),
         ("max_manifest_file_size", o.max_manifest_file_size.to_string()),
         ("max_total_wal_size", o.max_total_wal_size.to_string()),
+        ("max_write_buffer_size_to_maintain", o.max_write_buffer_size_to_maintain.to_string()),
         ("info_log", o.info_log.to_string()),
         ("max_log_file_size", o.max_log_file_size.to_string()),
         ("keep_log_file_num", o.keep_log_file_num.to_string()),

@@ -1,0 +1,433 @@
+//! Transactions (RocksDB `Transaction`): reads that see the transaction's own
+//! writes, and a commit that is all or nothing. [`OptimisticTransactionDb`]
+//! checks at commit that nothing the transaction read or wrote changed since
+//! (optimistic.rs); the writes go to the database in one batch, one WAL record.
+
+mod optimistic;
+
+use std::collections::HashMap;
+use std::ops::RangeBounds;
+
+pub use optimistic::OptimisticTransactionDb;
+
+use crate::batch_index::{BatchWithBaseIter, WriteBatchWithIndex};
+use crate::db::conflict::TrackedKey;
+use crate::error::{Error, Result};
+use crate::key::SeqNum;
+use crate::{Keyspace, ReadOptions, Snapshot, WriteOptions};
+
+/// How a transaction begins ([`OptimisticTransactionDb::begin_with`]).
+///
+/// # Examples
+///
+/// ```
+/// use strata::{TransactionOptions, WriteOptions};
+///
+/// let opts = TransactionOptions::default()
+///     .with_snapshot(false)
+///     .with_write_options(WriteOptions::default().with_sync(true));
+/// # let _ = opts;
+/// ```
+#[derive(Clone, Debug)]
+pub struct TransactionOptions {
+    pub(crate) snapshot: bool,
+    pub(crate) write_options: WriteOptions,
+}
+
+impl Default for TransactionOptions {
+    fn default() -> Self {
+        TransactionOptions { snapshot: true, write_options: WriteOptions::default() }
+    }
+}
+
+impl TransactionOptions {
+    /// Whether the transaction takes a snapshot when it begins (default
+    /// true: snapshot isolation). Its reads then see the database as of
+    /// that snapshot, and its commit fails if any key it read for update or
+    /// wrote changed after it. Without one (RocksDB's default), each read
+    /// sees the newest data, and a key conflicts only if it changed after
+    /// the transaction first read or wrote it.
+    #[must_use]
+    pub fn with_snapshot(mut self, snapshot: bool) -> Self {
+        self.snapshot = snapshot;
+        self
+    }
+
+    /// The write options of the commit (sync, WAL).
+    #[must_use]
+    pub fn with_write_options(mut self, wo: WriteOptions) -> Self {
+        self.write_options = wo;
+        self
+    }
+}
+
+/// An open transaction. Its writes are buffered in a
+/// [`WriteBatchWithIndex`] that its reads see, and reach the database
+/// atomically at [`Self::commit`]. Dropping it without committing discards
+/// them. It owns handles on the database, so it may outlive the borrow it
+/// began from and move between threads; once the database is closed every
+/// call fails with [`Error::Closed`].
+///
+/// # Examples
+///
+/// ```
+/// use strata::{MemVfs, OptimisticTransactionDb, Options};
+///
+/// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+/// db.put("alice", "100")?;
+/// db.put("bob", "0")?;
+/// let mut txn = db.begin();
+/// let alice: u64 = String::from_utf8(txn.get_for_update("alice")?.unwrap()).unwrap().parse().unwrap();
+/// txn.put("alice", (alice - 30).to_string())?;
+/// txn.put("bob", "30")?;
+/// assert_eq!(txn.get("bob")?, Some(b"30".to_vec()), "the transaction reads its own writes");
+/// assert_eq!(db.get("bob")?, Some(b"0".to_vec()), "others do not, until it commits");
+/// txn.commit()?;
+/// assert_eq!(db.get("alice")?, Some(b"70".to_vec()));
+/// # Ok::<(), strata::Error>(())
+/// ```
+pub struct Transaction {
+    /// The default keyspace, through which the commit goes.
+    default: Keyspace,
+    write_options: WriteOptions,
+    snapshot: Option<Snapshot>,
+    batch: WriteBatchWithIndex,
+    /// (keyspace id, key) -> the sequence the transaction's view of it
+    /// started at: a later change of the key fails the commit. INVARIANT:
+    /// the first tracking of a key sets it; later ones never raise it.
+    tracked: HashMap<(u32, Vec<u8>), SeqNum>,
+    /// Per savepoint, oldest first: the keys first tracked since it was set.
+    savepoints: Vec<Vec<(u32, Vec<u8>)>>,
+}
+
+impl std::fmt::Debug for Transaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction")
+            .field("snapshot", &self.snapshot)
+            .field("writes", &self.batch.len())
+            .field("tracked_keys", &self.tracked.len())
+            .finish()
+    }
+}
+
+impl Transaction {
+    pub(crate) fn new(default: Keyspace, opts: &TransactionOptions) -> Transaction {
+        let snapshot = opts.snapshot.then(|| default.snapshot());
+        Transaction {
+            default,
+            write_options: opts.write_options.clone(),
+            snapshot,
+            batch: WriteBatchWithIndex::new(),
+            tracked: HashMap::new(),
+            savepoints: Vec::new(),
+        }
+    }
+
+    /// The snapshot the transaction reads at, if it took one.
+    pub fn snapshot(&self) -> Option<&Snapshot> {
+        self.snapshot.as_ref()
+    }
+
+    /// Takes a new snapshot now (RocksDB `SetSnapshot`): later reads see
+    /// the database as of now, and keys tracked from now on conflict with
+    /// changes after it. Keys already tracked keep their earlier sequence.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options, TransactionOptions};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let mut txn = db.begin();
+    /// db.put("k", "new")?;
+    /// assert_eq!(txn.get("k")?, None, "the snapshot predates the put");
+    /// txn.set_snapshot();
+    /// assert_eq!(txn.get("k")?, Some(b"new".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn set_snapshot(&mut self) {
+        self.snapshot = Some(self.default.snapshot());
+    }
+
+    fn read_options(&self) -> ReadOptions {
+        match &self.snapshot {
+            Some(s) => ReadOptions::default().with_snapshot(s),
+            None => ReadOptions::default(),
+        }
+    }
+
+    /// Reads `key` of the default keyspace as the transaction sees it: its
+    /// own writes over the database at its snapshot (or the newest data).
+    /// Does not track the key; see [`Self::get_for_update`].
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.get_cf(&self.default, key)
+    }
+
+    /// [`Self::get`] in keyspace `ks`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{KeyspaceOptions, MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let users = db.create_keyspace("users", KeyspaceOptions::default())?;
+    /// let mut txn = db.begin();
+    /// txn.put_cf(&users, "u1", "ada")?;
+    /// assert_eq!(txn.get_cf(&users, "u1")?, Some(b"ada".to_vec()));
+    /// assert_eq!(txn.get("u1")?, None, "another keyspace");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn get_cf(&self, ks: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.batch.get_from_batch_and_db(ks, key, &self.read_options())
+    }
+
+    /// Reads `key` of the default keyspace like [`Self::get`] and tracks it:
+    /// the commit fails with [`Error::Busy`] if another write changed it
+    /// after the transaction's snapshot (or, without one, after this read).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Error, MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// db.put("counter", "1")?;
+    /// let mut txn = db.begin();
+    /// let seen = txn.get_for_update("counter")?;
+    /// db.put("counter", "5")?; // a write outside the transaction
+    /// txn.put("counter", "2")?;
+    /// assert!(matches!(txn.commit(), Err(Error::Busy(_))));
+    /// assert_eq!(db.get("counter")?, Some(b"5".to_vec()), "the failed commit wrote nothing");
+    /// # let _ = seen;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn get_for_update(&mut self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        let ks = self.default.clone();
+        self.get_for_update_cf(&ks, key)
+    }
+
+    /// [`Self::get_for_update`] in keyspace `ks`.
+    pub fn get_for_update_cf(&mut self, ks: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        let key = key.as_ref();
+        self.track(ks, key)?;
+        self.get_cf(ks, key)
+    }
+
+    /// Iterates `range` of the default keyspace as the transaction sees it
+    /// (its writes over the database at its snapshot). Iterated keys are not
+    /// tracked. The transaction is borrowed: it takes no writes meanwhile.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// db.put("a", "1")?;
+    /// db.put("b", "2")?;
+    /// let mut txn = db.begin();
+    /// txn.delete("a")?;
+    /// txn.put("c", "3")?;
+    /// let keys: Vec<_> = txn.range::<&str, _>(..).map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+    /// assert_eq!(keys, [b"b".to_vec(), b"c".to_vec()]);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> BatchWithBaseIter<'_> {
+        self.range_cf(&self.default, range)
+    }
+
+    /// [`Self::range`] in keyspace `ks`.
+    pub fn range_cf<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        ks: &Keyspace,
+        range: R,
+    ) -> BatchWithBaseIter<'_> {
+        self.batch.iter_with_base(ks, range, &self.read_options())
+    }
+
+    /// Puts `key` in the default keyspace, seen by this transaction's reads
+    /// and by everyone once it commits. Tracks the key (a write-write
+    /// conflict fails the commit).
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let ks = self.default.clone();
+        self.put_cf(&ks, key, value)
+    }
+
+    /// [`Self::put`] in keyspace `ks`.
+    pub fn put_cf(&mut self, ks: &Keyspace, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.track(ks, key.as_ref())?;
+        self.batch.put_cf(ks, key, value);
+        Ok(())
+    }
+
+    /// Deletes `key` in the default keyspace (tracked like [`Self::put`]).
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
+        let ks = self.default.clone();
+        self.delete_cf(&ks, key)
+    }
+
+    /// [`Self::delete`] in keyspace `ks`.
+    pub fn delete_cf(&mut self, ks: &Keyspace, key: impl AsRef<[u8]>) -> Result<()> {
+        self.track(ks, key.as_ref())?;
+        self.batch.delete_cf(ks, key);
+        Ok(())
+    }
+
+    /// Merges `operand` into `key` of the default keyspace (tracked like
+    /// [`Self::put`]). Fails with [`Error::InvalidArgument`] if the keyspace
+    /// has no merge operator.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{merge_operators::UInt64Add, MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let opts = Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())).with_merge_operator(std::sync::Arc::new(UInt64Add));
+    /// let db = OptimisticTransactionDb::open("/db", opts)?;
+    /// db.put("n", 40u64.to_le_bytes())?;
+    /// let mut txn = db.begin();
+    /// txn.merge("n", 2u64.to_le_bytes())?;
+    /// assert_eq!(txn.get("n")?, Some(42u64.to_le_bytes().to_vec()));
+    /// txn.commit()?;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        let ks = self.default.clone();
+        self.merge_cf(&ks, key, operand)
+    }
+
+    /// [`Self::merge`] in keyspace `ks`.
+    pub fn merge_cf(
+        &mut self,
+        ks: &Keyspace,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        if ks.merge_operator().is_none() {
+            return Err(Error::invalid(format!(
+                "Merge operator not set: keyspace {:?} has no merge operator",
+                ks.name()
+            )));
+        }
+        self.track(ks, key.as_ref())?;
+        self.batch.merge_cf(ks, key, operand);
+        Ok(())
+    }
+
+    /// Number of writes buffered.
+    pub fn len(&self) -> usize {
+        self.batch.len()
+    }
+
+    /// True if the transaction has buffered no write.
+    pub fn is_empty(&self) -> bool {
+        self.batch.is_empty()
+    }
+
+    /// Marks the transaction's current state, to come back to with
+    /// [`Self::rollback_to_savepoint`] (RocksDB `SetSavePoint`). Savepoints nest.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let mut txn = db.begin();
+    /// txn.put("a", "1")?;
+    /// txn.set_savepoint();
+    /// txn.put("b", "2")?;
+    /// txn.rollback_to_savepoint()?;
+    /// txn.commit()?;
+    /// assert_eq!((db.get("a")?, db.get("b")?), (Some(b"1".to_vec()), None));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn set_savepoint(&mut self) {
+        self.batch.set_savepoint();
+        self.savepoints.push(Vec::new());
+    }
+
+    /// Undoes every write since the newest savepoint and stops tracking the
+    /// keys first tracked since, then forgets that savepoint (RocksDB
+    /// `RollbackToSavePoint`). Fails with [`Error::InvalidArgument`] if no
+    /// savepoint is set.
+    pub fn rollback_to_savepoint(&mut self) -> Result<()> {
+        self.batch.rollback_to_savepoint()?;
+        for key in self.savepoints.pop().unwrap_or_default() {
+            self.tracked.remove(&key);
+        }
+        Ok(())
+    }
+
+    /// Forgets the newest savepoint and keeps what was done since (RocksDB
+    /// `PopSavePoint`). Fails with [`Error::InvalidArgument`] if none is set.
+    pub fn pop_savepoint(&mut self) -> Result<()> {
+        self.batch.pop_savepoint()?;
+        let since = self.savepoints.pop().unwrap_or_default();
+        if let Some(outer) = self.savepoints.last_mut() {
+            outer.extend(since);
+        }
+        Ok(())
+    }
+
+    /// Discards every write and tracked key, and every savepoint (RocksDB
+    /// `Rollback`). The transaction stays open, with its snapshot.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let mut txn = db.begin();
+    /// txn.put("a", "1")?;
+    /// txn.rollback();
+    /// assert!(txn.is_empty());
+    /// txn.commit()?;
+    /// assert_eq!(db.get("a")?, None);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn rollback(&mut self) {
+        self.batch.clear();
+        self.tracked.clear();
+        self.savepoints.clear();
+    }
+
+    /// Writes the transaction's writes atomically, in one WAL record, if no
+    /// key it tracked changed since it was tracked. Fails with
+    /// [`Error::Busy`] on such a conflict and with [`Error::TryAgain`] when
+    /// the memtables kept in memory cannot tell (see
+    /// [`Options::with_max_write_buffer_size_to_maintain`](crate::Options::with_max_write_buffer_size_to_maintain));
+    /// then nothing was written and the whole transaction may be retried
+    /// ([`Error::is_retryable`]).
+    pub fn commit(self) -> Result<()> {
+        let check = self
+            .tracked
+            .into_iter()
+            .map(|((keyspace, key), seq)| TrackedKey { keyspace, key, seq })
+            .collect();
+        self.default.write_checked(self.batch.into_batch(), &self.write_options, check)
+    }
+
+    /// Records that the transaction depends on `key` of `ks` not changing
+    /// from now on (or since its snapshot).
+    fn track(&mut self, ks: &Keyspace, key: &[u8]) -> Result<()> {
+        if ks.db_instance() != self.default.db_instance() {
+            return Err(Error::invalid("the keyspace handle belongs to another database"));
+        }
+        let id = (ks.id(), key.to_vec());
+        if self.tracked.contains_key(&id) {
+            return Ok(());
+        }
+        let seq = match &self.snapshot {
+            Some(s) => s.sequence(),
+            None => ks.visible_sequence(),
+        };
+        if let Some(sp) = self.savepoints.last_mut() {
+            sp.push(id.clone());
+        }
+        self.tracked.insert(id, seq);
+        Ok(())
+    }
+}
