@@ -54,6 +54,15 @@ pub enum Error {
     /// transaction.
     #[error("try again: {0}")]
     TryAgain(String),
+    /// A pessimistic transaction waited for a key's lock longer than its
+    /// lock timeout (RocksDB's `TimedOut`). The transaction stays open.
+    #[error("timed out: {0}")]
+    TimedOut(String),
+    /// A pessimistic transaction's wait for a lock would have closed a cycle
+    /// of transactions waiting for each other (RocksDB's `Busy` with
+    /// `kDeadlock`). The transaction stays open; roll it back and retry.
+    #[error("deadlock: {0}")]
+    Deadlock(String),
 }
 
 impl Error {
@@ -73,9 +82,10 @@ impl Error {
     }
 
     /// True for the errors after which retrying a whole transaction may
-    /// succeed: [`Error::Busy`] and [`Error::TryAgain`].
+    /// succeed: [`Error::Busy`], [`Error::TryAgain`], [`Error::TimedOut`]
+    /// and [`Error::Deadlock`].
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::Busy(_) | Error::TryAgain(_))
+        matches!(self, Error::Busy(_) | Error::TryAgain(_) | Error::TimedOut(_) | Error::Deadlock(_))
     }
 
     /// The refusal of a change on a handle opened with `Db::open_read_only`.
@@ -99,6 +109,8 @@ impl Error {
             Error::Closed => Error::Closed,
             Error::Busy(s) => Error::Busy(s.clone()),
             Error::TryAgain(s) => Error::TryAgain(s.clone()),
+            Error::TimedOut(s) => Error::TimedOut(s.clone()),
+            Error::Deadlock(s) => Error::Deadlock(s.clone()),
         }
     }
 }

@@ -88,7 +88,7 @@ pub use pinned::PinnedValue;
 pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use stats::{CompactionRecord, LevelStats, StageTimes, Stats};
 pub use ttl::TtlDb;
-pub use txn::{OptimisticTransactionDb, Transaction, TransactionOptions};
+pub use txn::{OptimisticTransactionDb, Transaction, TransactionDb, TransactionOptions};
 pub use vfs::{MemVfs, RealVfs, Vfs};
 
 /// Largest `key.len() + value.len()` one put may carry (512 MiB minus the

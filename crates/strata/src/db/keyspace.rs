@@ -135,6 +135,17 @@ impl Keyspace {
         self.tree.shared.write_checked(&self.tree, batch, wo, check)
     }
 
+    /// Fails with `Busy` if `key` changed after its sequence, `TryAgain` if
+    /// the memtables cannot tell (a pessimistic transaction's snapshot check).
+    pub(crate) fn check_unchanged(&self, key: &crate::db::conflict::TrackedKey) -> Result<()> {
+        self.tree.check_unchanged(&[key])
+    }
+
+    /// Fails if the keyspace was dropped or the database closed.
+    pub(crate) fn check_live(&self) -> Result<()> {
+        self.tree.check_live()
+    }
+
     /// The newest sequence every reader sees (a transaction's read point
     /// when it holds no snapshot).
     pub(crate) fn visible_sequence(&self) -> crate::key::SeqNum {

@@ -1,14 +1,22 @@
 //! Transactions (RocksDB `Transaction`): reads that see the transaction's own
-//! writes, and a commit that is all or nothing. [`OptimisticTransactionDb`]
-//! checks at commit that nothing the transaction read or wrote changed since
-//! (optimistic.rs); the writes go to the database in one batch, one WAL record.
+//! writes, and a commit that is all or nothing, in one batch and one WAL
+//! record. [`OptimisticTransactionDb`] checks at commit that nothing the
+//! transaction read for update or wrote changed since (optimistic.rs);
+//! [`TransactionDb`] locks those keys as it goes instead (pessimistic.rs,
+//! lock_table.rs).
 
+mod lock_table;
 mod optimistic;
+mod pessimistic;
 
 use std::collections::HashMap;
 use std::ops::RangeBounds;
+use std::sync::Arc;
+use std::time::Duration;
 
+use lock_table::{LockKey, LockTable, LockWait, TxnId};
 pub use optimistic::OptimisticTransactionDb;
+pub use pessimistic::TransactionDb;
 
 use crate::batch_index::{BatchWithBaseIter, WriteBatchWithIndex};
 use crate::db::conflict::TrackedKey;
@@ -16,40 +24,74 @@ use crate::error::{Error, Result};
 use crate::key::SeqNum;
 use crate::{Keyspace, ReadOptions, Snapshot, WriteOptions};
 
-/// How a transaction begins ([`OptimisticTransactionDb::begin_with`]).
+/// How a transaction begins ([`OptimisticTransactionDb::begin_with`],
+/// [`TransactionDb::begin_with`]).
 ///
 /// # Examples
 ///
 /// ```
+/// use std::time::Duration;
 /// use strata::{TransactionOptions, WriteOptions};
 ///
 /// let opts = TransactionOptions::default()
 ///     .with_snapshot(false)
+///     .with_lock_timeout(Duration::from_millis(100))
 ///     .with_write_options(WriteOptions::default().with_sync(true));
 /// # let _ = opts;
 /// ```
 #[derive(Clone, Debug)]
 pub struct TransactionOptions {
-    pub(crate) snapshot: bool,
+    /// `None`: the kind's default (optimistic: a snapshot; pessimistic: none).
+    pub(crate) snapshot: Option<bool>,
     pub(crate) write_options: WriteOptions,
+    pub(crate) lock_timeout: Duration,
+    pub(crate) deadlock_detect: bool,
 }
 
 impl Default for TransactionOptions {
     fn default() -> Self {
-        TransactionOptions { snapshot: true, write_options: WriteOptions::default() }
+        TransactionOptions {
+            snapshot: None,
+            write_options: WriteOptions::default(),
+            lock_timeout: Duration::from_secs(1),
+            deadlock_detect: true,
+        }
     }
 }
 
 impl TransactionOptions {
-    /// Whether the transaction takes a snapshot when it begins (default
-    /// true: snapshot isolation). Its reads then see the database as of
-    /// that snapshot, and its commit fails if any key it read for update or
-    /// wrote changed after it. Without one (RocksDB's default), each read
-    /// sees the newest data, and a key conflicts only if it changed after
-    /// the transaction first read or wrote it.
+    /// Whether the transaction takes a snapshot when it begins. With one
+    /// (snapshot isolation), its reads see the database as of the snapshot,
+    /// and a key it reads for update or writes must not have changed after
+    /// it: an optimistic commit fails with [`Error::Busy`], a pessimistic
+    /// lock with `Busy` at once. Without one, each read sees the newest
+    /// data, and a key conflicts only with changes after the transaction
+    /// first read or wrote it. The default: a snapshot for optimistic
+    /// transactions, none for pessimistic ones (their locks already keep a
+    /// read-modify-write safe; RocksDB's default for both).
     #[must_use]
     pub fn with_snapshot(mut self, snapshot: bool) -> Self {
-        self.snapshot = snapshot;
+        self.snapshot = Some(snapshot);
+        self
+    }
+
+    /// How long a pessimistic transaction waits for a key another one holds
+    /// before failing with [`Error::TimedOut`] (RocksDB `lock_timeout`;
+    /// default 1 s). Optimistic transactions take no locks.
+    #[must_use]
+    pub fn with_lock_timeout(mut self, timeout: Duration) -> Self {
+        self.lock_timeout = timeout;
+        self
+    }
+
+    /// Whether a pessimistic transaction about to wait for a lock first
+    /// checks that the wait does not close a cycle of waiting transactions,
+    /// failing with [`Error::Deadlock`] if it would (RocksDB
+    /// `deadlock_detect`; default true here, false in RocksDB). Off, a
+    /// deadlock ends when a lock timeout expires.
+    #[must_use]
+    pub fn with_deadlock_detect(mut self, detect: bool) -> Self {
+        self.deadlock_detect = detect;
         self
     }
 
@@ -89,15 +131,25 @@ impl TransactionOptions {
 pub struct Transaction {
     /// The default keyspace, through which the commit goes.
     default: Keyspace,
+    mode: Mode,
     write_options: WriteOptions,
     snapshot: Option<Snapshot>,
     batch: WriteBatchWithIndex,
     /// (keyspace id, key) -> the sequence the transaction's view of it
-    /// started at: a later change of the key fails the commit. INVARIANT:
-    /// the first tracking of a key sets it; later ones never raise it.
-    tracked: HashMap<(u32, Vec<u8>), SeqNum>,
+    /// started at: a later change of the key fails the commit (optimistic).
+    /// A pessimistic transaction holds the lock of every key here.
+    /// INVARIANT: the first tracking of a key sets it; later ones never raise it.
+    tracked: HashMap<LockKey, SeqNum>,
     /// Per savepoint, oldest first: the keys first tracked since it was set.
-    savepoints: Vec<Vec<(u32, Vec<u8>)>>,
+    savepoints: Vec<Vec<LockKey>>,
+}
+
+/// How a transaction keeps its tracked keys from changing under it.
+enum Mode {
+    /// Checked at commit.
+    Optimistic,
+    /// Locked when first tracked, released when the transaction ends.
+    Pessimistic { locks: Arc<LockTable>, id: TxnId, wait: LockWait },
 }
 
 impl std::fmt::Debug for Transaction {
@@ -111,10 +163,12 @@ impl std::fmt::Debug for Transaction {
 }
 
 impl Transaction {
-    pub(crate) fn new(default: Keyspace, opts: &TransactionOptions) -> Transaction {
-        let snapshot = opts.snapshot.then(|| default.snapshot());
+    fn new(default: Keyspace, mode: Mode, opts: &TransactionOptions) -> Transaction {
+        let optimistic = matches!(mode, Mode::Optimistic);
+        let snapshot = opts.snapshot.unwrap_or(optimistic).then(|| default.snapshot());
         Transaction {
             default,
+            mode,
             write_options: opts.write_options.clone(),
             snapshot,
             batch: WriteBatchWithIndex::new(),
@@ -352,11 +406,15 @@ impl Transaction {
     /// keys first tracked since, then forgets that savepoint (RocksDB
     /// `RollbackToSavePoint`). Fails with [`Error::InvalidArgument`] if no
     /// savepoint is set.
+    ///
+    /// A pessimistic transaction also releases the locks it took since.
     pub fn rollback_to_savepoint(&mut self) -> Result<()> {
         self.batch.rollback_to_savepoint()?;
-        for key in self.savepoints.pop().unwrap_or_default() {
-            self.tracked.remove(&key);
+        let since = self.savepoints.pop().unwrap_or_default();
+        for key in &since {
+            self.tracked.remove(key);
         }
+        self.unlock(since);
         Ok(())
     }
 
@@ -371,8 +429,9 @@ impl Transaction {
         Ok(())
     }
 
-    /// Discards every write and tracked key, and every savepoint (RocksDB
-    /// `Rollback`). The transaction stays open, with its snapshot.
+    /// Discards every write and tracked key, and every savepoint, and
+    /// releases every lock (RocksDB `Rollback`). The transaction stays open,
+    /// with its snapshot.
     ///
     /// # Examples
     ///
@@ -390,28 +449,37 @@ impl Transaction {
     /// ```
     pub fn rollback(&mut self) {
         self.batch.clear();
-        self.tracked.clear();
         self.savepoints.clear();
+        let all: Vec<LockKey> = self.tracked.drain().map(|(k, _)| k).collect();
+        self.unlock(all);
     }
 
-    /// Writes the transaction's writes atomically, in one WAL record, if no
-    /// key it tracked changed since it was tracked. Fails with
-    /// [`Error::Busy`] on such a conflict and with [`Error::TryAgain`] when
-    /// the memtables kept in memory cannot tell (see
+    /// Writes the transaction's writes atomically, in one WAL record, and
+    /// ends it (a pessimistic transaction releases its locks, whatever the
+    /// outcome).
+    ///
+    /// An optimistic commit first checks that no key it tracked changed
+    /// since it was tracked. It fails with [`Error::Busy`] on such a
+    /// conflict and with [`Error::TryAgain`] when the memtables kept in
+    /// memory cannot tell (see
     /// [`Options::with_max_write_buffer_size_to_maintain`](crate::Options::with_max_write_buffer_size_to_maintain));
     /// then nothing was written and the whole transaction may be retried
     /// ([`Error::is_retryable`]).
-    pub fn commit(self) -> Result<()> {
-        let check = self
-            .tracked
-            .into_iter()
-            .map(|((keyspace, key), seq)| TrackedKey { keyspace, key, seq })
-            .collect();
-        self.default.write_checked(self.batch.into_batch(), &self.write_options, check)
+    pub fn commit(mut self) -> Result<()> {
+        let batch = std::mem::take(&mut self.batch).into_batch();
+        let check = match self.mode {
+            Mode::Optimistic => {
+                self.tracked.drain().map(|((keyspace, key), seq)| TrackedKey { keyspace, key, seq }).collect()
+            }
+            // The locks kept every tracked key from changing.
+            Mode::Pessimistic { .. } => Vec::new(),
+        };
+        self.default.write_checked(batch, &self.write_options, check)
+        // Dropping `self` releases the locks.
     }
 
     /// Records that the transaction depends on `key` of `ks` not changing
-    /// from now on (or since its snapshot).
+    /// from now on (or since its snapshot); a pessimistic transaction locks it.
     fn track(&mut self, ks: &Keyspace, key: &[u8]) -> Result<()> {
         if ks.db_instance() != self.default.db_instance() {
             return Err(Error::invalid("the keyspace handle belongs to another database"));
@@ -424,10 +492,36 @@ impl Transaction {
             Some(s) => s.sequence(),
             None => ks.visible_sequence(),
         };
+        if let Mode::Pessimistic { locks, id: txn, wait } = &self.mode {
+            ks.check_live()?;
+            locks.lock(*txn, &id, *wait)?;
+            // Locked now; with a snapshot, it must not have changed since.
+            if self.snapshot.is_some() {
+                let check = TrackedKey { keyspace: id.0, key: id.1.clone(), seq };
+                if let Err(e) = ks.check_unchanged(&check) {
+                    locks.unlock(*txn, [id]);
+                    return Err(e);
+                }
+            }
+        }
         if let Some(sp) = self.savepoints.last_mut() {
             sp.push(id.clone());
         }
         self.tracked.insert(id, seq);
         Ok(())
+    }
+
+    /// Releases the locks of `keys` (a pessimistic transaction's).
+    fn unlock(&self, keys: Vec<LockKey>) {
+        if let Mode::Pessimistic { locks, id, .. } = &self.mode {
+            locks.unlock(*id, keys);
+        }
+    }
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        let all: Vec<LockKey> = self.tracked.drain().map(|(k, _)| k).collect();
+        self.unlock(all);
     }
 }

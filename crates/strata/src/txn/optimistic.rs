@@ -6,7 +6,7 @@
 use std::ops::Deref;
 use std::path::Path;
 
-use super::{Transaction, TransactionOptions};
+use super::{Mode, Transaction, TransactionOptions};
 use crate::error::Result;
 use crate::{Db, Options};
 
@@ -76,7 +76,7 @@ impl OptimisticTransactionDb {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn begin_with(&self, opts: &TransactionOptions) -> Transaction {
-        Transaction::new(self.db.default_keyspace(), opts)
+        Transaction::new(self.db.default_keyspace(), Mode::Optimistic, opts)
     }
 
     /// The database underneath.
