@@ -39,6 +39,7 @@ mod events;
 #[doc(hidden)]
 pub mod filename;
 mod info_log;
+mod ingest;
 #[doc(hidden)]
 pub mod iter;
 pub mod key;
@@ -80,6 +81,7 @@ pub use events::{
     BackgroundErrorInfo, BackgroundErrorReason, CompactionInfo, EventListener, FlushInfo, FlushReason,
     PolicyChangeInfo, StallCause, StallCondition, StallInfo,
 };
+pub use ingest::{ExternalSstFileInfo, IngestExternalFileOptions, SstFileWriter};
 pub use merge_operator::{associative_merge_operator, MergeOperator};
 pub use options::kinds::{BloomAllocation, CompactionPipeline, CompressionType, WalRecoveryMode};
 pub use options::KeyspaceOptions;

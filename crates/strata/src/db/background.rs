@@ -115,7 +115,7 @@ impl DbInner {
             })
             .flatten();
         let (level, run) = match &placing {
-            Some(_) => self.flush_placement(&outputs)?,
+            Some(_) => self.flush_placement(&outputs, self.opts.max_mem_compaction_level)?,
             None => (0, None),
         };
         if !outputs.is_empty() {
@@ -181,15 +181,20 @@ impl DbInner {
         Ok(())
     }
 
-    /// Where a flushed table goes: the policy's level (validated), and the run
-    /// there to join (`None`: a new one). Callers hold `compaction_lock`.
-    fn flush_placement(&self, outputs: &[NewFile]) -> Result<(usize, Option<u64>)> {
+    /// Where a flushed (or ingested) table goes: the policy's level, at most
+    /// `max_level` (validated), and the run there to join (`None`: a new
+    /// one). Callers hold `compaction_lock`.
+    pub(super) fn flush_placement(
+        &self,
+        outputs: &[NewFile],
+        max_level: usize,
+    ) -> Result<(usize, Option<u64>)> {
         let smallest = outputs.iter().map(|f| user_key(&f.smallest)).min().unwrap_or_default();
         let largest = outputs.iter().map(|f| user_key(&f.largest)).max().unwrap_or_default();
         let bytes = outputs.iter().map(|f| f.size).sum();
         let version = self.versions.current();
         let view = build_view(&version, &self.versions, &HashSet::new());
-        let max_level = self.opts.max_mem_compaction_level.min(view.levels.len().saturating_sub(1));
+        let max_level = max_level.min(view.levels.len().saturating_sub(1));
         let level = self.policy.flush_level(&view, smallest, largest, bytes, max_level).min(max_level);
         if level == 0 {
             return Ok((0, None));

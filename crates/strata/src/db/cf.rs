@@ -225,6 +225,17 @@ impl Db {
         self.own(ks)?.flush()
     }
 
+    /// Ingests the tables at `paths` into keyspace `ks` (rust-rocksdb
+    /// `ingest_external_file_cf`; see [`Keyspace::ingest_external_file`]).
+    pub fn ingest_external_file_cf<P: AsRef<std::path::Path>>(
+        &self,
+        ks: &Keyspace,
+        paths: &[P],
+        opts: &crate::IngestExternalFileOptions,
+    ) -> Result<()> {
+        self.own(ks)?.ingest_external_file(paths, opts)
+    }
+
     /// Compacts `[start, end]` of keyspace `ks` (rust-rocksdb `compact_range_cf`).
     ///
     /// # Examples

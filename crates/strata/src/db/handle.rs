@@ -536,6 +536,17 @@ impl Db {
         self.default.flush()
     }
 
+    /// Adds the tables at `paths`, written by [`SstFileWriter`](crate::SstFileWriter),
+    /// to the default keyspace, atomically (RocksDB `IngestExternalFile`;
+    /// see [`Keyspace::ingest_external_file`]).
+    pub fn ingest_external_file<P: AsRef<Path>>(
+        &self,
+        paths: &[P],
+        opts: &crate::IngestExternalFileOptions,
+    ) -> Result<()> {
+        self.default.ingest_external_file(paths, opts)
+    }
+
     /// Compacts the keys in `[start, end]` (either end open with `None`) down
     /// the tree and waits (RocksDB `CompactRange`); flushes the memtable first.
     /// With a compaction filter set, the deepest level's files in range that

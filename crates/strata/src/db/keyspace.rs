@@ -595,6 +595,47 @@ impl Keyspace {
         self.tree.flush()
     }
 
+    /// Adds the tables at `paths` (written by
+    /// [`SstFileWriter`](crate::SstFileWriter)) to this keyspace, atomically
+    /// (RocksDB `IngestExternalFile`): after a crash all of them are in or
+    /// none. Their keys must not overlap each other. The entries get one new
+    /// sequence number, so they are newer than every earlier write and
+    /// invisible to older snapshots; they are written as tables of this
+    /// keyspace (its format) where its policy would place a flush of the
+    /// same keys, flushing the memtable first if it holds any of them.
+    /// Writes wait while the tables are written. Ingestion takes no
+    /// [`TransactionDb`](crate::TransactionDb) locks; an optimistic
+    /// transaction that read before it gets
+    /// [`Error::TryAgain`](crate::Error::TryAgain) at commit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, IngestExternalFileOptions, KeyspaceOptions, Options, SstFileWriter};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path().join("db"), Options::default())?;
+    /// let ks = db.create_keyspace("ks", KeyspaceOptions::default())?;
+    /// let mut w = SstFileWriter::create(dir.path().join("a.sst"), &Options::default())?;
+    /// w.put("k1", "v1")?;
+    /// let a = w.finish()?;
+    /// let mut w = SstFileWriter::create(dir.path().join("b.sst"), &Options::default())?;
+    /// w.put("k2", "v2")?;
+    /// let b = w.finish()?;
+    /// ks.ingest_external_file(&[a.path, b.path], &IngestExternalFileOptions::default().with_move_files(true))?;
+    /// assert_eq!(ks.get("k2")?, Some(b"v2".to_vec()));
+    /// assert_eq!(ks.stats().ingested_files, 2);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn ingest_external_file<P: AsRef<std::path::Path>>(
+        &self,
+        paths: &[P],
+        opts: &crate::IngestExternalFileOptions,
+    ) -> Result<()> {
+        let paths: Vec<std::path::PathBuf> = paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
+        self.tree.ingest(&paths, opts)
+    }
+
     /// Compacts `[start, end]` of this keyspace down its tree and waits.
     ///
     /// # Examples

@@ -11,6 +11,7 @@ pub(crate) mod conflict;
 mod ddl;
 mod file_get;
 mod handle;
+mod ingest;
 mod iter;
 mod iter_view;
 mod keyspace;

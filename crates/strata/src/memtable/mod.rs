@@ -240,6 +240,17 @@ impl MemTable {
         }
     }
 
+    /// True if an entry or a range tombstone here touches the user keys
+    /// `[lo, hi]` (an ingestion must then flush first).
+    pub(crate) fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
+        let seek = key::lookup_key(lo, key::MAX_SEQ);
+        let first = self.map.lower_bound(Bound::Included(IKey::new(&seek)));
+        let point = first.is_some_and(|e| key::user_key(e.key().ikey()) <= hi);
+        point
+            || (self.has_range_dels()
+                && self.range_dels.read().iter().any(|t| t.start.as_slice() <= hi && lo < t.end.as_slice()))
+    }
+
     /// Bytes used by keys, values and per-entry overhead (an estimate).
     pub fn approximate_memory_usage(&self) -> usize {
         self.usage.load(AtomicOrdering::Relaxed)

@@ -302,6 +302,8 @@ pub struct Stats {
     /// Memtables switched (then flushed) because the live WALs outgrew
     /// `max_total_wal_size` while this keyspace held the oldest one.
     pub wal_size_flushes: u64,
+    /// External files ingested (`Db::ingest_external_file`).
+    pub ingested_files: u64,
     /// Light-weight compactions (`lwc`): victims appended to next-level tables.
     pub appends: u64,
     /// Bytes of compaction inputs that came from a level above the task's
@@ -587,6 +589,7 @@ pub(crate) struct Counters {
     pub seek_candidates: AtomicU64,
     pub seek_compactions: AtomicU64,
     pub wal_size_flushes: AtomicU64,
+    pub ingested_files: AtomicU64,
     pub flushes_below_l0: AtomicU64,
     pub appends: AtomicU64,
     pub moved_down: AtomicU64,
@@ -743,6 +746,7 @@ impl Counters {
         s.seek_candidates = g(&self.seek_candidates);
         s.seek_compactions = g(&self.seek_compactions);
         s.wal_size_flushes = g(&self.wal_size_flushes);
+        s.ingested_files = g(&self.ingested_files);
         s.flushes_below_l0 = g(&self.flushes_below_l0);
         s.appends = g(&self.appends);
         s.compaction_bytes_moved_down = g(&self.moved_down);

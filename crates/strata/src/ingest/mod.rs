@@ -1,0 +1,51 @@
+//! Bulk loading (RocksDB's `SstFileWriter` + `IngestExternalFile`): tables
+//! written outside the database from sorted input (sst_writer.rs), then
+//! added to a keyspace's tree in one MANIFEST edit (db/ingest.rs) without
+//! passing through the WAL, the memtable or level 0's compactions.
+
+mod sst_writer;
+
+pub use sst_writer::{ExternalSstFileInfo, SstFileWriter};
+
+/// How [`Db::ingest_external_file`](crate::Db::ingest_external_file) adds files.
+///
+/// # Examples
+///
+/// ```
+/// let opts = strata::IngestExternalFileOptions::default().with_move_files(true);
+/// # let _ = opts;
+/// ```
+#[derive(Clone, Debug)]
+pub struct IngestExternalFileOptions {
+    pub(crate) move_files: bool,
+    pub(crate) allow_blocking_flush: bool,
+}
+
+impl Default for IngestExternalFileOptions {
+    fn default() -> Self {
+        IngestExternalFileOptions { move_files: false, allow_blocking_flush: true }
+    }
+}
+
+impl IngestExternalFileOptions {
+    /// Remove the source files once they are ingested (RocksDB
+    /// `move_files`; default false: they are left as they were). Strata
+    /// always writes the ingested data as new tables of the keyspace (each
+    /// entry stamped with the ingestion's sequence, in the keyspace's
+    /// format), so a move saves the disk space of the sources, not the copy.
+    #[must_use]
+    pub fn with_move_files(mut self, move_files: bool) -> Self {
+        self.move_files = move_files;
+        self
+    }
+
+    /// When the files' key range overlaps writes still in the keyspace's
+    /// memtable, flush it first (RocksDB `allow_blocking_flush`; default
+    /// true). Off, such an ingestion fails with
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+    #[must_use]
+    pub fn with_allow_blocking_flush(mut self, allow: bool) -> Self {
+        self.allow_blocking_flush = allow;
+        self
+    }
+}
