@@ -1,9 +1,9 @@
-//! get, put, delete, scan and load.
+//! get, put, delete, scan, load, and bulk loading: write-sst and ingest.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use strata::{Keyspace, WriteBatch};
+use strata::{IngestExternalFileOptions, Keyspace, SstFileWriter, WriteBatch};
 
 use crate::bytes::{parse, show, show_value};
 use crate::open::{keyspace, open, open_values, tree, unavailable_merge_operator, Access, Tree};
@@ -60,6 +60,27 @@ pub fn run(cli: &Cli) -> CliResult<ExitCode> {
             let n = load(&db, &ks, *csv, (*batch).max(1), hex)?;
             db.close().map_err(fail)?;
             println!("{n}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::WriteSst { file, csv, .. } => {
+            let mut w = SstFileWriter::create(file, &strata::Options::default()).map_err(fail)?;
+            let mut n = 0u64;
+            read_pairs(*csv, hex, |k, v| {
+                w.put(k, v).map_err(fail)?;
+                n += 1;
+                Ok(())
+            })?;
+            let info = w.finish().map_err(fail)?;
+            println!("{n} entries, {} bytes", info.file_size);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ingest { files, move_files, no_blocking_flush, .. } => {
+            let db = open(cli, "ingest", Access::Write)?;
+            let opts = IngestExternalFileOptions::default()
+                .with_move_files(*move_files)
+                .with_allow_blocking_flush(!*no_blocking_flush);
+            keyspace(cli, &db)?.ingest_external_file(files, &opts).map_err(fail)?;
+            db.close().map_err(fail)?;
             Ok(ExitCode::SUCCESS)
         }
         _ => Err("not a key-value command".into()),
@@ -209,7 +230,6 @@ fn csv_fields(line: &str) -> Option<(String, String)> {
 }
 
 fn load(db: &strata::Db, ks: &Keyspace, csv: bool, batch_len: usize, hex: bool) -> CliResult<u64> {
-    let stdin = std::io::stdin();
     let progress = Progress::new("load", None);
     let mut batch = WriteBatch::new();
     let mut n = 0u64;
@@ -219,6 +239,28 @@ fn load(db: &strata::Db, ks: &Keyspace, csv: bool, batch_len: usize, hex: bool) 
         }
         Ok(())
     };
+    read_pairs(csv, hex, |k, v| {
+        batch.put_cf(ks, k, v);
+        n += 1;
+        if batch.len() >= batch_len {
+            flush(&mut batch)?;
+            progress.set(n);
+        }
+        Ok(())
+    })?;
+    flush(&mut batch)?;
+    progress.finish(n);
+    Ok(n)
+}
+
+/// Calls `each(key, value)` for every `key<TAB>value` (or CSV) line of
+/// stdin; a malformed line fails with its number.
+fn read_pairs(
+    csv: bool,
+    hex: bool,
+    mut each: impl FnMut(Vec<u8>, Vec<u8>) -> CliResult<()>,
+) -> CliResult<()> {
+    let stdin = std::io::stdin();
     for (i, line) in stdin.lock().lines().enumerate() {
         let line = line.map_err(|e| format!("stdin: {e}"))?;
         let line = line.strip_suffix('\r').unwrap_or(&line);
@@ -234,16 +276,9 @@ fn load(db: &strata::Db, ks: &Keyspace, csv: bool, batch_len: usize, hex: bool) 
         };
         let k = parse(&k, hex).map_err(|e| format!("line {}: {e}", i + 1))?;
         let v = parse(&v, hex).map_err(|e| format!("line {}: {e}", i + 1))?;
-        batch.put_cf(ks, k, v);
-        n += 1;
-        if batch.len() >= batch_len {
-            flush(&mut batch)?;
-            progress.set(n);
-        }
+        each(k, v).map_err(|e| format!("line {}: {e}", i + 1))?;
     }
-    flush(&mut batch)?;
-    progress.finish(n);
-    Ok(n)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -184,6 +184,34 @@ pub enum Command {
         #[command(flatten)]
         create: CreateArg,
     },
+    /// Write `key<TAB>value` lines from stdin, in strictly increasing key
+    /// order, to a table file for `ingest` (RocksDB ldb `write_extern_sst`).
+    WriteSst {
+        /// The table file to write.
+        file: PathBuf,
+        /// Read `key,value` lines (fields may be double-quoted).
+        #[arg(long)]
+        csv: bool,
+        #[command(flatten)]
+        hex: HexArg,
+    },
+    /// Add table files written by `write-sst` (or `SstFileWriter`) to the
+    /// keyspace, atomically (RocksDB ldb `ingest_extern_sst`).
+    Ingest {
+        /// The table files; their keys must not overlap each other.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Remove the files once they are ingested.
+        #[arg(long = "move")]
+        move_files: bool,
+        /// Fail instead of flushing when the memtable holds keys of the files' range.
+        #[arg(long)]
+        no_blocking_flush: bool,
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        ks: KeyspaceArg,
+    },
     /// Print a table file's properties, blocks and filter; `--entries` every entry.
     DumpTable {
         /// The `.sst` file.
@@ -338,7 +366,10 @@ impl Cli {
             | C::Compact { db, ks, hex, .. }
             | C::DeleteRange { db, ks, hex, .. } => (db, ks, hex, &no_create),
             C::Put { db, ks, hex, create, .. } | C::Load { db, ks, hex, create, .. } => (db, ks, hex, create),
-            C::DumpTable { hex, .. } | C::DumpWal { hex, .. } => (&none, &default_ks, hex, &no_create),
+            C::DumpTable { hex, .. } | C::DumpWal { hex, .. } | C::WriteSst { hex, .. } => {
+                (&none, &default_ks, hex, &no_create)
+            }
+            C::Ingest { db, ks, .. } => (db, ks, &no_hex, &no_create),
             C::DumpManifest { db, hex, .. } => (db, &default_ks, hex, &no_create),
             C::Stats { db, ks } | C::Properties { db, ks, .. } | C::Policy { db, ks, .. } => {
                 (db, ks, &no_hex, &no_create)
@@ -392,7 +423,9 @@ fn run(cli: &Cli) -> CliResult<ExitCode> {
         | Command::Put { .. }
         | Command::Delete { .. }
         | Command::Scan { .. }
-        | Command::Load { .. } => kv::run(cli),
+        | Command::Load { .. }
+        | Command::WriteSst { .. }
+        | Command::Ingest { .. } => kv::run(cli),
         Command::DumpTable { file, entries, .. } => {
             dump::table(file, *entries, cli.hex).map(|()| ExitCode::SUCCESS)
         }

@@ -5,7 +5,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::{arg, ok, open_here, stderr, stdout, strata, strata_stdin, tree_state, TreeState};
+use common::{arg, fails, ok, open_here, stderr, stdout, strata, strata_stdin, tree_state, TreeState};
 
 /// Files in `dir` whose names end in `ext`, sorted.
 fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
@@ -713,4 +713,34 @@ fn options_are_shown_and_accepted_only_on_the_commands_they_apply_to() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains("unexpected argument"), "{args:?}: {}", stderr(&o));
     }
+}
+
+#[test]
+fn write_sst_then_ingest_into_a_keyspace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = arg(&tmp.path().join("db"));
+    let sst = arg(&tmp.path().join("load.sst"));
+    let input: String = (0..300).map(|i| format!("user:{i:04}\tv{i}\n")).collect();
+    let o = strata_stdin(&["write-sst", &sst], &input);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("300 entries, "), "{}", stdout(&o));
+    ok(&["put", "--db", &d, "--create", "user:0005", "old"]);
+    ok(&["create-keyspace", "--db", &d, "users"]);
+    ok(&["ingest", "--db", &d, "--keyspace", "users", "--move", &sst]);
+    assert!(!tmp.path().join("load.sst").exists(), "--move removes the file");
+    assert_eq!(ok(&["get", "--db", &d, "--keyspace", "users", "user:0005"]), "v5\n");
+    assert_eq!(ok(&["get", "--db", &d, "user:0005"]), "old\n", "the default keyspace is untouched");
+    assert_eq!(ok(&["scan", "--db", &d, "--keyspace", "users"]).lines().count(), 300);
+    // Keys out of order are refused with their line, and no file is left.
+    let bad = arg(&tmp.path().join("bad.sst"));
+    let o = strata_stdin(&["write-sst", &bad], "b\t1\na\t2\n");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("line 2") && stderr(&o).contains("increasing"), "{}", stderr(&o));
+    assert!(!tmp.path().join("bad.sst").exists());
+    // Ingesting needs a writable open.
+    let again = arg(&tmp.path().join("again.sst"));
+    assert!(strata_stdin(&["write-sst", &again], "z\t1\n").status.success());
+    let e = fails(&["ingest", "--db", &d, "--read-only", &again]);
+    assert!(e.contains("read-only") || e.contains("read only"), "{e}");
+    assert!(tmp.path().join("again.sst").exists());
 }
