@@ -1,7 +1,8 @@
 //! `strata-bench` command line: with no arguments, the default suite and the
 //! compaction-buffer comparison on a fresh temporary directory; otherwise
-//! db_bench-style flags (`--help`), or `keyspaces --count N` (what many
-//! keyspaces cost).
+//! db_bench-style flags (`--help`), `keyspaces --count N` (what many
+//! keyspaces cost), `txn` (YCSB A as transactions) or `ingest` (bulk
+//! ingestion against write batches).
 use std::process::ExitCode;
 use strata_bench::{cli, suite};
 
@@ -11,6 +12,10 @@ fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let result = if argv.get(1).is_some_and(|a| a == "keyspaces") {
         strata_bench::keyspaces::main(&argv[2..]).map_err(|e| e.to_string())
+    } else if argv.get(1).is_some_and(|a| a == "txn") {
+        strata_bench::txn_bench::main(&argv[2..])
+    } else if argv.get(1).is_some_and(|a| a == "ingest") {
+        strata_bench::ingest_bench::main(&argv[2..])
     } else if argv.len() <= 1 {
         // The main job: the default suite, then the compaction-buffer comparison.
         suite::Plan::default_suite().and_then(|p| suite::run_main(&p)).and_then(|()| {

@@ -325,3 +325,44 @@ fn compaction_warmup_reaches_the_engine() {
     let s = engine.db().stats();
     assert!(s.compactions > 0 && s.warmup_blocks_inserted > 0, "{s}");
 }
+
+#[test]
+fn txn_bench_commits_every_update_of_both_kinds() {
+    use strata_bench::txn_bench::{run, TxnArgs};
+    let dir = tempfile::tempdir().unwrap();
+    let args = TxnArgs {
+        engines: "strata-optimistic,strata-pessimistic".into(),
+        num: 500,
+        ops: 2000,
+        threads: 3,
+        value_size: 20,
+        cache_size: 1 << 20,
+        write_buffer_size: 64 << 10,
+        dir: Some(dir.path().to_path_buf()),
+    };
+    let rows = run(&args).unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        // Every update commits once, whatever it took: 2000 ops over 3 threads, about half updates.
+        assert!(r.commits > 500 && r.commits < 1500, "{r:?}");
+        assert!(r.ops_per_sec > 0.0);
+    }
+}
+
+#[test]
+fn ingest_bench_loads_both_ways() {
+    use strata_bench::ingest_bench::{run, IngestArgs};
+    let dir = tempfile::tempdir().unwrap();
+    let args = IngestArgs {
+        engines: "strata".into(),
+        num: 5000,
+        value_size: 20,
+        file_records: 2000,
+        batch: 100,
+        write_buffer_size: 64 << 10,
+        dir: Some(dir.path().to_path_buf()),
+    };
+    let rows = run(&args).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert!(rows[0].batches_per_sec > 0.0 && rows[0].ingest_per_sec > 0.0, "{:?}", rows[0]);
+}

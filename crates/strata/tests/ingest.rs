@@ -297,3 +297,40 @@ fn ingestion_matches_a_model_under_every_policy() {
         run_model(&style, 7);
     }
 }
+
+#[test]
+fn files_over_an_empty_range_join_as_they_are_unless_a_snapshot_is_live() {
+    let (opts, vfs) = mem_vfs();
+    let db = Db::open("/db", opts.clone()).unwrap();
+    db.put("a", "1").unwrap();
+    db.flush().unwrap();
+    // Nothing of [m, n] is in the tree and no snapshot is live: linked.
+    let f = sst(&opts, "/f.sst", &[("m", Some("1")), ("n", Some("1"))]);
+    db.ingest_external_file(&[&f], &IngestExternalFileOptions::default().with_move_files(true)).unwrap();
+    assert!(!vfs.exists(&f));
+    assert_eq!(db.stats().ingested_files_as_is, 1);
+    let after = db.snapshot();
+    assert_eq!(after.get("m").unwrap(), Some(b"1".to_vec()), "a later snapshot sees the data");
+    // A live snapshot must not see the next file: it is rewritten at a new sequence.
+    let g = sst(&opts, "/g.sst", &[("x", Some("1"))]);
+    ingest(&db, &[g]).unwrap();
+    assert_eq!(db.stats().ingested_files_as_is, 1);
+    assert_eq!(after.get("x").unwrap(), None);
+    assert_eq!(db.get("x").unwrap(), Some(b"1".to_vec()));
+    drop(after);
+    // A file over keys the tree holds is rewritten too.
+    let h = sst(&opts, "/h.sst", &[("a", Some("2"))]);
+    ingest(&db, &[h]).unwrap();
+    assert_eq!((db.stats().ingested_files, db.stats().ingested_files_as_is), (3, 1));
+    assert_eq!(db.get("a").unwrap(), Some(b"2".to_vec()));
+    // Everything reads the same after compactions and a reopen.
+    db.compact_range(None, None).unwrap();
+    db.close().unwrap();
+    let db = Db::open("/db", opts).unwrap();
+    let got: Vec<_> = db.iter().collect::<Result<_, _>>().unwrap();
+    let want: Vec<(Vec<u8>, Vec<u8>)> = [("a", "2"), ("m", "1"), ("n", "1"), ("x", "1")]
+        .iter()
+        .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+        .collect();
+    assert_eq!(got, want);
+}

@@ -1,8 +1,11 @@
 //! Ingesting external tables into one keyspace's tree (RocksDB
-//! `IngestExternalFile`). The files' entries are written as new tables of
-//! the tree, every one stamped with one new sequence number, so they are
-//! newer than everything before and invisible to older snapshots; the
-//! tables go where the policy would place a flush of the same keys (its
+//! `IngestExternalFile`). In general the files' entries are written as new
+//! tables of the tree, every one stamped with one new sequence number, so
+//! they are newer than everything before and invisible to older snapshots.
+//! Files that touch no key of the tree, while no snapshot is live, join as
+//! they are (moved or copied): at sequence 0 there is nothing older to be
+//! ordered against and no snapshot to hide them from. Either way the tables
+//! go where the policy would place a flush of the same keys (its
 //! `flush_level`, validated), in one MANIFEST edit.
 //!
 //! Writes stop for the rewrite (the WAL lock is held, as RocksDB stops them
@@ -37,6 +40,7 @@ const FLUSH_TRIES: usize = 5;
 struct External {
     path: PathBuf,
     table: Arc<Table>,
+    size: u64,
     /// The user keys it touches, points and range deletes: `[lo, hi]`.
     lo: Vec<u8>,
     hi: Vec<u8>,
@@ -63,7 +67,46 @@ impl External {
             return Err(Error::invalid(format!("{}: the table is empty", path.display())));
         };
         let (lo, hi) = (lo.to_vec(), hi.to_vec());
-        Ok(External { path: path.to_path_buf(), table: Arc::new(table), lo, hi })
+        Ok(External { path: path.to_path_buf(), table: Arc::new(table), size, lo, hi })
+    }
+
+    /// True if the table can join a tree as it is: no range deletes, every
+    /// entry at sequence 0 (as `SstFileWriter` writes them), one per user
+    /// key. Reads every block (checksums verified).
+    fn is_plain(&self) -> Result<bool> {
+        if !self.table.range_dels().is_empty() {
+            return Ok(false);
+        }
+        let mut it = self.table.iter(BlockReadOptions { fill_cache: false, ..BlockReadOptions::default() });
+        it.seek_to_first()?;
+        let mut last: Option<Vec<u8>> = None;
+        while it.valid() {
+            let parsed = parse_internal_key(it.key())?;
+            if parsed.seq != 0 || last.as_deref().is_some_and(|l| parsed.user_key <= l) {
+                return Ok(false);
+            }
+            last = Some(parsed.user_key.to_vec());
+            it.next()?;
+        }
+        Ok(true)
+    }
+
+    /// The version-edit description of the table as it is.
+    fn as_new_file(&self, id: u64) -> NewFile {
+        let props = self.table.properties();
+        NewFile {
+            id,
+            size: self.size,
+            smallest: props.smallest.clone(),
+            largest: props.largest.clone(),
+            num_entries: props.num_entries,
+            num_deletions: props.num_deletions,
+            smallest_seq: 0,
+            largest_seq: 0,
+            bloom_bits_per_key: Some(props.bloom_bits_per_key),
+            segments: Vec::new(),
+            num_range_dels: 0,
+        }
     }
 }
 
@@ -89,6 +132,7 @@ impl DbInner {
             }
         }
         let (lo, hi) = (files[0].lo.clone(), files[files.len() - 1].hi.clone());
+        let plain = files.iter().map(External::is_plain).collect::<Result<Vec<_>>>()?.into_iter().all(|p| p);
         // The memtables must hold nothing of the range, with writes stopped.
         let mut tries = 0;
         let (compaction, wal) = loop {
@@ -116,32 +160,88 @@ impl DbInner {
             return Err(Error::Closed);
         }
         let seq = self.shared.root_versions.last_sequence() + 1;
-        let outputs = self.write_ingested(&files, seq)?;
-        let r = self.install_ingested(&outputs, seq);
-        if r.is_err() {
-            for f in &outputs {
-                let _ = self.vfs.remove_file(&self.tables.paths().table(f.id));
+        // Files that touch no key of the tree need no sequence of their own
+        // when no snapshot could tell them from older data: they join as they
+        // are, and no snapshot is taken until they are visible.
+        let adopted = (plain && !self.tables_overlap(&lo, &hi))
+            .then(|| {
+                self.shared.snapshots.while_none(|| {
+                    let outputs = self.adopt_ingested(&files, opts.move_files)?;
+                    self.install_or_undo(&outputs, seq).map(|()| outputs)
+                })
+            })
+            .flatten();
+        let as_is = adopted.is_some();
+        let outputs = match adopted {
+            Some(outputs) => outputs?,
+            None => {
+                let outputs = self.write_ingested(&files, seq)?;
+                self.install_or_undo(&outputs, seq)?;
+                outputs
             }
-        }
-        r?;
-        drop(wal);
-        drop(compaction);
+        };
         if opts.move_files {
             for f in &files {
                 self.vfs.remove_file(&f.path)?;
             }
         }
+        drop(wal);
+        drop(compaction);
         let entries: u64 = outputs.iter().map(|f| f.num_entries).sum();
         log::info!(
             target: "strata::ingest",
-            "[{}] ingested {} files: {entries} entries at sequence {seq} into {} tables",
+            "[{}] ingested {} files: {entries} entries into {} tables, {}",
             self.name,
             files.len(),
-            outputs.len()
+            outputs.len(),
+            if as_is { "as they were".to_string() } else { format!("rewritten at sequence {seq}") }
         );
         Counters::add(&self.counters.ingested_files, files.len() as u64);
+        if as_is {
+            Counters::add(&self.counters.ingested_files_as_is, files.len() as u64);
+        }
         self.bg_cv.notify_all();
         Ok(())
+    }
+
+    fn tables_overlap(&self, lo: &[u8], hi: &[u8]) -> bool {
+        self.versions
+            .current()
+            .live_files()
+            .iter()
+            .any(|f| user_key(&f.smallest) <= hi && lo <= user_key(&f.largest))
+    }
+
+    /// Makes `files` tables of this tree as they are: hard-linked for a move
+    /// (copied where the file system cannot link; the caller removes the
+    /// sources once the edit is durable) or copied, their directory synced.
+    fn adopt_ingested(&self, files: &[External], move_files: bool) -> Result<Vec<NewFile>> {
+        let mut outputs: Vec<NewFile> = Vec::with_capacity(files.len());
+        let undo = |outputs: &[NewFile]| {
+            for f in outputs {
+                let _ = self.vfs.remove_file(&self.tables.paths().table(f.id));
+            }
+        };
+        for f in files {
+            let id = self.versions.new_file_number();
+            let to = self.tables.paths().table(id);
+            let placed = if move_files && self.vfs.hard_link(&f.path, &to).is_ok() {
+                Ok(())
+            } else {
+                crate::vfs::copy_prefix(self.vfs.as_ref(), &f.path, &to, f.size)
+            };
+            if let Err(e) = placed {
+                undo(&outputs);
+                return Err(e);
+            }
+            outputs.push(f.as_new_file(id));
+        }
+        let ids: Vec<u64> = outputs.iter().map(|f| f.id).collect();
+        if let Err(e) = self.tables.paths().sync_data_dirs(self.vfs.as_ref(), &ids) {
+            undo(&outputs);
+            return Err(e);
+        }
+        Ok(outputs)
     }
 
     fn memtables_overlap(&self, lo: &[u8], hi: &[u8]) -> bool {
@@ -183,6 +283,17 @@ impl DbInner {
             }
         }
         out.finish()
+    }
+
+    /// [`Self::install_ingested`], removing the tables if it fails.
+    fn install_or_undo(&self, outputs: &[NewFile], seq: SeqNum) -> Result<()> {
+        let r = self.install_ingested(outputs, seq);
+        if r.is_err() {
+            for f in outputs {
+                let _ = self.vfs.remove_file(&self.tables.paths().table(f.id));
+            }
+        }
+        r
     }
 
     /// Records `outputs` at the level the policy places them, with `seq` as

@@ -600,10 +600,13 @@ impl Keyspace {
     /// (RocksDB `IngestExternalFile`): after a crash all of them are in or
     /// none. Their keys must not overlap each other. The entries get one new
     /// sequence number, so they are newer than every earlier write and
-    /// invisible to older snapshots; they are written as tables of this
-    /// keyspace (its format) where its policy would place a flush of the
-    /// same keys, flushing the memtable first if it holds any of them.
-    /// Writes wait while the tables are written. Ingestion takes no
+    /// invisible to older snapshots; they go where this keyspace's policy
+    /// would place a flush of the same keys, flushing the memtable first if
+    /// it holds any of them. Files over keys the keyspace does not hold,
+    /// with no snapshot live, join as they are (linked or copied);
+    /// otherwise they are rewritten as tables of this keyspace, stamped with
+    /// the new sequence. Writes wait meanwhile (and snapshots, while files
+    /// join as they are). Ingestion takes no
     /// [`TransactionDb`](crate::TransactionDb) locks; an optimistic
     /// transaction that read before it gets
     /// [`Error::TryAgain`](crate::Error::TryAgain) at commit.

@@ -41,6 +41,13 @@ impl SnapshotList {
         }
     }
 
+    /// Runs `f` if no snapshot is live, with none taken until it returns
+    /// (`None`: one is live, `f` did not run).
+    pub(crate) fn while_none<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        let live = self.live.lock();
+        live.is_empty().then(f)
+    }
+
     /// Live snapshot handles (clones of one snapshot count once) and the
     /// oldest one's sequence.
     pub(crate) fn count_and_oldest(&self) -> (usize, Option<SeqNum>) {

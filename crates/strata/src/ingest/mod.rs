@@ -28,11 +28,13 @@ impl Default for IngestExternalFileOptions {
 }
 
 impl IngestExternalFileOptions {
-    /// Remove the source files once they are ingested (RocksDB
-    /// `move_files`; default false: they are left as they were). Strata
-    /// always writes the ingested data as new tables of the keyspace (each
-    /// entry stamped with the ingestion's sequence, in the keyspace's
-    /// format), so a move saves the disk space of the sources, not the copy.
+    /// Move the files into the database instead of copying them (RocksDB
+    /// `move_files`; default false: they are left as they were). Files that
+    /// touch no key the keyspace holds, ingested while no snapshot is live,
+    /// join as they are: a move hard-links them (copies where the file
+    /// system cannot link) and removes the sources. Other files are
+    /// rewritten as tables of the keyspace, each entry stamped with the
+    /// ingestion's sequence; a move then only removes the sources after.
     #[must_use]
     pub fn with_move_files(mut self, move_files: bool) -> Self {
         self.move_files = move_files;

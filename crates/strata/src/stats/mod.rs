@@ -304,6 +304,9 @@ pub struct Stats {
     pub wal_size_flushes: u64,
     /// External files ingested (`Db::ingest_external_file`).
     pub ingested_files: u64,
+    /// Of those, the files that joined the tree as they were (linked or
+    /// copied), not rewritten at a sequence of their own.
+    pub ingested_files_as_is: u64,
     /// Light-weight compactions (`lwc`): victims appended to next-level tables.
     pub appends: u64,
     /// Bytes of compaction inputs that came from a level above the task's
@@ -590,6 +593,7 @@ pub(crate) struct Counters {
     pub seek_compactions: AtomicU64,
     pub wal_size_flushes: AtomicU64,
     pub ingested_files: AtomicU64,
+    pub ingested_files_as_is: AtomicU64,
     pub flushes_below_l0: AtomicU64,
     pub appends: AtomicU64,
     pub moved_down: AtomicU64,
@@ -747,6 +751,7 @@ impl Counters {
         s.seek_compactions = g(&self.seek_compactions);
         s.wal_size_flushes = g(&self.wal_size_flushes);
         s.ingested_files = g(&self.ingested_files);
+        s.ingested_files_as_is = g(&self.ingested_files_as_is);
         s.flushes_below_l0 = g(&self.flushes_below_l0);
         s.appends = g(&self.appends);
         s.compaction_bytes_moved_down = g(&self.moved_down);
