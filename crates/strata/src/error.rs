@@ -45,7 +45,8 @@ pub enum Error {
     Closed,
     /// A transaction's commit found that a key it read or wrote was changed
     /// by another write since (RocksDB's `Busy`): nothing was written. Retry
-    /// the whole transaction.
+    /// the whole transaction. Also a secondary's catch-up while one of its
+    /// snapshots is live.
     #[error("busy: {0}")]
     Busy(String),
     /// A transaction's commit could not tell whether a key it read changed

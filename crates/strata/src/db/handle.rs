@@ -94,16 +94,80 @@ impl Db {
     /// `opts` keep their recorded values, as with [`Db::open`].
     pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let path = path.as_ref();
-        // As at a read-write open, unset per-tree options keep the recorded ones.
-        // A MANIFEST a writer beside us is replacing is read again by the open, which retries.
-        let opts = match opts.vfs.exists(&crate::filename::current_path(path)) {
-            true => match policy_change::resolve_default(opts.clone(), path) {
-                Err(e @ Error::InvalidArgument(_)) => return Err(e),
-                r => r.unwrap_or(opts),
-            },
-            false => opts,
-        };
-        read_only::open(path, opts).map(Db::new)
+        read_only::open(path, Self::recorded_options(path, opts)?, None).map(Db::new)
+    }
+
+    /// Per-tree options not set in `opts` keep the values recorded at `path`.
+    /// A MANIFEST a writer beside us is replacing is read again by the
+    /// open, which retries.
+    fn recorded_options(path: &Path, opts: Options) -> Result<Options> {
+        if !opts.vfs.exists(&crate::filename::current_path(path)) {
+            return Ok(opts);
+        }
+        match policy_change::resolve_default(opts.clone(), path) {
+            Err(e @ Error::InvalidArgument(_)) => Err(e),
+            r => Ok(r.unwrap_or(opts)),
+        }
+    }
+
+    /// Opens a secondary instance of the database at `primary` (RocksDB
+    /// `OpenAsSecondary`): it reads every keyspace as the primary's files
+    /// hold it, beside a primary that keeps writing, without taking its
+    /// lock or writing to its directory. `secondary` is the instance's own
+    /// directory (created if missing), where it keeps its info `LOG`. Reads
+    /// see the state of the last open or
+    /// [`Self::try_catch_up_with_primary`]: only writes the primary has
+    /// put in its WAL or tables, whole records only. Writes and maintenance
+    /// return [`Error::NotSupported`], as on [`Db::open_read_only`].
+    ///
+    /// As in RocksDB, the primary does not know its secondaries: a file it
+    /// deletes after a compaction may still be read by an iterator the
+    /// secondary opened before its last catch-up, which then fails with an
+    /// I/O error (open a new one). A catch-up is refused with
+    /// [`Error::Busy`] while a snapshot of the secondary is live: the
+    /// primary's compactions keep no version for it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let primary = Db::open(dir.path().join("db"), Options::default())?;
+    /// primary.put("k", "1")?;
+    /// let secondary = Db::open_as_secondary(dir.path().join("db"), dir.path().join("secondary"), Options::default())?;
+    /// assert_eq!(secondary.get("k")?, Some(b"1".to_vec()));
+    /// primary.put("k", "2")?;
+    /// assert_eq!(secondary.get("k")?, Some(b"1".to_vec()), "not until it catches up");
+    /// secondary.try_catch_up_with_primary()?;
+    /// assert_eq!(secondary.get("k")?, Some(b"2".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn open_as_secondary(
+        primary: impl AsRef<Path>,
+        secondary: impl AsRef<Path>,
+        opts: Options,
+    ) -> Result<Db> {
+        let primary = primary.as_ref();
+        if !opts.vfs.exists(&crate::filename::current_path(primary)) {
+            return Err(Error::NotADatabase(format!(
+                "{} holds no database (no CURRENT file); a secondary creates nothing",
+                primary.display()
+            )));
+        }
+        let opts = Self::recorded_options(primary, opts)?;
+        read_only::open(primary, opts, Some(secondary.as_ref())).map(Db::new)
+    }
+
+    /// Brings a secondary instance up to date with its primary (RocksDB
+    /// `TryCatchUpWithPrimary`): reads the primary's MANIFESTs and live WALs
+    /// again, so every keyspace shows the writes the primary made since,
+    /// the keyspaces it dropped are dropped here (their handles then fail
+    /// with [`Error::KeyspaceNotFound`]) and those it created can be opened
+    /// with [`Db::keyspace`]. A database not opened with
+    /// [`Db::open_as_secondary`] returns [`Error::NotSupported`].
+    pub fn try_catch_up_with_primary(&self) -> Result<()> {
+        self.inner().catch_up_with_primary()
     }
 
     /// Stores a value (RocksDB `Put`).

@@ -181,6 +181,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         caches,
         info_log,
         old_wals,
+        secondary: None,
     }));
     let inners: Vec<Arc<DbInner>> = (trees.into_iter().zip(replayed.kept))
         .map(|(p, kept)| {

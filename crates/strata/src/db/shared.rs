@@ -119,6 +119,9 @@ pub(crate) struct Shared {
     pub caches: Caches,
     /// The `LOG` file (`None`: off, a read-only open, or it could not be made).
     pub info_log: Option<Arc<InfoLog>>,
+    /// A secondary instance's own directory (`Db::open_as_secondary`): it
+    /// reads the primary at `dir` and may catch up with it.
+    pub secondary: Option<PathBuf>,
     /// The worker threads every keyspace's background work runs on (none
     /// in a read-only open).
     pub pool: Arc<Pool>,
@@ -137,6 +140,8 @@ pub(crate) struct SharedParts {
     pub info_log: Option<Arc<InfoLog>>,
     /// WALs older than `wal` still needed (number -> size).
     pub old_wals: BTreeMap<u64, u64>,
+    /// The secondary instance's own directory, if this is one.
+    pub secondary: Option<PathBuf>,
 }
 
 impl Shared {
@@ -166,6 +171,7 @@ impl Shared {
             instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
             caches: p.caches,
             info_log: p.info_log,
+            secondary: p.secondary,
             pool: Pool::new(),
         }
     }

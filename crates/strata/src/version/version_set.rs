@@ -237,6 +237,15 @@ impl VersionSet {
         }
     }
 
+    /// Makes `other`'s current tree and counters this set's (a secondary
+    /// instance catching up with a fresh read of its primary's MANIFEST).
+    pub(crate) fn adopt(&self, other: &VersionSet) {
+        self.current.store(other.current());
+        self.last_sequence.store(other.last_sequence(), Ordering::SeqCst);
+        self.mark_file_number_used(other.next_file_number.load(Ordering::SeqCst).saturating_sub(1));
+        self.log_number.store(other.log_number(), Ordering::SeqCst);
+    }
+
     /// The newest published Version (lock-free).
     pub fn current(&self) -> Arc<Version> {
         self.current.load_full()
