@@ -135,7 +135,7 @@ impl DbInner {
         let plain = files.iter().map(External::is_plain).collect::<Result<Vec<_>>>()?.into_iter().all(|p| p);
         // The memtables must hold nothing of the range, with writes stopped.
         let mut tries = 0;
-        let (compaction, wal) = loop {
+        let (compaction, mut wal) = loop {
             if self.memtables_overlap(&lo, &hi) {
                 if !opts.allow_blocking_flush {
                     return Err(Error::invalid(
@@ -156,8 +156,11 @@ impl DbInner {
                 ));
             }
         };
-        if wal.is_none() {
-            return Err(Error::Closed);
+        // Every earlier write becomes durable first: an ingestion that
+        // survives a crash must not outlive the writes acknowledged before it.
+        match wal.as_mut() {
+            Some(w) => w.sync()?,
+            None => return Err(Error::Closed),
         }
         let seq = self.shared.root_versions.last_sequence() + 1;
         // Files that touch no key of the tree need no sequence of their own
@@ -181,8 +184,12 @@ impl DbInner {
             }
         };
         if opts.move_files {
+            // The ingestion is durable: a source that cannot be removed is
+            // left behind with a warning, as in RocksDB, not an error.
             for f in &files {
-                self.vfs.remove_file(&f.path)?;
+                if let Err(e) = self.vfs.remove_file(&f.path) {
+                    log::warn!(target: "strata::ingest", "[{}] ingested {} but could not remove it: {e}", self.name, f.path.display());
+                }
             }
         }
         drop(wal);

@@ -19,8 +19,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::{
     associative_merge_operator, CompactionPipeline, CompactionStyle, CompressionType, Db, DbIterator,
-    FixedPrefix, MemVfs, MergeOperator, Options, PinnedValue, ReadOptions, RealVfs, Snapshot, Vfs,
-    WriteBatch, WriteOptions,
+    FixedPrefix, IngestExternalFileOptions, MemVfs, MergeOperator, OptimisticTransactionDb, Options,
+    PinnedValue, ReadOptions, RealVfs, Snapshot, SstFileWriter, Vfs, WriteBatch, WriteOptions,
 };
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -35,6 +35,12 @@ pub enum Op {
     /// `Db::merge` of an operand, folded by [`model_merge`].
     Merge(Vec<u8>, Vec<u8>),
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    /// An optimistic transaction that reads each key for update, then puts
+    /// (or deletes) it and commits; alone, it never conflicts.
+    Txn(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    /// An `SstFileWriter` table of these entries (sorted, one per key; None:
+    /// a delete) ingested with `ingest_external_file`.
+    Ingest(Vec<(Vec<u8>, Option<Vec<u8>>)>),
     Get(Vec<u8>),
     /// Read `keys` in one batch (`multi_get`, or `multi_get_pinned` if
     /// `pinned`), through snapshot `idx % live` when `snapshot` is given.
@@ -141,7 +147,7 @@ pub fn gen_ops(seed: u64, n: usize, space: u32) -> Vec<Op> {
                 }
                 Op::DeleteRange(start, end)
             }
-            480..=559 => Op::Batch(
+            480..=539 => Op::Batch(
                 (0..rng.gen_range(1..8))
                     .map(|_| {
                         let k = key(&mut rng, space);
@@ -150,6 +156,24 @@ pub fn gen_ops(seed: u64, n: usize, space: u32) -> Vec<Op> {
                     })
                     .collect(),
             ),
+            540..=551 => Op::Txn(
+                (0..rng.gen_range(1..5))
+                    .map(|_| {
+                        let k = key(&mut rng, space);
+                        let v = rng.gen_bool(0.8).then(|| value(&mut rng, i));
+                        (k, v)
+                    })
+                    .collect(),
+            ),
+            552..=559 => {
+                let mut entries: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+                for _ in 0..rng.gen_range(1..40) {
+                    let k = key(&mut rng, space);
+                    let v = rng.gen_bool(0.85).then(|| value(&mut rng, i));
+                    entries.insert(k, v);
+                }
+                Op::Ingest(entries.into_iter().collect())
+            }
             560..=659 => Op::Get(key(&mut rng, space)),
             660..=689 => Op::MultiGet {
                 keys: (0..rng.gen_range(1..16)).map(|_| key(&mut rng, space)).collect(),
@@ -508,7 +532,7 @@ struct Runner {
     vfs: Arc<dyn Vfs>,
     path: PathBuf,
     _tmp: Option<tempfile::TempDir>,
-    db: Option<Db>,
+    db: Option<OptimisticTransactionDb>,
     model: Model,
     snapshots: Vec<(Snapshot, Model)>,
     iters: Vec<OpenIter>,
@@ -563,11 +587,11 @@ impl Runner {
     fn open(&mut self) {
         let opts =
             (self.cfg.options)().with_vfs(self.vfs.clone()).with_merge_operator(model_merge_operator());
-        self.db = Some(Db::open(&self.path, opts).expect("open"));
+        self.db = Some(OptimisticTransactionDb::open(&self.path, opts).expect("open"));
     }
 
     fn db(&self) -> &Db {
-        self.db.as_ref().expect("db open")
+        self.db.as_ref().expect("db open").db()
     }
 
     fn scan(&self, it: DbIterator, reverse: bool, limit: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -617,6 +641,50 @@ impl Runner {
                     }
                 }
                 self.db().write(b).map_err(|e| e.to_string())?;
+            }
+            Op::Txn(ops) => {
+                let mut t = self.db.as_ref().expect("db open").begin();
+                for (k, v) in ops {
+                    let seen = t.get_for_update(k).map_err(|e| e.to_string())?;
+                    if seen.as_ref() != self.model.get(k) {
+                        return Err(format!(
+                            "txn get_for_update {:?}: got {:?}",
+                            s(k),
+                            seen.map(|v| v.len())
+                        ));
+                    }
+                    match v {
+                        Some(v) => t.put(k, v),
+                        None => t.delete(k),
+                    }
+                    .map_err(|e| e.to_string())?;
+                    match v {
+                        Some(v) => self.model.insert(k.clone(), v.clone()),
+                        None => self.model.remove(k),
+                    };
+                }
+                t.commit().map_err(|e| format!("txn commit: {e}"))?;
+            }
+            Op::Ingest(entries) => {
+                let file = self.path.with_extension("ingest.sst");
+                let opts = (self.cfg.options)().with_vfs(self.vfs.clone());
+                let mut w = SstFileWriter::create(&file, &opts).map_err(|e| e.to_string())?;
+                for (k, v) in entries {
+                    match v {
+                        Some(v) => w.put(k, v),
+                        None => w.delete(k),
+                    }
+                    .map_err(|e| e.to_string())?;
+                }
+                w.finish().map_err(|e| e.to_string())?;
+                let io = IngestExternalFileOptions::default().with_move_files(true);
+                self.db().ingest_external_file(&[&file], &io).map_err(|e| format!("ingest: {e}"))?;
+                for (k, v) in entries {
+                    match v {
+                        Some(v) => self.model.insert(k.clone(), v.clone()),
+                        None => self.model.remove(k),
+                    };
+                }
             }
             Op::Get(k) => {
                 let got = self.db().get(k).map_err(|e| e.to_string())?;

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use strata::vfs::testing::{CrashFault, CrashMode, CrashOpKind, CrashVfs};
 use strata::{
-    associative_merge_operator, CompactionPipeline, CompactionStyle, Db, MergeOperator, Options, WriteBatch,
+    associative_merge_operator, CompactionPipeline, CompactionStyle, Db, IngestExternalFileOptions,
+    MergeOperator, OptimisticTransactionDb, Options, SstFileWriter, TransactionOptions, WriteBatch,
     WriteOptions,
 };
 
@@ -31,6 +32,12 @@ pub enum Step {
     Merge { k: usize, len: usize, sync: bool },
     /// An atomic batch of puts (`Some(len)`) and deletes (`None`).
     Batch { ops: Vec<(usize, Option<usize>)>, sync: bool },
+    /// An optimistic transaction: each key read for update, then put
+    /// (`Some(len)`) or deleted, committed (alone, it never conflicts).
+    Txn { ops: Vec<(usize, Option<usize>)>, sync: bool },
+    /// An `SstFileWriter` table of puts and deletes (keys ascending, each
+    /// once) ingested with `ingest_external_file`: durable once it returns.
+    Ingest { ops: Vec<(usize, Option<usize>)> },
     /// `Db::flush`.
     Flush,
     /// `Db::compact_range(None, None)`.
@@ -233,9 +240,13 @@ fn step_writes(step: &Step, h: &History) -> Option<StepWrite> {
             let operands = vec![None; write.len()];
             Some((write, operands, *sync, Some((key(*lo), key(*hi)))))
         }
-        Step::Batch { ops, sync } => Some(plain((
+        Step::Batch { ops, sync } | Step::Txn { ops, sync } => Some(plain((
             ops.iter().map(|&(k, len)| len.map_or((key(k), None), |len| put(k, len))).collect(),
             *sync,
+        ))),
+        Step::Ingest { ops } => Some(plain((
+            ops.iter().map(|&(k, len)| len.map_or((key(k), None), |len| put(k, len))).collect(),
+            true,
         ))),
         _ => None,
     }
@@ -251,15 +262,15 @@ pub fn run_workload<'a>(
     h: &mut History,
     spaces: &mut Option<Spaces<'a>>,
     names: &'a [(String, String)],
-) -> Result<Option<Db>, String> {
-    let unexpected = |what: &str, e: strata::Error| -> Result<Option<Db>, String> {
+) -> Result<Option<OptimisticTransactionDb>, String> {
+    let unexpected = |what: &str, e: strata::Error| -> Result<Option<OptimisticTransactionDb>, String> {
         if vfs.crashed() || vfs.io_fault_hit().is_some() {
             Ok(None)
         } else {
             Err(format!("{what} failed without a crash: {e}"))
         }
     };
-    let mut db = match Db::open(DIR, opts.clone()) {
+    let mut db = match OptimisticTransactionDb::open(DIR, opts.clone()) {
         Ok(db) => db,
         Err(e) => return unexpected("open", e),
     };
@@ -287,8 +298,13 @@ pub fn run_workload<'a>(
                         }
                     }
                 }
-                h.begin(write);
-                let r = db.write_opt(b, &WriteOptions::default().with_sync(sync));
+                h.begin(write.clone());
+                let wo = WriteOptions::default().with_sync(sync);
+                let r = match step {
+                    Step::Txn { .. } => commit_txn(&db, &write, &wo),
+                    Step::Ingest { .. } => ingest(&db, &write, opts),
+                    _ => db.write_opt(b, &wo),
+                };
                 if r.is_ok() {
                     h.ack(sync);
                 }
@@ -300,7 +316,7 @@ pub fn run_workload<'a>(
                     return unexpected("close", e);
                 }
                 h.all_durable();
-                db = match Db::open(DIR, spaces.reopen_options(opts)) {
+                db = match OptimisticTransactionDb::open(DIR, spaces.reopen_options(opts)) {
                     Ok(db) => db,
                     Err(e) => return unexpected("reopen", e),
                 };
@@ -325,6 +341,35 @@ pub fn run_workload<'a>(
     }
     spaces.tally();
     Ok(Some(db))
+}
+
+/// Writes `write` (puts and deletes) in one optimistic transaction that
+/// reads each key for update first.
+fn commit_txn(db: &OptimisticTransactionDb, write: &Write, wo: &WriteOptions) -> strata::Result<()> {
+    let mut t = db.begin_with(&TransactionOptions::default().with_write_options(wo.clone()));
+    for (k, v) in write {
+        t.get_for_update(k)?;
+        match v {
+            Some(v) => t.put(k, v)?,
+            None => t.delete(k)?,
+        }
+    }
+    t.commit()
+}
+
+/// Writes `write` (ascending keys) to an external table on the case's file
+/// system and ingests it, moving the file.
+fn ingest(db: &Db, write: &Write, opts: &Options) -> strata::Result<()> {
+    let file = std::path::Path::new(DIR).with_extension("ingest.sst");
+    let mut w = SstFileWriter::create(&file, opts)?;
+    for (k, v) in write {
+        match v {
+            Some(v) => w.put(k, v)?,
+            None => w.delete(k)?,
+        }
+    }
+    w.finish()?;
+    db.ingest_external_file(&[&file], &IngestExternalFileOptions::default().with_move_files(true))
 }
 
 /// Reads every key by a full scan, and checks point reads agree with it;
