@@ -85,6 +85,20 @@ impl Error {
     /// True for the errors after which retrying a whole transaction may
     /// succeed: [`Error::Busy`], [`Error::TryAgain`], [`Error::TimedOut`]
     /// and [`Error::Deadlock`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let mut txn = db.begin();
+    /// txn.get_for_update("k")?;
+    /// db.put("k", "changed")?;
+    /// let e = txn.commit().unwrap_err();
+    /// assert!(e.is_retryable(), "run the transaction again");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn is_retryable(&self) -> bool {
         matches!(self, Error::Busy(_) | Error::TryAgain(_) | Error::TimedOut(_) | Error::Deadlock(_))
     }

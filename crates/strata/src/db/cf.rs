@@ -227,6 +227,22 @@ impl Db {
 
     /// Ingests the tables at `paths` into keyspace `ks` (rust-rocksdb
     /// `ingest_external_file_cf`; see [`Keyspace::ingest_external_file`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, IngestExternalFileOptions, Options, SstFileWriter};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path().join("db"), Options::default())?;
+    /// let mut w = SstFileWriter::create(dir.path().join("f.sst"), &Options::default())?;
+    /// w.put("k", "v")?;
+    /// let f = w.finish()?.path;
+    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
+    /// db.ingest_external_file_cf(&ks, &[f], &IngestExternalFileOptions::default())?;
+    /// assert_eq!(ks.get("k")?, Some(b"v".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn ingest_external_file_cf<P: AsRef<std::path::Path>>(
         &self,
         ks: &Keyspace,

@@ -166,6 +166,23 @@ impl Db {
     /// with [`Error::KeyspaceNotFound`]) and those it created can be opened
     /// with [`Db::keyspace`]. A database not opened with
     /// [`Db::open_as_secondary`] returns [`Error::NotSupported`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, IngestExternalFileOptions, Options, SstFileWriter};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path().join("db"), Options::default())?;
+    /// let mut w = SstFileWriter::create(dir.path().join("f.sst"), &Options::default())?;
+    /// w.put("k", "v")?;
+    /// let f = w.finish()?.path;
+    /// let secondary = Db::open_as_secondary(dir.path().join("db"), dir.path().join("s"), Options::default())?;
+    /// db.ingest_external_file(&[f], &IngestExternalFileOptions::default())?;
+    /// secondary.try_catch_up_with_primary()?;
+    /// assert_eq!(secondary.get("k")?, Some(b"v".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn try_catch_up_with_primary(&self) -> Result<()> {
         self.inner().catch_up_with_primary()
     }
@@ -603,6 +620,21 @@ impl Db {
     /// Adds the tables at `paths`, written by [`SstFileWriter`](crate::SstFileWriter),
     /// to the default keyspace, atomically (RocksDB `IngestExternalFile`;
     /// see [`Keyspace::ingest_external_file`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, IngestExternalFileOptions, Options, SstFileWriter};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path().join("db"), Options::default())?;
+    /// let mut w = SstFileWriter::create(dir.path().join("f.sst"), &Options::default())?;
+    /// w.put("k", "v")?;
+    /// let f = w.finish()?.path;
+    /// db.ingest_external_file(&[f], &IngestExternalFileOptions::default())?;
+    /// assert_eq!(db.get("k")?, Some(b"v".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn ingest_external_file<P: AsRef<Path>>(
         &self,
         paths: &[P],

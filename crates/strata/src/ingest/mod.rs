@@ -35,6 +35,21 @@ impl IngestExternalFileOptions {
     /// system cannot link) and removes the sources. Other files are
     /// rewritten as tables of the keyspace, each entry stamped with the
     /// ingestion's sequence; a move then only removes the sources after.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, IngestExternalFileOptions, Options, SstFileWriter};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path().join("db"), Options::default())?;
+    /// let mut w = SstFileWriter::create(dir.path().join("f.sst"), &Options::default())?;
+    /// w.put("k", "v")?;
+    /// let f = w.finish()?.path;
+    /// db.ingest_external_file(&[&f], &IngestExternalFileOptions::default().with_move_files(true))?;
+    /// assert!(!f.exists());
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     #[must_use]
     pub fn with_move_files(mut self, move_files: bool) -> Self {
         self.move_files = move_files;
@@ -45,6 +60,22 @@ impl IngestExternalFileOptions {
     /// memtable, flush it first (RocksDB `allow_blocking_flush`; default
     /// true). Off, such an ingestion fails with
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, IngestExternalFileOptions, Options, SstFileWriter};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path().join("db"), Options::default())?;
+    /// let mut w = SstFileWriter::create(dir.path().join("f.sst"), &Options::default())?;
+    /// w.put("k", "v")?;
+    /// let f = w.finish()?.path;
+    /// db.put("k", "in the memtable")?;
+    /// let strict = IngestExternalFileOptions::default().with_allow_blocking_flush(false);
+    /// assert!(db.ingest_external_file(&[&f], &strict).is_err());
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     #[must_use]
     pub fn with_allow_blocking_flush(mut self, allow: bool) -> Self {
         self.allow_blocking_flush = allow;

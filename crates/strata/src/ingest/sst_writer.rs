@@ -75,6 +75,18 @@ impl std::fmt::Debug for SstFileWriter {
 impl SstFileWriter {
     /// Creates the table file at `path` (on `opts`' file system), replacing
     /// any file there.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Options, SstFileWriter};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let mut w = SstFileWriter::create(dir.path().join("f.sst"), &Options::default())?;
+    /// w.put("a", "1")?;
+    /// w.finish()?;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn create(path: impl AsRef<Path>, opts: &Options) -> Result<SstFileWriter> {
         opts.validate()?;
         let path = path.as_ref().to_path_buf();
@@ -94,16 +106,52 @@ impl SstFileWriter {
     /// Adds a put. Keys must be strictly increasing: an equal or smaller key
     /// than the last is refused with [`Error::InvalidArgument`], and the
     /// writer takes nothing more of it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Options, SstFileWriter};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let mut w = SstFileWriter::create(dir.path().join("f.sst"), &Options::default())?;
+    /// w.put("a", "1")?;
+    /// w.put("b", "2")?;
+    /// assert!(w.put("b", "3").is_err(), "a key once, in order");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         self.add(ValueKind::Put, key.as_ref(), value.as_ref())
     }
 
     /// Adds a delete (hides the key's older values once ingested).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Options, SstFileWriter};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let mut w = SstFileWriter::create(dir.path().join("f.sst"), &Options::default())?;
+    /// w.delete("a")?;
+    /// assert_eq!(w.finish()?.num_entries, 1);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
         self.add(ValueKind::Delete, key.as_ref(), &[])
     }
 
     /// Adds a merge operand (folded by the target keyspace's merge operator).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Options, SstFileWriter};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let mut w = SstFileWriter::create(dir.path().join("f.sst"), &Options::default())?;
+    /// w.merge("counter", 1u64.to_le_bytes())?;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
         self.add(ValueKind::Merge, key.as_ref(), operand.as_ref())
     }
@@ -155,12 +203,38 @@ impl SstFileWriter {
     }
 
     /// Entries added so far (range deletes not counted).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Options, SstFileWriter};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let mut w = SstFileWriter::create(dir.path().join("f.sst"), &Options::default())?;
+    /// w.put("a", "1")?;
+    /// w.delete_range("b", "c")?;
+    /// assert_eq!(w.num_entries(), 1);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn num_entries(&self) -> u64 {
         self.builder.as_ref().map_or(0, TableBuilder::num_entries)
     }
 
     /// Writes the rest of the table and syncs it. A table with nothing in it
     /// is refused with [`Error::InvalidArgument`] (and removed).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Options, SstFileWriter};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let mut w = SstFileWriter::create(dir.path().join("f.sst"), &Options::default())?;
+    /// w.put("a", "1")?;
+    /// let info = w.finish()?;
+    /// assert_eq!((info.smallest_key.as_deref(), info.num_entries), (Some(&b"a"[..]), 1));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn finish(mut self) -> Result<ExternalSstFileInfo> {
         let Some(mut builder) = self.builder.take() else {
             return Err(Error::invalid("the SstFileWriter is finished"));

@@ -69,6 +69,17 @@ impl TransactionOptions {
     /// first read or wrote it. The default: a snapshot for optimistic
     /// transactions, none for pessimistic ones (their locks already keep a
     /// read-modify-write safe; RocksDB's default for both).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let txn = db.begin_with(&strata::TransactionOptions::default().with_snapshot(false));
+    /// assert!(txn.snapshot().is_none());
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     #[must_use]
     pub fn with_snapshot(mut self, snapshot: bool) -> Self {
         self.snapshot = Some(snapshot);
@@ -78,6 +89,20 @@ impl TransactionOptions {
     /// How long a pessimistic transaction waits for a key another one holds
     /// before failing with [`Error::TimedOut`] (RocksDB `lock_timeout`;
     /// default 1 s). Optimistic transactions take no locks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, Options, TransactionDb};
+    ///
+    /// let db = TransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let quick = strata::TransactionOptions::default().with_lock_timeout(std::time::Duration::from_millis(5));
+    /// let mut holder = db.begin();
+    /// holder.put("k", "1")?;
+    /// let e = db.begin_with(&quick).put("k", "2").unwrap_err();
+    /// assert!(matches!(e, strata::Error::TimedOut(_)));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     #[must_use]
     pub fn with_lock_timeout(mut self, timeout: Duration) -> Self {
         self.lock_timeout = timeout;
@@ -89,6 +114,17 @@ impl TransactionOptions {
     /// failing with [`Error::Deadlock`] if it would (RocksDB
     /// `deadlock_detect`; default true here, false in RocksDB). Off, a
     /// deadlock ends when a lock timeout expires.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, Options, TransactionDb};
+    ///
+    /// let db = TransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let txn = db.begin_with(&strata::TransactionOptions::default().with_deadlock_detect(false));
+    /// txn.commit()?;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     #[must_use]
     pub fn with_deadlock_detect(mut self, detect: bool) -> Self {
         self.deadlock_detect = detect;
@@ -96,6 +132,19 @@ impl TransactionOptions {
     }
 
     /// The write options of the commit (sync, WAL).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let sync = strata::TransactionOptions::default().with_write_options(strata::WriteOptions::default().with_sync(true));
+    /// let mut txn = db.begin_with(&sync);
+    /// txn.put("k", "v")?;
+    /// txn.commit()?; // one synced WAL record
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     #[must_use]
     pub fn with_write_options(mut self, wo: WriteOptions) -> Self {
         self.write_options = wo;
@@ -178,6 +227,16 @@ impl Transaction {
     }
 
     /// The snapshot the transaction reads at, if it took one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// assert!(db.begin().snapshot().is_some(), "optimistic transactions take one by default");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn snapshot(&self) -> Option<&Snapshot> {
         self.snapshot.as_ref()
     }
@@ -213,6 +272,20 @@ impl Transaction {
     /// Reads `key` of the default keyspace as the transaction sees it: its
     /// own writes over the database at its snapshot (or the newest data).
     /// Does not track the key; see [`Self::get_for_update`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// db.put("k", "db")?;
+    /// let mut txn = db.begin();
+    /// assert_eq!(txn.get("k")?, Some(b"db".to_vec()));
+    /// txn.delete("k")?;
+    /// assert_eq!(txn.get("k")?, None);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.get_cf(&self.default, key)
     }
@@ -262,6 +335,20 @@ impl Transaction {
     }
 
     /// [`Self::get_for_update`] in keyspace `ks`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
+    /// let mut txn = db.begin();
+    /// txn.get_for_update_cf(&ks, "k")?;
+    /// ks.put("k", "changed")?;
+    /// assert!(txn.commit().unwrap_err().is_retryable());
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn get_for_update_cf(&mut self, ks: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         let key = key.as_ref();
         self.track(ks, key)?;
@@ -292,6 +379,20 @@ impl Transaction {
     }
 
     /// [`Self::range`] in keyspace `ks`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
+    /// ks.put("a", "1")?;
+    /// let mut txn = db.begin();
+    /// txn.put_cf(&ks, "b", "2")?;
+    /// assert_eq!(txn.range_cf::<&str, _>(&ks, ..).count(), 2);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn range_cf<K: AsRef<[u8]>, R: RangeBounds<K>>(
         &self,
         ks: &Keyspace,
@@ -303,12 +404,40 @@ impl Transaction {
     /// Puts `key` in the default keyspace, seen by this transaction's reads
     /// and by everyone once it commits. Tracks the key (a write-write
     /// conflict fails the commit).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let mut txn = db.begin();
+    /// txn.put("k", "v")?;
+    /// txn.commit()?;
+    /// assert_eq!(db.get("k")?, Some(b"v".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let ks = self.default.clone();
         self.put_cf(&ks, key, value)
     }
 
     /// [`Self::put`] in keyspace `ks`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
+    /// let mut txn = db.begin();
+    /// txn.put_cf(&ks, "k", "v")?;
+    /// txn.put("k", "default")?;
+    /// txn.commit()?; // both keyspaces, one WAL record
+    /// assert_eq!(ks.get("k")?, Some(b"v".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn put_cf(&mut self, ks: &Keyspace, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         self.track(ks, key.as_ref())?;
         self.batch.put_cf(ks, key, value);
@@ -316,12 +445,40 @@ impl Transaction {
     }
 
     /// Deletes `key` in the default keyspace (tracked like [`Self::put`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// db.put("k", "v")?;
+    /// let mut txn = db.begin();
+    /// txn.delete("k")?;
+    /// txn.commit()?;
+    /// assert_eq!(db.get("k")?, None);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
         let ks = self.default.clone();
         self.delete_cf(&ks, key)
     }
 
     /// [`Self::delete`] in keyspace `ks`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
+    /// ks.put("k", "v")?;
+    /// let mut txn = db.begin();
+    /// txn.delete_cf(&ks, "k")?;
+    /// assert_eq!(txn.get_cf(&ks, "k")?, None);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn delete_cf(&mut self, ks: &Keyspace, key: impl AsRef<[u8]>) -> Result<()> {
         self.track(ks, key.as_ref())?;
         self.batch.delete_cf(ks, key);
@@ -352,6 +509,18 @@ impl Transaction {
     }
 
     /// [`Self::merge`] in keyspace `ks`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let ks = db.create_keyspace("ks", strata::KeyspaceOptions::default())?;
+    /// let mut txn = db.begin();
+    /// assert!(txn.merge_cf(&ks, "k", "x").is_err(), "ks has no merge operator");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn merge_cf(
         &mut self,
         ks: &Keyspace,
@@ -370,11 +539,37 @@ impl Transaction {
     }
 
     /// Number of writes buffered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let mut txn = db.begin();
+    /// txn.put("a", "1")?;
+    /// txn.put("a", "2")?;
+    /// assert_eq!(txn.len(), 2, "each write counts");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.batch.len()
     }
 
     /// True if the transaction has buffered no write.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let mut txn = db.begin();
+    /// assert!(txn.is_empty());
+    /// txn.get_for_update("k")?;
+    /// assert!(txn.is_empty(), "a read is no write");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.batch.is_empty()
     }
@@ -408,6 +603,21 @@ impl Transaction {
     /// savepoint is set.
     ///
     /// A pessimistic transaction also releases the locks it took since.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let mut txn = db.begin();
+    /// txn.set_savepoint();
+    /// txn.put("k", "v")?;
+    /// txn.rollback_to_savepoint()?;
+    /// assert!(txn.is_empty());
+    /// assert!(txn.rollback_to_savepoint().is_err(), "none left");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn rollback_to_savepoint(&mut self) -> Result<()> {
         self.batch.rollback_to_savepoint()?;
         let since = self.savepoints.pop().unwrap_or_default();
@@ -420,6 +630,20 @@ impl Transaction {
 
     /// Forgets the newest savepoint and keeps what was done since (RocksDB
     /// `PopSavePoint`). Fails with [`Error::InvalidArgument`] if none is set.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let mut txn = db.begin();
+    /// txn.set_savepoint();
+    /// txn.put("k", "v")?;
+    /// txn.pop_savepoint()?;
+    /// assert_eq!(txn.len(), 1, "the write stays");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn pop_savepoint(&mut self) -> Result<()> {
         self.batch.pop_savepoint()?;
         let since = self.savepoints.pop().unwrap_or_default();
@@ -465,6 +689,19 @@ impl Transaction {
     /// [`Options::with_max_write_buffer_size_to_maintain`](crate::Options::with_max_write_buffer_size_to_maintain));
     /// then nothing was written and the whole transaction may be retried
     /// ([`Error::is_retryable`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let mut txn = db.begin();
+    /// txn.put("k", "v")?;
+    /// txn.commit()?;
+    /// assert_eq!(db.get("k")?, Some(b"v".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn commit(mut self) -> Result<()> {
         let batch = std::mem::take(&mut self.batch).into_batch();
         let check = match self.mode {

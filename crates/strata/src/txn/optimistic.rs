@@ -49,6 +49,16 @@ pub struct OptimisticTransactionDb {
 
 impl OptimisticTransactionDb {
     /// Opens (or creates) the database in `path` as [`Db::open`] does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// db.put("k", "v")?;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>, mut opts: Options) -> Result<Self> {
         if opts.max_write_buffer_size_to_maintain == 0 {
             opts.max_write_buffer_size_to_maintain = opts.write_buffer_size as u64;
@@ -58,6 +68,18 @@ impl OptimisticTransactionDb {
 
     /// Begins a transaction with the default [`TransactionOptions`]: a
     /// snapshot taken now, default write options.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let mut txn = db.begin();
+    /// txn.put("k", "v")?;
+    /// txn.commit()?;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn begin(&self) -> Transaction {
         self.begin_with(&TransactionOptions::default())
     }
@@ -80,11 +102,33 @@ impl OptimisticTransactionDb {
     }
 
     /// The database underneath.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let plain: &strata::Db = db.db();
+    /// plain.put("k", "v")?;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn db(&self) -> &Db {
         &self.db
     }
 
     /// Closes the database ([`Db::close`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, OptimisticTransactionDb, Options};
+    ///
+    /// let db = OptimisticTransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// db.put("k", "v")?;
+    /// db.close()?;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn close(self) -> Result<()> {
         self.db.close()
     }

@@ -60,6 +60,16 @@ impl TransactionDb {
     /// [`Options::with_max_write_buffer_size_to_maintain`] is 0 it keeps one
     /// write buffer of flushed memtables per keyspace, which a transaction
     /// with a snapshot checks each key against when it locks it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, Options, TransactionDb};
+    ///
+    /// let db = TransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// db.put("k", "v")?;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>, mut opts: Options) -> Result<Self> {
         if opts.max_write_buffer_size_to_maintain == 0 {
             opts.max_write_buffer_size_to_maintain = opts.write_buffer_size as u64;
@@ -71,6 +81,19 @@ impl TransactionDb {
     /// Begins a transaction with the default [`TransactionOptions`]: no
     /// snapshot (each read sees the newest data; a locked key cannot change
     /// until the transaction ends), a 1 s lock timeout, deadlock detection.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, Options, TransactionDb};
+    ///
+    /// let db = TransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let mut txn = db.begin();
+    /// assert!(txn.snapshot().is_none(), "pessimistic transactions take none by default");
+    /// txn.put("k", "v")?;
+    /// txn.commit()?;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn begin(&self) -> Transaction {
         self.begin_with(&TransactionOptions::default())
     }
@@ -102,11 +125,33 @@ impl TransactionDb {
 
     /// The database underneath, for reads, keyspaces, snapshots and
     /// maintenance. Writes made on it directly take no locks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, Options, TransactionDb};
+    ///
+    /// let db = TransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// db.put("k", "v")?;
+    /// assert_eq!(db.db().get("k")?, Some(b"v".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn db(&self) -> &Db {
         &self.db
     }
 
     /// Puts `key` in the default keyspace, waiting for its lock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, Options, TransactionDb};
+    ///
+    /// let db = TransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// db.put("k", "v")?; // waits for the lock of "k" if a transaction holds it
+    /// assert_eq!(db.db().get("k")?, Some(b"v".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.put(key, value);
@@ -114,6 +159,18 @@ impl TransactionDb {
     }
 
     /// Deletes `key` in the default keyspace, waiting for its lock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, Options, TransactionDb};
+    ///
+    /// let db = TransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// db.put("k", "v")?;
+    /// db.delete("k")?;
+    /// assert_eq!(db.db().get("k")?, None);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key);
@@ -121,6 +178,19 @@ impl TransactionDb {
     }
 
     /// Merges `operand` into `key` of the default keyspace, waiting for its lock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{merge_operators::UInt64Add, MemVfs, Options, TransactionDb};
+    ///
+    /// let opts = Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())).with_merge_operator(std::sync::Arc::new(UInt64Add));
+    /// let db = TransactionDb::open("/db", opts)?;
+    /// db.merge("n", 2u64.to_le_bytes())?;
+    /// db.merge("n", 3u64.to_le_bytes())?;
+    /// assert_eq!(db.db().get("n")?, Some(5u64.to_le_bytes().to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.merge(key, operand);
@@ -152,6 +222,18 @@ impl TransactionDb {
     }
 
     /// [`Self::write`] with write options.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, Options, TransactionDb};
+    ///
+    /// let db = TransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// let mut b = strata::WriteBatch::new();
+    /// b.put("a", "1");
+    /// db.write_opt(b, &strata::WriteOptions::default().with_sync(true))?;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn write_opt(&self, batch: WriteBatch, wo: &WriteOptions) -> Result<()> {
         let mut keys: Vec<LockKey> = Vec::new();
         for op in batch.iter() {
@@ -188,6 +270,17 @@ impl TransactionDb {
     }
 
     /// Closes the database ([`Db::close`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{MemVfs, Options, TransactionDb};
+    ///
+    /// let db = TransactionDb::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// db.put("k", "v")?;
+    /// db.close()?;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn close(self) -> Result<()> {
         self.db.close()
     }
