@@ -39,13 +39,20 @@ pub struct IngestArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// The two ways of loading, for one engine.
+/// One record: key and value.
+type Record = (Vec<u8>, Vec<u8>);
+
+/// What loading needs of an engine; the two ways of loading are driven
+/// below, the same for every engine.
 trait Loader {
-    /// Writes records `range` through write batches of `batch`, then flushes.
-    fn batches(&self, args: &IngestArgs) -> BenchResult<()>;
-    /// Writes records into external files of `file_records` each under
-    /// `dir` and ingests each; returns the seconds spent writing files.
-    fn ingest(&self, args: &IngestArgs, dir: &Path) -> BenchResult<f64>;
+    /// Writes `records` as one write batch.
+    fn write_batch(&self, records: &[Record]) -> BenchResult<()>;
+    /// Flushes the memtable to tables.
+    fn flush(&self) -> BenchResult<()>;
+    /// Writes `records` (ascending keys) to an external table at `path`.
+    fn write_file(&self, path: &Path, records: &[Record]) -> BenchResult<()>;
+    /// Ingests the table at `path`, moving it.
+    fn ingest(&self, path: &Path) -> BenchResult<()>;
     /// Reads a key back (to check the load).
     fn get(&self, key: &[u8]) -> BenchResult<Option<Vec<u8>>>;
 }
@@ -57,43 +64,33 @@ fn strata_options(args: &IngestArgs) -> strata::Options {
         .with_bloom_bits_per_key(10.0)
 }
 
-struct StrataLoader(strata::Db);
+struct StrataLoader(strata::Db, strata::Options);
 
 impl Loader for StrataLoader {
-    fn batches(&self, args: &IngestArgs) -> BenchResult<()> {
-        let err = |e: strata::Error| e.to_string();
-        let mut values = ValueGen::new(1, 1.0);
+    fn write_batch(&self, records: &[Record]) -> BenchResult<()> {
         let mut b = strata::WriteBatch::new();
-        for i in 0..args.num {
-            b.put(format_key(i, 16), values.next(args.value_size));
-            if b.len() >= args.batch {
-                self.0.write(std::mem::take(&mut b)).map_err(err)?;
-            }
+        for (k, v) in records {
+            b.put(k, v);
         }
-        self.0.write(b).map_err(err)?;
-        self.0.flush().map_err(err)
+        self.0.write(b).map_err(|e| e.to_string())
     }
 
-    fn ingest(&self, args: &IngestArgs, dir: &Path) -> BenchResult<f64> {
+    fn flush(&self) -> BenchResult<()> {
+        self.0.flush().map_err(|e| e.to_string())
+    }
+
+    fn write_file(&self, path: &Path, records: &[Record]) -> BenchResult<()> {
         let err = |e: strata::Error| e.to_string();
-        let mut values = ValueGen::new(1, 1.0);
-        let mut writing = 0.0;
-        let mut i = 0;
-        while i < args.num {
-            let started = Instant::now();
-            let path = dir.join(format!("strata-{i}.sst"));
-            let mut w = strata::SstFileWriter::create(&path, &strata_options(args)).map_err(err)?;
-            let end = (i + args.file_records.max(1)).min(args.num);
-            for k in i..end {
-                w.put(format_key(k, 16), values.next(args.value_size)).map_err(err)?;
-            }
-            w.finish().map_err(err)?;
-            writing += started.elapsed().as_secs_f64();
-            let opts = strata::IngestExternalFileOptions::default().with_move_files(true);
-            self.0.ingest_external_file(&[&path], &opts).map_err(err)?;
-            i = end;
+        let mut w = strata::SstFileWriter::create(path, &self.1).map_err(err)?;
+        for (k, v) in records {
+            w.put(k, v).map_err(err)?;
         }
-        Ok(writing)
+        w.finish().map(drop).map_err(err)
+    }
+
+    fn ingest(&self, path: &Path) -> BenchResult<()> {
+        let opts = strata::IngestExternalFileOptions::default().with_move_files(true);
+        self.0.ingest_external_file(&[path], &opts).map_err(|e| e.to_string())
     }
 
     fn get(&self, key: &[u8]) -> BenchResult<Option<Vec<u8>>> {
@@ -104,11 +101,9 @@ impl Loader for StrataLoader {
 #[cfg(feature = "rocksdb")]
 mod rocks {
     use std::path::Path;
-    use std::time::Instant;
 
-    use super::{IngestArgs, Loader};
+    use super::{IngestArgs, Loader, Record};
     use crate::engine::BenchResult;
-    use crate::gen::{format_key, ValueGen};
 
     pub fn options(args: &IngestArgs) -> rocksdb::Options {
         let mut table = rocksdb::BlockBasedOptions::default();
@@ -125,42 +120,32 @@ mod rocks {
     pub struct RocksLoader(pub rocksdb::DB, pub rocksdb::Options);
 
     impl Loader for RocksLoader {
-        fn batches(&self, args: &IngestArgs) -> BenchResult<()> {
-            let err = |e: rocksdb::Error| e.to_string();
-            let mut values = ValueGen::new(1, 1.0);
+        fn write_batch(&self, records: &[Record]) -> BenchResult<()> {
             let mut b = rocksdb::WriteBatch::default();
-            for i in 0..args.num {
-                b.put(format_key(i, 16), values.next(args.value_size));
-                if b.len() >= args.batch {
-                    self.0.write(std::mem::take(&mut b)).map_err(err)?;
-                }
+            for (k, v) in records {
+                b.put(k, v);
             }
-            self.0.write(b).map_err(err)?;
-            self.0.flush().map_err(err)
+            self.0.write(b).map_err(|e| e.to_string())
         }
 
-        fn ingest(&self, args: &IngestArgs, dir: &Path) -> BenchResult<f64> {
+        fn flush(&self) -> BenchResult<()> {
+            self.0.flush().map_err(|e| e.to_string())
+        }
+
+        fn write_file(&self, path: &Path, records: &[Record]) -> BenchResult<()> {
             let err = |e: rocksdb::Error| e.to_string();
-            let mut values = ValueGen::new(1, 1.0);
-            let mut writing = 0.0;
-            let mut i = 0;
-            while i < args.num {
-                let started = Instant::now();
-                let path = dir.join(format!("rocksdb-{i}.sst"));
-                let mut w = rocksdb::SstFileWriter::create(&self.1);
-                w.open(&path).map_err(err)?;
-                let end = (i + args.file_records.max(1)).min(args.num);
-                for k in i..end {
-                    w.put(format_key(k, 16), values.next(args.value_size)).map_err(err)?;
-                }
-                w.finish().map_err(err)?;
-                writing += started.elapsed().as_secs_f64();
-                let mut opts = rocksdb::IngestExternalFileOptions::default();
-                opts.set_move_files(true);
-                self.0.ingest_external_file_opts(&opts, vec![path]).map_err(err)?;
-                i = end;
+            let mut w = rocksdb::SstFileWriter::create(&self.1);
+            w.open(path).map_err(err)?;
+            for (k, v) in records {
+                w.put(k, v).map_err(err)?;
             }
-            Ok(writing)
+            w.finish().map_err(err)
+        }
+
+        fn ingest(&self, path: &Path) -> BenchResult<()> {
+            let mut opts = rocksdb::IngestExternalFileOptions::default();
+            opts.set_move_files(true);
+            self.0.ingest_external_file_opts(&opts, vec![path]).map_err(|e| e.to_string())
         }
 
         fn get(&self, key: &[u8]) -> BenchResult<Option<Vec<u8>>> {
@@ -172,7 +157,8 @@ mod rocks {
 fn open(engine: &str, args: &IngestArgs, path: &Path) -> BenchResult<Box<dyn Loader>> {
     Ok(match engine {
         "strata" => {
-            Box::new(StrataLoader(strata::Db::open(path, strata_options(args)).map_err(|e| e.to_string())?))
+            let opts = strata_options(args);
+            Box::new(StrataLoader(strata::Db::open(path, opts.clone()).map_err(|e| e.to_string())?, opts))
         }
         #[cfg(feature = "rocksdb")]
         "rocksdb" => {
@@ -185,6 +171,28 @@ fn open(engine: &str, args: &IngestArgs, path: &Path) -> BenchResult<Box<dyn Loa
             ))
         }
     })
+}
+
+/// Loads `records` in write batches of `batch`, then flushes.
+fn load_batches(db: &dyn Loader, records: &[Record], batch: usize) -> BenchResult<()> {
+    for chunk in records.chunks(batch.max(1)) {
+        db.write_batch(chunk)?;
+    }
+    db.flush()
+}
+
+/// Loads `records` as external files of `per_file` records under `dir`, each
+/// ingested once written; returns the seconds spent writing the files.
+fn load_files(db: &dyn Loader, records: &[Record], per_file: u64, dir: &Path) -> BenchResult<f64> {
+    let mut writing = 0.0;
+    for (n, chunk) in records.chunks(per_file.max(1) as usize).enumerate() {
+        let path = dir.join(format!("{n}.sst"));
+        let started = Instant::now();
+        db.write_file(&path, chunk)?;
+        writing += started.elapsed().as_secs_f64();
+        db.ingest(&path)?;
+    }
+    Ok(writing)
 }
 
 /// One engine's rates, records per second.
@@ -202,16 +210,20 @@ pub struct IngestResult {
     pub ingest_call_secs: f64,
 }
 
-/// Loads `num` records both ways into fresh databases, per engine.
+/// Loads `num` records both ways into fresh databases, per engine. The
+/// records are made before any clock starts.
 pub fn run(args: &IngestArgs) -> BenchResult<Vec<IngestResult>> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let base = args.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    let mut values = ValueGen::new(1, 1.0);
+    let records: Vec<Record> =
+        (0..args.num).map(|i| (format_key(i, 16), values.next(args.value_size).to_vec())).collect();
     let probe = format_key(args.num / 2, 16);
     let mut rows = Vec::new();
     for engine in args.engines.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let db = open(engine, args, &base.join(format!("{engine}-batches")))?;
         let started = Instant::now();
-        db.batches(args)?;
+        load_batches(db.as_ref(), &records, args.batch)?;
         let batches = started.elapsed().as_secs_f64();
         if db.get(&probe)?.is_none() {
             return Err(format!("{engine}: a batch-loaded key is missing"));
@@ -220,7 +232,7 @@ pub fn run(args: &IngestArgs) -> BenchResult<Vec<IngestResult>> {
         std::fs::create_dir_all(&files).map_err(|e| e.to_string())?;
         let db = open(engine, args, &base.join(format!("{engine}-ingest")))?;
         let started = Instant::now();
-        let writing = db.ingest(args, &files)?;
+        let writing = load_files(db.as_ref(), &records, args.file_records, &files)?;
         let ingest = started.elapsed().as_secs_f64();
         if db.get(&probe)?.is_none() {
             return Err(format!("{engine}: an ingested key is missing"));
