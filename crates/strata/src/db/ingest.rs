@@ -24,7 +24,7 @@ use crate::compaction::view::build_view;
 use crate::error::{Error, Result};
 use crate::ingest::IngestExternalFileOptions;
 use crate::iter::InternalIterator;
-use crate::key::{make_internal_key, parse_internal_key, user_key, SeqNum};
+use crate::key::{append_internal_key, parse_internal_key, user_key, SeqNum};
 use crate::range_del::Fragments;
 use crate::sink::{OutputWriter, TableSink, WriteTarget};
 use crate::stats::Counters;
@@ -79,13 +79,16 @@ impl External {
         }
         let mut it = self.table.iter(BlockReadOptions { fill_cache: false, ..BlockReadOptions::default() });
         it.seek_to_first()?;
-        let mut last: Option<Vec<u8>> = None;
+        // The previous user key, kept in one buffer (empty: none yet).
+        let (mut last, mut first) = (Vec::new(), true);
         while it.valid() {
             let parsed = parse_internal_key(it.key())?;
-            if parsed.seq != 0 || last.as_deref().is_some_and(|l| parsed.user_key <= l) {
+            if parsed.seq != 0 || (!first && parsed.user_key <= last.as_slice()) {
                 return Ok(false);
             }
-            last = Some(parsed.user_key.to_vec());
+            last.clear();
+            last.extend_from_slice(parsed.user_key);
+            first = false;
             it.next()?;
         }
         Ok(true)
@@ -132,7 +135,15 @@ impl DbInner {
             }
         }
         let (lo, hi) = (files[0].lo.clone(), files[files.len() - 1].hi.clone());
-        let plain = files.iter().map(External::is_plain).collect::<Result<Vec<_>>>()?.into_iter().all(|p| p);
+        // Reading every block to learn whether the files could join as they
+        // are is worth it only when no table overlaps them (checked again below).
+        let mut plain = !self.tables_overlap(&lo, &hi);
+        for f in &files {
+            if !plain {
+                break;
+            }
+            plain = f.is_plain()?;
+        }
         // The memtables must hold nothing of the range, with writes stopped.
         let mut tries = 0;
         let (compaction, mut wal) = loop {
@@ -268,14 +279,15 @@ impl DbInner {
         let range_dels = Fragments::new(tombs.map(|t| (t.start.as_slice(), t.end.as_slice(), seq)));
         let mut out = OutputWriter::new(&env, &view, &target, self.opts.target_file_size_base)
             .with_range_dels(range_dels);
-        let mut last: Option<Vec<u8>> = None;
+        // The entry last written, restamped (empty: none yet); its user key
+        // is the one the next entry must follow.
         let mut ikey = Vec::new();
         for f in files {
             let mut it = f.table.iter(BlockReadOptions { fill_cache: false, ..BlockReadOptions::default() });
             it.seek_to_first()?;
             while it.valid() {
                 let parsed = parse_internal_key(it.key())?;
-                if last.as_deref().is_some_and(|l| parsed.user_key <= l) {
+                if !ikey.is_empty() && parsed.user_key <= user_key(&ikey) {
                     return Err(Error::invalid(format!(
                         "{}: key {:?} is out of order or has several versions; write ingested files with SstFileWriter",
                         f.path.display(),
@@ -283,9 +295,8 @@ impl DbInner {
                     )));
                 }
                 ikey.clear();
-                ikey.extend_from_slice(&make_internal_key(parsed.user_key, seq, parsed.kind));
+                append_internal_key(&mut ikey, parsed.user_key, seq, parsed.kind);
                 out.add(&ikey, it.value(), seq)?;
-                last = Some(parsed.user_key.to_vec());
                 it.next()?;
             }
         }

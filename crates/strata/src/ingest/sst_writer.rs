@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::key::{make_internal_key, ValueKind};
+use crate::key::{append_internal_key, user_key, ValueKind};
 use crate::range_del::{Fragments, RangeTombstone};
 use crate::table::builder::{TableBuilder, TableBuilderOptions};
 use crate::vfs::Vfs;
@@ -62,7 +62,11 @@ pub struct SstFileWriter {
     vfs: Arc<dyn Vfs>,
     /// `None` once finished.
     builder: Option<TableBuilder>,
-    last_key: Option<Vec<u8>>,
+    /// The last entry added, as an internal key (empty: none yet); the
+    /// next key must be greater than its user key.
+    ikey: Vec<u8>,
+    /// The entry being added (a buffer kept between adds).
+    next: Vec<u8>,
     range_dels: Vec<RangeTombstone>,
 }
 
@@ -98,7 +102,8 @@ impl SstFileWriter {
             path,
             vfs,
             builder: Some(TableBuilder::new(file, builder_opts)),
-            last_key: None,
+            ikey: Vec::new(),
+            next: Vec::new(),
             range_dels: Vec::new(),
         })
     }
@@ -188,17 +193,17 @@ impl SstFileWriter {
 
     fn add(&mut self, kind: ValueKind, key: &[u8], value: &[u8]) -> Result<()> {
         let builder = self.builder.as_mut().ok_or_else(|| Error::invalid("the SstFileWriter is finished"))?;
-        if let Some(last) = &self.last_key {
-            if key <= last.as_slice() {
-                return Err(Error::invalid(format!(
-                    "SstFileWriter: keys must be added in strictly increasing order: {:?} after {:?}",
-                    String::from_utf8_lossy(key),
-                    String::from_utf8_lossy(last)
-                )));
-            }
+        if !self.ikey.is_empty() && key <= user_key(&self.ikey) {
+            return Err(Error::invalid(format!(
+                "SstFileWriter: keys must be added in strictly increasing order: {:?} after {:?}",
+                String::from_utf8_lossy(key),
+                String::from_utf8_lossy(user_key(&self.ikey))
+            )));
         }
-        builder.add(&make_internal_key(key, 0, kind), value)?;
-        self.last_key = Some(key.to_vec());
+        self.next.clear();
+        append_internal_key(&mut self.next, key, 0, kind);
+        builder.add(&self.next, value)?;
+        std::mem::swap(&mut self.ikey, &mut self.next);
         Ok(())
     }
 
