@@ -1,0 +1,197 @@
+//! The example's network: one JSON line per message over TCP, a request
+//! and its reply on the same connection (enough for a demo on loopback;
+//! a deployment would bring its own RPC). Both openraft's RPCs and the
+//! service's client calls travel this way.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::Arc;
+
+use openraft::error::{
+    CheckIsLeaderError, ClientWriteError, InstallSnapshotError, NetworkError, RPCError, RaftError,
+    Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, ClientWriteResponse, InstallSnapshotRequest,
+    InstallSnapshotResponse, VoteRequest, VoteResponse,
+};
+use openraft::{BasicNode, Raft};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use strata_raft::{NodeId, Request, StateMachine, TypeConfig};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Mutex;
+
+#[derive(Serialize, Deserialize)]
+pub enum Rpc {
+    Append(AppendEntriesRequest<TypeConfig>),
+    Vote(VoteRequest<NodeId>),
+    Snapshot(InstallSnapshotRequest<TypeConfig>),
+    /// A write to the service (through the leader).
+    Write(Request),
+    /// A linearizable read (on the leader).
+    Read(Vec<u8>),
+    /// Initializes the cluster with these members.
+    Init(BTreeMap<NodeId, BasicNode>),
+}
+
+pub type WriteResult =
+    Result<ClientWriteResponse<TypeConfig>, RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>>;
+pub type ReadResult = Result<Option<Vec<u8>>, String>;
+
+/// A connection: requests written as lines, replies read as lines.
+pub struct Conn {
+    read: BufReader<OwnedReadHalf>,
+    write: OwnedWriteHalf,
+    line: String,
+}
+
+impl Conn {
+    pub async fn connect(addr: &str) -> io::Result<Conn> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let (r, w) = stream.into_split();
+        Ok(Conn { read: BufReader::new(r), write: w, line: String::new() })
+    }
+
+    /// Sends `rpc`, returns the reply.
+    pub async fn call<T: DeserializeOwned>(&mut self, rpc: &Rpc) -> io::Result<T> {
+        let mut msg = serde_json::to_vec(rpc)?;
+        msg.push(b'\n');
+        self.write.write_all(&msg).await?;
+        self.line.clear();
+        if self.read.read_line(&mut self.line).await? == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the node closed the connection"));
+        }
+        Ok(serde_json::from_str(&self.line)?)
+    }
+}
+
+/// Serves `raft` (and the service on `sm`) on `listener`, one task per connection.
+pub async fn serve(listener: TcpListener, raft: Raft<TypeConfig>, sm: StateMachine) -> io::Result<()> {
+    loop {
+        let (stream, _) = listener.accept().await?;
+        stream.set_nodelay(true)?;
+        let (raft, sm) = (raft.clone(), sm.clone());
+        tokio::spawn(async move {
+            if let Err(e) = handle(stream, raft, sm).await {
+                log::debug!("connection closed: {e}");
+            }
+        });
+    }
+}
+
+async fn handle(stream: TcpStream, raft: Raft<TypeConfig>, sm: StateMachine) -> io::Result<()> {
+    let (r, mut w) = stream.into_split();
+    let mut lines = BufReader::new(r).lines();
+    while let Some(line) = lines.next_line().await? {
+        let rpc: Rpc = serde_json::from_str(&line)?;
+        let mut reply = match rpc {
+            Rpc::Append(req) => serde_json::to_vec(&raft.append_entries(req).await)?,
+            Rpc::Vote(req) => serde_json::to_vec(&raft.vote(req).await)?,
+            Rpc::Snapshot(req) => serde_json::to_vec(&raft.install_snapshot(req).await)?,
+            Rpc::Write(req) => serde_json::to_vec::<WriteResult>(&raft.client_write(req).await)?,
+            Rpc::Read(key) => {
+                let r: ReadResult = match raft.ensure_linearizable().await {
+                    Ok(_) => sm.get(&key).map_err(|e| e.to_string()),
+                    Err(e) => Err(leader_hint(e)),
+                };
+                serde_json::to_vec(&r)?
+            }
+            Rpc::Init(members) => {
+                let r: Result<(), String> = raft.initialize(members).await.map_err(|e| e.to_string());
+                serde_json::to_vec(&r)?
+            }
+        };
+        reply.push(b'\n');
+        w.write_all(&reply).await?;
+    }
+    Ok(())
+}
+
+/// A read refused by a non-leader names the leader's address, `leader=ADDR`.
+fn leader_hint(e: RaftError<NodeId, CheckIsLeaderError<NodeId, BasicNode>>) -> String {
+    match e.forward_to_leader() {
+        Some(f) => match &f.leader_node {
+            Some(n) => format!("leader={}", n.addr),
+            None => "no leader yet".into(),
+        },
+        None => e.to_string(),
+    }
+}
+
+/// openraft's view of the network: a connection per peer, opened on first use.
+#[derive(Clone, Default)]
+pub struct Network;
+
+pub struct Peer {
+    target: NodeId,
+    addr: String,
+    conn: Arc<Mutex<Option<Conn>>>,
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = Peer;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Peer {
+        Peer { target, addr: node.addr.clone(), conn: Arc::default() }
+    }
+}
+
+impl Peer {
+    async fn call<T: DeserializeOwned, E: std::error::Error>(
+        &mut self,
+        rpc: &Rpc,
+    ) -> Result<T, RPCError<NodeId, BasicNode, E>> {
+        let mut guard = self.conn.lock().await;
+        if guard.is_none() {
+            let conn =
+                Conn::connect(&self.addr).await.map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))?;
+            *guard = Some(conn);
+        }
+        let conn = guard.as_mut().expect("connected above");
+        match conn.call::<T>(rpc).await {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                // The next call reconnects.
+                *guard = None;
+                Err(RPCError::Network(NetworkError::new(&e)))
+            }
+        }
+    }
+}
+
+impl RaftNetwork<TypeConfig> for Peer {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        _option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        let r: Result<_, RaftError<NodeId>> = self.call(&Rpc::Append(rpc)).await?;
+        r.map_err(|e| RPCError::RemoteError(openraft::error::RemoteError::new(self.target, e)))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        _option: RPCOption,
+    ) -> Result<
+        InstallSnapshotResponse<NodeId>,
+        RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
+    > {
+        let r: Result<_, RaftError<NodeId, InstallSnapshotError>> = self.call(&Rpc::Snapshot(rpc)).await?;
+        r.map_err(|e| RPCError::RemoteError(openraft::error::RemoteError::new(self.target, e)))
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        _option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        let r: Result<_, RaftError<NodeId>> = self.call(&Rpc::Vote(rpc)).await?;
+        r.map_err(|e| RPCError::RemoteError(openraft::error::RemoteError::new(self.target, e)))
+    }
+}
