@@ -31,4 +31,9 @@ for _ in $(seq 100); do
 done
 echo "get hello via node 3: $("$bin" get --addr 127.0.0.1:21003 hello)"
 "$bin" bench --addr 127.0.0.1:21001 --writes "$writes" --concurrency "$concurrency"
+# What the purged log leaves behind in node 1's raft_log keyspace (read-only: the node runs).
+cargo build --release -q -p strata-cli
+echo "node 1's raft_log keyspace after the purges:"
+target/release/strata properties --db "$work/node1" --keyspace raft_log \
+    rocksdb.estimate-num-keys rocksdb.total-sst-files-size rocksdb.num-files-at-level0 strata.policy
 "$bin" local-bench --dir "$work/local" --writes "$writes" --concurrency "$concurrency"
