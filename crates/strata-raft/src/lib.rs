@@ -86,12 +86,16 @@ pub fn open(dir: impl AsRef<Path>) -> strata::Result<(LogStore, StateMachine)> {
 pub fn open_with(dir: impl AsRef<Path>, opts: Options) -> strata::Result<(LogStore, StateMachine)> {
     let dir = dir.as_ref();
     let db = Arc::new(Db::open(dir, opts)?);
-    let keyspace = |name: &str| match db.keyspace(name) {
-        Err(strata::Error::KeyspaceNotFound(_)) => db.create_keyspace(name, KeyspaceOptions::default()),
+    let keyspace = |name: &str, opts: KeyspaceOptions| match db.keyspace(name) {
+        Err(strata::Error::KeyspaceNotFound(_)) => db.create_keyspace(name, opts),
         r => r,
     };
-    let log = LogStore::new(db.clone(), keyspace(ks::LOG)?, keyspace(ks::META)?);
-    let sm =
-        StateMachine::open(db.clone(), keyspace(ks::DATA)?, keyspace(ks::SM_META)?, dir.join("snapshots"))?;
+    let default = KeyspaceOptions::default;
+    // The log is read by index ranges only, never probed for one key: no
+    // bloom filters (measured in docs/RAFT.md, "The log keyspace").
+    let log = keyspace(ks::LOG, default().with_bloom_bits_per_key(0.0))?;
+    let log = LogStore::new(db.clone(), log, keyspace(ks::META, default())?);
+    let (data, sm_meta) = (keyspace(ks::DATA, default())?, keyspace(ks::SM_META, default())?);
+    let sm = StateMachine::open(db.clone(), data, sm_meta, dir.join("snapshots"))?;
     Ok((log, sm))
 }
