@@ -130,7 +130,7 @@ fn scan(
         (Tree::Plain(ks), Some(p)) => Box::new(ks.prefix_iterator(p)),
         (Tree::Plain(ks), None) => Box::new(ks.range::<Vec<u8>, _>((lo.clone(), hi.clone()))),
         (Tree::Ttl(ks), Some(p)) => {
-            let end = prefix_end(p).map_or(Unbounded, Excluded);
+            let end = strata::prefix_successor(p).map_or(Unbounded, Excluded);
             Box::new(ks.range::<Vec<u8>, _>((Included(p.clone()), end)))
         }
         (Tree::Ttl(ks), None) => Box::new(ks.range::<Vec<u8>, _>((lo.clone(), hi.clone()))),
@@ -184,19 +184,6 @@ fn scan(
         }
     }
     out.flush().map_err(|e| e.to_string())
-}
-
-/// The least key above every key starting with `p`; `None` if there is
-/// none (`p` is all 0xff bytes).
-fn prefix_end(p: &[u8]) -> Option<Vec<u8>> {
-    let mut end = p.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
 }
 
 /// Splits one CSV line into its two fields; double-quoted fields may hold
@@ -283,14 +270,7 @@ fn read_pairs(
 
 #[cfg(test)]
 mod tests {
-    use super::{csv_fields, prefix_end};
-
-    #[test]
-    fn prefix_end_is_the_least_key_above_the_prefix() {
-        assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
-        assert_eq!(prefix_end(b"a\xff"), Some(b"b".to_vec()));
-        assert_eq!(prefix_end(b"\xff\xff"), None);
-    }
+    use super::csv_fields;
 
     #[test]
     fn csv_fields_handle_quotes() {

@@ -16,18 +16,6 @@ use crate::bytes::{buf, py_bytes, Buf};
 use crate::core::Core;
 use crate::errors::InvalidArgumentError;
 
-/// The smallest key above every key starting with `prefix` (`None`: no such key).
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
-}
-
 /// A key range `[lower, upper)`; `None` bounds are open.
 pub type Range = (Option<Vec<u8>>, Option<Vec<u8>>);
 
@@ -41,7 +29,7 @@ pub fn bounds(start: Option<Buf<'_>>, end: Option<Buf<'_>>, prefix: Option<Buf<'
         if lower.as_deref().is_none_or(|l| l < p) {
             lower = Some(p.to_vec());
         }
-        if let Some(pe) = prefix_end(p) {
+        if let Some(pe) = strata::prefix_successor(p) {
             if upper.as_deref().is_none_or(|u| u > pe.as_slice()) {
                 upper = Some(pe);
             }

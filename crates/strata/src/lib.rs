@@ -75,7 +75,9 @@ pub use compaction::style::CompactionStyle;
 pub use compaction::{CompactionFilter, CompactionPolicy, Decision};
 pub use db::read_options::ReadOptions;
 pub use db::write_options::WriteOptions;
-pub use db::{destroy, repair, Db, DbIterator, DbRawIterator, Keyspace, RepairReport, Snapshot};
+pub use db::{
+    destroy, prefix_successor, repair, Db, DbIterator, DbRawIterator, Keyspace, RepairReport, Snapshot,
+};
 pub use error::{Error, Result};
 pub use events::{
     BackgroundErrorInfo, BackgroundErrorReason, CompactionInfo, EventListener, FlushInfo, FlushReason,

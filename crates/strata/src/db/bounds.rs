@@ -5,8 +5,18 @@ use std::ops::Bound;
 
 /// The smallest key greater than every key that starts with `prefix`: the
 /// prefix without its trailing 0xFF bytes, last byte incremented. `None` when
-/// no key is (an empty prefix, or only 0xFF bytes): unbounded above.
-pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+/// no key is (an empty prefix, or only 0xFF bytes): unbounded above. The
+/// exclusive upper bound of a prefix scan
+/// ([`ReadOptions::with_iterate_upper_bound`](crate::ReadOptions::with_iterate_upper_bound)).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(strata::prefix_successor(b"user:"), Some(b"user;".to_vec()));
+/// assert_eq!(strata::prefix_successor(b"a\xff"), Some(b"b".to_vec()));
+/// assert_eq!(strata::prefix_successor(b"\xff\xff"), None);
+/// ```
+pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     let last = prefix.iter().rposition(|&b| b != 0xFF)?;
     let mut succ = prefix[..=last].to_vec();
     succ[last] += 1;

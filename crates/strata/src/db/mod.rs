@@ -46,6 +46,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 
+pub use bounds::prefix_successor;
 pub use handle::Db;
 pub use iter::DbIterator;
 pub use keyspace::Keyspace;
