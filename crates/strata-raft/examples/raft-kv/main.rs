@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
-use openraft::{BasicNode, Config, Raft};
+use openraft::{BasicNode, Config, Raft, SnapshotPolicy};
 use strata_raft::{NodeId, Request};
 use tokio::net::TcpListener;
 
@@ -46,6 +46,12 @@ enum Cmd {
         /// Every member, `ID=HOST:PORT,...` (this node's entry is where it listens).
         #[arg(long)]
         peers: String,
+        /// A snapshot after this many applied entries (openraft's `LogsSinceLast`).
+        #[arg(long, default_value_t = 5000)]
+        snapshot_every: u64,
+        /// Log entries kept behind the snapshot when purging.
+        #[arg(long, default_value_t = 1000)]
+        keep: u64,
     },
     /// Initializes the cluster (once, at any node).
     Init {
@@ -189,7 +195,13 @@ fn local_bench(dir: PathBuf, writes: usize, concurrency: usize, value_size: usiz
     Ok(())
 }
 
-async fn run_node(id: NodeId, dir: PathBuf, peers: String) -> Result<(), String> {
+async fn run_node(
+    id: NodeId,
+    dir: PathBuf,
+    peers: String,
+    snapshot_every: u64,
+    keep: u64,
+) -> Result<(), String> {
     let members = parse_peers(&peers)?;
     let me = members.get(&id).ok_or_else(|| format!("node {id} is not in --peers"))?;
     let (log, sm) = strata_raft::open(&dir).map_err(|e| e.to_string())?;
@@ -197,6 +209,10 @@ async fn run_node(id: NodeId, dir: PathBuf, peers: String) -> Result<(), String>
         heartbeat_interval: 100,
         election_timeout_min: 400,
         election_timeout_max: 800,
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(snapshot_every),
+        max_in_snapshot_log_to_keep: keep,
+        // With few entries kept, purge as soon as one can go (tests make purges frequent).
+        purge_batch_size: if keep < 100 { 1 } else { Config::default().purge_batch_size },
         ..Default::default()
     };
     let config = Arc::new(config.validate().map_err(|e| e.to_string())?);
@@ -211,7 +227,9 @@ async fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Cmd::Node { id, dir, peers } => run_node(id, dir, peers).await,
+        Cmd::Node { id, dir, peers, snapshot_every, keep } => {
+            run_node(id, dir, peers, snapshot_every, keep).await
+        }
         Cmd::Init { addr, peers } => {
             async {
                 let members = parse_peers(&peers)?;

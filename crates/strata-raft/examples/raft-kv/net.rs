@@ -36,6 +36,18 @@ pub enum Rpc {
     Read(Vec<u8>),
     /// Initializes the cluster with these members.
     Init(BTreeMap<NodeId, BasicNode>),
+    /// The node's view of Raft, from its metrics: a [`Status`].
+    Status,
+}
+
+/// A node's Raft state, as its metrics report it.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq, Eq)]
+pub struct Status {
+    pub current_leader: Option<NodeId>,
+    pub last_log_index: Option<u64>,
+    pub last_applied: Option<u64>,
+    pub purged: Option<u64>,
+    pub snapshot: Option<u64>,
 }
 
 pub type WriteResult =
@@ -104,6 +116,20 @@ async fn handle(stream: TcpStream, raft: Raft<TypeConfig>, sm: StateMachine) -> 
             Rpc::Init(members) => {
                 let r: Result<(), String> = raft.initialize(members).await.map_err(|e| e.to_string());
                 serde_json::to_vec(&r)?
+            }
+            Rpc::Status => {
+                let status = {
+                    let m = raft.metrics();
+                    let m = m.borrow();
+                    Status {
+                        current_leader: m.current_leader,
+                        last_log_index: m.last_log_index,
+                        last_applied: m.last_applied.map(|l| l.index),
+                        purged: m.purged.map(|l| l.index),
+                        snapshot: m.snapshot.map(|l| l.index),
+                    }
+                };
+                serde_json::to_vec(&status)?
             }
         };
         reply.push(b'\n');
