@@ -28,13 +28,18 @@ pub struct LogStore {
     meta: Keyspace,
 }
 
-/// Writes `batch` to `db` synced, on a thread for blocking work (a sync
-/// waits for the device; openraft's tasks must not).
+/// Runs `f` on a thread for blocking work: a sync waits for the device, and
+/// openraft's tasks must not.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> strata::Result<T> + Send + 'static,
+) -> strata::Result<T> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| strata::Error::Io(io::Error::other(e)))?
+}
+
+/// Writes `batch` to `db` synced, off openraft's tasks.
 pub(crate) async fn write_synced(db: &Arc<Db>, batch: WriteBatch) -> strata::Result<()> {
     let db = db.clone();
-    tokio::task::spawn_blocking(move || db.write_opt(batch, &WriteOptions::default().with_sync(true)))
-        .await
-        .map_err(|e| strata::Error::Io(io::Error::other(e)))?
+    blocking(move || db.write_opt(batch, &WriteOptions::default().with_sync(true))).await
 }
 
 impl LogStore {

@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use strata::{Db, Keyspace, ReadOptions, WriteBatch};
 
 use crate::codec::{self, any, err, from_json, to_json, StorageResult};
-use crate::log_store::write_synced;
+use crate::log_store::{blocking, write_synced};
 use crate::snapshot_file::{decode_pairs, encode_pair, SnapshotDir};
 use crate::{NodeId, Request, Response, TypeConfig};
 
@@ -81,6 +81,18 @@ impl StateMachine {
             .collect()
     }
 
+    /// Writes snapshot file `id` off openraft's tasks (it syncs); returns `data`.
+    async fn write_file(&self, id: &str, data: Vec<u8>) -> strata::Result<Vec<u8>> {
+        let (dir, id) = (self.snapshots.clone(), id.to_string());
+        blocking(move || Ok(dir.write(&id, &data).map(|()| data)?)).await
+    }
+
+    /// Removes every snapshot file but `keep`'s, off openraft's tasks.
+    async fn remove_other_files(&self, keep: &str) -> strata::Result<()> {
+        let (dir, keep) = (self.snapshots.clone(), keep.to_string());
+        blocking(move || Ok(dir.remove_others(Some(&keep))?)).await
+    }
+
     fn get_meta<T: DeserializeOwned>(&self, key: &str, ro: &ReadOptions) -> StorageResult<Option<T>> {
         let read = |e| err(ErrorSubject::StateMachine, ErrorVerb::Read, e);
         match self.meta.get_opt(key, ro).map_err(|e| read(any(e)))? {
@@ -117,13 +129,11 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
         };
         let meta = SnapshotMeta { last_log_id: applied, last_membership: membership, snapshot_id };
         let write = |e| codec::write_snapshot(Some(meta.signature()), e);
-        self.snapshots.write(&meta.snapshot_id, &data).map_err(|e| write(openraft::AnyError::new(&e)))?;
+        let data = self.write_file(&meta.snapshot_id, data).await.map_err(|e| write(any(e)))?;
         let mut batch = WriteBatch::new();
         batch.put_cf(&self.meta, SNAPSHOT, to_json(&meta).map_err(write)?);
         write_synced(&self.db, batch).await.map_err(|e| write(any(e)))?;
-        self.snapshots
-            .remove_others(Some(&meta.snapshot_id))
-            .map_err(|e| write(openraft::AnyError::new(&e)))?;
+        self.remove_other_files(&meta.snapshot_id).await.map_err(|e| write(any(e)))?;
         Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(data)) })
     }
 }
@@ -208,18 +218,18 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let data = snapshot.into_inner();
         let failed = |e| codec::write_snapshot(Some(meta.signature()), e);
         let io_err = |e: io::Error| failed(openraft::AnyError::new(&e));
-        let pairs = decode_pairs(&data).map_err(io_err)?;
-        self.snapshots.write(&meta.snapshot_id, &data).map_err(io_err)?;
         let mut batch = WriteBatch::new();
         batch.delete_range_cf(&self.data, [DATA_PREFIX], DATA_END);
-        for (k, v) in pairs {
+        for (k, v) in decode_pairs(&data).map_err(io_err)? {
             batch.put_cf(&self.data, data_key(k), v);
         }
+        // The file before the batch that names it.
+        self.write_file(&meta.snapshot_id, data).await.map_err(|e| failed(any(e)))?;
         batch.put_cf(&self.meta, APPLIED, to_json(&meta.last_log_id).map_err(failed)?);
         batch.put_cf(&self.meta, MEMBERSHIP, to_json(&meta.last_membership).map_err(failed)?);
         batch.put_cf(&self.meta, SNAPSHOT, to_json(meta).map_err(failed)?);
         write_synced(&self.db, batch).await.map_err(|e| failed(any(e)))?;
-        self.snapshots.remove_others(Some(&meta.snapshot_id)).map_err(io_err)
+        self.remove_other_files(&meta.snapshot_id).await.map_err(|e| failed(any(e)))
     }
 
     async fn get_current_snapshot(&mut self) -> StorageResult<Option<Snapshot<TypeConfig>>> {
