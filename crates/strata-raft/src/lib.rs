@@ -23,8 +23,10 @@
 #![allow(clippy::result_large_err)]
 
 mod codec;
+pub mod hook;
 mod log_store;
 mod snapshot_file;
+mod snapshot_gate;
 mod state_machine;
 
 use std::io::Cursor;
@@ -94,8 +96,8 @@ pub fn open_with(dir: impl AsRef<Path>, opts: Options) -> strata::Result<(LogSto
     // The log is read by index ranges only, never probed for one key: no
     // bloom filters (measured in docs/RAFT.md, "The log keyspace").
     let log = keyspace(ks::LOG, default().with_bloom_bits_per_key(0.0))?;
-    let log = LogStore::new(db.clone(), log, keyspace(ks::META, default())?);
     let (data, sm_meta) = (keyspace(ks::DATA, default())?, keyspace(ks::SM_META, default())?);
     let sm = StateMachine::open(db.clone(), data, sm_meta, dir.join("snapshots"))?;
+    let log = LogStore::new(db.clone(), log, keyspace(ks::META, default())?, sm.gate());
     Ok((log, sm))
 }

@@ -14,6 +14,8 @@ use strata::{Db, Keyspace, ReadOptions, WriteBatch, WriteOptions};
 use crate::codec::{
     self, any, err, from_json, index_key, key_index, to_json, StorageResult, PAST_LAST_INDEX,
 };
+use crate::hook::{self, Moment, Step, StepHook};
+use crate::snapshot_gate::SnapshotGate;
 use crate::{NodeId, TypeConfig};
 
 const VOTE: &str = "vote";
@@ -26,6 +28,9 @@ pub struct LogStore {
     db: Arc<Db>,
     log: Keyspace,
     meta: Keyspace,
+    /// Orders a purge after the install of the snapshot it relies on.
+    gate: SnapshotGate,
+    hook: Option<StepHook>,
 }
 
 /// Runs `f` on a thread for blocking work: a sync waits for the device, and
@@ -36,15 +41,29 @@ pub(crate) async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f).await.map_err(|e| strata::Error::Io(io::Error::other(e)))?
 }
 
-/// Writes `batch` to `db` synced, off openraft's tasks.
-pub(crate) async fn write_synced(db: &Arc<Db>, batch: WriteBatch) -> strata::Result<()> {
+/// Writes `batch` to `db` synced, off openraft's tasks; calls `hook` before
+/// and once it is durable.
+pub(crate) async fn write_synced(
+    db: &Arc<Db>,
+    hook: &Option<StepHook>,
+    step: Step,
+    batch: WriteBatch,
+) -> strata::Result<()> {
+    hook::call(hook, step, Moment::Before);
     let db = db.clone();
-    blocking(move || db.write_opt(batch, &WriteOptions::default().with_sync(true))).await
+    blocking(move || db.write_opt(batch, &WriteOptions::default().with_sync(true))).await?;
+    hook::call(hook, step, Moment::Durable);
+    Ok(())
 }
 
 impl LogStore {
-    pub(crate) fn new(db: Arc<Db>, log: Keyspace, meta: Keyspace) -> LogStore {
-        LogStore { db, log, meta }
+    pub(crate) fn new(db: Arc<Db>, log: Keyspace, meta: Keyspace, gate: SnapshotGate) -> LogStore {
+        LogStore { db, log, meta, gate, hook: None }
+    }
+
+    /// This store (and its clones) calls `hook` at each durable step.
+    pub fn with_hook(self, hook: StepHook) -> LogStore {
+        LogStore { hook: Some(hook), ..self }
     }
 
     fn get_meta<T: DeserializeOwned>(
@@ -124,7 +143,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn save_vote(&mut self, vote: &Vote<NodeId>) -> StorageResult<()> {
         let mut batch = WriteBatch::new();
         batch.put_cf(&self.meta, VOTE, to_json(vote).map_err(codec::write_vote)?);
-        write_synced(&self.db, batch).await.map_err(|e| codec::write_vote(any(e)))
+        write_synced(&self.db, &self.hook, Step::Vote, batch).await.map_err(|e| codec::write_vote(any(e)))
     }
 
     async fn read_vote(&mut self) -> StorageResult<Option<Vote<NodeId>>> {
@@ -153,7 +172,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             let v = to_json(&entry).map_err(codec::write_logs)?;
             batch.put_cf(&self.log, index_key(entry.log_id.index), v);
         }
-        match write_synced(&self.db, batch).await {
+        match write_synced(&self.db, &self.hook, Step::Append, batch).await {
             Ok(()) => {
                 callback.log_io_completed(Ok(()));
                 Ok(())
@@ -169,18 +188,20 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn truncate(&mut self, log_id: LogId<NodeId>) -> StorageResult<()> {
         let mut batch = WriteBatch::new();
         batch.delete_range_cf(&self.log, index_key(log_id.index), PAST_LAST_INDEX);
-        write_synced(&self.db, batch).await.map_err(|e| codec::write_logs(any(e)))
+        write_synced(&self.db, &self.hook, Step::Truncate, batch).await.map_err(|e| codec::write_logs(any(e)))
     }
 
     /// Deletes the entries up to `log_id` and records it as the last purged,
-    /// in one synced batch: never one without the other.
+    /// in one synced batch: never one without the other. Waits first for an
+    /// install in flight that covers them (see `snapshot_gate.rs`).
     async fn purge(&mut self, log_id: LogId<NodeId>) -> StorageResult<()> {
+        self.gate.covering(&log_id).await;
         let mut batch = WriteBatch::new();
         batch.put_cf(&self.meta, LAST_PURGED, to_json(&log_id).map_err(codec::write_logs)?);
         match log_id.index.checked_add(1) {
             Some(end) => batch.delete_range_cf(&self.log, index_key(0), index_key(end)),
             None => batch.delete_range_cf(&self.log, index_key(0), PAST_LAST_INDEX),
         }
-        write_synced(&self.db, batch).await.map_err(|e| codec::write_logs(any(e)))
+        write_synced(&self.db, &self.hook, Step::Purge, batch).await.map_err(|e| codec::write_logs(any(e)))
     }
 }

@@ -18,8 +18,10 @@ use serde::de::DeserializeOwned;
 use strata::{Db, Keyspace, ReadOptions, WriteBatch};
 
 use crate::codec::{self, any, err, from_json, to_json, StorageResult};
+use crate::hook::{Step, StepHook};
 use crate::log_store::{blocking, write_synced};
 use crate::snapshot_file::{decode_pairs, encode_pair, SnapshotDir};
+use crate::snapshot_gate::SnapshotGate;
 use crate::{NodeId, Request, Response, TypeConfig};
 
 const APPLIED: &str = "applied";
@@ -49,6 +51,9 @@ pub struct StateMachine {
     snapshots: SnapshotDir,
     /// Makes snapshot ids unique within this process.
     builds: Arc<AtomicU64>,
+    /// Told of every durable snapshot and snapshot receive.
+    gate: SnapshotGate,
+    hook: Option<StepHook>,
 }
 
 impl StateMachine {
@@ -58,13 +63,31 @@ impl StateMachine {
         meta: Keyspace,
         dir: PathBuf,
     ) -> strata::Result<StateMachine> {
-        let sm = StateMachine { db, data, meta, snapshots: SnapshotDir::open(dir)?, builds: Arc::default() };
+        let mut sm = StateMachine {
+            db,
+            data,
+            meta,
+            snapshots: SnapshotDir::open(dir)?,
+            builds: Arc::default(),
+            gate: SnapshotGate::new(None),
+            hook: None,
+        };
         // A snapshot written but never named (a crash in between) is dropped.
         let current: Option<SnapshotMeta<NodeId, BasicNode>> = sm
             .get_meta(SNAPSHOT, &ReadOptions::default())
             .map_err(|e| strata::Error::Io(io::Error::other(e)))?;
         sm.snapshots.remove_others(current.as_ref().map(|m| m.snapshot_id.as_str()))?;
+        sm.gate = SnapshotGate::new(current.as_ref().and_then(|m| m.last_log_id.as_ref()));
         Ok(sm)
+    }
+
+    pub(crate) fn gate(&self) -> SnapshotGate {
+        self.gate.clone()
+    }
+
+    /// This state machine (and its clones) calls `hook` at each durable step.
+    pub fn with_hook(self, hook: StepHook) -> StateMachine {
+        StateMachine { hook: Some(hook), ..self }
     }
 
     /// The value of `key` in the service, as this node has applied it.
@@ -132,7 +155,8 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
         let data = self.write_file(&meta.snapshot_id, data).await.map_err(|e| write(any(e)))?;
         let mut batch = WriteBatch::new();
         batch.put_cf(&self.meta, SNAPSHOT, to_json(&meta).map_err(write)?);
-        write_synced(&self.db, batch).await.map_err(|e| write(any(e)))?;
+        write_synced(&self.db, &self.hook, Step::BuildSnapshot, batch).await.map_err(|e| write(any(e)))?;
+        self.gate.durable(meta.last_log_id.as_ref(), false);
         self.remove_other_files(&meta.snapshot_id).await.map_err(|e| write(any(e)))?;
         Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(data)) })
     }
@@ -205,6 +229,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     }
 
     async fn begin_receiving_snapshot(&mut self) -> StorageResult<Box<Cursor<Vec<u8>>>> {
+        self.gate.receiving();
         Ok(Box::new(Cursor::new(Vec::new())))
     }
 
@@ -228,7 +253,8 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         batch.put_cf(&self.meta, APPLIED, to_json(&meta.last_log_id).map_err(failed)?);
         batch.put_cf(&self.meta, MEMBERSHIP, to_json(&meta.last_membership).map_err(failed)?);
         batch.put_cf(&self.meta, SNAPSHOT, to_json(meta).map_err(failed)?);
-        write_synced(&self.db, batch).await.map_err(|e| failed(any(e)))?;
+        write_synced(&self.db, &self.hook, Step::InstallSnapshot, batch).await.map_err(|e| failed(any(e)))?;
+        self.gate.durable(meta.last_log_id.as_ref(), true);
         self.remove_other_files(&meta.snapshot_id).await.map_err(|e| failed(any(e)))
     }
 

@@ -67,6 +67,8 @@ struct Model {
     data: BTreeMap<Vec<u8>, Vec<u8>>,
     /// After a snapshot install, openraft's next call purges the log up to it.
     purge_next: Option<(u64, u64)>,
+    /// The last snapshot's index: openraft purges no further.
+    snapshot: u64,
 }
 
 fn key(index: u64) -> Vec<u8> {
@@ -112,8 +114,8 @@ impl Model {
                 Call::Apply((applied + 1..=upto).map(|i| (self.durable.log[&i], i)).collect())
             }
             4 if applied > 0 => Call::Snapshot,
-            5 if applied > self.durable.last_purged.map_or(0, |p| p.1) => {
-                let i = applied - rng.below(3).min(applied - 1);
+            5 if self.snapshot > self.durable.last_purged.map_or(0, |p| p.1) => {
+                let i = self.snapshot - rng.below(3).min(self.snapshot - 1);
                 match self.durable.log.get(&i) {
                     Some(&t) => Call::Purge(t, i),
                     None => Call::Snapshot,
@@ -149,7 +151,7 @@ impl Model {
                     self.applied = Some((t, i));
                 }
             }
-            Call::Snapshot => {}
+            Call::Snapshot => self.snapshot = self.applied_index(),
             Call::Purge(t, i) => {
                 self.durable.log = self.durable.log.split_off(&(i + 1));
                 self.durable.last_purged = Some((*t, *i));
@@ -166,6 +168,7 @@ impl Model {
                     self.data.insert(key(j), value(term, j));
                 }
                 self.applied = Some((*t, *i));
+                self.snapshot = *i;
                 self.purge_next = Some((*t, *i));
             }
         }

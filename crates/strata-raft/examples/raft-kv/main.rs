@@ -13,6 +13,7 @@
 //! ```
 //! `scripts/raft-kv-demo.sh` does all of this (and the single-node comparison).
 
+mod crash_at;
 mod net;
 
 use std::collections::BTreeMap;
@@ -25,6 +26,7 @@ use openraft::{BasicNode, Config, Raft, SnapshotPolicy};
 use strata_raft::{NodeId, Request};
 use tokio::net::TcpListener;
 
+use crash_at::CrashAt;
 use net::{Conn, Network, ReadResult, Rpc, WriteResult};
 
 #[derive(Parser)]
@@ -52,6 +54,12 @@ enum Cmd {
         /// Log entries kept behind the snapshot when purging.
         #[arg(long, default_value_t = 1000)]
         keep: u64,
+        /// Fault injection for tests: SIGKILL this process the Nth time its
+        /// storage reaches MOMENT (`before` a step's batch is written, or
+        /// once it is `durable`) of STEP (append, vote, truncate, purge,
+        /// snapshot, install).
+        #[arg(long, value_name = "STEP:N:MOMENT")]
+        crash_at: Option<CrashAt>,
     },
     /// Initializes the cluster (once, at any node).
     Init {
@@ -195,16 +203,24 @@ fn local_bench(dir: PathBuf, writes: usize, concurrency: usize, value_size: usiz
     Ok(())
 }
 
-async fn run_node(
+struct NodeArgs {
     id: NodeId,
     dir: PathBuf,
     peers: String,
     snapshot_every: u64,
     keep: u64,
-) -> Result<(), String> {
+    crash_at: Option<CrashAt>,
+}
+
+async fn run_node(args: NodeArgs) -> Result<(), String> {
+    let NodeArgs { id, dir, peers, snapshot_every, keep, crash_at } = args;
     let members = parse_peers(&peers)?;
     let me = members.get(&id).ok_or_else(|| format!("node {id} is not in --peers"))?;
-    let (log, sm) = strata_raft::open(&dir).map_err(|e| e.to_string())?;
+    let (mut log, mut sm) = strata_raft::open(&dir).map_err(|e| e.to_string())?;
+    if let Some(c) = crash_at {
+        let hook = c.hook();
+        (log, sm) = (log.with_hook(hook.clone()), sm.with_hook(hook));
+    }
     let config = Config {
         heartbeat_interval: 100,
         election_timeout_min: 400,
@@ -216,10 +232,11 @@ async fn run_node(
         ..Default::default()
     };
     let config = Arc::new(config.validate().map_err(|e| e.to_string())?);
-    let raft = Raft::new(id, config, Network, log, sm.clone()).await.map_err(|e| e.to_string())?;
+    let network = Network::default();
+    let raft = Raft::new(id, config, network.clone(), log, sm.clone()).await.map_err(|e| e.to_string())?;
     let listener = TcpListener::bind(&me.addr).await.map_err(|e| e.to_string())?;
     log::info!("node {id} serving on {} with its data in {}", me.addr, dir.display());
-    net::serve(listener, raft, sm).await.map_err(|e| e.to_string())
+    net::serve(listener, raft, sm, network).await.map_err(|e| e.to_string())
 }
 
 #[tokio::main]
@@ -227,8 +244,8 @@ async fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Cmd::Node { id, dir, peers, snapshot_every, keep } => {
-            run_node(id, dir, peers, snapshot_every, keep).await
+        Cmd::Node { id, dir, peers, snapshot_every, keep, crash_at } => {
+            run_node(NodeArgs { id, dir, peers, snapshot_every, keep, crash_at }).await
         }
         Cmd::Init { addr, peers } => {
             async {

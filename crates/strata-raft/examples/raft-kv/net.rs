@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use openraft::error::{
@@ -38,6 +39,10 @@ pub enum Rpc {
     Init(BTreeMap<NodeId, BasicNode>),
     /// The node's view of Raft, from its metrics: a [`Status`].
     Status,
+    /// Fault injection for tests: while isolated, the node neither sends nor
+    /// answers openraft's RPCs (a network partition around it); client calls
+    /// still reach it. Replies `()`.
+    Isolate(bool),
 }
 
 /// A node's Raft state, as its metrics report it.
@@ -82,25 +87,36 @@ impl Conn {
     }
 }
 
-/// Serves `raft` (and the service on `sm`) on `listener`, one task per connection.
-pub async fn serve(listener: TcpListener, raft: Raft<TypeConfig>, sm: StateMachine) -> io::Result<()> {
+/// Serves `raft` (and the service on `sm`) on `listener`, one task per
+/// connection; `net` is the node's outgoing side (isolated together).
+pub async fn serve(
+    listener: TcpListener,
+    raft: Raft<TypeConfig>,
+    sm: StateMachine,
+    net: Network,
+) -> io::Result<()> {
     loop {
         let (stream, _) = listener.accept().await?;
         stream.set_nodelay(true)?;
-        let (raft, sm) = (raft.clone(), sm.clone());
+        let (raft, sm, net) = (raft.clone(), sm.clone(), net.clone());
         tokio::spawn(async move {
-            if let Err(e) = handle(stream, raft, sm).await {
+            if let Err(e) = handle(stream, raft, sm, net).await {
                 log::debug!("connection closed: {e}");
             }
         });
     }
 }
 
-async fn handle(stream: TcpStream, raft: Raft<TypeConfig>, sm: StateMachine) -> io::Result<()> {
+async fn handle(stream: TcpStream, raft: Raft<TypeConfig>, sm: StateMachine, net: Network) -> io::Result<()> {
     let (r, mut w) = stream.into_split();
     let mut lines = BufReader::new(r).lines();
     while let Some(line) = lines.next_line().await? {
         let rpc: Rpc = serde_json::from_str(&line)?;
+        let raft_rpc = matches!(rpc, Rpc::Append(_) | Rpc::Vote(_) | Rpc::Snapshot(_));
+        if raft_rpc && net.isolated() {
+            // Unanswered: the sender sees the connection close.
+            return Ok(());
+        }
         let mut reply = match rpc {
             Rpc::Append(req) => serde_json::to_vec(&raft.append_entries(req).await)?,
             Rpc::Vote(req) => serde_json::to_vec(&raft.vote(req).await)?,
@@ -131,6 +147,11 @@ async fn handle(stream: TcpStream, raft: Raft<TypeConfig>, sm: StateMachine) -> 
                 };
                 serde_json::to_vec(&status)?
             }
+            Rpc::Isolate(on) => {
+                net.isolated.store(on, Ordering::SeqCst);
+                log::warn!("isolated: {on}");
+                serde_json::to_vec(&())?
+            }
         };
         reply.push(b'\n');
         w.write_all(&reply).await?;
@@ -151,19 +172,29 @@ fn leader_hint(e: RaftError<NodeId, CheckIsLeaderError<NodeId, BasicNode>>) -> S
 
 /// openraft's view of the network: a connection per peer, opened on first use.
 #[derive(Clone, Default)]
-pub struct Network;
+pub struct Network {
+    /// Set by [`Rpc::Isolate`]; shared by every peer and connection.
+    isolated: Arc<AtomicBool>,
+}
+
+impl Network {
+    fn isolated(&self) -> bool {
+        self.isolated.load(Ordering::SeqCst)
+    }
+}
 
 pub struct Peer {
     target: NodeId,
     addr: String,
     conn: Arc<Mutex<Option<Conn>>>,
+    net: Network,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = Peer;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Peer {
-        Peer { target, addr: node.addr.clone(), conn: Arc::default() }
+        Peer { target, addr: node.addr.clone(), conn: Arc::default(), net: self.clone() }
     }
 }
 
@@ -172,6 +203,10 @@ impl Peer {
         &mut self,
         rpc: &Rpc,
     ) -> Result<T, RPCError<NodeId, BasicNode, E>> {
+        if self.net.isolated() {
+            let e = io::Error::new(io::ErrorKind::NotConnected, "isolated (Rpc::Isolate)");
+            return Err(RPCError::Unreachable(Unreachable::new(&e)));
+        }
         let mut guard = self.conn.lock().await;
         if guard.is_none() {
             let conn =
