@@ -53,6 +53,11 @@ pub struct StateMachine {
     builds: Arc<AtomicU64>,
     /// Told of every durable snapshot and snapshot receive.
     gate: SnapshotGate,
+    /// Held while a snapshot's file is written, named and the others pruned,
+    /// and while the named file is read: openraft builds snapshots on a task
+    /// of their own, so a build and an install can overlap, and one's prune
+    /// must not delete the other's file.
+    files: Arc<tokio::sync::Mutex<()>>,
     hook: Option<StepHook>,
 }
 
@@ -70,6 +75,7 @@ impl StateMachine {
             snapshots: SnapshotDir::open(dir)?,
             builds: Arc::default(),
             gate: SnapshotGate::new(None),
+            files: Arc::default(),
             hook: None,
         };
         // A snapshot written but never named (a crash in between) is dropped.
@@ -152,6 +158,14 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
         };
         let meta = SnapshotMeta { last_log_id: applied, last_membership: membership, snapshot_id };
         let write = |e| codec::write_snapshot(Some(meta.signature()), e);
+        let _files = self.files.lock().await;
+        let current: Option<SnapshotMeta<NodeId, BasicNode>> =
+            self.get_meta(SNAPSHOT, &ReadOptions::default())?;
+        if current.is_some_and(|c| c.last_log_id > meta.last_log_id) {
+            // A newer snapshot was installed while this one was read: the
+            // current snapshot never goes back. openraft keeps the newest.
+            return Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(data)) });
+        }
         let data = self.write_file(&meta.snapshot_id, data).await.map_err(|e| write(any(e)))?;
         let mut batch = WriteBatch::new();
         batch.put_cf(&self.meta, SNAPSHOT, to_json(&meta).map_err(write)?);
@@ -249,6 +263,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             batch.put_cf(&self.data, data_key(k), v);
         }
         // The file before the batch that names it.
+        let _files = self.files.lock().await;
         self.write_file(&meta.snapshot_id, data).await.map_err(|e| failed(any(e)))?;
         batch.put_cf(&self.meta, APPLIED, to_json(&meta.last_log_id).map_err(failed)?);
         batch.put_cf(&self.meta, MEMBERSHIP, to_json(&meta.last_membership).map_err(failed)?);
@@ -259,6 +274,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     }
 
     async fn get_current_snapshot(&mut self) -> StorageResult<Option<Snapshot<TypeConfig>>> {
+        let _files = self.files.lock().await;
         let Some(meta) =
             self.get_meta::<SnapshotMeta<NodeId, BasicNode>>(SNAPSHOT, &ReadOptions::default())?
         else {

@@ -11,6 +11,8 @@
 //!   from the log alone;
 //! - purges, snapshot builds and snapshot installs (a follower restarted
 //!   behind the leader's purged log);
+//! - a vote: a follower killed when it records its vote in the election
+//!   that follows the leader's death;
 //! - truncation: an isolated leader appends writes it cannot commit, the
 //!   other two elect a new leader, and when the partition heals the old
 //!   leader truncates its tail — and is killed there. Those writes never
@@ -145,6 +147,39 @@ async fn node_killed_inside_purges_snapshot_builds_and_installs() {
 async fn put(addr: &str, key: &str, value: &str) -> Option<WriteResult> {
     let req = Request::Set { key: key.as_bytes().to_vec(), value: value.as_bytes().to_vec() };
     call(addr, &Rpc::Write(req)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follower_killed_inside_its_vote_in_an_election() {
+    let mut rng = Rng(seed(SEED));
+    let mut cluster = Cluster::new(SNAPSHOTS_OFTEN);
+    cluster.start_all(&[]).await;
+    let (acked, stop, writer) = spawn_writer(&cluster);
+    for moment in ["before", "durable"] {
+        let st = more_writes(&cluster, &acked, 20, "before the round").await;
+        let (leader, _) = cluster.leader(&st).expect("a leader");
+        let f = a_follower(&cluster, leader, &mut rng);
+        // Rejoining saves no vote (the leader's is the one it stored) ...
+        cluster.kill(f);
+        cluster.start_with(f, &["--crash-at", &format!("vote:1:{moment}")]);
+        let st = more_writes(&cluster, &acked, 10, &format!("node {f} rejoined")).await;
+        caught_up(&cluster, f, &st).await;
+        // ... the election after the leader dies does.
+        cluster.kill(leader);
+        let status = cluster.wait_exit(f, &format!("--crash-at vote:1:{moment} in the election")).await;
+        assert_eq!(status.signal(), Some(9), "node {f} ended with {status:?}, not SIGKILL inside its vote");
+        eprintln!("node {f}: killed at vote:1:{moment}");
+        // One node alone has no quorum: the two restarted elect a leader.
+        cluster.start(f);
+        more_writes(&cluster, &acked, 20, &format!("node {f} restarted")).await;
+        cluster.start(leader);
+    }
+    let st = more_writes(&cluster, &acked, 10, "all three running").await;
+    for id in NODES {
+        caught_up(&cluster, id, &st).await;
+    }
+    let (acked, next) = stop_writer(acked, stop, writer).await;
+    cluster.verify(&acked, &mut rng, |k, v| (k, v) == (next.0.as_str(), next.1.as_str())).await;
 }
 
 /// Writes `key` through the current leader, again until acknowledged.
