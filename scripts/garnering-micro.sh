@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Autumn's db_bench micro experiment (paper Fig. 3 / Table 2) scaled to this machine:
+# Autumn's db_bench micro experiment (the paper's Figure 2: fills, point reads, seeks)
+# scaled to this machine:
 # 2 MiB files, 10 MiB level base, no block cache, no filters, no compression, direct
 # reads; fillrandom of 16 B / 100 B entries, then point reads and seeks.
 # Usage: scripts/garnering-micro.sh OUT_DIR [NUM] [READS] [RATIO]
