@@ -145,6 +145,16 @@ pub struct Args {
     /// 0 = always L0, as RocksDB today; LevelDB fixes it at 2.
     #[arg(long, default_value_t = 0)]
     pub max_mem_compaction_level: usize,
+    /// Idle compaction after this many seconds without a write (the dLSM paper's aggressive
+    /// compaction; the engine's `idle_compaction`); negative = off. Peers have none: in
+    /// *whilewriting they get a full manual compaction (`CompactRange`) this many seconds
+    /// after the writer stops (`--writes_stop_after`), labelled in their option mapping.
+    #[arg(long, default_value_t = -1.0, allow_negative_numbers = true)]
+    pub idle_compaction: f64,
+    /// *whilewriting: the writer stops after this many seconds while the readers go on (the
+    /// dLSM paper's dynamic workload, Fig. 13); 0 = it writes until the end.
+    #[arg(long, default_value_t = 0.0)]
+    pub writes_stop_after: f64,
     /// Strata only: which threads write flush and compaction output (the engine's
     /// `compaction_pipeline`): `scp` (sequential, the default), `pcp` (compress and write on
     /// their own threads), `c-ppcp` (--compaction_threads compress threads) or `auto` (chosen per

@@ -23,6 +23,10 @@ pub struct EngineConfig {
     pub seek_compaction: bool,
     /// Deepest level for a flushed table (`--max_mem_compaction_level`); Strata only.
     pub max_mem_compaction_level: usize,
+    /// Seconds without a write before idle compaction (`--idle_compaction`; `None` = off).
+    /// Strata's own; peers are given a full manual compaction instead (see
+    /// [`Engine::compacts_when_idle`]).
+    pub idle_compaction: Option<f64>,
     /// Output pipeline (`--compaction_pipeline`, `--compaction_threads`); Strata only.
     pub compaction_pipeline: strata::CompactionPipeline,
     /// Input bytes per sub-task of a parallel merge (`--compaction_subtask_bytes`); Strata only.
@@ -136,6 +140,7 @@ impl EngineConfig {
             buffer_read_misses: false,
             seek_compaction: false,
             max_mem_compaction_level: 0,
+            idle_compaction: None,
             compaction_pipeline: strata::CompactionPipeline::Sequential,
             compaction_subtask_bytes: 512 << 10,
             subcompactions: 1,
@@ -247,6 +252,11 @@ pub trait Engine: Send + Sync {
     }
     /// Deletes a key.
     fn delete(&self, key: &[u8]) -> BenchResult<()>;
+    /// True if the engine runs idle compaction itself (Strata with
+    /// `--idle_compaction`); the others get `compact_all` when writes stop.
+    fn compacts_when_idle(&self) -> bool {
+        false
+    }
     /// Compacts the whole key space (the `compact` benchmark); `false` when
     /// the engine has no such call.
     fn compact_all(&self) -> BenchResult<bool> {
@@ -366,6 +376,8 @@ pub struct StrataEngine {
     mapping: String,
     wo: strata::WriteOptions,
     path: PathBuf,
+    /// Idle compaction is on.
+    idle: bool,
 }
 
 impl StrataEngine {
@@ -375,6 +387,11 @@ impl StrataEngine {
         let style = strata_style(&cfg.policy, cfg.garnering_c)?;
         let trim_interval = std::time::Duration::try_from_secs_f64(cfg.buffer_trim_interval)
             .map_err(|e| format!("--buffer_trim_interval={}: {e}", cfg.buffer_trim_interval))?;
+        let idle = cfg
+            .idle_compaction
+            .map(std::time::Duration::try_from_secs_f64)
+            .transpose()
+            .map_err(|e| format!("--idle_compaction: {e}"))?;
         let opts = strata::Options::default()
             .with_block_cache_capacity(cfg.cache_size)
             .with_row_cache(cfg.row_cache_size)
@@ -393,6 +410,7 @@ impl StrataEngine {
             .with_buffer_read_misses(cfg.buffer_read_misses)
             .with_seek_compaction(cfg.seek_compaction)
             .with_max_mem_compaction_level(cfg.max_mem_compaction_level)
+            .with_idle_compaction(idle)
             .with_compaction_pipeline(cfg.compaction_pipeline)
             .with_compaction_subtask_bytes(cfg.compaction_subtask_bytes)
             .with_error_if_exists(false);
@@ -403,7 +421,7 @@ impl StrataEngine {
         let mapping = format!(
             "strata: block_cache_capacity={} row_cache={} compaction_warmup={} bloom_bits_per_key={} bloom_allocation={} write_buffer_size={} target_file_size_base={} \
              compression={:?} use_direct_reads={} mmap_reads={} max_bytes_for_level_base={} max_bytes_for_level_multiplier={} compaction_style={}{} buffer_trim_interval={:?} buffer_read_misses={} \
-             seek_compaction={} max_mem_compaction_level={} compaction_pipeline={} compaction_subtask_bytes={} sync={} \
+             seek_compaction={} max_mem_compaction_level={} idle_compaction={:?} compaction_pipeline={} compaction_subtask_bytes={} sync={} \
              pin_slice={} prefix_extractor={} total_order_seek={}{}",
             cfg.cache_size,
             cfg.row_cache_size,
@@ -427,6 +445,7 @@ impl StrataEngine {
             cfg.buffer_read_misses,
             cfg.seek_compaction,
             cfg.max_mem_compaction_level,
+            idle,
             cfg.compaction_pipeline.name(),
             cfg.compaction_subtask_bytes,
             cfg.sync,
@@ -439,6 +458,7 @@ impl StrataEngine {
         Ok(StrataEngine {
             db,
             prefix_ro: strata::ReadOptions::default().with_total_order_seek(cfg.total_order_seek),
+            idle: idle.is_some(),
             policy: cfg.policy.clone(),
             mapping,
             wo: strata::WriteOptions::default().with_sync(cfg.sync),
@@ -481,6 +501,9 @@ impl Engine for StrataEngine {
     }
     fn delete(&self, key: &[u8]) -> BenchResult<()> {
         self.db.delete_opt(key, &self.wo).map_err(|e| e.to_string())
+    }
+    fn compacts_when_idle(&self) -> bool {
+        self.idle
     }
     fn compact_all(&self) -> BenchResult<bool> {
         self.db.compact_range(None, None).map_err(|e| e.to_string())?;

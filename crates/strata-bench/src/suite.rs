@@ -189,6 +189,7 @@ impl Plan {
             buffer_read_misses: a.buffer_read_misses,
             seek_compaction: a.seek_compaction,
             max_mem_compaction_level: a.max_mem_compaction_level,
+            idle_compaction: (a.idle_compaction >= 0.0).then_some(a.idle_compaction),
             compaction_pipeline: a.pipeline().unwrap_or_default(),
             compaction_subtask_bytes: a.compaction_subtask_bytes,
             subcompactions: a.subcompactions,

@@ -40,6 +40,7 @@ pub fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict
         buffer_hits,
         buffer_trims,
         seek_compactions,
+        idle_compactions,
         ingested_files,
         compaction_filter_removed,
         total_table_bytes,

@@ -598,3 +598,22 @@ def test_destroy(db_path):
         strata.open(db_path, create_if_missing=False)
     with strata.open(db_path) as d:
         assert list(d.items()) == []
+
+
+def test_idle_compaction_settles_an_idle_tree(db_path):
+    # Idle compaction whenever the policy rests: flushed runs go to one level.
+    db = strata.open(db_path, policy="dlsm", options={"idle_compaction_nanos": 0})
+    for i in range(100):
+        db.put(b"k%03d" % i, b"v")
+    db.flush()
+    db.wait_for_compactions()
+    assert db.stats()["idle_compactions"] > 0
+    assert db.get(b"k042") == b"v"
+    db.close()
+    # Recorded: a reopen that does not name it keeps it.
+    db = strata.open(db_path)
+    db.put(b"k100", b"v")
+    db.flush()
+    db.wait_for_compactions()
+    assert db.stats()["idle_compactions"] > 0
+    db.close()

@@ -43,6 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         memtable_entries: file_mib,
         seed: 7,
         sequential: false,
+        idle_every: 0,
     };
     let policies: Vec<(String, Box<dyn CompactionPolicy>)> = vec![
         ("leveled".into(), Box::new(LeveledPolicy::new(shape.clone())?)),

@@ -11,10 +11,10 @@ use crate::error::{Error, Result};
 use crate::options::kinds::{BloomAllocation, CompressionType};
 use crate::options::tree::{
     tree_setters, F_BLOCK_SIZE, F_BLOOM_ALLOCATION, F_BLOOM_BITS, F_COMPRESSION, F_DISABLE_AUTO,
-    F_L0_SLOWDOWN, F_L0_STOP, F_L0_TRIGGER, F_LEVEL_BASE, F_MAX_MEM_LEVEL, F_MAX_WRITE_BUFFER_NUMBER,
-    F_MERGE_OPERATOR, F_MULTIPLIER, F_NUM_LEVELS, F_READ_MISSES, F_RESTART_INTERVAL, F_SEEK_COMPACTION,
-    F_STYLE, F_TARGET_FILE_SIZE, F_TRIM_INTERVAL_NANOS, F_TRIM_THRESHOLD, F_TTL, F_WHOLE_KEY_FILTERING,
-    F_WRITE_BUFFER_SIZE,
+    F_IDLE_COMPACTION, F_L0_SLOWDOWN, F_L0_STOP, F_L0_TRIGGER, F_LEVEL_BASE, F_MAX_MEM_LEVEL,
+    F_MAX_WRITE_BUFFER_NUMBER, F_MERGE_OPERATOR, F_MULTIPLIER, F_NUM_LEVELS, F_READ_MISSES,
+    F_RESTART_INTERVAL, F_SEEK_COMPACTION, F_STYLE, F_TARGET_FILE_SIZE, F_TRIM_INTERVAL_NANOS,
+    F_TRIM_THRESHOLD, F_TTL, F_WHOLE_KEY_FILTERING, F_WRITE_BUFFER_SIZE,
 };
 use crate::options::{KeyspaceOptions, Options};
 use crate::prefix::PrefixExtractor;
@@ -203,6 +203,7 @@ impl KeyspaceOptions {
         o.buffer_read_misses = t.buffer_read_misses;
         o.seek_compaction = t.seek_compaction;
         o.max_mem_compaction_level = t.max_mem_compaction_level;
+        o.idle_compaction = t.idle_compaction;
         o.compaction_filter = t.compaction_filter.clone();
         o.merge_operator = t.merge_operator.clone();
         o.prefix_extractor = t.prefix_extractor.clone();
@@ -281,6 +282,11 @@ impl KeyspaceOptions {
         if let Some(name) = self.merge_operator_name() {
             put_varint64(&mut b, F_MERGE_OPERATOR);
             put_length_prefixed(&mut b, name.as_bytes());
+        }
+        // Only when set, so trees without it encode as before.
+        if let Some(idle) = t.idle_compaction {
+            put_varint64(&mut b, F_IDLE_COMPACTION);
+            put_varint64(&mut b, idle.as_nanos().min(u64::MAX as u128) as u64);
         }
         // Only for stamped values, so plain trees encode as before and an
         // older reader refuses a TTL tree (unknown field) instead of misreading it.
@@ -363,6 +369,7 @@ impl KeyspaceOptions {
                 F_READ_MISSES => t.buffer_read_misses = v != 0,
                 F_SEEK_COMPACTION => t.seek_compaction = v != 0,
                 F_MAX_MEM_LEVEL => t.max_mem_compaction_level = us,
+                F_IDLE_COMPACTION => t.idle_compaction = Some(Duration::from_nanos(v)),
                 F_COMPRESSION => {
                     t.compression = match v {
                         0 => CompressionType::None,
@@ -399,7 +406,7 @@ pub(crate) fn keep_recorded(given: &Options, recorded: &[u8], whose: &str) -> Re
         KeyspaceOptions::decode(recorded).map_err(|e| Error::corruption(format!("{whose}: {e}")))?;
     refuse_plain_open_of_ttl_tree(whose, &stored, given)?;
     let mut o = given.clone();
-    for f in F_WRITE_BUFFER_SIZE..=F_MAX_MEM_LEVEL {
+    for f in (F_WRITE_BUFFER_SIZE..=F_MAX_MEM_LEVEL).chain([F_IDLE_COMPACTION]) {
         if given.explicit & (1 << f) == 0 {
             copy_field(&mut o, &stored.tree, f);
         }
@@ -465,6 +472,7 @@ fn copy_field(dst: &mut Options, src: &Options, f: u64) {
         F_READ_MISSES => dst.buffer_read_misses = src.buffer_read_misses,
         F_SEEK_COMPACTION => dst.seek_compaction = src.seek_compaction,
         F_MAX_MEM_LEVEL => dst.max_mem_compaction_level = src.max_mem_compaction_level,
+        F_IDLE_COMPACTION => dst.idle_compaction = src.idle_compaction,
         _ => {}
     }
 }
@@ -500,7 +508,8 @@ mod tests {
             .with_compression(CompressionType::Zstd(5))
             .with_bloom_allocation(BloomAllocation::Monkey)
             .with_buffer_trim_interval(Duration::from_millis(1500))
-            .with_seek_compaction(true);
+            .with_seek_compaction(true)
+            .with_idle_compaction(Some(Duration::from_millis(2500)));
         let (back, style) = KeyspaceOptions::decode(&o.encode()).unwrap();
         assert_eq!(back.encode(), o.encode());
         assert_eq!(style.name(), "garnering");

@@ -39,8 +39,11 @@ fn db_path() -> PathBuf {
 
 /// Small sizes so flushes and compactions happen within a few hundred writes.
 fn small_opts(style: &CompactionStyle, vfs: &FaultVfs) -> Options {
+    // dLSM runs its aggressive compaction whenever it has nothing else to do.
+    let idle = matches!(style, CompactionStyle::Dlsm).then_some(std::time::Duration::ZERO);
     Options::default()
         .with_compaction_style(style.clone())
+        .with_idle_compaction(idle)
         .with_vfs(Arc::new(vfs.clone()))
         .with_write_buffer_size(16 << 10)
         .with_target_file_size_base(8 << 10)

@@ -3,6 +3,8 @@
 //! `--benchmark_write_rate_limit`, sampled every `--stats_interval_seconds`.
 //! The row's latencies are the readers'; its operation table (`READ`, `WRITE`)
 //! adds the writer's own, each put timed without the rate limiter's wait.
+//! With `--writes_stop_after` the writer stops early and the readers go on
+//! through the engine's idle compaction (the dLSM paper's dynamic workload).
 
 use super::measure::{hit_ratio_between, mean_us, new_hist, progress, progress_println, quantile_us};
 use super::read::ReadOp;
@@ -190,15 +192,19 @@ fn summary(op: &str, h: &Histogram<u64>, found: u64) -> OpSummary {
 }
 
 /// The writer: uniform random updates over [0, num), paced by the rate limiter,
-/// each written index recorded for the latest* read distributions. Returns the
-/// latency of each put (the engine's time only: the limiter's wait is outside).
+/// each written index recorded for the latest* read distributions, until the
+/// end or `--writes_stop_after`. Returns the latency of each put (the engine's
+/// time only: the limiter's wait is outside).
 fn writer(engine: &dyn Engine, args: &Args, seed: u64, shared: &Shared) -> BenchResult<Histogram<u64>> {
     let mut lat = new_hist()?;
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut values = ValueGen::new(seed, args.compression_ratio);
     let mut limiter = RateLimiter::new(args.benchmark_write_rate_limit);
     let mut key = Vec::with_capacity(args.key_size);
-    while !args.no_writer && !shared.stop.load(Ordering::Relaxed) {
+    let start = Instant::now();
+    let stop_after = (args.writes_stop_after > 0.0).then(|| Duration::from_secs_f64(args.writes_stop_after));
+    let writing = || stop_after.is_none_or(|d| start.elapsed() < d);
+    while !args.no_writer && !shared.stop.load(Ordering::Relaxed) && writing() {
         let index = rng.gen_range(0..args.num);
         args.key_format().key_into(index, &mut key);
         let value = values.next(args.value_size());
@@ -213,7 +219,29 @@ fn writer(engine: &dyn Engine, args: &Args, seed: u64, shared: &Shared) -> Bench
         shared.recent.record(index);
         shared.writes.fetch_add(1, Ordering::Relaxed);
     }
+    if stop_after.is_some() && args.idle_compaction >= 0.0 && !engine.compacts_when_idle() {
+        idle_compaction_of_a_peer(engine, args, shared)?;
+    }
     Ok(lat)
+}
+
+/// A peer's stand-in for idle compaction once the writer stopped: after
+/// `--idle_compaction` seconds, one full manual compaction (LevelDB's and
+/// RocksDB's `CompactRange`, which is what their users run when writes stop).
+fn idle_compaction_of_a_peer(engine: &dyn Engine, args: &Args, shared: &Shared) -> BenchResult<()> {
+    let until = Instant::now() + Duration::from_secs_f64(args.idle_compaction);
+    while Instant::now() < until {
+        if shared.stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let t0 = Instant::now();
+    if engine.compact_all()? && !args.quiet {
+        let secs = t0.elapsed().as_secs_f64();
+        eprintln!("{}: idle stand-in: a full manual compaction took {secs:.1} s", engine.name());
+    }
+    Ok(())
 }
 
 /// Samples every `--stats_interval_seconds` until `--duration` ends or every reader

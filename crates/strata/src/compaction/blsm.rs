@@ -258,6 +258,18 @@ impl BlsmPolicy {
 }
 
 impl BlsmPolicy {
+    /// Idle compaction under `state` (LSbM passes the bLSM part of its own):
+    /// the gear step of the shallowest level above the deepest holding data,
+    /// whatever its fill — L0 into `C_1`, a round turnover, or a drain step of
+    /// `C'_i` — so idle work moves data as a full level would.
+    pub(crate) fn idle_pick_with(&self, view: &LsmView, state: &BlsmState) -> Option<PickResult> {
+        let (from, _) = manual::idle_levels(view)?;
+        if from == 0 {
+            return Some(PickResult::task(self.pick_l0(view, state)?, 0.0));
+        }
+        self.pick_level(view, state, from)
+    }
+
     /// Manual compaction under `state` (LSbM passes the bLSM part of its own
     /// state): into `C_{i+1}`, never the draining `C'_{i+1}` (whose files the
     /// gear is pushing down), cut in super-file parts like every bLSM merge.
@@ -289,6 +301,10 @@ impl CompactionPolicy for BlsmPolicy {
 
     fn compact_range(&self, view: &LsmView, level: usize, range: &ManualRange<'_>) -> Option<PickResult> {
         self.compact_range_with(view, &Self::state(view), level, range)
+    }
+
+    fn idle_pick(&self, view: &LsmView) -> Option<PickResult> {
+        self.idle_pick_with(view, &Self::state(view))
     }
 
     fn scores(&self, view: &LsmView) -> Vec<f64> {
@@ -509,6 +525,7 @@ mod tests {
                 memtable_entries: 1000,
                 seed: 7,
                 sequential: false,
+                idle_every: 0,
             },
         )
         .unwrap();

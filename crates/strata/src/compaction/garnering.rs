@@ -305,7 +305,15 @@ mod tests {
     }
 
     fn sim_config(num_ops: u64, key_space: u64) -> SimConfig {
-        SimConfig { num_ops, key_space, entry_size: 100, memtable_entries: 2000, seed: 11, sequential: false }
+        SimConfig {
+            num_ops,
+            key_space,
+            entry_size: 100,
+            memtable_entries: 2000,
+            seed: 11,
+            sequential: false,
+            idle_every: 0,
+        }
     }
 
     #[test]

@@ -20,6 +20,12 @@
 //!   head table received since the previous trim, still warming up — with a
 //!   cached-block fraction under the threshold is removed.
 //!
+//! - **idle** (the dLSM paper's aggressive compaction, with
+//!   `Options::with_idle_compaction`): bLSM's gear step of the shallowest
+//!   level holding data, whatever its fill, with the buffer actions of any
+//!   drain step; once one level holds everything, the buffers' tables are
+//!   dropped, oldest first, one per step.
+//!
 //! dLSM is the same without the trim, with bigger bloom filters on every
 //! level that feeds a buffer.
 //!
@@ -231,6 +237,93 @@ impl LsbmPolicy {
         }
     }
 
+    /// bLSM's `pick` with this policy's buffer actions and state: appends of
+    /// a drain step's sources, round starts, gradual removal, freezing.
+    fn with_buffer_actions(&self, view: &LsmView, old: &LsbmState, mut pick: PickResult) -> PickResult {
+        let mut st = old.clone();
+        if let Some(b) = pick.policy_state.as_deref().and_then(BlsmState::decode) {
+            st.blsm = b;
+        }
+        let mut actions = Vec::new();
+        let draining = |st: &LsbmState, i: usize| st.blsm.draining.get(i).copied().flatten();
+        // What the task merges into the receiving run of a level, and from where.
+        let (sources, level, run): (Vec<&FileRef>, usize, RunTarget) = match &pick.task {
+            CompactionTask::Merge { inputs, output_level, output_run, .. } => {
+                let from = output_level.saturating_sub(1);
+                (
+                    inputs.iter().filter(|r| r.level == from && r.level + 1 == *output_level).collect(),
+                    *output_level,
+                    *output_run,
+                )
+            }
+            CompactionTask::Move { file, to_level, to_run } => (vec![file], *to_level, *to_run),
+            _ => (Vec::new(), 0, RunTarget::New),
+        };
+        if let CompactionTask::UpdateState { .. } = pick.task {
+            // Round start at the level whose draining run changed: `B_i` is now
+            // `B'_i` (it stays with the run); record `S'_i`; a new `C_i` starts
+            // unfrozen.
+            let n = st.blsm.draining.len().max(old.blsm.draining.len());
+            let started: Vec<(usize, u64)> = (0..n)
+                .filter(|&i| draining(&st, i) != draining(old, i))
+                .filter_map(|i| Some((i, draining(&st, i)?)))
+                .collect();
+            for (i, run) in started {
+                let b_old = view.level(i).and_then(|l| l.buffer_of(run)).map_or(0, BufferView::bytes);
+                *st.level(i) = LevelState { old_buffer_size: b_old, ..LevelState::default() };
+            }
+        } else if let (Some(first), Some(from)) = (sources.first(), level.checked_sub(1)) {
+            // A drain step of `C'_{level-1}`, or (into level 1) an L0 merge.
+            let is_drain = from == 0 || draining(&st, from) == Some(first.run);
+            if is_drain {
+                let bytes: u64 = sources.iter().filter_map(|r| view.file(r)).map(|f| f.size).sum();
+                let receiving =
+                    view.level(level).and_then(|l| BlsmPolicy::receiving_run(l, &old.blsm, level));
+                let grown = receiving.map_or(0, |r| r.bytes()) + bytes;
+                let cap = self.blsm.capacity(level);
+                let next = st.level(level);
+                next.round_in += bytes;
+                if !next.frozen {
+                    // Each flushed run is a table of `B_1`, oldest first; a drain
+                    // step goes to the table of the current round of `from`.
+                    let mut files: Vec<(FileRef, u64)> = sources
+                        .iter()
+                        .map(|r| ((*r).clone(), if from == 0 { r.run } else { first.run }))
+                        .collect();
+                    files.sort_by_key(|(_, t)| *t);
+                    self.append(view, files, level, run, &mut actions);
+                }
+                // Repeated data: most of what came in overwrote what was there.
+                let next = st.level(level);
+                if next.round_in >= cap / 4 && grown < next.round_in / 2 {
+                    next.frozen = true;
+                }
+                if from > 0 {
+                    self.remove_in_step(view, &st, from, bytes, &mut actions);
+                }
+            }
+        }
+        pick.buffer = actions;
+        if st != *old {
+            pick.policy_state = Some(st.encode());
+        }
+        pick
+    }
+
+    /// One step of emptying the buffers once the tree is settled: the oldest
+    /// table of the first buffer still holding one.
+    fn drop_oldest_buffer_table(view: &LsmView) -> Option<PickResult> {
+        let (level, b, t) = view
+            .levels
+            .iter()
+            .enumerate()
+            .find_map(|(i, l)| l.buffers.iter().find_map(|b| Some((i, b.run, b.tables.last()?.id))))?;
+        let mut pick =
+            PickResult::task(CompactionTask::UpdateState { reason: "lsbm: idle, buffer emptied" }, 0.0);
+        pick.buffer = vec![BufferAction::DropTable { level, run: b, table: t }];
+        Some(pick)
+    }
+
     /// The trim's decisions for one buffer.
     fn trim_buffer(
         &self,
@@ -272,75 +365,18 @@ impl CompactionPolicy for LsbmPolicy {
 
     fn pick(&self, view: &LsmView) -> Option<PickResult> {
         let old = Self::state(view);
-        let mut pick = self.blsm.pick_with(view, &old.blsm)?;
-        let mut st = old.clone();
-        if let Some(b) = pick.policy_state.as_deref().and_then(BlsmState::decode) {
-            st.blsm = b;
+        let pick = self.blsm.pick_with(view, &old.blsm)?;
+        Some(self.with_buffer_actions(view, &old, pick))
+    }
+
+    fn idle_pick(&self, view: &LsmView) -> Option<PickResult> {
+        // Buffered drain steps while data is above the deepest level, so reads
+        // keep finding hot keys in the buffers; then the buffers go.
+        let old = Self::state(view);
+        match self.blsm.idle_pick_with(view, &old.blsm) {
+            Some(pick) => Some(self.with_buffer_actions(view, &old, pick)),
+            None => Self::drop_oldest_buffer_table(view),
         }
-        let mut actions = Vec::new();
-        let draining = |st: &LsbmState, i: usize| st.blsm.draining.get(i).copied().flatten();
-        // What the task merges into the receiving run of a level, and from where.
-        let (sources, level, run): (Vec<&FileRef>, usize, RunTarget) = match &pick.task {
-            CompactionTask::Merge { inputs, output_level, output_run, .. } => {
-                let from = output_level.saturating_sub(1);
-                (
-                    inputs.iter().filter(|r| r.level == from && r.level + 1 == *output_level).collect(),
-                    *output_level,
-                    *output_run,
-                )
-            }
-            CompactionTask::Move { file, to_level, to_run } => (vec![file], *to_level, *to_run),
-            _ => (Vec::new(), 0, RunTarget::New),
-        };
-        if let CompactionTask::UpdateState { .. } = pick.task {
-            // Round start at the level whose draining run changed: `B_i` is now
-            // `B'_i` (it stays with the run); record `S'_i`; a new `C_i` starts
-            // unfrozen.
-            let n = st.blsm.draining.len().max(old.blsm.draining.len());
-            let started: Vec<(usize, u64)> = (0..n)
-                .filter(|&i| draining(&st, i) != draining(&old, i))
-                .filter_map(|i| Some((i, draining(&st, i)?)))
-                .collect();
-            for (i, run) in started {
-                let b_old = view.level(i).and_then(|l| l.buffer_of(run)).map_or(0, BufferView::bytes);
-                *st.level(i) = LevelState { old_buffer_size: b_old, ..LevelState::default() };
-            }
-        } else if let (Some(first), Some(from)) = (sources.first(), level.checked_sub(1)) {
-            // A drain step of `C'_{level-1}`, or (into level 1) an L0 merge.
-            let is_drain = from == 0 || draining(&st, from) == Some(first.run);
-            if is_drain {
-                let bytes: u64 = sources.iter().filter_map(|r| view.file(r)).map(|f| f.size).sum();
-                let receiving =
-                    view.level(level).and_then(|l| BlsmPolicy::receiving_run(l, &old.blsm, level));
-                let grown = receiving.map_or(0, |r| r.bytes()) + bytes;
-                let cap = self.blsm.capacity(level);
-                let next = st.level(level);
-                next.round_in += bytes;
-                if !next.frozen {
-                    // Each flushed run is a table of `B_1`, oldest first; a drain
-                    // step goes to the table of the current round of `from`.
-                    let mut files: Vec<(FileRef, u64)> = sources
-                        .iter()
-                        .map(|r| ((*r).clone(), if from == 0 { r.run } else { first.run }))
-                        .collect();
-                    files.sort_by_key(|(_, t)| *t);
-                    self.append(view, files, level, run, &mut actions);
-                }
-                // Repeated data: most of what came in overwrote what was there.
-                let next = st.level(level);
-                if next.round_in >= cap / 4 && grown < next.round_in / 2 {
-                    next.frozen = true;
-                }
-                if from > 0 {
-                    self.remove_in_step(view, &st, from, bytes, &mut actions);
-                }
-            }
-        }
-        pick.buffer = actions;
-        if st != old {
-            pick.policy_state = Some(st.encode());
-        }
-        Some(pick)
     }
 
     fn compact_range(&self, view: &LsmView, level: usize, range: &ManualRange<'_>) -> Option<PickResult> {

@@ -339,6 +339,7 @@ mod tests {
             memtable_entries: 1000,
             seed: 7,
             sequential: false,
+            idle_every: 0,
         };
         let tiered = simulate(&TieredPolicy::new(shape.clone()).unwrap(), &cfg).unwrap();
         let leveled = simulate(&LeveledPolicy::new(shape).unwrap(), &cfg).unwrap();
@@ -369,6 +370,7 @@ mod tests {
                 memtable_entries: 50 + seed * 10,
                 seed,
                 sequential: seed % 3 == 0,
+                idle_every: 0,
             };
             simulate(&p, &c).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         }

@@ -273,7 +273,13 @@ impl DbInner {
             if !busy.is_empty() {
                 return Ok(false);
             }
-            return self.seek_compaction(version, &view);
+            // Nothing the policy wants: seek-triggered work, then idle work.
+            if let Some(pick) = self.seek_pick(&view) {
+                self.run_task(version, &view, &pick)?;
+                Counters::add(&self.counters.seek_compactions, 1);
+                return Ok(true);
+            }
+            return self.idle_compaction(version, &view);
         };
         let concurrent = self.compaction_threads() > 1;
         if concurrent && !busy.is_empty() && opens_new_run(&pick.task) {
@@ -392,7 +398,8 @@ impl DbInner {
             if let Some(_g) = self.compaction_lock.try_lock().filter(|_| self.running.lock().is_empty()) {
                 let version = self.versions.current();
                 let view = build_view(&version, &self.versions, &HashSet::new());
-                if self.policy.pick(&view).is_none() && !self.has_seek_candidates() {
+                let idle = || self.idle_pick(&version, &view).is_some();
+                if self.policy.pick(&view).is_none() && !self.has_seek_candidates() && !idle() {
                     return Ok(());
                 }
             }

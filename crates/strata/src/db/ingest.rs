@@ -123,6 +123,7 @@ impl DbInner {
         if paths.is_empty() {
             return Err(Error::invalid("ingest_external_file: no file given"));
         }
+        self.idle.touch();
         let mut files = paths.iter().map(|p| External::open(self, p)).collect::<Result<Vec<_>>>()?;
         files.sort_by(|a, b| a.lo.cmp(&b.lo));
         for w in files.windows(2) {

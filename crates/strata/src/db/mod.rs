@@ -11,6 +11,7 @@ pub(crate) mod conflict;
 mod ddl;
 mod file_get;
 mod handle;
+mod idle;
 mod ingest;
 mod iter;
 mod iter_view;
@@ -158,6 +159,8 @@ pub(crate) struct DbInner {
     pub shared: Arc<Shared>,
     /// Events waiting for the listeners, and the last stall condition.
     pub events: crate::events::EventHub,
+    /// When the tree last took a write, for idle compaction.
+    pub idle: idle::IdleClock,
 }
 
 impl DbInner {

@@ -6,7 +6,8 @@
 //! Scheduling, in this order of preference:
 //! 1. event deliveries (cheap, and listeners should hear promptly), one at
 //!    a time per keyspace so its events stay in order;
-//! 2. the periodic sweep (idle purge of obsolete files, due buffer trims);
+//! 2. the periodic sweep (idle purge of obsolete files, due buffer trims,
+//!    trees that became idle for idle compaction);
 //! 3. flushes, the oldest sealed memtable first (by its WAL number), one at
 //!    a time per keyspace;
 //! 4. compaction work of the keyspace that may have some (it was woken since
@@ -187,8 +188,11 @@ impl Pool {
     pub(crate) fn add(&self, tree: Arc<DbInner>) {
         let id = tree.id;
         let mut s = self.sched.lock();
-        if tree.policy.wants_trim() {
-            let tick = tree.opts.buffer_trim_interval.min(MAX_TICK).max(Duration::from_millis(1));
+        let trim = tree.policy.wants_trim().then_some(tree.opts.buffer_trim_interval);
+        // Idle compaction: a sweep per threshold, but not more often than every 10 ms.
+        let idle = tree.opts.idle_compaction.map(|d| d.max(Duration::from_millis(10)));
+        for every in [trim, idle].into_iter().flatten() {
+            let tick = every.min(MAX_TICK).max(Duration::from_millis(1));
             if tick < s.tick {
                 s.tick = tick;
                 s.next_sweep = s.next_sweep.min(Instant::now() + tick);
@@ -416,7 +420,8 @@ impl Pool {
     }
 
     /// The sweep: purges every tree's obsolete files (those whose last
-    /// reader went away while nothing ran) and marks due buffer trims.
+    /// reader went away while nothing ran) and marks due buffer trims and
+    /// trees with idle compaction to do.
     fn sweep(&self) {
         let ids: Vec<u32> = self.sched.lock().slots.keys().copied().collect();
         for id in ids {
@@ -425,7 +430,8 @@ impl Pool {
                 let Some(slot) = s.slots.get_mut(&id).filter(|t| !t.leaving) else { continue };
                 let tree = slot.tree.clone();
                 let interval = tree.opts.buffer_trim_interval;
-                if tree.policy.wants_trim() && slot.last_trim.elapsed() >= interval {
+                let trim_due = tree.policy.wants_trim() && slot.last_trim.elapsed() >= interval;
+                if trim_due || tree.idle_work_may_exist() {
                     slot.check = true;
                     s.candidates.insert(id);
                 }

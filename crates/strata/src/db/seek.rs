@@ -5,11 +5,9 @@
 //! the table's own metadata; only a table running out takes a lock, once.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use super::DbInner;
-use crate::compaction::{FileView, LsmView};
-use crate::error::Result;
+use crate::compaction::{FileView, LsmView, PickResult};
 use crate::stats::Counters;
 use crate::version::{FileMeta, Version};
 
@@ -86,23 +84,21 @@ impl DbInner {
         !self.seek_candidates.lock().is_empty()
     }
 
-    /// Runs the compaction of the oldest seek candidate still in the tree that
-    /// the policy can move down; candidates that are gone or that the policy
-    /// has no task for (the last level) are dropped. Returns whether a task
-    /// ran. Callers hold `compaction_lock`, after the policy picked nothing.
-    pub(super) fn seek_compaction(&self, version: Arc<Version>, view: &LsmView) -> Result<bool> {
+    /// The compaction of the oldest seek candidate still in the tree that the
+    /// policy can move down; candidates that are gone or that the policy has
+    /// no task for (the last level) are dropped. Callers hold
+    /// `compaction_lock`, after the policy picked nothing, and count the task
+    /// in `seek_compactions` when they run it.
+    pub(super) fn seek_pick(&self, view: &LsmView) -> Option<PickResult> {
         loop {
-            let Some(id) = ({
+            let id = {
                 let mut q = self.seek_candidates.lock();
                 (!q.is_empty()).then(|| q.remove(0))
-            }) else {
-                return Ok(false);
-            };
+            }?;
             let Some((level, file)) = find_in_view(view, id) else { continue };
-            let Some(pick) = self.policy.seek_triggered(view, level, file) else { continue };
-            self.run_task(version, view, &pick)?;
-            Counters::add(&self.counters.seek_compactions, 1);
-            return Ok(true);
+            if let Some(pick) = self.policy.seek_triggered(view, level, file) {
+                return Some(pick);
+            }
         }
     }
 }

@@ -151,6 +151,7 @@ impl Parts {
             running: Mutex::new(Vec::new()),
             seek_candidates: Mutex::new(Vec::new()),
             purging: Mutex::new(()),
+            idle: super::idle::IdleClock::new(),
             shared,
         })
     }

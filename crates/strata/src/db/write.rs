@@ -25,6 +25,7 @@ impl DbInner {
         wal: &mut Option<LogWriter>,
         bytes: usize,
     ) -> Result<Arc<MemTable>> {
+        self.idle.touch();
         let mut allow_delay = true;
         let mut st = self.state.lock();
         loop {

@@ -30,6 +30,8 @@ pub(crate) const F_MERGE_OPERATOR: u64 = 23;
 /// The TTL in ms of a tree whose values carry write-time stamps (`TtlDb`);
 /// written only for such a tree.
 pub(crate) const F_TTL: u64 = 24;
+/// Idle (aggressive) compaction's threshold in nanoseconds; written only when set.
+pub(crate) const F_IDLE_COMPACTION: u64 = 25;
 
 /// The setters of the persisted per-tree fields, expanded in an `impl` of
 /// `Options` (`tree_setters!();`) or of a type holding them in a field
@@ -196,6 +198,42 @@ macro_rules! tree_setters {
             /// not hold yet. Clamped to the last level. Off by default so that trees
             /// benchmarked before keep their shape.
             with_max_mem_compaction_level, max_mem_compaction_level, usize, F_MAX_MEM_LEVEL);
+        $crate::options::tree::tree_setters!(@one [$($tree)?]
+            /// Idle compaction: the dLSM paper's *aggressive compaction* (§VI), for every
+            /// policy. Once no write has reached the tree for this long, compaction keeps
+            /// going after the policy has nothing left to do: one task at a time it merges
+            /// the shallowest level holding data into the next, until all data sits in the
+            /// deepest level holding any, below L0 (and, under LSbM and dLSM, the compaction
+            /// buffers are empty). A write makes the tree busy again; the step running then
+            /// finishes and the next one waits for the tree to be idle again. Point reads
+            /// and scans then look in one level. Under LSbM and dLSM the steps are the
+            /// policy's own buffered drain steps, so the block cache keeps serving hot keys
+            /// from the buffer while the data moves; the buffer is emptied last, a table at
+            /// a time. `Some(Duration::ZERO)` compacts whenever the policy has nothing to
+            /// do. Default `None` (off; RocksDB has no equivalent: its nearest are
+            /// `periodic_compaction_seconds` and a manual `CompactRange`). The tree is
+            /// checked for idleness at least every 500 ms.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use std::sync::Arc;
+            /// use std::time::Duration;
+            /// use strata::{CompactionStyle, Db, MemVfs, Options};
+            ///
+            /// let opts = Options::default()
+            ///     .with_vfs(Arc::new(MemVfs::new()))
+            ///     .with_compaction_style(CompactionStyle::Dlsm)
+            ///     .with_idle_compaction(Some(Duration::ZERO));
+            /// let db = Db::open("/db", opts)?;
+            /// db.put("k", "v")?;
+            /// db.flush()?;
+            /// // Idle work counts as pending compaction work.
+            /// db.wait_for_compactions()?;
+            /// assert_eq!(db.property("strata.num-files-at-level0")?, "0");
+            /// # Ok::<(), strata::Error>(())
+            /// ```
+            with_idle_compaction, idle_compaction, Option<std::time::Duration>, F_IDLE_COMPACTION);
     };
     (@one [$($tree:ident)?] $(#[$doc:meta])* $name:ident, $field:ident, $ty:ty, $f:ident) => {
         $(#[$doc])*

@@ -163,6 +163,9 @@ fn tree_entries(o: &Options) -> Vec<(&'static str, String)> {
         ("seek_compaction", o.seek_compaction.to_string()),
         ("max_mem_compaction_level", o.max_mem_compaction_level.to_string()),
     ]);
+    if let Some(idle) = o.idle_compaction {
+        e.push(("idle_compaction_nanos", idle.as_nanos().to_string()));
+    }
     if let Some(m) = &o.merge_operator {
         e.push(("merge_operator", m.name().to_string()));
     }
@@ -415,6 +418,7 @@ const TREE_KEYS: &[&str] = &[
     "buffer_read_misses",
     "seek_compaction",
     "max_mem_compaction_level",
+    "idle_compaction_nanos",
     "merge_operator",
     "compaction_filter",
     "prefix_extractor",

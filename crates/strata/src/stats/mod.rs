@@ -299,6 +299,8 @@ pub struct Stats {
     pub seek_candidates: u64,
     /// Tasks run because a table used up its allowed seeks.
     pub seek_compactions: u64,
+    /// Tasks run by idle compaction (`Options::with_idle_compaction`).
+    pub idle_compactions: u64,
     /// Memtables switched (then flushed) because the live WALs outgrew
     /// `max_total_wal_size` while this keyspace held the oldest one.
     pub wal_size_flushes: u64,
@@ -480,6 +482,9 @@ impl fmt::Display for Stats {
                 self.compaction_filter_removed, self.compaction_filter_changed
             )?;
         }
+        if self.idle_compactions > 0 {
+            writeln!(f, "idle compactions {}", self.idle_compactions)?;
+        }
         if self.seek_candidates > 0 || self.flushes_below_l0 > 0 {
             writeln!(
                 f,
@@ -591,6 +596,7 @@ pub(crate) struct Counters {
     pub buffer_files_trimmed: AtomicU64,
     pub seek_candidates: AtomicU64,
     pub seek_compactions: AtomicU64,
+    pub idle_compactions: AtomicU64,
     pub wal_size_flushes: AtomicU64,
     pub ingested_files: AtomicU64,
     pub ingested_files_as_is: AtomicU64,
@@ -749,6 +755,7 @@ impl Counters {
         s.buffer_files_trimmed = g(&self.buffer_files_trimmed);
         s.seek_candidates = g(&self.seek_candidates);
         s.seek_compactions = g(&self.seek_compactions);
+        s.idle_compactions = g(&self.idle_compactions);
         s.wal_size_flushes = g(&self.wal_size_flushes);
         s.ingested_files = g(&self.ingested_files);
         s.ingested_files_as_is = g(&self.ingested_files_as_is);

@@ -384,6 +384,22 @@ pub fn configs() -> Vec<Config> {
         },
         Config { name: "dlsm-mem-deep", fs: Fs::Mem, options: || deep_options(CompactionStyle::Dlsm) },
         Config { name: "dlsm-real-deep", fs: Fs::Real, options: || deep_options(CompactionStyle::Dlsm) },
+        // Idle compaction whenever the policy has nothing to do: the tree is
+        // drained through the buffers into one level, then the buffers go.
+        Config {
+            name: "dlsm-mem-deep-idle",
+            fs: Fs::Mem,
+            options: || {
+                deep_options(CompactionStyle::Dlsm).with_idle_compaction(Some(std::time::Duration::ZERO))
+            },
+        },
+        Config {
+            name: "leveled-real-deep-idle",
+            fs: Fs::Real,
+            options: || {
+                deep_options(CompactionStyle::Leveled).with_idle_compaction(Some(std::time::Duration::ZERO))
+            },
+        },
         // Stepped merge: several overlapping runs per level, merged a level at a time.
         // Prefix filters (keys are `key` + 6 digits: 8 bytes make prefixes of
         // 10 keys, which most small tables lack): prefix scans of 8 or 9 bytes
@@ -544,6 +560,8 @@ struct Runner {
     closed_seek_counts: (u64, u64),
     /// Prefix filter checks and skips of handles closed by `Reopen`.
     closed_prefix_counts: (u64, u64),
+    /// Idle compactions of handles closed by `Reopen`.
+    closed_idle_compactions: u64,
 }
 
 fn range_of(model: &Model, lo: &Option<Vec<u8>>, hi: &Option<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -579,6 +597,7 @@ impl Runner {
             pinned: vec![],
             closed_seek_counts: (0, 0),
             closed_prefix_counts: (0, 0),
+            closed_idle_compactions: 0,
         };
         r.open();
         r
@@ -942,6 +961,7 @@ impl Runner {
                 self.closed_seek_counts.1 += st.flushes_below_l0;
                 self.closed_prefix_counts.0 += st.prefix_filter_checks;
                 self.closed_prefix_counts.1 += st.prefix_filter_skips;
+                self.closed_idle_compactions += st.idle_compactions;
                 self.db.take().expect("db").close().map_err(|e| e.to_string())?;
                 self.open();
             }
@@ -1038,6 +1058,7 @@ pub fn run_log(seed: u64, ops: &[Op], cfg: &Config) -> strata::Stats {
     stats.flushes_below_l0 += r.closed_seek_counts.1;
     stats.prefix_filter_checks += r.closed_prefix_counts.0;
     stats.prefix_filter_skips += r.closed_prefix_counts.1;
+    stats.idle_compactions += r.closed_idle_compactions;
     r.db.take().expect("db").close().expect("close");
     // The database directory and the data paths the in-memory configs use.
     let dirs = std::iter::once(r.path.clone()).chain(MEM_DATA_PATHS.iter().map(PathBuf::from));

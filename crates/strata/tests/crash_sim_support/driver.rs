@@ -176,8 +176,12 @@ pub const DIR: &str = "/db";
 /// Tiny sizes: a 4 KiB memtable flushes every few dozen writes, and 1 KiB
 /// tables with a 4 KiB level base make compactions and several levels happen.
 pub fn options(policy: &str, vfs: Arc<dyn strata::Vfs>) -> Options {
+    let style = CompactionStyle::from_name(policy).expect("builtin policy");
+    // dLSM runs its aggressive compaction whenever it has nothing else to do.
+    let idle = matches!(style, CompactionStyle::Dlsm).then_some(std::time::Duration::ZERO);
     Options::default()
-        .with_compaction_style(CompactionStyle::from_name(policy).expect("builtin policy"))
+        .with_compaction_style(style)
+        .with_idle_compaction(idle)
         .with_write_buffer_size(4096)
         .with_target_file_size_base(1024)
         .with_max_bytes_for_level_base(4096)

@@ -64,6 +64,19 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
         }
         Some(pick)
     }
+    /// Idle compaction (`Options::with_idle_compaction`, the dLSM paper's
+    /// aggressive compaction): the next task toward a settled tree — every
+    /// file in one level below L0 ([`super::manual::idle_levels`]), and no
+    /// compaction buffer — or
+    /// `None` when it is settled. The engine asks only when the tree is idle,
+    /// [`Self::pick`] has nothing and no task runs; it validates the answer
+    /// like every pick and asks again after each task, so every answer must
+    /// bring the tree closer to settled. Pure like [`Self::pick`]. Default:
+    /// [`super::manual::idle_step`], this policy's manual compaction of one
+    /// table of the shallowest level holding data into the next level.
+    fn idle_pick(&self, view: &LsmView) -> Option<PickResult> {
+        super::manual::idle_step(self, view)
+    }
     /// The level a flushed memtable's table `[smallest, largest]` (user keys,
     /// `bytes` long) goes to, at most `max_level` (at least 1 when the engine
     /// asks: `Options::with_max_mem_compaction_level`). The table joins the level's newest run (a new

@@ -57,6 +57,7 @@ pub fn simulate_growing(
     let mut memtable: BTreeMap<u64, u64> = BTreeMap::new();
     let mut reports = Vec::new();
     let mut pending = 0;
+    let mut flushes = 0u64;
     for seq in 0..cfg.num_ops {
         let key = if cfg.sequential { seq % cfg.key_space } else { rng.next() % cfg.key_space };
         memtable.insert(key, seq);
@@ -68,6 +69,10 @@ pub fn simulate_growing(
             sim.flush(std::mem::take(&mut memtable))?;
             sim.compact(policy)?;
             pending = 0;
+            flushes += 1;
+            if cfg.idle_every > 0 && flushes.is_multiple_of(cfg.idle_every) {
+                sim.settle_idle(policy)?;
+            }
         }
         if checkpoint {
             reports.push(sim.report(policy, latest.len() as u64));
@@ -76,6 +81,9 @@ pub fn simulate_growing(
     if !memtable.is_empty() {
         sim.flush(memtable)?;
         sim.compact(policy)?;
+    }
+    if cfg.idle_every > 0 {
+        sim.settle_idle(policy)?;
     }
     sim.verify(&latest)?;
     reports.push(sim.report(policy, latest.len() as u64));
@@ -210,6 +218,30 @@ impl Sim {
             "policy {} did not settle after {MAX_TASKS_PER_FLUSH} tasks",
             policy.name()
         )))
+    }
+
+    /// Idle compaction with no writes coming: the policy's own picks first,
+    /// then its idle picks, until it has neither; the tree must then be
+    /// settled (files in one level at most, no buffer table left).
+    fn settle_idle(&mut self, policy: &dyn CompactionPolicy) -> Result<()> {
+        for _ in 0..MAX_TASKS_PER_FLUSH {
+            let view = self.view(&|_| None);
+            let Some(pick) = policy.pick(&view).or_else(|| policy.idle_pick(&view)) else {
+                let holding =
+                    (view.levels.iter()).filter(|l| l.runs.iter().any(|r| !r.files.is_empty())).count();
+                let buffered = view.levels.iter().flat_map(|l| &l.buffers).any(|b| !b.tables.is_empty());
+                if holding > 1 || buffered {
+                    return Err(Error::invalid(format!(
+                        "policy {}: idle compaction stopped with {holding} levels holding files, buffers \
+                         left: {buffered}",
+                        policy.name()
+                    )));
+                }
+                return Ok(());
+            };
+            self.run(&view, &pick)?;
+        }
+        Err(Error::invalid(format!("policy {}: idle compaction did not settle", policy.name())))
     }
 
     fn view(&self, cached: &dyn Fn(&FileMeta) -> Option<f64>) -> LsmView {

@@ -17,6 +17,10 @@ pub struct SimConfig {
     pub seed: u64,
     /// Write keys `0, 1, 2, ...` (mod key_space) instead of uniformly random ones.
     pub sequential: bool,
+    /// Every this many flushes the writes pause and idle compaction
+    /// ([`CompactionPolicy::idle_pick`](crate::compaction::CompactionPolicy::idle_pick))
+    /// settles the tree, as does the end of the run; 0: never.
+    pub idle_every: u64,
 }
 
 /// Shape of one level at the end of a simulation.

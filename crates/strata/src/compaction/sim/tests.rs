@@ -16,7 +16,15 @@ fn leveled() -> LeveledPolicy {
 }
 
 fn cfg(num_ops: u64, key_space: u64, sequential: bool) -> SimConfig {
-    SimConfig { num_ops, key_space, entry_size: 100, memtable_entries: 1000, seed: 7, sequential }
+    SimConfig {
+        num_ops,
+        key_space,
+        entry_size: 100,
+        memtable_entries: 1000,
+        seed: 7,
+        sequential,
+        idle_every: 0,
+    }
 }
 
 #[test]
@@ -96,6 +104,7 @@ fn varied_configs_keep_data() {
             memtable_entries: 50 + seed * 10,
             seed,
             sequential: seed % 3 == 0,
+            idle_every: 0,
         };
         let report = simulate(&p, &c).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         assert_eq!(report.levels.len(), p.num_levels());
@@ -212,6 +221,7 @@ fn lwc_varied_configs_keep_data() {
             memtable_entries: 50 + seed * 10,
             seed,
             sequential: seed % 3 == 0,
+            idle_every: 0,
         };
         let report = simulate(&p, &c).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         assert_eq!(report.levels.len(), p.num_levels());
@@ -240,6 +250,7 @@ fn lwc_settles_when_a_table_cannot_be_divided() {
         memtable_entries: 4,
         seed: 1,
         sequential: true,
+        idle_every: 0,
     };
     let report = simulate(&p, &c).unwrap_or_else(|e| panic!("{e}"));
     assert!(report.tasks.merges < 10, "{:?}", report.tasks);
@@ -315,6 +326,7 @@ fn policy_bugs_surface_as_errors() {
         memtable_entries: 100,
         seed: 1,
         sequential: false,
+        idle_every: 0,
     };
     assert!(matches!(simulate(&Buggy::DropL0, &c), Err(Error::Corruption(m)) if m.contains("lost")));
     assert!(matches!(simulate(&Buggy::MoveNewest, &c), Err(Error::Corruption(m)) if m.contains("newest")));
@@ -463,4 +475,86 @@ fn appends_that_would_serve_stale_data_are_refused() {
             other => panic!("{bad:?}: {other:?}"),
         }
     }
+}
+
+/// Idle compaction (the dLSM paper's aggressive compaction) under every
+/// built-in policy: with pauses every few flushes and at the end, each
+/// policy's idle picks, validated like any pick, settle the tree into one
+/// level with no buffer left (`settle_idle` fails otherwise), and every key
+/// still reads its newest version.
+#[test]
+fn idle_compaction_settles_every_policy_into_one_level() {
+    use crate::compaction::style::CompactionStyle;
+    for name in CompactionStyle::builtin_names() {
+        let opts = crate::Options::default()
+            .with_compaction_style(CompactionStyle::from_name(name).unwrap())
+            .with_num_levels(5)
+            .with_level0_file_num_compaction_trigger(3)
+            .with_max_bytes_for_level_base(60_000)
+            .with_target_file_size_base(12_000);
+        let policy = crate::compaction::factory::make_policy(&opts).unwrap();
+        for (seed, idle_every) in [(1, 3), (2, 7), (3, 1000)] {
+            let c = SimConfig {
+                num_ops: 40_000,
+                key_space: 8_000,
+                entry_size: 100,
+                memtable_entries: 400,
+                seed,
+                sequential: false,
+                idle_every,
+            };
+            let r = simulate(policy.as_ref(), &c).unwrap_or_else(|e| panic!("{name}, seed {seed}: {e}"));
+            let holding: Vec<usize> = (0..r.levels.len()).filter(|&l| r.levels[l].files > 0).collect();
+            assert_eq!(holding.len(), 1, "{name}: {r}");
+            assert!(r.levels.iter().all(|l| l.buffer_files == 0), "{name}: {r}");
+        }
+    }
+}
+
+/// Under LSbM and dLSM idle work drains through the buffers: the sources of
+/// its drain steps are appended (no extra writes over bLSM's own steps),
+/// and the buffers are emptied only once everything is in one level.
+#[test]
+fn buffered_idle_drains_fill_the_buffer_before_emptying_it() {
+    use crate::compaction::BufferVariant;
+    let p = buffered(BufferVariant::Dlsm);
+    let c = SimConfig { idle_every: 0, ..cfg(60_000, 50_000, false) };
+    let mut sim = Sim::new(p.num_levels(), c.entry_size).unwrap();
+    let mut rng = SplitMix64(c.seed);
+    let mut latest = HashMap::new();
+    for round in 0..(c.num_ops / c.memtable_entries) {
+        let mut mem = BTreeMap::new();
+        for i in 0..c.memtable_entries {
+            let k = rng.next() % c.key_space;
+            let seq = round * c.memtable_entries + i;
+            mem.insert(k, seq);
+            latest.insert(k, seq);
+        }
+        sim.flush(mem).unwrap();
+        sim.compact(&p).unwrap();
+    }
+    let buffered_files = |sim: &Sim| -> usize {
+        let view = sim.view(&|_| None);
+        view.levels.iter().flat_map(|l| &l.buffers).flat_map(|b| &b.tables).map(|t| t.entries.len()).sum()
+    };
+    let (mut peak, mut drops, mut steps) = (buffered_files(&sim), 0, 0);
+    loop {
+        let view = sim.view(&|_| None);
+        let Some(pick) = p.idle_pick(&view) else { break };
+        let holding = view.levels.iter().filter(|l| l.runs.iter().any(|r| !r.files.is_empty())).count();
+        let state_only = matches!(pick.task, CompactionTask::UpdateState { .. });
+        if state_only
+            && pick.buffer.iter().any(|a| matches!(a, crate::compaction::BufferAction::DropTable { .. }))
+        {
+            assert_eq!(holding, 1, "buffers are emptied only once the tree is in one level");
+            drops += 1;
+        }
+        sim.run(&view, &pick).unwrap();
+        peak = peak.max(buffered_files(&sim));
+        steps += 1;
+        assert!(steps < 100_000);
+    }
+    sim.verify(&latest).unwrap();
+    assert!(peak > 0 && drops > 0, "peak {peak} drops {drops}");
+    assert_eq!(buffered_files(&sim), 0);
 }
