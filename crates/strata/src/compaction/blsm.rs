@@ -263,7 +263,7 @@ impl BlsmPolicy {
     /// whatever its fill — L0 into `C_1`, a round turnover, or a drain step of
     /// `C'_i` — so idle work moves data as a full level would.
     pub(crate) fn idle_pick_with(&self, view: &LsmView, state: &BlsmState) -> Option<PickResult> {
-        let (from, _) = manual::idle_levels(view)?;
+        let (from, _) = view.idle_levels()?;
         if from == 0 {
             return Some(PickResult::task(self.pick_l0(view, state)?, 0.0));
         }

@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 
 pub use super::policy::ManualRange;
-use super::policy::{CompactionPolicy, CompactionTask, FileRef, LevelView, LsmView, PickResult, RunTarget};
+use super::policy::{CompactionTask, FileRef, LsmView, PickResult, RunTarget};
 
 /// The deepest level with a file overlapping the range (at least 1): manual
 /// compaction moves data down to it.
@@ -19,36 +19,6 @@ pub fn deepest_overlapping_level(view: &LsmView, range: &ManualRange<'_>) -> usi
         })
         .unwrap_or(0)
         .max(1)
-}
-
-/// The levels idle compaction works between: the shallowest level holding a
-/// file above the deepest level holding one, and that deepest level; data
-/// only in L0 (overlapping flushed runs) goes to L1. `None` when the tree is
-/// settled: one level below L0 holds every file, or there are none.
-pub fn idle_levels(view: &LsmView) -> Option<(usize, usize)> {
-    let holds = |l: &LevelView| l.runs.iter().any(|r| !r.files.is_empty());
-    let deepest = view.levels.iter().rposition(holds)?;
-    if deepest == 0 {
-        return (view.levels.len() > 1).then_some((0, 1));
-    }
-    let from = view.levels[..deepest].iter().position(holds)?;
-    Some((from, deepest))
-}
-
-/// The default idle-compaction step ([`CompactionPolicy::idle_pick`]): the
-/// policy's own manual compaction of one table into the next level — the
-/// first in key order of the oldest run of the shallowest level above the
-/// deepest — or, if the policy has no task for that range, of the whole
-/// level. Small steps, so a write arriving meanwhile waits for one table.
-pub fn idle_step<P: CompactionPolicy + ?Sized>(policy: &P, view: &LsmView) -> Option<PickResult> {
-    let (from, deepest) = idle_levels(view)?;
-    (from..deepest).find_map(|level| {
-        let f = view.levels[level].runs.iter().rev().find_map(|r| r.files.first())?;
-        let one = ManualRange { start: Some(&f.smallest), end: Some(&f.largest) };
-        policy
-            .compact_range(view, level, &one)
-            .or_else(|| policy.compact_range(view, level, &ManualRange { start: None, end: None }))
-    })
 }
 
 /// Every file of `level` overlapping the range, widened until no other file of

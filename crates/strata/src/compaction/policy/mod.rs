@@ -66,16 +66,25 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
     }
     /// Idle compaction (`Options::with_idle_compaction`, the dLSM paper's
     /// aggressive compaction): the next task toward a settled tree — every
-    /// file in one level below L0 ([`super::manual::idle_levels`]), and no
+    /// file in one level below L0 ([`LsmView::idle_levels`]), and no
     /// compaction buffer — or
     /// `None` when it is settled. The engine asks only when the tree is idle,
     /// [`Self::pick`] has nothing and no task runs; it validates the answer
     /// like every pick and asks again after each task, so every answer must
     /// bring the tree closer to settled. Pure like [`Self::pick`]. Default:
-    /// [`super::manual::idle_step`], this policy's manual compaction of one
-    /// table of the shallowest level holding data into the next level.
+    /// this policy's [`Self::compact_range`] of one table into the next
+    /// level — the first in key order of the oldest run of the shallowest
+    /// level above the deepest — or, if it has no task for that range, of the
+    /// whole level: small steps, so a write arriving meanwhile waits for one
+    /// table, each moving data by the policy's own rules.
     fn idle_pick(&self, view: &LsmView) -> Option<PickResult> {
-        super::manual::idle_step(self, view)
+        let (from, deepest) = view.idle_levels()?;
+        (from..deepest).find_map(|level| {
+            let f = view.levels[level].runs.iter().rev().find_map(|r| r.files.first())?;
+            let one = ManualRange { start: Some(&f.smallest), end: Some(&f.largest) };
+            let all = ManualRange { start: None, end: None };
+            self.compact_range(view, level, &one).or_else(|| self.compact_range(view, level, &all))
+        })
     }
     /// The level a flushed memtable's table `[smallest, largest]` (user keys,
     /// `bytes` long) goes to, at most `max_level` (at least 1 when the engine

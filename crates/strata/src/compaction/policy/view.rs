@@ -186,6 +186,20 @@ impl LsmView {
         self.levels.get(level)
     }
 
+    /// The levels idle compaction works between: the shallowest level holding
+    /// a file above the deepest level holding one, and that deepest level;
+    /// data only in L0 (overlapping flushed runs) goes to L1. `None` when the
+    /// tree is settled: one level below L0 holds every file, or there are none.
+    pub fn idle_levels(&self) -> Option<(usize, usize)> {
+        let holds = |l: &LevelView| l.runs.iter().any(|r| !r.files.is_empty());
+        let deepest = self.levels.iter().rposition(holds)?;
+        if deepest == 0 {
+            return (self.levels.len() > 1).then_some((0, 1));
+        }
+        let from = self.levels[..deepest].iter().position(holds)?;
+        Some((from, deepest))
+    }
+
     /// Total bytes of a level (0 for a missing level).
     pub fn level_bytes(&self, level: usize) -> u64 {
         self.level(level).map_or(0, LevelView::bytes)
