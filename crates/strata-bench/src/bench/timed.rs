@@ -202,7 +202,12 @@ fn writer(engine: &dyn Engine, args: &Args, seed: u64, shared: &Shared) -> Bench
     let mut limiter = RateLimiter::new(args.benchmark_write_rate_limit);
     let mut key = Vec::with_capacity(args.key_size);
     let start = Instant::now();
-    let stop_after = (args.writes_stop_after > 0.0).then(|| Duration::from_secs_f64(args.writes_stop_after));
+    let secs = |flag: &str, v: f64| Duration::try_from_secs_f64(v).map_err(|e| format!("--{flag}={v}: {e}"));
+    let stop_after = (args.writes_stop_after > 0.0)
+        .then(|| secs("writes_stop_after", args.writes_stop_after))
+        .transpose()?;
+    let idle =
+        (args.idle_compaction >= 0.0).then(|| secs("idle_compaction", args.idle_compaction)).transpose()?;
     let writing = || stop_after.is_none_or(|d| start.elapsed() < d);
     while !args.no_writer && !shared.stop.load(Ordering::Relaxed) && writing() {
         let index = rng.gen_range(0..args.num);
@@ -219,8 +224,10 @@ fn writer(engine: &dyn Engine, args: &Args, seed: u64, shared: &Shared) -> Bench
         shared.recent.record(index);
         shared.writes.fetch_add(1, Ordering::Relaxed);
     }
-    if stop_after.is_some() && args.idle_compaction >= 0.0 && !engine.compacts_when_idle() {
-        idle_compaction_of_a_peer(engine, args, shared)?;
+    if let (Some(_), Some(after)) = (stop_after, idle) {
+        if !engine.compacts_when_idle() {
+            idle_compaction_of_a_peer(engine, args, after, shared)?;
+        }
     }
     Ok(lat)
 }
@@ -228,8 +235,14 @@ fn writer(engine: &dyn Engine, args: &Args, seed: u64, shared: &Shared) -> Bench
 /// A peer's stand-in for idle compaction once the writer stopped: after
 /// `--idle_compaction` seconds, one full manual compaction (LevelDB's and
 /// RocksDB's `CompactRange`, which is what their users run when writes stop).
-fn idle_compaction_of_a_peer(engine: &dyn Engine, args: &Args, shared: &Shared) -> BenchResult<()> {
-    let until = Instant::now() + Duration::from_secs_f64(args.idle_compaction);
+fn idle_compaction_of_a_peer(
+    engine: &dyn Engine,
+    args: &Args,
+    after: Duration,
+    shared: &Shared,
+) -> BenchResult<()> {
+    // Past the end of time: it never comes.
+    let Some(until) = Instant::now().checked_add(after) else { return Ok(()) };
     while Instant::now() < until {
         if shared.stop.load(Ordering::Relaxed) {
             return Ok(());

@@ -67,8 +67,8 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
     /// Idle compaction (`Options::with_idle_compaction`, the dLSM paper's
     /// aggressive compaction): the next task toward a settled tree — every
     /// file in one level below L0 ([`LsmView::idle_levels`]), and no
-    /// compaction buffer — or
-    /// `None` when it is settled. The engine asks only when the tree is idle,
+    /// compaction buffer — or `None` when it is settled. The engine asks only
+    /// when the tree is idle,
     /// [`Self::pick`] has nothing and no task runs; it validates the answer
     /// like every pick and asks again after each task, so every answer must
     /// bring the tree closer to settled. Pure like [`Self::pick`]. Default:

@@ -222,18 +222,17 @@ impl Sim {
 
     /// Idle compaction with no writes coming: the policy's own picks first,
     /// then its idle picks, until it has neither; the tree must then be
-    /// settled (files in one level at most, no buffer table left).
+    /// settled (`LsmView::idle_levels` finds nothing, no buffer table left).
     fn settle_idle(&mut self, policy: &dyn CompactionPolicy) -> Result<()> {
         for _ in 0..MAX_TASKS_PER_FLUSH {
             let view = self.view(&|_| None);
             let Some(pick) = policy.pick(&view).or_else(|| policy.idle_pick(&view)) else {
-                let holding =
-                    (view.levels.iter()).filter(|l| l.runs.iter().any(|r| !r.files.is_empty())).count();
+                let levels = view.idle_levels();
                 let buffered = view.levels.iter().flat_map(|l| &l.buffers).any(|b| !b.tables.is_empty());
-                if holding > 1 || buffered {
+                if levels.is_some() || buffered {
                     return Err(Error::invalid(format!(
-                        "policy {}: idle compaction stopped with {holding} levels holding files, buffers \
-                         left: {buffered}",
+                        "policy {}: idle compaction stopped unsettled (data in levels {levels:?}, \
+                         buffers left: {buffered})",
                         policy.name()
                     )));
                 }
