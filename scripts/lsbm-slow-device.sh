@@ -14,6 +14,10 @@
 #   READ_DIST=zipfian reads a zipfian distribution instead of rangehot (the output keeps its name).
 #   BENCH=seekrandomwhilewriting EXTRA="--seek_nexts=99 --max_scan_distance=100" runs bounded
 #   range queries instead of gets.
+#   L1_BYTES, FILE_BYTES and WB_BYTES (memtable) set the tree's shape for the load and the runs
+#   (defaults 16, 4 and 4 MiB). L1_BYTES=4194304 FILE_BYTES=WB_BYTES=1048576 comes near the
+#   dLSM paper's proportions (memtable : L1 : data = 1 : 10 : 1000 there): the last level
+#   holds ~85 % of the data.
 # Build first: cargo build --release -p strata-bench --features rocksdb,leveldb
 set -euo pipefail
 out=${1:?usage: $0 OUT_DIR [SECS] [WARM] [PROFILES] [ENGINES] [POLICIES]}
@@ -25,8 +29,8 @@ policies=${6:-leveled,blsm,lsbm,dlsm}
 bin=${BIN:-target/release/strata-bench}
 mkdir -p "$out"
 loaded="$out/loaded"
-common=(--num=300000 --value_size=1000 --cache_size=$((64 << 20)) --write_buffer_size=$((4 << 20))
-  --max_file_size=$((4 << 20)) --max_bytes_for_level_base=$((16 << 20)) --use_direct_reads
+common=(--num=300000 --value_size=1000 --cache_size=$((64 << 20)) --write_buffer_size="${WB_BYTES:-$((4 << 20))}"
+  --max_file_size="${FILE_BYTES:-$((4 << 20))}" --max_bytes_for_level_base="${L1_BYTES:-$((16 << 20))}" --use_direct_reads
   --buffer_trim_interval=5 --engines="$engines" --policy="$policies")
 if [[ -d $loaded ]]; then
   echo "reusing the load in $loaded (remove it to load again)"

@@ -135,6 +135,15 @@ pub struct Args {
     /// device (the engine's `buffer_read_misses`; default false: only cached blocks are used).
     #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
     pub buffer_read_misses: bool,
+    /// Strata LSbM/dLSM only: point reads of a run whose compaction buffer is complete go to the
+    /// buffer alone (the dLSM paper's dispatch; `ReadOptions::with_buffer_dispatch`). Default
+    /// false: LSbM's Algorithm 3, the run's own filter first.
+    #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub buffer_dispatch: bool,
+    /// Strata dLSM only: keep a compaction buffer at the last level too (the engine's
+    /// `buffer_last_level`; default false, as the dLSM paper builds it).
+    #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub buffer_last_level: bool,
     /// Strata only: seek-triggered compaction (the engine's `seek_compaction`, LevelDB's
     /// `allowed_seeks`): a table that point reads keep reading in vain is compacted into the
     /// next level. LevelDB always does it; RocksDB removed it in 3.2 (flagged UNSUPPORTED).

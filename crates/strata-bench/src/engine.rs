@@ -19,6 +19,10 @@ pub struct EngineConfig {
     pub compaction_warmup: bool,
     /// LSbM reads fetch uncached buffer blocks (`--buffer_read_misses`); Strata only.
     pub buffer_read_misses: bool,
+    /// Point reads use the dLSM paper's dispatch (`--buffer_dispatch`); Strata only.
+    pub buffer_dispatch: bool,
+    /// dLSM buffers its last level too (`--buffer_last_level`); Strata only.
+    pub buffer_last_level: bool,
     /// Seek-triggered compaction (`--seek_compaction`); Strata only.
     pub seek_compaction: bool,
     /// Deepest level for a flushed table (`--max_mem_compaction_level`); Strata only.
@@ -138,6 +142,8 @@ impl EngineConfig {
             row_cache_size: 0,
             compaction_warmup: false,
             buffer_read_misses: false,
+            buffer_dispatch: false,
+            buffer_last_level: false,
             seek_compaction: false,
             max_mem_compaction_level: 0,
             idle_compaction: None,
@@ -372,6 +378,8 @@ pub struct StrataEngine {
     db: strata::Db,
     /// Prefix scans' read options (`total_order_seek`).
     prefix_ro: strata::ReadOptions,
+    /// Point reads' options (`buffer_dispatch`).
+    get_ro: strata::ReadOptions,
     policy: String,
     mapping: String,
     wo: strata::WriteOptions,
@@ -408,6 +416,7 @@ impl StrataEngine {
             .with_compaction_style(style.clone())
             .with_buffer_trim_interval(trim_interval)
             .with_buffer_read_misses(cfg.buffer_read_misses)
+            .with_buffer_last_level(cfg.buffer_last_level)
             .with_seek_compaction(cfg.seek_compaction)
             .with_max_mem_compaction_level(cfg.max_mem_compaction_level)
             .with_idle_compaction(idle)
@@ -420,7 +429,7 @@ impl StrataEngine {
         };
         let mapping = format!(
             "strata: block_cache_capacity={} row_cache={} compaction_warmup={} bloom_bits_per_key={} bloom_allocation={} write_buffer_size={} target_file_size_base={} \
-             compression={:?} use_direct_reads={} mmap_reads={} max_bytes_for_level_base={} max_bytes_for_level_multiplier={} compaction_style={}{} buffer_trim_interval={:?} buffer_read_misses={} \
+             compression={:?} use_direct_reads={} mmap_reads={} max_bytes_for_level_base={} max_bytes_for_level_multiplier={} compaction_style={}{} buffer_trim_interval={:?} buffer_read_misses={} buffer_dispatch={} buffer_last_level={} \
              seek_compaction={} max_mem_compaction_level={} idle_compaction={:?} compaction_pipeline={} compaction_subtask_bytes={} sync={} \
              pin_slice={} prefix_extractor={} total_order_seek={}{}",
             cfg.cache_size,
@@ -443,6 +452,8 @@ impl StrataEngine {
             },
             trim_interval,
             cfg.buffer_read_misses,
+            cfg.buffer_dispatch,
+            cfg.buffer_last_level,
             cfg.seek_compaction,
             cfg.max_mem_compaction_level,
             idle,
@@ -458,6 +469,7 @@ impl StrataEngine {
         Ok(StrataEngine {
             db,
             prefix_ro: strata::ReadOptions::default().with_total_order_seek(cfg.total_order_seek),
+            get_ro: strata::ReadOptions::default().with_buffer_dispatch(cfg.buffer_dispatch),
             idle: idle.is_some(),
             policy: cfg.policy.clone(),
             mapping,
@@ -480,17 +492,17 @@ impl Engine for StrataEngine {
         self.db.put_opt(key, value, &self.wo).map_err(|e| e.to_string())
     }
     fn get(&self, key: &[u8]) -> BenchResult<Option<Vec<u8>>> {
-        self.db.get(key).map_err(|e| e.to_string())
+        self.db.get_opt(key, &self.get_ro).map_err(|e| e.to_string())
     }
     fn get_pinned(&self, key: &[u8]) -> BenchResult<Option<usize>> {
-        Ok(self.db.get_pinned(key).map_err(|e| e.to_string())?.map(|v| v.len()))
+        Ok(self.db.get_pinned_opt(key, &self.get_ro).map_err(|e| e.to_string())?.map(|v| v.len()))
     }
     fn multi_get(&self, keys: &[Vec<u8>], pinned: bool) -> BenchResult<(u64, u64)> {
         let lens: Vec<Option<usize>> = if pinned {
-            let got = self.db.multi_get_pinned(keys);
+            let got = self.db.multi_get_pinned_opt(keys, &self.get_ro);
             got.into_iter().map(|r| r.map(|v| v.map(|v| v.len()))).collect::<Result<_, _>>()
         } else {
-            let got = self.db.multi_get(keys);
+            let got = self.db.multi_get_opt(keys, &self.get_ro);
             got.into_iter().map(|r| r.map(|v| v.map(|v| v.len()))).collect::<Result<_, _>>()
         }
         .map_err(|e| e.to_string())?;

@@ -187,6 +187,8 @@ impl Plan {
             row_cache_size: a.row_cache_size,
             compaction_warmup: a.compaction_warmup,
             buffer_read_misses: a.buffer_read_misses,
+            buffer_dispatch: a.buffer_dispatch,
+            buffer_last_level: a.buffer_last_level,
             seek_compaction: a.seek_compaction,
             max_mem_compaction_level: a.max_mem_compaction_level,
             idle_compaction: (a.idle_compaction >= 0.0).then_some(a.idle_compaction),

@@ -101,6 +101,7 @@ fn values(got: Vec<strata::Result<Option<Vec<u8>>>>) -> Vec<Option<Vec<u8>>> {
 /// Every form of `multi_get` against `get` and the models, on random batches.
 fn check(db: &Db, model: &Model, snap: &Snapshot, snap_model: &Model, rng: &mut StdRng, label: &str) {
     let no_buffer = ReadOptions::default().with_use_compaction_buffer(false);
+    let dispatch = ReadOptions::default().with_buffer_dispatch(true);
     for _ in 0..40 {
         let keys = batch(rng);
         let want: Vec<Option<Vec<u8>>> = keys.iter().map(|key| model.get(key).cloned()).collect();
@@ -108,6 +109,7 @@ fn check(db: &Db, model: &Model, snap: &Snapshot, snap_model: &Model, rng: &mut 
         assert_eq!(by_get, want, "{label}: get against the model");
         assert_eq!(values(db.multi_get(&keys)), want, "{label}: {keys:?}");
         assert_eq!(values(db.multi_get_opt(&keys, &no_buffer)), want, "{label}: without the buffer");
+        assert_eq!(values(db.multi_get_opt(&keys, &dispatch)), want, "{label}: dispatched to the buffer");
         let pinned: Vec<_> = db.multi_get_pinned(&keys).into_iter().map(|r| r.unwrap()).collect();
         assert!(pinned.iter().map(|v| v.as_deref()).eq(want.iter().map(|v| v.as_deref())), "{label}: pinned");
         for (key, w) in keys.iter().zip(&want) {

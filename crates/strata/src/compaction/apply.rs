@@ -117,9 +117,16 @@ fn buffer_ops(
         .filter(|(l, r, _)| Some((*l, *r)) == out)
         .map(|(_, _, f)| (user_key(&f.smallest).to_vec(), user_key(&f.largest).to_vec()))
         .collect();
-    // The output run's buffer before this edit, and its newest table.
+    // The output run's buffer before this edit, and its newest table that
+    // this pick does not drop (marks in a dropped table would recreate it).
     let out_buffer = out.and_then(|(l, r)| version.levels.get(l)?.buffer_of(r));
-    let head = out_buffer.and_then(|b| b.tables.first());
+    let dropped = |id: u64| {
+        pick.buffer.iter().any(|a| {
+            matches!(a, BufferAction::DropTable { level, run, table }
+                if Some((*level, *run)) == out && *table == id)
+        })
+    };
+    let head = out_buffer.and_then(|b| b.tables.iter().find(|t| !dropped(t.id)));
     let mut appends = Vec::new();
     let mut skipped = false;
     for a in &pick.buffer {

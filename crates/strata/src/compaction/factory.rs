@@ -13,9 +13,10 @@ use crate::compaction::tiered::TieredPolicy;
 use crate::error::Result;
 use crate::options::Options;
 
-/// LSbM and dLSM write files of a quarter of `target_file_size_base` and
-/// drain them four at a time (super-files, LSbM paper §4.3): compaction works
-/// in big units, the trim on small files.
+/// LSbM writes files of a quarter of `target_file_size_base` and drains them
+/// four at a time (super-files, LSbM paper §4.3): compaction works in big
+/// units, the trim on small files. dLSM has no trim and writes whole files,
+/// as its paper does, so a get walks as few tables as leveling's.
 const SUPER_FILE_PARTS: u64 = 4;
 
 /// The policy `opts` name, built with their level shape.
@@ -41,8 +42,10 @@ pub(crate) fn make_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>> {
             } else {
                 BufferVariant::Dlsm
             };
-            let blsm = BlsmPolicy::new(shape)?.with_super_files(SUPER_FILE_PARTS);
-            Arc::new(LsbmPolicy::new(blsm, variant, opts.buffer_trim_threshold))
+            let parts = if variant == BufferVariant::Lsbm { SUPER_FILE_PARTS } else { 1 };
+            let blsm = BlsmPolicy::new(shape)?.with_super_files(parts);
+            let policy = LsbmPolicy::new(blsm, variant, opts.buffer_trim_threshold);
+            Arc::new(policy.with_last_level_buffer(opts.buffer_last_level))
         }
         CompactionStyle::Custom(p) => p.clone(),
     })

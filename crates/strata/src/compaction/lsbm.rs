@@ -14,8 +14,8 @@
 //! - **freeze**: when a level ends a round smaller than the bytes merged into
 //!   it during the round (repeated data), appends to its buffer stop until the
 //!   level itself turns over; the executor marks the buffer instead;
-//! - **caps**: at most 20 tables per buffer (3 at the last level), oldest
-//!   dropped first;
+//! - **caps**: at most 20 tables per buffer (3 at the configured last
+//!   level), oldest dropped first;
 //! - **trim** (Algorithm 2, LSbM only): every buffer file — except those the
 //!   head table received since the previous trim, still warming up — with a
 //!   cached-block fraction under the threshold is removed.
@@ -26,8 +26,9 @@
 //!   drain step; once one level holds everything, the buffers' tables are
 //!   dropped, oldest first, one per step.
 //!
-//! dLSM is the same without the trim, with bigger bloom filters on every
-//! level that feeds a buffer.
+//! dLSM is the same without the trim and with no buffer at the last level
+//! (the deepest holding data; its paper buffers levels `1..k-1`), with
+//! bigger bloom filters on every level that feeds a buffer.
 //!
 //! Persistent state (in the MANIFEST): bLSM's draining runs, plus per level the
 //! frozen flag, the bytes merged in this round, `S'_i`, and how many entries of
@@ -36,8 +37,8 @@
 use super::blsm::{BlsmPolicy, BlsmState};
 use super::manual::ManualRange;
 use super::policy::{
-    BufferAction, BufferPolicy, BufferView, CompactionPolicy, CompactionTask, FileRef, LsmView, PickResult,
-    RunTarget,
+    BufferAction, BufferPolicy, BufferTableView, BufferView, CompactionPolicy, CompactionTask, FileRef,
+    LsmView, PickResult, RunTarget,
 };
 use crate::util::coding::{put_length_prefixed, put_varint64, Reader};
 
@@ -64,6 +65,8 @@ pub struct LsbmPolicy {
     blsm: BlsmPolicy,
     variant: BufferVariant,
     trim_threshold: f64,
+    /// dLSM buffers its last level too (LSbM always does).
+    last_level_buffer: bool,
 }
 
 /// Per-level buffer bookkeeping.
@@ -151,7 +154,13 @@ impl LsbmPolicy {
     /// small files drained in big units). `trim_threshold` is the cached
     /// fraction under which the trim removes a buffer file.
     pub fn new(blsm: BlsmPolicy, variant: BufferVariant, trim_threshold: f64) -> Self {
-        LsbmPolicy { blsm, variant, trim_threshold }
+        LsbmPolicy { blsm, variant, trim_threshold, last_level_buffer: false }
+    }
+
+    /// dLSM: buffer the last level too (`Options::with_buffer_last_level`).
+    pub fn with_last_level_buffer(mut self, on: bool) -> Self {
+        self.last_level_buffer = on;
+        self
     }
 
     fn state(view: &LsmView) -> LsbmState {
@@ -164,6 +173,17 @@ impl LsbmPolicy {
         } else {
             MAX_TABLES
         }
+    }
+
+    /// Whether merges into `level` feed its buffer. dLSM keeps none at the
+    /// last level unless asked to (its paper, §IV: that level is updated least
+    /// and holds most of the data, so a buffer there would about double the
+    /// tree); the last level is the deepest holding data, so it moves down as
+    /// the tree grows.
+    fn buffers_level(&self, view: &LsmView, level: usize) -> bool {
+        self.variant == BufferVariant::Lsbm
+            || self.last_level_buffer
+            || view.deepest_level().is_some_and(|d| level < d)
     }
 
     /// Appends `files` (oldest table first) to the buffer of the output run and
@@ -283,7 +303,18 @@ impl LsbmPolicy {
                 let cap = self.blsm.capacity(level);
                 let next = st.level(level);
                 next.round_in += bytes;
-                if !next.frozen {
+                if !self.buffers_level(view, level) {
+                    // Left over from a shallower tree or another policy.
+                    let id = match run {
+                        RunTarget::Existing(id) => Some(id),
+                        RunTarget::New => None,
+                    };
+                    if let Some(b) = id.and_then(|id| view.level(level)?.buffer_of(id)) {
+                        let drop =
+                            |t: &BufferTableView| BufferAction::DropTable { level, run: b.run, table: t.id };
+                        actions.extend(b.tables.iter().map(drop));
+                    }
+                } else if !next.frozen {
                     // Each flushed run is a table of `B_1`, oldest first; a drain
                     // step goes to the table of the current round of `from`.
                     let mut files: Vec<(FileRef, u64)> = sources
@@ -393,11 +424,13 @@ impl CompactionPolicy for LsbmPolicy {
         self.blsm.level_target_bytes(view, level)
     }
 
-    fn bloom_bits_for_level(&self, _view: &LsmView, level: usize, default_bits: f64) -> f64 {
+    fn bloom_bits_for_level(&self, view: &LsmView, level: usize, default_bits: f64) -> f64 {
         // dLSM: a lookup probes about `ratio` buffer tables per level, so each
         // filter's false-positive rate is divided by the ratio:
         // log2(r/f)/ln 2 = bits + log2(r)/ln 2 (14.8 for 10 bits and r = 10).
-        let feeds_buffer = level + 1 < self.blsm.cfg.num_levels;
+        // Only tables a buffer may receive: those of levels above the one
+        // above the last (whose merges go into the unbuffered last level).
+        let feeds_buffer = self.buffers_level(view, level + 1);
         if self.variant == BufferVariant::Dlsm && feeds_buffer && default_bits > 0.0 {
             default_bits + self.blsm.cfg.multiplier.log2() / std::f64::consts::LN_2
         } else {
@@ -662,12 +695,60 @@ mod tests {
     #[test]
     fn dlsm_sizes_blooms_for_probing_ratio_tables() {
         let d = policy(BufferVariant::Dlsm);
-        let v = LsmView::new(4);
+        // Data down to level 3: levels 0 and 1 feed buffers of levels 1 and 2.
+        let l3 = vec![run(9, vec![file(7, 0, 99, 500)])];
+        let v = view(
+            vec![(vec![], vec![]), (vec![], vec![]), (vec![], vec![]), (l3, vec![])],
+            &LsbmState::default(),
+        );
         let bits = d.bloom_bits_for_level(&v, 1, 10.0);
         assert!((bits - (10.0 + 10f64.log2() / std::f64::consts::LN_2)).abs() < 1e-9, "{bits}");
         assert!((14.0..15.0).contains(&bits));
-        assert_eq!(d.bloom_bits_for_level(&v, 3, 10.0), 10.0, "the last level feeds no buffer");
+        assert_eq!(d.bloom_bits_for_level(&v, 0, 10.0), bits, "flushed files feed B_1");
+        assert_eq!(d.bloom_bits_for_level(&v, 2, 10.0), 10.0, "merges into the last level are not buffered");
+        assert_eq!(d.bloom_bits_for_level(&v, 3, 10.0), 10.0);
         assert_eq!(d.bloom_bits_for_level(&v, 1, 0.0), 0.0);
+        assert_eq!(d.bloom_bits_for_level(&LsmView::new(4), 0, 10.0), 10.0, "an empty tree has no buffer");
         assert_eq!(policy(BufferVariant::Lsbm).bloom_bits_for_level(&v, 1, 10.0), 10.0);
+    }
+
+    /// dLSM as its paper builds it: no buffer at the last level (the deepest
+    /// holding data), which had held up to 20 rounds of the level above and
+    /// made the tree about twice leveling's size.
+    #[test]
+    fn dlsm_keeps_no_buffer_at_the_last_level() {
+        let d = policy(BufferVariant::Dlsm);
+        // C'_1 = run 5 drains into C_2 = run 8, the last level; a leftover buffer there goes.
+        let l1 = vec![run(5, vec![file(1, 0, 9, 40), file(2, 10, 19, 40), file(3, 20, 29, 40)])];
+        let l2 = vec![run(8, vec![file(7, 5, 15, 30)])];
+        let b2 = vec![BufferView { run: 8, tables: vec![table(4, vec![entry(21, 0, 9, 1.0)])] }];
+        let v = view(vec![(vec![], vec![]), (l1.clone(), vec![]), (l2.clone(), b2.clone())], &draining(1, 5));
+        let pick = d.pick(&v).unwrap();
+        validate_task(&v, &pick.task).unwrap();
+        validate_buffer_actions(&v, &pick).unwrap();
+        assert!(matches!(pick.task, CompactionTask::Merge { output_level: 2, .. }), "{pick:?}");
+        assert_eq!(pick.buffer, vec![BufferAction::DropTable { level: 2, run: 8, table: 4 }]);
+        // With a level below, level 2 is an upper level and its buffer is fed.
+        let l3 = vec![run(9, vec![file(8, 0, 99, 5000)])];
+        let v = view(
+            vec![(vec![], vec![]), (l1.clone(), vec![]), (l2.clone(), b2.clone()), (l3, vec![])],
+            &draining(1, 5),
+        );
+        let pick = d.pick(&v).unwrap();
+        validate_buffer_actions(&v, &pick).unwrap();
+        assert!(
+            pick.buffer.iter().any(|a| matches!(a, BufferAction::Append { level: 2, table: 5, .. })),
+            "{pick:?}"
+        );
+        // LSbM keeps its last level's buffer (trimmed to hot files), and dLSM when asked to.
+        let v = view(vec![(vec![], vec![]), (l1, vec![]), (l2, b2), (vec![], vec![])], &draining(1, 5));
+        for p in [policy(BufferVariant::Lsbm), d.with_last_level_buffer(true)] {
+            let pick = p.pick(&v).unwrap();
+            validate_buffer_actions(&v, &pick).unwrap();
+            assert!(
+                pick.buffer.iter().any(|a| matches!(a, BufferAction::Append { level: 2, .. })),
+                "{pick:?}"
+            );
+        }
     }
 }

@@ -62,9 +62,10 @@ pub enum CompactionStyle {
     /// # Ok::<(), strata::Error>(())
     /// ```
     Lsbm,
-    /// dLSM: the compaction buffer without the trim, with larger bloom filters
-    /// (`bits + log2(ratio)/ln 2`, 14.8 for 10 bits and ratio 10) on the tables
-    /// that feed buffers.
+    /// dLSM: the compaction buffer without the trim and without a buffer at
+    /// the last level (the deepest holding data), whole files instead of
+    /// super-file parts, and larger bloom filters (`bits + log2(ratio)/ln 2`,
+    /// 14.8 for 10 bits and ratio 10) on the tables that feed buffers.
     ///
     /// # Examples
     ///

@@ -91,7 +91,7 @@ impl DbInner {
     ) {
         let version = &sv.version;
         let bro = block_read_options(ro);
-        let use_buffer = ro.use_compaction_buffer;
+        let (use_buffer, dispatch) = (ro.use_compaction_buffer, ro.buffer_dispatch);
         let lookups = Lookups::new(keys, &pending, seq);
         let hashes: Vec<u64> =
             (0..keys.len()).map(|u| if answers[u].is_none() { filter_hash(keys[u]) } else { 0 }).collect();
@@ -131,6 +131,7 @@ impl DbInner {
                                     hash: hashes[u],
                                     bro,
                                     use_buffer,
+                                    dispatch,
                                 };
                                 let walk = &mut walks[u];
                                 match self.probe_file(

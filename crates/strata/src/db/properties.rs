@@ -254,10 +254,11 @@ impl DbInner {
             }
             for b in &level.buffers {
                 out.push(format!(
-                    "L{l} buffer of run {}: {} tables, {} files",
+                    "L{l} buffer of run {}: {} tables, {} files{}",
                     b.run,
                     b.tables.len(),
-                    b.num_files()
+                    b.num_files(),
+                    if b.complete { ", complete" } else { "" }
                 ));
             }
         }

@@ -1,6 +1,8 @@
 //! Point reads: memtables newest first, then each level's runs newest first,
 //! consulting only the one file of a run whose key range covers the key, and,
-//! for a run with a compaction buffer, the buffer first (LSbM Algorithm 3).
+//! for a run with a compaction buffer, the buffer first (LSbM Algorithm 3), or
+//! the buffer alone when it is complete and the read asks for the dLSM
+//! paper's dispatch (`ReadOptions::buffer_dispatch`).
 //! `get` walks one key down the tree; `multi_get` (multi_get.rs) walks a
 //! sorted batch run by run through the same per-file steps. A key whose
 //! newest visible entry is a merge operand is read again by `merged_get`,
@@ -35,6 +37,20 @@ pub(super) struct KeyRead<'k> {
     pub bro: BlockReadOptions,
     /// `ReadOptions::use_compaction_buffer`.
     pub use_buffer: bool,
+    /// `ReadOptions::buffer_dispatch`.
+    pub dispatch: bool,
+}
+
+/// What a run's buffer said about a key.
+enum BufferProbe {
+    /// A buffer file holds a visible version: the run's newest.
+    Found(ValueKind, PinnedValue),
+    /// No table holds the key, and none said to ask the run: if the buffer
+    /// is complete, the run does not hold it either.
+    Exhausted,
+    /// A removed entry covers the key, or (LSbM) the block that would answer
+    /// is not cached: only the run can tell.
+    AskRun,
 }
 
 /// What one key's walk down the tree counted: tables probed, and the seek
@@ -116,6 +132,7 @@ impl DbInner {
             hash: filter_hash(key),
             bro: block_read_options(ro),
             use_buffer: ro.use_compaction_buffer,
+            dispatch: ro.buffer_dispatch,
         };
         let segments_before = crate::table::reader::segment_probes();
         let mut walk = Walk::new(self.counts_seeks());
@@ -227,7 +244,8 @@ impl DbInner {
     /// Asks file `f` of run `run` at level `l` (the run's file covering the
     /// key, opened as `table`) for the key: counts the probe and the seek
     /// charge, asks the run's filter once and counts its answer for the level
-    /// (a table without a filter always says maybe), then reads the run.
+    /// (a table without a filter always says maybe), then reads the run. With
+    /// `ReadOptions::buffer_dispatch`, a complete buffer answers first, alone.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn probe_file<'a>(
         &self,
@@ -250,11 +268,28 @@ impl DbInner {
                 }
             }
         }
+        let mut memo = memo;
+        let complete = level.buffer_of(run).filter(|b| b.complete && read.use_buffer && read.dispatch);
+        if let Some(buffer) = complete {
+            match self.probe_buffer(buffer, read, &mut walk.probes, memo.as_deref_mut())? {
+                BufferProbe::Found(kind, value) => {
+                    Counters::add(&self.counters.buffer_hits, 1);
+                    return Ok(Some((kind, value)));
+                }
+                BufferProbe::Exhausted => return Ok(None),
+                BufferProbe::AskRun => {}
+            }
+        }
         if !table.filter_check_hash(read.hash).unwrap_or(true) {
             self.counters.filter_probe(l, false, false);
             return Ok(None);
         }
-        let hit = self.run_get(level, run, table, f, read, &mut walk.probes, memo)?;
+        let hit = if complete.is_some() {
+            // The buffer was asked already.
+            self.table_get_unfiltered(table, f, read.lookup, read.bro, memo.map(ReadMemo::blocks))?
+        } else {
+            self.run_get(level, run, table, f, read, &mut walk.probes, memo)?
+        };
         self.counters.filter_probe(l, true, hit.is_none());
         Ok(hit)
     }
@@ -286,9 +321,11 @@ impl DbInner {
             }
             // Otherwise (Algorithm 3) the run's own filter, asked by the caller,
             // decided that the level can hold the key; the buffer holds a subset of it.
-            if let Some(hit) = self.probe_buffer(buffer, read, probes, memo.as_deref_mut())? {
+            if let BufferProbe::Found(kind, value) =
+                self.probe_buffer(buffer, read, probes, memo.as_deref_mut())?
+            {
                 Counters::add(&self.counters.buffer_hits, 1);
-                return Ok(Some(hit));
+                return Ok(Some((kind, value)));
             }
         }
         self.table_get_unfiltered(table, f, read.lookup, read.bro, memo.map(ReadMemo::blocks))
@@ -311,11 +348,11 @@ impl DbInner {
         read: &KeyRead<'_>,
         probes: &mut u64,
         mut memo: Option<&mut ReadMemo>,
-    ) -> Result<Option<(ValueKind, PinnedValue)>> {
+    ) -> Result<BufferProbe> {
         for t in &buffer.tables {
             match t.entry_for(read.key) {
                 None => continue,
-                Some(BufferEntry::Removed { .. }) => return Ok(None),
+                Some(BufferEntry::Removed { .. }) => return Ok(BufferProbe::AskRun),
                 Some(BufferEntry::Present(f)) => {
                     *probes += 1;
                     let table = self.table_of(f, memo.as_deref_mut())?;
@@ -330,16 +367,16 @@ impl DbInner {
                             .map_or(CachedGet::Absent, |(k, v)| CachedGet::Found(k, v))
                     };
                     match got {
-                        CachedGet::Found(kind, value) => return Ok(Some((kind, value))),
+                        CachedGet::Found(kind, value) => return Ok(BufferProbe::Found(kind, value)),
                         CachedGet::Absent => {}
                         CachedGet::NotCached => {
                             Counters::add(&self.counters.buffer_uncached, 1);
-                            return Ok(None);
+                            return Ok(BufferProbe::AskRun);
                         }
                     }
                 }
             }
         }
-        Ok(None)
+        Ok(BufferProbe::Exhausted)
     }
 }

@@ -33,6 +33,7 @@ pub struct ReadOptions {
     pub(crate) fill_cache: bool,
     pub(crate) readahead_size: usize,
     pub(crate) use_compaction_buffer: bool,
+    pub(crate) buffer_dispatch: bool,
     pub(crate) iterate_lower_bound: Option<Vec<u8>>,
     pub(crate) iterate_upper_bound: Option<Vec<u8>>,
     pub(crate) total_order_seek: bool,
@@ -47,6 +48,7 @@ impl Default for ReadOptions {
             fill_cache: true,
             readahead_size: 0,
             use_compaction_buffer: true,
+            buffer_dispatch: false,
             iterate_lower_bound: None,
             iterate_upper_bound: None,
             total_order_seek: false,
@@ -145,6 +147,17 @@ impl ReadOptions {
     setter!(/// Let point reads use the LSbM compaction buffer (default true). Off, reads
         /// go to the tree's own runs only: the same answers, other cache behaviour.
         with_use_compaction_buffer, use_compaction_buffer, bool);
+    setter!(/// Point reads of a run whose compaction buffer is complete (it holds a copy of
+        /// everything that entered the run) go to the buffer alone, never to the run:
+        /// the dLSM paper's dispatch ("reads go to the compaction buffer and the last
+        /// level"). A key no buffer table holds is then known to be absent from the run;
+        /// a removed entry, or under LSbM an uncached block, still sends the read to the
+        /// run. Default false: LSbM's Algorithm 3, where the run's own bloom filter
+        /// first decides whether the level can hold the key, which costs one filter
+        /// probe per level instead of one per buffer table (see docs/BENCHMARKS.md).
+        /// Without a compaction buffer, or with `use_compaction_buffer` off, it changes
+        /// nothing. The answers are the same either way.
+        with_buffer_dispatch, buffer_dispatch, bool);
 
     /// Iterators see no key below `key` (inclusive; RocksDB
     /// `ReadOptions::iterate_lower_bound`). A [`DbRawIterator`](crate::DbRawIterator)

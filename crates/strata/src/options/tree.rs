@@ -32,6 +32,8 @@ pub(crate) const F_MERGE_OPERATOR: u64 = 23;
 pub(crate) const F_TTL: u64 = 24;
 /// Idle (aggressive) compaction's threshold in nanoseconds; written only when set.
 pub(crate) const F_IDLE_COMPACTION: u64 = 25;
+/// dLSM's last-level buffer; written only when on.
+pub(crate) const F_BUFFER_LAST_LEVEL: u64 = 26;
 
 /// The setters of the persisted per-tree fields, expanded in an `impl` of
 /// `Options` (`tree_setters!();`) or of a type holding them in a field
@@ -208,8 +210,8 @@ macro_rules! tree_setters {
             /// finishes and the next one waits for the tree to be idle again. Point reads
             /// and scans then look in one level. Under LSbM and dLSM the steps are the
             /// policy's own buffered drain steps, so the block cache keeps serving hot keys
-            /// from the buffer while the data moves; the buffer is emptied last, a table at
-            /// a time. `Some(Duration::ZERO)` compacts whenever the policy has nothing to
+            /// from the buffer while the data moves (under dLSM until it reaches the last
+            /// level, which dLSM never buffers); the buffer is emptied last, a table at a time. `Some(Duration::ZERO)` compacts whenever the policy has nothing to
             /// do. Default `None` (off; RocksDB has no equivalent: its nearest are
             /// `periodic_compaction_seconds` and a manual `CompactRange`). The tree is
             /// checked for idleness at least every 500 ms.
@@ -234,6 +236,17 @@ macro_rules! tree_setters {
             /// # Ok::<(), strata::Error>(())
             /// ```
             with_idle_compaction, idle_compaction, Option<std::time::Duration>, F_IDLE_COMPACTION);
+        $crate::options::tree::tree_setters!(@one [$($tree)?]
+            /// dLSM: keep a compaction buffer at the last level (the deepest holding data)
+            /// too, fed like the others by the level above's drain steps, up to 20 of its
+            /// rounds. Default false, as the dLSM paper builds it: there the last level holds
+            /// ~90 % of the data and is updated least, so a buffer of it would about double
+            /// the tree for little. On a small tree whose last level is not much bigger than
+            /// the one above, merges into it rewrite hot data often and the buffer keeps those
+            /// reads cached, at up to ~2× the space (measured in docs/BENCHMARKS.md). LSbM
+            /// always buffers its last level, its trim keeping only cached files; other
+            /// policies have no buffer.
+            with_buffer_last_level, buffer_last_level, bool, F_BUFFER_LAST_LEVEL);
     };
     (@one [$($tree:ident)?] $(#[$doc:meta])* $name:ident, $field:ident, $ty:ty, $f:ident) => {
         $(#[$doc])*

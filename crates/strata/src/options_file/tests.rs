@@ -59,6 +59,7 @@ fn everything_set() -> Options {
         .with_buffer_trim_interval(Duration::from_nanos(1_234_567_891))
         .with_buffer_trim_threshold(0.25)
         .with_buffer_read_misses(true)
+        .with_buffer_last_level(true)
         .with_seek_compaction(true)
         .with_max_mem_compaction_level(2)
         .with_merge_operator(add)

@@ -162,6 +162,7 @@ fn tree_entries(o: &Options) -> Vec<(&'static str, String)> {
         ("buffer_read_misses", o.buffer_read_misses.to_string()),
         ("seek_compaction", o.seek_compaction.to_string()),
         ("max_mem_compaction_level", o.max_mem_compaction_level.to_string()),
+        ("buffer_last_level", o.buffer_last_level.to_string()),
     ]);
     if let Some(idle) = o.idle_compaction {
         e.push(("idle_compaction_nanos", idle.as_nanos().to_string()));
@@ -418,6 +419,7 @@ const TREE_KEYS: &[&str] = &[
     "buffer_read_misses",
     "seek_compaction",
     "max_mem_compaction_level",
+    "buffer_last_level",
     "idle_compaction_nanos",
     "merge_operator",
     "compaction_filter",

@@ -720,6 +720,19 @@ impl Runner {
                         direct
                     ));
                 }
+                // And the dLSM paper's dispatch (a complete buffer alone) agrees.
+                let dispatched = self
+                    .db()
+                    .get_opt(k, &ReadOptions::default().with_buffer_dispatch(true))
+                    .map_err(|e| e.to_string())?;
+                if dispatched != got {
+                    return Err(format!(
+                        "get {:?}: dispatched {:?}, Algorithm 3 {:?}",
+                        s(k),
+                        dispatched,
+                        got
+                    ));
+                }
                 if got.as_ref() != self.model.get(k) {
                     return Err(format!(
                         "get {:?}: got {:?}, want {:?}",

@@ -145,6 +145,11 @@ impl LevelView {
         self.runs.iter().find(|r| r.id == id)
     }
 
+    /// True if some run of the level holds a file.
+    pub fn holds_files(&self) -> bool {
+        self.runs.iter().any(|r| !r.files.is_empty())
+    }
+
     /// True if any file of the level is being compacted.
     pub fn any_busy(&self) -> bool {
         self.runs.iter().any(|r| r.files.iter().any(|f| f.being_compacted))
@@ -191,13 +196,18 @@ impl LsmView {
     /// data only in L0 (overlapping flushed runs) goes to L1. `None` when the
     /// tree is settled: one level below L0 holds every file, or there are none.
     pub fn idle_levels(&self) -> Option<(usize, usize)> {
-        let holds = |l: &LevelView| l.runs.iter().any(|r| !r.files.is_empty());
-        let deepest = self.levels.iter().rposition(holds)?;
+        let deepest = self.deepest_level()?;
         if deepest == 0 {
             return (self.levels.len() > 1).then_some((0, 1));
         }
-        let from = self.levels[..deepest].iter().position(holds)?;
+        let from = self.levels[..deepest].iter().position(LevelView::holds_files)?;
         Some((from, deepest))
+    }
+
+    /// The deepest level holding a file (the tree's last level as it stands,
+    /// which may be above the configured last one); `None` for an empty tree.
+    pub fn deepest_level(&self) -> Option<usize> {
+        self.levels.iter().rposition(LevelView::holds_files)
     }
 
     /// Total bytes of a level (0 for a missing level).
