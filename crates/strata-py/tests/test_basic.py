@@ -1,6 +1,7 @@
 """Point reads and writes, argument types, merge, properties, maintenance calls."""
 
 import array
+import os
 
 import pytest
 
@@ -616,4 +617,18 @@ def test_idle_compaction_settles_an_idle_tree(db_path):
     db.flush()
     db.wait_for_compactions()
     assert db.stats()["idle_compactions"] > 0
+    db.close()
+
+
+def test_buffer_last_level_is_recorded(db_path):
+    # dLSM's last-level buffer: off by default, kept in the OPTIONS file once set.
+    db = strata.open(db_path, policy="dlsm", options={"buffer_last_level": True})
+    db.put(b"k", b"v")
+    db.close()
+    options = [p for p in os.listdir(db_path) if p.startswith("OPTIONS")]
+    text = open(os.path.join(db_path, sorted(options)[-1])).read()
+    assert "buffer_last_level=true" in text
+    db = strata.open(db_path)
+    assert db.property("strata.policy") == "dlsm"
+    assert db.get(b"k") == b"v"
     db.close()
