@@ -15,9 +15,15 @@ use crate::options::Options;
 
 /// LSbM writes files of a quarter of `target_file_size_base` and drains them
 /// four at a time (super-files, LSbM paper §4.3): compaction works in big
-/// units, the trim on small files. dLSM has no trim and writes whole files,
-/// as its paper does, so a get walks as few tables as leveling's.
+/// units, the trim and gradual removal on small files.
 const SUPER_FILE_PARTS: u64 = 4;
+/// dLSM cuts parts no smaller than this (and at most `SUPER_FILE_PARTS`).
+/// Measured under `hdd` (docs/BENCHMARKS.md): whole 4 MiB files cost a third
+/// of dLSM's hits (each gradual removal sends a quarter of the key space's
+/// hot reads to new files), 256 KiB parts slow its compaction and writes
+/// (more files, more metadata reads per byte); 1 MiB parts did best in both
+/// shapes measured.
+const DLSM_MIN_PART_BYTES: u64 = 1 << 20;
 
 /// The policy `opts` name, built with their level shape.
 pub(crate) fn make_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>> {
@@ -42,11 +48,35 @@ pub(crate) fn make_policy(opts: &Options) -> Result<Arc<dyn CompactionPolicy>> {
             } else {
                 BufferVariant::Dlsm
             };
-            let parts = if variant == BufferVariant::Lsbm { SUPER_FILE_PARTS } else { 1 };
+            let parts = super_file_parts(variant, shape.target_file_size);
             let blsm = BlsmPolicy::new(shape)?.with_super_files(parts);
             let policy = LsbmPolicy::new(blsm, variant, opts.buffer_trim_threshold);
             Arc::new(policy.with_last_level_buffer(opts.buffer_last_level))
         }
         CompactionStyle::Custom(p) => p.clone(),
     })
+}
+
+/// How many parts a super-file of `target` bytes is cut into.
+fn super_file_parts(variant: BufferVariant, target: u64) -> u64 {
+    match variant {
+        BufferVariant::Lsbm => SUPER_FILE_PARTS,
+        BufferVariant::Dlsm => (target / DLSM_MIN_PART_BYTES).clamp(1, SUPER_FILE_PARTS),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dlsm_parts_are_at_least_a_mebibyte() {
+        let mib = 1 << 20;
+        assert_eq!(super_file_parts(BufferVariant::Lsbm, mib), 4);
+        assert_eq!(super_file_parts(BufferVariant::Dlsm, mib), 1, "a 1 MiB target is one file");
+        assert_eq!(super_file_parts(BufferVariant::Dlsm, 64 << 10), 1);
+        assert_eq!(super_file_parts(BufferVariant::Dlsm, 3 * mib), 3);
+        assert_eq!(super_file_parts(BufferVariant::Dlsm, 4 * mib), 4, "the benchmarks' 4 MiB: 1 MiB parts");
+        assert_eq!(super_file_parts(BufferVariant::Dlsm, 64 * mib), 4);
+    }
 }

@@ -63,9 +63,10 @@ pub enum CompactionStyle {
     /// ```
     Lsbm,
     /// dLSM: the compaction buffer without the trim and without a buffer at
-    /// the last level (the deepest holding data), whole files instead of
-    /// super-file parts, and larger bloom filters (`bits + log2(ratio)/ln 2`,
-    /// 14.8 for 10 bits and ratio 10) on the tables that feed buffers.
+    /// the last level (the deepest holding data; see
+    /// [`Options::with_buffer_last_level`](crate::Options::with_buffer_last_level)),
+    /// with larger bloom filters (`bits + log2(ratio)/ln 2`, 14.8 for 10 bits
+    /// and ratio 10) on the tables that feed buffers.
     ///
     /// # Examples
     ///

@@ -241,11 +241,11 @@ macro_rules! tree_setters {
             /// too, fed like the others by the level above's drain steps, up to 20 of its
             /// rounds. Default false, as the dLSM paper builds it: there the last level holds
             /// ~90 % of the data and is updated least, so a buffer of it would about double
-            /// the tree for little. On a small tree whose last level is not much bigger than
-            /// the one above, merges into it rewrite hot data often and the buffer keeps those
-            /// reads cached, at up to ~2× the space (measured in docs/BENCHMARKS.md). LSbM
-            /// always buffers its last level, its trim keeping only cached files; other
-            /// policies have no buffer.
+            /// the tree for little. Measured under a 150-IOPS device (docs/BENCHMARKS.md): 4 %
+            /// more reads on a tree whose last level was smaller than the level above, 7 %
+            /// fewer in the paper's proportions, for more space either way. LSbM always
+            /// buffers its last level, its trim keeping only cached files; other policies
+            /// have no buffer.
             with_buffer_last_level, buffer_last_level, bool, F_BUFFER_LAST_LEVEL);
     };
     (@one [$($tree:ident)?] $(#[$doc:meta])* $name:ident, $field:ident, $ty:ty, $f:ident) => {
