@@ -347,22 +347,29 @@ fn a_snapshot_reads_every_keyspace_at_one_point() {
     assert_eq!(it.value(), Some(&b"old"[..]));
 }
 
+/// Regression for a flaky test (flake hunt, under load): this test used to
+/// count WAL files while the writer ran and bound the peak, but how many pile
+/// up before the background flushes delete them is the scheduler's business
+/// (17 on a loaded machine). What the option promises is checked once the
+/// flushes are done: the cold keyspace's write reached a table on its own,
+/// so after the hot keyspace's flush no WAL is pinned (without the option,
+/// the next test keeps more than five).
 #[test]
 fn max_total_wal_size_flushes_the_cold_keyspace() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let db = Db::open("/db", opts(vfs.clone()).with_max_total_wal_size(64 << 10)).unwrap();
     let cold = db.create_keyspace("cold", small(CompactionStyle::Leveled)).unwrap();
     cold.put("only", "write").unwrap();
-    let mut most_wals = 0;
     for i in 0..3000 {
         db.put(key(i), value("hot", i, 0)).unwrap();
-        most_wals = most_wals.max(wal_files(vfs.as_ref(), "/db"));
     }
-    db.flush().unwrap();
+    // The cold flush first: the hot flush's memtable switch then moves the
+    // empty cold memtable to the new WAL, and its own flush frees the rest.
     cold.wait_for_compactions().unwrap();
     assert!(cold.stats().wal_size_flushes >= 1, "{}", cold.stats());
     assert_eq!(cold.stats().levels[0].files, 1, "the cold write reached a table");
-    assert!(most_wals < 12, "the cold keyspace let WALs go: at most {most_wals} at once");
+    db.flush().unwrap();
+    assert_eq!(wal_files(vfs.as_ref(), "/db"), 1, "the cold keyspace still pins WALs");
     assert_eq!(cold.get("only").unwrap(), Some(b"write".to_vec()));
     drop(db);
     let db = Db::open("/db", opts(vfs)).unwrap();
