@@ -20,13 +20,16 @@ fn main() -> ExitCode {
         // The main job: the default suite, then the compaction-buffer comparison.
         suite::Plan::default_suite().and_then(|p| suite::run_main(&p)).and_then(|()| {
             // The buffer pays off where cache misses are expensive: run the timed
-            // step under the cloud profile where this machine can throttle.
+            // step under the hdd profile where this machine can throttle.
             let (profile, note) = match strata_bench::device::probe(&std::env::temp_dir()) {
-                Ok(()) => ("cloud", "timed step under the cloud device profile".to_string()),
+                Ok(()) => ("hdd", "timed step under the hdd device profile, 150 read IOPS".to_string()),
                 Err(why) => ("none", format!("on the bare device: {why}")),
             };
             let p = suite::Plan::buffer_comparison(profile)?;
-            println!("\ncompaction-buffer comparison (scripts/lsbm-experiment.sh, scaled down; {note}):");
+            println!(
+                "\ncompaction-buffer comparison (scripts/lsbm-slow-device.sh scaled down, in the dLSM \
+                 paper's tree proportions; {note}):"
+            );
             suite::run_main(&p)
         })
     } else {
