@@ -269,7 +269,9 @@ impl DbInner {
             }
         }
         let mut memo = memo;
-        let complete = level.buffer_of(run).filter(|b| b.complete && read.use_buffer && read.dispatch);
+        // Only a dispatched read looks the buffer up here (not every probe of every get).
+        let complete =
+            (read.dispatch && read.use_buffer).then(|| level.buffer_of(run)).flatten().filter(|b| b.complete);
         if let Some(buffer) = complete {
             match self.probe_buffer(buffer, read, &mut walk.probes, memo.as_deref_mut())? {
                 BufferProbe::Found(kind, value) => {
