@@ -24,8 +24,9 @@ fn describe(policy: &str) -> &'static str {
         }
         "blsm" => {
             "bLSM: leveled levels of two runs each, one receiving merges from above and the previous \
-            full one draining into the next level a file at a time (the gear scheduler), so every chunk \
-            merged into a level drives about the same amount out and writes see no long stalls."
+            full one draining into the next level a file at a time whenever the level is full (dLSM's \
+            two-phase compaction, scheduled as LevelDB schedules), so a draining file's cached blocks \
+            stay useful until it goes."
         }
         "lsbm" => {
             "LSbM: bLSM plus a compaction buffer per level: the files a merge consumed stay readable \

@@ -234,7 +234,7 @@ fn blsm_levels_split_into_receiving_and_draining_parts_and_survive_reopen() {
     let got: Vec<_> = db.iter().map(|r| r.unwrap()).collect();
     assert_eq!(got, model.clone().into_iter().collect::<Vec<_>>());
     db.close().unwrap();
-    // The draining part is persistent: after reopen the gear continues and data is intact.
+    // The draining part is persistent: after reopen the drain steps continue and data is intact.
     let db = Db::open("/db", o()).unwrap();
     for i in 0..3000u32 {
         let v = format!("after-{i}");

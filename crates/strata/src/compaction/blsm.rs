@@ -1,15 +1,19 @@
-//! bLSM's two-part levels with the gear scheduler (the bLSM paper; the
+//! bLSM's two-part levels (the bLSM paper; dLSM's two-phase compaction; the
 //! structure LSbM builds on, and one of the LSbM paper's baselines).
 //!
 //! Every level `i >= 1` has up to two data runs: `C_i` receives merges from
 //! above, `C'_i` (the previous, full `C_i`) drains into `C_{i+1}` one file at a
-//! time, smallest keys first. `|C_i| + |C'_i|` is held at the level capacity
-//! `S_i`: whenever the level is full one more file of `C'_i` is pushed down, so
-//! every chunk merged in drives about the same amount out (the gear). When the
-//! level is full and `C'_i` is empty, the round turns over: `C_i` becomes `C'_i`
-//! (a metadata-only state change) and the next merge from above starts a new
-//! `C_i`. Level 0 holds flushed runs and merges into `C_1` by file count, as in
-//! leveling.
+//! time, smallest keys first. Whenever the level is full (`|C_i| + |C'_i| >=
+//! S_i`) one more unit of `C'_i` is pushed down — a drain step. When the level
+//! is full and `C'_i` is empty, the round turns over: `C_i` becomes `C'_i` (a
+//! metadata-only state change) and the next merge from above starts a new
+//! `C_i`. Level 0 holds flushed runs and merges into `C_1` by file count.
+//!
+//! Scheduling is LevelDB's, as dLSM builds its two-phase levels on (its paper's
+//! related work): the most overfull part goes first, and writes are slowed only by L0
+//! files and memtables, so a level may grow past `S_i` under a burst and is
+//! brought back when writes slow down. bLSM's own spring-and-gear scheduler,
+//! which paces merges to hold every level at its capacity, is not built.
 //!
 //! Persistent state (in the MANIFEST): the run id of each level's `C'_i`.
 
@@ -162,8 +166,8 @@ impl BlsmPolicy {
         })
     }
 
-    /// One gear step of a full level `i`: turn the round over, or push the
-    /// smallest file of `C'_i` into `C_{i+1}`.
+    /// One drain step of a full level `i`: turn the round over, or push the
+    /// smallest unit of `C'_i` into `C_{i+1}`.
     fn pick_level(&self, view: &LsmView, state: &BlsmState, i: usize) -> Option<PickResult> {
         let level = view.levels.get(i)?;
         let next = view.levels.get(i + 1)?;
@@ -259,7 +263,7 @@ impl BlsmPolicy {
 
 impl BlsmPolicy {
     /// Idle compaction under `state` (LSbM passes the bLSM part of its own):
-    /// the gear step of the shallowest level above the deepest holding data,
+    /// the drain step of the shallowest level above the deepest holding data,
     /// whatever its fill — L0 into `C_1`, a round turnover, or a drain step of
     /// `C'_i` — so idle work moves data as a full level would.
     pub(crate) fn idle_pick_with(&self, view: &LsmView, state: &BlsmState) -> Option<PickResult> {
@@ -272,7 +276,7 @@ impl BlsmPolicy {
 
     /// Manual compaction under `state` (LSbM passes the bLSM part of its own
     /// state): into `C_{i+1}`, never the draining `C'_{i+1}` (whose files the
-    /// gear is pushing down), cut in super-file parts like every bLSM merge.
+    /// drain steps are pushing down), cut in super-file parts like every bLSM merge.
     pub(crate) fn compact_range_with(
         &self,
         view: &LsmView,
@@ -507,7 +511,7 @@ mod tests {
     }
 
     #[test]
-    fn gear_keeps_levels_near_capacity_and_data_intact_in_the_simulator() {
+    fn drain_steps_keep_levels_near_capacity_and_data_intact_in_the_simulator() {
         let p = BlsmPolicy::new(LeveledConfig {
             num_levels: 5,
             l0_trigger: 4,
@@ -534,7 +538,7 @@ mod tests {
         assert!(report.write_amplification > 2.0 && report.write_amplification < 30.0, "{report}");
         for (i, l) in report.levels.iter().enumerate().skip(1).take(2) {
             let cap = (1u64 << 20) as f64 * 10f64.powi(i as i32 - 1);
-            assert!((l.bytes as f64) < cap * 1.5, "level {i} over its gear bound: {report}");
+            assert!((l.bytes as f64) < cap * 1.5, "level {i} far over its capacity once settled: {report}");
         }
     }
 }

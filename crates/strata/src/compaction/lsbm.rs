@@ -21,7 +21,7 @@
 //!   cached-block fraction under the threshold is removed.
 //!
 //! - **idle** (the dLSM paper's aggressive compaction, with
-//!   `Options::with_idle_compaction`): bLSM's gear step of the shallowest
+//!   `Options::with_idle_compaction`): bLSM's drain step of the shallowest
 //!   level holding data, whatever its fill, with the buffer actions of any
 //!   drain step; once one level holds everything, the buffers' tables are
 //!   dropped, oldest first, one per step.

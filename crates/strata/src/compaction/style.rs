@@ -28,9 +28,10 @@ pub enum CompactionStyle {
     /// ```
     #[default]
     Leveled,
-    /// bLSM: two-part levels (`C_i` receiving, `C'_i` draining file by file)
-    /// held at the level capacity by the gear scheduler; the structure the
-    /// LSbM compaction buffer builds on. Same shape options as `Leveled`.
+    /// bLSM: two-part levels (`C_i` receiving, `C'_i` draining file by file
+    /// whenever the level is full), scheduled as LevelDB schedules (bLSM's
+    /// spring-and-gear pacing is not built); the structure the LSbM and dLSM
+    /// compaction buffers build on. Same shape options as `Leveled`.
     ///
     /// # Examples
     ///
