@@ -190,3 +190,27 @@ fn leveled_monkey_bits_follow_level_sizes_and_survive_reopen() {
     }
     assert_eq!(db.get(key(2)).unwrap(), Some(format!("value-{:034}", 1).into_bytes()));
 }
+
+/// Garnering with Monkey's bits, as Autumn pairs them: the full tree a table's
+/// bits are sized for has Garnering's capacities (ratios `T / c^(L−i)`), and
+/// the tree stays within uniform's filter memory. On this small tree the
+/// allocation gains nothing over uniform bits (0.052 wasted probes per lookup
+/// either way, and 0.051 with a constant ratio): the tables of a level written
+/// while it was the deepest keep the few bits they got then, and the budget
+/// they hold is what the levels above would need. Only filters rewritten apart
+/// from their tables would free it (docs/BENCHMARKS.md, Monkey).
+#[test]
+fn garnering_monkey_stays_within_the_budget_and_never_far_behind_uniform() {
+    let [(u_rate, _, _, u_vfs), (m_rate, m_stats, _, m_vfs)] = compare(CompactionStyle::Garnering { c: 0.5 });
+    eprintln!("garnering: monkey {m_rate:.4} vs uniform {u_rate:.4} wasted probes per missing key");
+    let m_level_bits = level_bits(&m_stats);
+    assert!(m_level_bits.len() >= 4, "want several levels: {m_level_bits:?}");
+    assert!(
+        m_level_bits.iter().any(|&(_, b)| (b - BITS).abs() > 0.5),
+        "bits vary by level: {m_level_bits:?}"
+    );
+    let ((u_bits, u_n), (m_bits, m_n)) = (filter_memory(&u_vfs), filter_memory(&m_vfs));
+    assert_eq!(u_n, m_n);
+    assert!(m_bits <= u_bits * (1.0 + 1e-9), "monkey {m_bits} filter bits vs uniform {u_bits}");
+    assert!(m_rate < 1.1 * u_rate, "monkey {m_rate} vs uniform {u_rate} wasted probes per lookup");
+}

@@ -158,6 +158,19 @@ impl CompactionPolicy for GarneringPolicy {
         self.scores_for(view, self.levels_in_use(view))
     }
 
+    /// `C_level / C_(level-1) = T / c^(L-level)` for the levels in use (so
+    /// Monkey sizes the full tree by Garnering's capacities, as Autumn does);
+    /// `T` below them.
+    fn full_level_ratio(&self, view: &LsmView, level: usize) -> Option<f64> {
+        let levels = self.levels_in_use(view);
+        let t = self.cfg().multiplier;
+        match level {
+            0 => None,
+            l if l > levels => Some(t),
+            l => Some(t / self.c.powi(i32::try_from(levels - l).unwrap_or(i32::MAX))),
+        }
+    }
+
     fn level_target_bytes(&self, view: &LsmView, level: usize) -> Option<u64> {
         if level == 0 || level >= self.cfg().num_levels {
             return None;
@@ -243,6 +256,25 @@ mod tests {
         v.levels[3].runs = vec![RunView { id: 1, files: vec![fv(1, 0, 100, 10)] }];
         assert_eq!(p.flush_level(&v, &lo, &hi, 10, 5), 2, "L3 holds the range");
         assert_eq!(p.flush_level(&v, &lo, &hi, 10, 0), 0);
+    }
+
+    #[test]
+    fn monkey_sizes_the_full_tree_by_garnering_s_ratios() {
+        // T = 3, c = 0.8, L = 5 (the worked example): C_i / C_(i-1) = 3 / 0.8^(5-i).
+        let p = GarneringPolicy::new(shape(6, 10 << 20, 3.0), 0.8).unwrap();
+        let mut v = LsmView::new(6);
+        v.policy_state = Some(encode_state(5));
+        assert_eq!(p.full_level_ratio(&v, 0), None);
+        for i in 2..=5 {
+            let want = p.capacity(i, 5) / p.capacity(i - 1, 5);
+            let got = p.full_level_ratio(&v, i).unwrap();
+            assert!((got - want).abs() < 1e-9 * want, "level {i}: {got} != {want}");
+        }
+        assert!((p.full_level_ratio(&v, 5).unwrap() - 3.0).abs() < 1e-12, "the last ratio is T");
+        assert!((p.full_level_ratio(&v, 1).unwrap() - 3.0 / 0.8f64.powi(4)).abs() < 1e-9);
+        // With c = 1 it is leveling's constant ratio.
+        let one = GarneringPolicy::new(shape(6, 10 << 20, 3.0), 1.0).unwrap();
+        assert!((1..6).all(|i| one.full_level_ratio(&v, i) == Some(3.0)));
     }
 
     #[test]

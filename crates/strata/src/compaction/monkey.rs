@@ -8,9 +8,11 @@
 //! entries costs `N_i (-ln p_i) / (ln 2)^2` bits. Minimising `Σ p_i` under
 //! `Σ N_i (-ln p_i) / (ln 2)^2 = M` (Lagrange) gives `p_i = λ N_i`: a run's
 //! rate is proportional to its size. Runs whose `p_i` would reach 1 get no
-//! filter and the budget is re-solved over the others. Nothing here depends on
-//! the ratio between levels, so leveling, tiering and Garnering's growing
-//! ratios are all the same computation over whatever runs the view shows.
+//! filter and the budget is re-solved over the others. The optimum itself does
+//! not depend on the ratio between levels; the *full tree* a table's bits are
+//! sized for does ([`project_full`]), and takes each level's ratio from the
+//! policy, so Garnering's growing ratios (`T / c^(L−i)`) size its levels as
+//! its capacities say, as Autumn allocates them.
 
 use std::collections::HashSet;
 use std::f64::consts::LN_2;
@@ -115,9 +117,13 @@ pub fn bits_in_force(view: &LsmView, target: &WriteTarget<'_>, default_bits: f64
 
 /// The shape of a full tree, for [`project_full`].
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct FullShape {
+pub struct FullShape<'a> {
     /// Size ratio between a run and a run of the level above it.
     pub ratio: f64,
+    /// Where a policy's levels differ (Garnering): `level_ratios[i]` is the
+    /// ratio between level `i` and level `i - 1`; levels past its end use
+    /// `ratio`.
+    pub level_ratios: &'a [f64],
     /// Runs a full level holds: 1 under leveling, `r - 1` under tiering
     /// (the `r`-th run triggers the merge down).
     pub runs_per_level: usize,
@@ -125,7 +131,8 @@ pub struct FullShape {
 
 /// The runs of the tree as Monkey's model sees it, the tree full: every level
 /// down to the deepest with data holds `runs_per_level` runs, each `1/ratio`
-/// the size of a run of the level below (or its actual size if larger). So a
+/// (that level's ratio) the size of a run of the level below (or its actual
+/// size if larger). So a
 /// large run written while the levels above it happen to be empty (a tiered
 /// cascade just merged them all down) is sized for the full tree it will live
 /// in, not for the moment it was written. A level's single run (leveling) is
@@ -133,18 +140,23 @@ pub struct FullShape {
 /// missing runs are appended after the real ones, whose indices stay valid.
 pub fn project_full(runs: &[u64], levels: &[usize], shape: FullShape) -> Vec<u64> {
     let mut out = runs.to_vec();
-    let FullShape { ratio, runs_per_level: k } = shape;
-    if !(ratio > 1.0 && ratio.is_finite()) || k == 0 {
+    let k = shape.runs_per_level;
+    let ratio = |level: usize| shape.level_ratios.get(level).copied().unwrap_or(shape.ratio);
+    let deep = runs.iter().zip(levels).map(|(_, &l)| l).max().unwrap_or(0);
+    if (1..=deep.max(1)).any(|l| !(ratio(l) > 1.0 && ratio(l).is_finite())) || k == 0 {
         return out;
     }
     let Some(deepest) = runs.iter().zip(levels).filter(|(&n, _)| n > 0).map(|(_, &l)| l).max() else {
         return out;
     };
+    let largest_at = |level: usize| {
+        (0..runs.len()).filter(|&i| levels[i] == level).map(|i| runs[i]).max().unwrap_or(0) as f64
+    };
     let mut size = 0.0f64;
     for level in (0..=deepest).rev() {
         let here: Vec<usize> = (0..runs.len()).filter(|&i| levels[i] == level && runs[i] > 0).collect();
-        let largest = here.iter().map(|&i| runs[i]).max().unwrap_or(0) as f64;
-        size = if level == deepest { largest } else { (size / ratio).max(largest) };
+        let largest = largest_at(level);
+        size = if level == deepest { largest } else { (size / ratio(level + 1)).max(largest) };
         match (k, here.as_slice()) {
             (1, &[only]) => out[only] = out[only].max(size as u64),
             _ => {
@@ -173,7 +185,7 @@ pub fn bits_for_write(
     view: &LsmView,
     target: &WriteTarget<'_>,
     bits_per_key: f64,
-    shape: FullShape,
+    shape: FullShape<'_>,
 ) -> f64 {
     match allocation {
         BloomAllocation::Uniform => bits_per_key,
@@ -204,8 +216,12 @@ pub fn table_bits(
     view: &LsmView,
     target: &WriteTarget<'_>,
 ) -> f64 {
+    let level_ratios: Vec<f64> = (0..view.levels.len())
+        .map(|l| policy.full_level_ratio(view, l).unwrap_or(opts.max_bytes_for_level_multiplier))
+        .collect();
     let shape = FullShape {
         ratio: opts.max_bytes_for_level_multiplier,
+        level_ratios: &level_ratios,
         runs_per_level: policy.runs_per_full_level(),
     };
     let allocated = bits_for_write(opts.bloom_allocation, view, target, opts.bloom_bits_per_key, shape);
@@ -272,7 +288,7 @@ mod tests {
     use crate::compaction::policy::{FileView, RunView};
 
     const LN2SQ: f64 = LN_2 * LN_2;
-    const SHAPE: FullShape = FullShape { ratio: 10.0, runs_per_level: 1 };
+    const SHAPE: FullShape<'static> = FullShape { ratio: 10.0, level_ratios: &[], runs_per_level: 1 };
 
     fn fpr(bits: f64) -> f64 {
         (-bits * LN2SQ).exp()
@@ -447,7 +463,7 @@ mod tests {
 
     #[test]
     fn projection_fills_the_levels_above_the_deepest() {
-        let leveled = FullShape { ratio: 10.0, runs_per_level: 1 };
+        let leveled = FullShape { ratio: 10.0, level_ratios: &[], runs_per_level: 1 };
         // One run of 1000 at L3, ratio 10: L2, L1 and L0 are missing 100, 10, 1.
         assert_eq!(project_full(&[1000], &[3], leveled), vec![1000, 100, 10, 1]);
         // A level's run counts at its full size; one already larger keeps its
@@ -455,14 +471,18 @@ mod tests {
         assert_eq!(project_full(&[5, 400, 1000], &[0, 2, 3], leveled), vec![5, 400, 1000, 40]);
         assert_eq!(project_full(&[1, 30, 1000], &[1, 2, 3], leveled), vec![10, 100, 1000, 1]);
         // Tiering, r = 4: full levels hold three runs, the deepest too.
-        let tiered = FullShape { ratio: 4.0, runs_per_level: 3 };
+        let tiered = FullShape { ratio: 4.0, level_ratios: &[], runs_per_level: 3 };
         assert_eq!(project_full(&[64, 640], &[1, 2], tiered), vec![64, 640, 640, 640, 160, 160, 40, 40, 40]);
         // No ratio, or nothing below: unchanged.
         assert_eq!(
-            project_full(&[5, 1000], &[0, 3], FullShape { ratio: 1.0, runs_per_level: 1 }),
+            project_full(&[5, 1000], &[0, 3], FullShape { ratio: 1.0, level_ratios: &[], runs_per_level: 1 }),
             vec![5, 1000]
         );
         assert_eq!(project_full(&[7], &[0], leveled), vec![7]);
+        // Per-level ratios (Garnering's T / c^(L-i), T = 10, c = 0.5, L = 3:
+        // L1/L0 40, L2/L1 20, L3/L2 10): each level above is sized by its own.
+        let garnering = FullShape { ratio: 10.0, level_ratios: &[1.0, 40.0, 20.0, 10.0], runs_per_level: 1 };
+        assert_eq!(project_full(&[8000], &[3], garnering), vec![8000, 800, 40, 1]);
         assert!(project_full(&[], &[], leveled).is_empty());
     }
 
@@ -488,7 +508,7 @@ mod tests {
                 v,
                 &t,
                 AVG,
-                FullShape { ratio: 4.0, runs_per_level: 3 },
+                FullShape { ratio: 4.0, level_ratios: &[], runs_per_level: 3 },
             );
             let mut f = fv(next, 0, 1000, entries);
             (f.num_entries, f.bloom_bits_per_key) = (entries, Some(b));

@@ -109,6 +109,13 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
     fn runs_per_full_level(&self) -> usize {
         self.inner().map_or(1, |p| p.runs_per_full_level())
     }
+    /// Size ratio between a full `level` and the level above it in the tree
+    /// Monkey sizes filters for, when it is not the options' multiplier
+    /// (Garnering: `T / c^(L−level)`). Default: the inner policy's, else
+    /// `None`.
+    fn full_level_ratio(&self, view: &LsmView, level: usize) -> Option<f64> {
+        self.inner().and_then(|p| p.full_level_ratio(view, level))
+    }
     /// Bloom bits/key for a table written to `level` of the tree `view`.
     /// `default_bits` is what the options' [`crate::BloomAllocation`] chose
     /// (the configured bits under `Uniform`); the default keeps it (or asks
