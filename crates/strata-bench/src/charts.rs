@@ -50,7 +50,7 @@ const METRICS: [Metric; 4] = [
     },
 ];
 
-const COLORS: [RGBColor; 8] = [
+pub(crate) const COLORS: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),
@@ -67,7 +67,7 @@ fn file_stem(name: &str) -> String {
 }
 
 /// 12500 -> "12.5k", for throughput axes.
-fn short_number(v: f64) -> String {
+pub(crate) fn short_number(v: f64) -> String {
     let a = v.abs();
     if a >= 1e6 {
         format!("{:.1}M", v / 1e6)

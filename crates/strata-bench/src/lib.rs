@@ -13,6 +13,7 @@ pub mod gen;
 pub mod ingest_bench;
 pub mod keyspaces;
 pub mod output;
+pub mod paper;
 pub mod peers;
 pub mod registry;
 pub mod report;

@@ -1,8 +1,9 @@
 //! `strata-bench` command line: with no arguments, the default suite and the
 //! compaction-buffer comparison on a fresh temporary directory; otherwise
 //! db_bench-style flags (`--help`), `keyspaces --count N` (what many
-//! keyspaces cost), `txn` (YCSB A as transactions) or `ingest` (bulk
-//! ingestion against write batches).
+//! keyspaces cost), `txn` (YCSB A as transactions), `ingest` (bulk
+//! ingestion against write batches) or `paper` (a paper's claims against
+//! Strata's measurements, written to `docs/papers/`).
 use std::process::ExitCode;
 use strata_bench::{cli, suite};
 
@@ -16,6 +17,8 @@ fn main() -> ExitCode {
         strata_bench::txn_bench::main(&argv[2..])
     } else if argv.get(1).is_some_and(|a| a == "ingest") {
         strata_bench::ingest_bench::main(&argv[2..])
+    } else if argv.get(1).is_some_and(|a| a == "paper") {
+        strata_bench::paper::main(&argv[2..])
     } else if argv.len() <= 1 {
         // The main job: the default suite, then the compaction-buffer comparison.
         suite::Plan::default_suite().and_then(|p| suite::run_main(&p)).and_then(|()| {

@@ -1,0 +1,115 @@
+//! `strata-bench paper <name|all> [--quick]`: runs the experiments a paper
+//! reports that this machine can run and writes `docs/papers/<name>.md` (each
+//! claim beside Strata's measurement, with the ratio of the two) and a bar
+//! chart per experiment drawn like the paper's figure.
+
+mod autumn;
+mod dlsm;
+pub mod render;
+pub mod spec;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::Parser;
+
+use crate::cli::{compiled_engines, parse_args};
+use crate::suite::{run_plan, Plan, Step};
+use render::ExperimentRun;
+use spec::{Paper, Scale};
+
+/// Papers this command reproduces, by name.
+pub const PAPERS: &[&str] = &["autumn", "dlsm"];
+/// Papers whose report is not built yet (their experiments are scripts,
+/// listed in docs/BENCHMARKS.md).
+pub const NOT_YET: &[&str] = &["lsbm", "lwc", "pcp"];
+
+/// Flags of `strata-bench paper`.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "strata-bench paper", about = "Reproduce a paper's claims and write its report")]
+pub struct PaperArgs {
+    /// A paper (autumn, dlsm) or `all`.
+    pub name: String,
+    /// Every experiment at a reduced size: minutes, not hours.
+    #[arg(long)]
+    pub quick: bool,
+    /// Where the reports go.
+    #[arg(long, default_value = "docs/papers")]
+    pub out: PathBuf,
+}
+
+/// The paper named `name` at `scale`.
+pub fn paper(name: &str, scale: Scale) -> Result<Paper, String> {
+    match name {
+        "autumn" => Ok(autumn::paper(scale)),
+        "dlsm" => Ok(dlsm::paper(scale)),
+        n if NOT_YET.contains(&n) => Err(format!(
+            "paper {n}: its report is not built yet; its experiments run as scripts (docs/BENCHMARKS.md)"
+        )),
+        n => Err(format!("unknown paper {n:?} (known: {}, all)", PAPERS.join(", "))),
+    }
+}
+
+/// Runs every experiment of `paper` and writes `<out>/<name>.md`, its charts
+/// `<out>/<name>-<experiment>.svg` and its data under `<out>/<name>/`.
+/// Progress goes to `log`. Returns the report's path.
+pub fn run_paper(paper: &Paper, scale: Scale, out: &Path, log: &mut dyn Write) -> Result<PathBuf, String> {
+    let io = |e: std::io::Error| e.to_string();
+    std::fs::create_dir_all(out).map_err(|e| format!("create {}: {e}", out.display()))?;
+    let load_before = render::load_average();
+    let mut runs = Vec::new();
+    for e in &paper.experiments {
+        writeln!(log, "paper {}: {} ...", paper.name, e.title).map_err(io)?;
+        let line = format!("strata-bench {} --quiet", e.flags);
+        let args = parse_args(line.split_whitespace()).map_err(|err| format!("{}: {err}", e.id))?;
+        let mut plan = Plan::from_args(&args);
+        // A step's own `--benchmarks=` replaces the experiment's.
+        let base: Vec<&str> = line.split_whitespace().filter(|f| !f.starts_with("--benchmarks=")).collect();
+        for st in &e.steps {
+            let line = format!("{} {}", base.join(" "), st.flags);
+            let args = parse_args(line.split_whitespace()).map_err(|err| format!("{}: {err}", st.label))?;
+            let benchmark =
+                args.benchmarks.first().cloned().ok_or_else(|| format!("{}: no benchmark", st.label))?;
+            plan.steps.push(Step { benchmark, label: st.label.to_string(), args });
+        }
+        let rows = plan.rows().into_iter().map(|r| r.2).collect();
+        let start = Instant::now();
+        let results = run_plan(&plan, log)?;
+        let run = ExperimentRun { experiment: e, results, rows, secs: start.elapsed().as_secs_f64() };
+        crate::output::write_outputs(&out.join(paper.name).join(e.id), &run.results)?;
+        let svg = out.join(format!("{}-{}.svg", paper.name, e.id));
+        render::bar_chart(&svg, e.title, &e.chart, &run)?;
+        runs.push(run);
+    }
+    let report = out.join(format!("{}.md", paper.name));
+    let machine = render::Machine {
+        cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load_before,
+        load_after: render::load_average(),
+        engines: compiled_engines(),
+    };
+    std::fs::write(&report, render::markdown(paper, &runs, scale, &machine))
+        .map_err(|e| format!("write {}: {e}", report.display()))?;
+    Ok(report)
+}
+
+/// `strata-bench paper ...`.
+pub fn main(argv: &[std::ffi::OsString]) -> Result<(), String> {
+    let args =
+        PaperArgs::try_parse_from(std::iter::once("strata-bench paper".into()).chain(argv.iter().cloned()))
+            .map_err(|e| e.to_string())?;
+    let scale = if args.quick { Scale::Quick } else { Scale::Full };
+    let names: Vec<&str> = if args.name == "all" { PAPERS.to_vec() } else { vec![args.name.as_str()] };
+    let papers = names.iter().map(|n| paper(n, scale)).collect::<Result<Vec<_>, _>>()?;
+    if args.name == "all" {
+        eprintln!("strata-bench paper all: {} not built yet, skipped", NOT_YET.join(", "));
+    }
+    let stdout = std::io::stdout();
+    let mut log = stdout.lock();
+    for p in &papers {
+        let report = run_paper(p, scale, &args.out, &mut log)?;
+        writeln!(log, "wrote {}", report.display()).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,188 @@
+//! What a paper's report is made of: experiments (a benchmark plan and the
+//! claims read from its results), each claim set beside the paper's number.
+
+use crate::results::RunResult;
+
+/// How big the runs are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// Tiny data sets that only exercise the generator (tests).
+    Unit,
+    /// Minutes per paper: every experiment at a reduced size.
+    Quick,
+    /// Toward the papers' sizes, within this machine's time.
+    Full,
+}
+
+impl Scale {
+    /// `unit`, `quick` or `full` of the three sizes.
+    pub fn pick<T>(self, unit: T, quick: T, full: T) -> T {
+        match self {
+            Scale::Unit => unit,
+            Scale::Quick => quick,
+            Scale::Full => full,
+        }
+    }
+
+    /// The flag that selects this scale, for the report's header.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Scale::Unit => " (unit scale)",
+            Scale::Quick => " --quick",
+            Scale::Full => "",
+        }
+    }
+}
+
+/// One paper's report.
+pub struct Paper {
+    /// Command-line name and file stem (`autumn`).
+    pub name: &'static str,
+    /// Title and what it covers, for the report's heading.
+    pub title: &'static str,
+    /// Where the paper measured (hardware, sizes), for the conditions line.
+    pub paper_setup: &'static str,
+    /// Experiments run here, in the paper's order.
+    pub experiments: Vec<Experiment>,
+    /// Figures and tables not run, each with why.
+    pub not_run: Vec<(&'static str, &'static str)>,
+}
+
+/// One experiment: a plan and the claims read from its results.
+pub struct Experiment {
+    /// File stem of its chart and data (`fig2`).
+    pub id: &'static str,
+    /// Heading (`Figure 2: db_bench micro benchmark`).
+    pub title: &'static str,
+    /// How the run differs from the paper's (scale, device, cache).
+    pub conditions: String,
+    /// `strata-bench` flags of the run (`--benchmarks`, shape, rows), shown
+    /// in the report as the command that reruns it alone.
+    pub flags: String,
+    /// Steps after `flags`' benchmarks, on the same databases, each with
+    /// its own extra flags (a read distribution, a device profile).
+    pub steps: Vec<StepSpec>,
+    /// The claims, each one row of the report.
+    pub claims: Vec<Claim>,
+    /// The bars drawn like the paper's figure.
+    pub chart: Chart,
+}
+
+/// A step of an experiment with flags of its own.
+pub struct StepSpec {
+    /// Its name in the results (a claim's benchmark).
+    pub label: &'static str,
+    /// Flags added to the experiment's for this step (`--benchmarks=` names
+    /// the one benchmark it runs).
+    pub flags: String,
+}
+
+/// A grouped bar chart: one group per benchmark, one bar per engine row.
+pub struct Chart {
+    /// Benchmarks on the x axis, in order.
+    pub benchmarks: Vec<&'static str>,
+    /// What the bars show.
+    pub metric: Metric,
+}
+
+/// A number read from one result.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Metric {
+    /// Mean latency per operation, µs (the Autumn paper's y axis).
+    MeanLatency,
+    /// Operations per second.
+    Throughput,
+    /// p99 latency of one YCSB operation type (`READ`, `SCAN`), µs.
+    OpP99(&'static str),
+    /// Block-cache hit ratio over the measured phase.
+    HitRatio,
+}
+
+impl Metric {
+    /// Its value in `r`, if `r` reports it.
+    pub fn of(self, r: &RunResult) -> Option<f64> {
+        match self {
+            Metric::MeanLatency => (r.mean_us > 0.0).then_some(r.mean_us),
+            Metric::Throughput => (r.ops_per_sec > 0.0).then_some(r.ops_per_sec),
+            Metric::OpP99(op) => r.op_latencies.iter().find(|o| o.op == op).map(|o| o.p99_us),
+            Metric::HitRatio => r.hit_ratio,
+        }
+    }
+
+    /// Axis and column label.
+    pub fn label(self) -> String {
+        match self {
+            Metric::MeanLatency => "mean latency (µs/op)".into(),
+            Metric::Throughput => "throughput (ops/s)".into(),
+            Metric::OpP99(op) => format!("{op} p99 latency (µs)"),
+            Metric::HitRatio => "block-cache hit ratio".into(),
+        }
+    }
+
+    /// True when a smaller value is better.
+    pub fn lower_is_better(self) -> bool {
+        !matches!(self, Metric::Throughput | Metric::HitRatio)
+    }
+}
+
+/// What the paper says, as a ratio of the technique's row to its baseline.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PaperValue {
+    /// A number the paper reports (or that its reported numbers give).
+    Ratio(f64),
+    /// Only a direction: the ratio is below 1.
+    Below1,
+    /// Only a direction: the ratio is above 1.
+    Above1,
+}
+
+/// One side of a claim's ratio: a benchmark (or step label) on an engine row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Side {
+    /// Benchmark or step label (`readrandom`, `ycsb-c`, `latest_rangehot`).
+    pub benchmark: String,
+    /// Engine row (`strata/garnering@0.8`, `rocksdb`).
+    pub row: String,
+}
+
+/// `benchmark` on `row`.
+pub fn side(benchmark: &str, row: &str) -> Side {
+    Side { benchmark: benchmark.to_string(), row: row.to_string() }
+}
+
+/// One claim of the paper, checked against one ratio measured here.
+pub struct Claim {
+    /// Which figure or table (`Fig. 2(b)`).
+    pub figure: &'static str,
+    /// The claim in the paper's words and numbers.
+    pub text: String,
+    /// The paper's ratio.
+    pub paper: PaperValue,
+    /// The technique's side of the ratio.
+    pub of: Side,
+    /// The baseline's side (usually the same benchmark on the baseline row).
+    pub over: Side,
+    /// What is compared.
+    pub metric: Metric,
+}
+
+impl Claim {
+    /// `of / over` of the metric, medians over repetitions; `None` when
+    /// either side did not report it.
+    pub fn measured(&self, results: &[RunResult]) -> Option<f64> {
+        let of = median(results, &self.of.benchmark, &self.of.row, self.metric)?;
+        let over = median(results, &self.over.benchmark, &self.over.row, self.metric)?;
+        (over > 0.0).then(|| of / over)
+    }
+}
+
+/// Median of `metric` over the repetitions of `benchmark` on `engine`.
+pub fn median(results: &[RunResult], benchmark: &str, engine: &str, metric: Metric) -> Option<f64> {
+    let mut v: Vec<f64> = results
+        .iter()
+        .filter(|r| r.benchmark == benchmark && r.engine == engine)
+        .filter_map(|r| metric.of(r))
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v.get((v.len().max(1) - 1) / 2).copied()
+}

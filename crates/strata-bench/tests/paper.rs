@@ -1,0 +1,62 @@
+//! `strata-bench paper` at unit scale: every experiment of a report runs, every
+//! claim gets a measured ratio, and the page and its charts are written.
+
+use strata_bench::paper::spec::Scale;
+use strata_bench::paper::{paper, run_paper, NOT_YET, PAPERS};
+
+#[test]
+fn the_autumn_report_has_a_measured_row_for_every_claim() {
+    check_report("autumn", "# Autumn");
+}
+
+#[test]
+fn the_dlsm_report_has_a_measured_row_for_every_claim() {
+    let text = check_report("dlsm", "# dLSM");
+    assert!(text.contains("then, on the same databases"), "its steps are listed");
+    assert!(text.contains("](dlsm/fig9-12/latest_rangehot-hit_ratio.svg)"), "time series linked:\n{text}");
+}
+
+/// Runs `name` at unit scale and checks its page, charts and data; returns the page.
+fn check_report(name: &str, heading: &str) -> String {
+    let out = tempfile::tempdir().unwrap();
+    let p = paper(name, Scale::Unit).unwrap();
+    let mut log = Vec::new();
+    let report = run_paper(&p, Scale::Unit, out.path(), &mut log).unwrap();
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(text.starts_with(heading), "{text}");
+    for e in &p.experiments {
+        let svg = out.path().join(format!("{name}-{}.svg", e.id));
+        let chart = std::fs::read_to_string(&svg).unwrap();
+        assert!(chart.contains("<svg") && chart.contains("<rect"), "bars in {}", svg.display());
+        assert!(text.contains(&format!("]({name}-{}.svg)", e.id)), "chart linked");
+        assert!(out.path().join(name).join(e.id).join("results.csv").exists());
+        for link in text.split("](").skip(1).filter_map(|l| l.split(')').next()) {
+            assert!(out.path().join(link).exists(), "{link} linked but not written");
+        }
+        assert!(text.contains(&format!("strata-bench {}", e.flags)), "the command is shown");
+    }
+    // Claim rows: the third cell names the two sides of the ratio.
+    let claims: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.split('|').nth(3).is_some_and(|c| c.contains('÷')))
+        .collect();
+    let expected: usize = p.experiments.iter().map(|e| e.claims.len()).sum();
+    assert_eq!(claims.len(), expected, "one row per claim:\n{text}");
+    for row in claims {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        // | figure | claim | compared | paper | Strata | Strata ÷ paper | holds |
+        assert!(cells[5].parse::<f64>().is_ok(), "measured ratio in {row}");
+        assert!(cells[7] == "yes" || cells[7] == "**no**", "verdict in {row}");
+    }
+    assert!(text.contains("## Not run here"));
+    text
+}
+
+#[test]
+fn unknown_and_unbuilt_papers_are_refused_by_name() {
+    assert!(PAPERS.contains(&"autumn"));
+    let unbuilt = paper(NOT_YET[0], Scale::Quick).err().unwrap();
+    assert!(unbuilt.contains("not built yet"), "{unbuilt}");
+    let unknown = paper("nope", Scale::Quick).err().unwrap();
+    assert!(unknown.contains("unknown paper") && unknown.contains("autumn"), "{unknown}");
+}
