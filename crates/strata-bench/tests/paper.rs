@@ -1,37 +1,46 @@
 //! `strata-bench paper` at unit scale: every experiment of a report runs, every
 //! claim gets a measured ratio, and the page and its charts are written.
 
+use std::path::Path;
+
 use strata_bench::paper::spec::Scale;
-use strata_bench::paper::{paper, run_paper, NOT_YET, PAPERS};
+use strata_bench::paper::{paper, run_paper, Ran, NOT_YET, PAPERS};
 
 #[test]
 fn the_autumn_report_has_a_measured_row_for_every_claim() {
-    check_report("autumn", "# Autumn");
-}
-
-#[test]
-fn the_dlsm_report_has_a_measured_row_for_every_claim() {
-    let text = check_report("dlsm", "# dLSM");
-    assert!(text.contains("then, on the same databases"), "its steps are listed");
-    assert!(text.contains("](dlsm/fig9-12/latest_rangehot-hit_ratio.svg)"), "time series linked:\n{text}");
-}
-
-/// Runs `name` at unit scale and checks its page, charts and data; returns the page.
-fn check_report(name: &str, heading: &str) -> String {
     let out = tempfile::tempdir().unwrap();
+    check_report("autumn", "# Autumn", out.path(), &mut Ran::new());
+}
+
+/// dLSM and LSbM share their experiment: run in one invocation, it runs once.
+#[test]
+fn the_dlsm_and_lsbm_reports_share_one_run_and_measure_every_claim() {
+    let out = tempfile::tempdir().unwrap();
+    let mut ran = Ran::new();
+    let (text, log) = check_report("dlsm", "# dLSM", out.path(), &mut ran);
+    assert!(log.contains("filluniquerandom"), "dLSM's report ran the experiment");
+    assert!(text.contains("then, on the same databases"), "its steps are listed");
+    assert!(text.contains("](data/buffer/latest_rangehot-hit_ratio.svg)"), "time series linked:\n{text}");
+    let (_, log) = check_report("lsbm", "# LSbM", out.path(), &mut ran);
+    assert!(!log.contains("filluniquerandom"), "LSbM's report reused the run:\n{log}");
+}
+
+/// Runs `name` at unit scale into `out` and checks its page, charts and data;
+/// returns the page and the run's log.
+fn check_report(name: &str, heading: &str, out: &Path, ran: &mut Ran) -> (String, String) {
     let p = paper(name, Scale::Unit).unwrap();
     let mut log = Vec::new();
-    let report = run_paper(&p, Scale::Unit, out.path(), &mut log).unwrap();
+    let report = run_paper(&p, Scale::Unit, out, ran, &mut log).unwrap();
     let text = std::fs::read_to_string(&report).unwrap();
     assert!(text.starts_with(heading), "{text}");
     for e in &p.experiments {
-        let svg = out.path().join(format!("{name}-{}.svg", e.id));
+        let svg = out.join(format!("{name}-{}.svg", e.id));
         let chart = std::fs::read_to_string(&svg).unwrap();
         assert!(chart.contains("<svg") && chart.contains("<rect"), "bars in {}", svg.display());
         assert!(text.contains(&format!("]({name}-{}.svg)", e.id)), "chart linked");
-        assert!(out.path().join(name).join(e.id).join("results.csv").exists());
+        assert!(out.join("data").join(e.id).join("results.csv").exists());
         for link in text.split("](").skip(1).filter_map(|l| l.split(')').next()) {
-            assert!(out.path().join(link).exists(), "{link} linked but not written");
+            assert!(out.join(link).exists(), "{link} linked but not written");
         }
         assert!(text.contains(&format!("strata-bench {}", e.flags)), "the command is shown");
     }
@@ -49,7 +58,7 @@ fn check_report(name: &str, heading: &str) -> String {
         assert!(cells[7] == "yes" || cells[7] == "**no**", "verdict in {row}");
     }
     assert!(text.contains("## Not run here"));
-    text
+    (text, String::from_utf8(log).unwrap())
 }
 
 #[test]

@@ -4,10 +4,13 @@
 //! chart per experiment drawn like the paper's figure.
 
 mod autumn;
+mod buffer;
 mod dlsm;
+mod lsbm;
 pub mod render;
 pub mod spec;
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -15,21 +18,22 @@ use std::time::Instant;
 use clap::Parser;
 
 use crate::cli::{compiled_engines, parse_args};
+use crate::results::RunResult;
 use crate::suite::{run_plan, Plan, Step};
 use render::ExperimentRun;
 use spec::{Paper, Scale};
 
 /// Papers this command reproduces, by name.
-pub const PAPERS: &[&str] = &["autumn", "dlsm"];
+pub const PAPERS: &[&str] = &["autumn", "dlsm", "lsbm"];
 /// Papers whose report is not built yet (their experiments are scripts,
 /// listed in docs/BENCHMARKS.md).
-pub const NOT_YET: &[&str] = &["lsbm", "lwc", "pcp"];
+pub const NOT_YET: &[&str] = &["lwc", "pcp"];
 
 /// Flags of `strata-bench paper`.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "strata-bench paper", about = "Reproduce a paper's claims and write its report")]
 pub struct PaperArgs {
-    /// A paper (autumn, dlsm) or `all`.
+    /// A paper (autumn, dlsm, lsbm) or `all`.
     pub name: String,
     /// Every experiment at a reduced size: minutes, not hours.
     #[arg(long)]
@@ -44,6 +48,7 @@ pub fn paper(name: &str, scale: Scale) -> Result<Paper, String> {
     match name {
         "autumn" => Ok(autumn::paper(scale)),
         "dlsm" => Ok(dlsm::paper(scale)),
+        "lsbm" => Ok(lsbm::paper(scale)),
         n if NOT_YET.contains(&n) => Err(format!(
             "paper {n}: its report is not built yet; its experiments run as scripts (docs/BENCHMARKS.md)"
         )),
@@ -51,10 +56,21 @@ pub fn paper(name: &str, scale: Scale) -> Result<Paper, String> {
     }
 }
 
-/// Runs every experiment of `paper` and writes `<out>/<name>.md`, its charts
-/// `<out>/<name>-<experiment>.svg` and its data under `<out>/<name>/`.
-/// Progress goes to `log`. Returns the report's path.
-pub fn run_paper(paper: &Paper, scale: Scale, out: &Path, log: &mut dyn Write) -> Result<PathBuf, String> {
+/// Results of the experiments already run in this invocation, by command, so
+/// papers that share an experiment (dLSM and LSbM) run it once.
+pub type Ran = HashMap<String, (Vec<RunResult>, f64)>;
+
+/// Runs every experiment of `paper` (or takes its results from `ran`) and
+/// writes `<out>/<name>.md`, its charts `<out>/<name>-<experiment>.svg` and
+/// the data and time series under `<out>/data/<experiment>/`. Progress goes to
+/// `log`. Returns the report's path.
+pub fn run_paper(
+    paper: &Paper,
+    scale: Scale,
+    out: &Path,
+    ran: &mut Ran,
+    log: &mut dyn Write,
+) -> Result<PathBuf, String> {
     let io = |e: std::io::Error| e.to_string();
     std::fs::create_dir_all(out).map_err(|e| format!("create {}: {e}", out.display()))?;
     let load_before = render::load_average();
@@ -74,10 +90,22 @@ pub fn run_paper(paper: &Paper, scale: Scale, out: &Path, log: &mut dyn Write) -
             plan.steps.push(Step { benchmark, label: st.label.to_string(), args });
         }
         let rows = plan.rows().into_iter().map(|r| r.2).collect();
-        let start = Instant::now();
-        let results = run_plan(&plan, log)?;
-        let run = ExperimentRun { experiment: e, results, rows, secs: start.elapsed().as_secs_f64() };
-        crate::output::write_outputs(&out.join(paper.name).join(e.id), &run.results)?;
+        let key = std::iter::once(e.flags.as_str())
+            .chain(e.steps.iter().map(|s| s.flags.as_str()))
+            .collect::<Vec<_>>()
+            .join(" | ");
+        let (results, secs) = match ran.get(&key) {
+            Some(done) => done.clone(),
+            None => {
+                let start = Instant::now();
+                let results = run_plan(&plan, log)?;
+                crate::output::write_outputs(&out.join("data").join(e.id), &results)?;
+                let done = (results, start.elapsed().as_secs_f64());
+                ran.insert(key, done.clone());
+                done
+            }
+        };
+        let run = ExperimentRun { experiment: e, results, rows, secs };
         let svg = out.join(format!("{}-{}.svg", paper.name, e.id));
         render::bar_chart(&svg, e.title, &e.chart, &run)?;
         runs.push(run);
@@ -107,8 +135,9 @@ pub fn main(argv: &[std::ffi::OsString]) -> Result<(), String> {
     }
     let stdout = std::io::stdout();
     let mut log = stdout.lock();
+    let mut ran = Ran::new();
     for p in &papers {
-        let report = run_paper(p, scale, &args.out, &mut log)?;
+        let report = run_paper(p, scale, &args.out, &mut ran, &mut log)?;
         writeln!(log, "wrote {}", report.display()).map_err(|e| e.to_string())?;
     }
     Ok(())

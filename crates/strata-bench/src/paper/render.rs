@@ -164,7 +164,7 @@ pub fn markdown(paper: &Paper, runs: &[ExperimentRun<'_>], scale: Scale, machine
         // The time series of each timed step, as the paper plots them.
         for st in &e.steps {
             if run.results.iter().any(|r| r.benchmark == st.label && !r.samples.is_empty()) {
-                let dir = format!("{}/{}", paper.name, e.id);
+                let dir = format!("data/{}", e.id);
                 let _ = writeln!(
                     s,
                     "`{0}` over time: ![{0} hit ratio]({dir}/{0}-hit_ratio.svg) \

@@ -96,6 +96,8 @@ pub enum Metric {
     OpP99(&'static str),
     /// Block-cache hit ratio over the measured phase.
     HitRatio,
+    /// Database size on disk at the end, bytes.
+    DbBytes,
 }
 
 impl Metric {
@@ -106,6 +108,7 @@ impl Metric {
             Metric::Throughput => (r.ops_per_sec > 0.0).then_some(r.ops_per_sec),
             Metric::OpP99(op) => r.op_latencies.iter().find(|o| o.op == op).map(|o| o.p99_us),
             Metric::HitRatio => r.hit_ratio,
+            Metric::DbBytes => (r.db_bytes > 0).then_some(r.db_bytes as f64),
         }
     }
 
@@ -116,6 +119,7 @@ impl Metric {
             Metric::Throughput => "throughput (ops/s)".into(),
             Metric::OpP99(op) => format!("{op} p99 latency (µs)"),
             Metric::HitRatio => "block-cache hit ratio".into(),
+            Metric::DbBytes => "database size (bytes)".into(),
         }
     }
 

@@ -1,0 +1,121 @@
+//! The compaction-buffer experiment the dLSM and LSbM reports share: one load
+//! per row in the dLSM paper's tree proportions, then timed steps on the same
+//! databases — reads with no writer, reads of each distribution under a
+//! steady writer, range queries under the writer — under the `hdd` device
+//! profile where this machine can throttle. `strata-bench paper all` runs it
+//! once for both reports (the runner caches results by command).
+
+use super::spec::{Chart, Claim, Experiment, Metric, Scale, StepSpec};
+
+/// The papers' LSM baseline: two-phase levels without the buffer, which is
+/// Strata's bLSM policy (dLSM applies its two-phase compaction to the LSM it
+/// compares with; LSbM compares with bLSM itself).
+pub const LSM: &str = "strata/blsm";
+/// The dLSM row.
+pub const DLSM: &str = "strata/dlsm";
+/// The LSbM row.
+pub const LSBM: &str = "strata/lsbm";
+/// LevelDB's policy on Strata.
+pub const LEVELED: &str = "strata/leveled";
+/// The stepped-merge (SM-tree) baseline.
+pub const SM: &str = "strata/tiered";
+
+/// Timed steps: label, read distribution, with the writer.
+const STEPS: [(&str, &str, bool); 6] = [
+    ("readonly_latest_rangehot", "latest_rangehot", false),
+    ("latest_rangehot", "latest_rangehot", true),
+    ("latest_zipfian", "latest_zipfian", true),
+    ("latest_uniform", "latest_uniform", true),
+    ("rangehot", "rangehot", true),
+    ("zipfian", "zipfian", true),
+];
+
+/// The device profile the timed steps run under, and why.
+fn profile(scale: Scale) -> (&'static str, String) {
+    if scale == Scale::Unit {
+        return ("none", "no device profile (unit scale)".into());
+    }
+    match crate::device::probe(&std::env::temp_dir()) {
+        Ok(()) => (
+            "hdd",
+            "under the `hdd` device profile (150 read IOPS; the papers: two 15k-rpm disks in RAID 0)".into(),
+        ),
+        Err(why) => (
+            "none",
+            format!(
+                "on the bare device, since this machine cannot throttle ({why}); the papers' disks make \
+                 misses far costlier"
+            ),
+        ),
+    }
+}
+
+/// The experiment, with a paper's `title` and `claims` (whose sides name the
+/// step labels above, `ranges`, or `load`'s benchmarks).
+pub fn experiment(scale: Scale, title: &'static str, claims: Vec<Claim>) -> Experiment {
+    let engines =
+        if crate::cli::compiled_engines().contains(&"rocksdb") { "strata,rocksdb" } else { "strata" };
+    // (records, cache, memtable, file, L1, measured s, warm-up s, sample s)
+    let (num, cache, wb, file, l1, secs, warm, every) = scale.pick(
+        (2_000u64, 256u64 << 10, 64u64 << 10, 64u64 << 10, 64u64 << 10, 0.5, 0.0, 0.25),
+        (100_000, 16 << 20, 256 << 10, 1 << 20, 1 << 20, 10.0, 5.0, 1.0),
+        (300_000, 64 << 20, 1 << 20, 1 << 20, 4 << 20, 60.0, 20.0, 2.0),
+    );
+    let (profile, device) = profile(scale);
+    let direct = if scale == Scale::Unit { "" } else { " --use_direct_reads" };
+    let flags = format!(
+        "--engines={engines} --policy=leveled,blsm,lsbm,dlsm,tiered --baseline={LSM} --num={num} \
+         --value_size=1000 --cache_size={cache} --write_buffer_size={wb} --max_file_size={file} \
+         --max_bytes_for_level_base={l1}{direct} --buffer_trim_interval=2 --threads=1 \
+         --benchmarks=filluniquerandom,waitforcompaction"
+    );
+    let writer = format!(" --benchmark_write_rate_limit={}", 2 << 20);
+    let mut steps: Vec<StepSpec> = STEPS
+        .iter()
+        .map(|&(label, dist, writes)| StepSpec {
+            label,
+            flags: format!(
+                "--benchmarks=readwhilewriting --read_dist={dist} --threads=8 --duration={secs} \
+                 --warmup_seconds={warm} --device_profile={profile} --stats_interval_seconds={every}{}",
+                if writes { writer.as_str() } else { " --no_writer" }
+            ),
+        })
+        .collect();
+    steps.push(StepSpec {
+        label: "ranges",
+        flags: format!(
+            "--benchmarks=seekrandomwhilewriting --read_dist=rangehot --seek_nexts=99 \
+             --max_scan_distance=100 --threads=1 --duration={secs} --device_profile={profile} \
+             --stats_interval_seconds={every}{writer}"
+        ),
+    });
+    Experiment {
+        id: "buffer",
+        title,
+        conditions: format!(
+            "{num} records of 1 KiB loaded once per row (the papers: 100 GB and 20 GB), in the dLSM \
+             paper's tree proportions (memtable, files and L1 of {} KiB, {} KiB and {} KiB at ratio \
+             10, so the last level holds most of the data), {} MiB block cache, direct reads, \
+             trim every 2 s (LSbM). Each timed step reads with 8 threads for {secs} s {device}, \
+             after {warm} s unmeasured on the bare device; the writer updates uniformly at 2 MB/s \
+             (the papers: 1 000 writes/s of 1 KB, one thread); the read-only step has no writer. \
+             `latest_*` reads favour the most recently written keys (YCSB's latest generator, \
+             dLSM); `rangehot` puts 98 % of reads in a hot tenth of the key range (LSbM's \
+             RangeHot); `zipfian` is YCSB's. Range queries (`ranges`): one thread, 100 entries \
+             from a rangehot start (LSbM: 100 KB ranges; dLSM: 10 MB of 100 GB). The papers' LSM \
+             baseline runs two-phase compaction without the buffer, which is Strata's `blsm`; \
+             `leveled` and `tiered` (the papers' SM-tree) run beside it.",
+            wb >> 10,
+            file >> 10,
+            l1 >> 10,
+            cache >> 20
+        ),
+        flags,
+        steps,
+        claims,
+        chart: Chart {
+            benchmarks: STEPS.iter().map(|s| s.0).chain(["ranges"]).collect(),
+            metric: Metric::Throughput,
+        },
+    }
+}
