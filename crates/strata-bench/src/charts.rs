@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::results::{RunResult, Sample};
@@ -104,6 +106,29 @@ pub fn median_runs<'a>(results: &'a [RunResult], benchmark: &str) -> Vec<&'a Run
         .collect()
 }
 
+/// A white 960×540 SVG canvas at `path`.
+pub(crate) fn canvas(path: &Path) -> Result<DrawingArea<SVGBackend<'_>, Shift>, String> {
+    let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| format!("chart {}: {e}", path.display()))?;
+    Ok(root)
+}
+
+/// The papers' chart frame on `root`: a caption, x over `x`, y from 0 to `y_top`.
+pub(crate) fn frame<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    caption: &str,
+    x: std::ops::Range<f64>,
+    y_top: f64,
+) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>, String> {
+    ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x, 0.0..y_top)
+        .map_err(|e| format!("chart {caption}: {e}"))
+}
+
 fn draw(path: &Path, caption: &str, m: &Metric, lines: &[(String, Vec<(f64, f64)>)]) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("chart {}: {e}", path.display());
     let x_max = lines.iter().flat_map(|(_, p)| p.iter().map(|&(x, _)| x)).fold(0.0, f64::max);
@@ -114,15 +139,8 @@ fn draw(path: &Path, caption: &str, m: &Metric, lines: &[(String, Vec<(f64, f64)
     let x_max = if x_max > 0.0 { x_max } else { 1.0 };
     let y_top = if y_top > 0.0 { y_top } else { 1.0 };
 
-    let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(caption, ("sans-serif", 24))
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0.0..x_max, 0.0..y_top)
-        .map_err(|e| err(&e))?;
+    let root = canvas(path)?;
+    let mut chart = frame(&root, caption, 0.0..x_max, y_top)?;
     chart
         .configure_mesh()
         .x_desc("time (s)")

@@ -7,7 +7,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use super::spec::{Chart, Claim, Experiment, Paper, PaperValue, Scale};
-use crate::charts::{short_number, COLORS};
+use crate::charts::{canvas, frame, short_number, COLORS};
 use crate::results::RunResult;
 
 /// The machine a report was measured on.
@@ -193,15 +193,8 @@ pub fn bar_chart(path: &Path, title: &str, chart: &Chart, run: &ExperimentRun<'_
     // Headroom for the legend above the bars.
     let top = if top > 0.0 { top * 1.45 } else { 1.0 };
     let groups = chart.benchmarks.len().max(1);
-    let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut c = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0.0..groups as f64, 0.0..top)
-        .map_err(|e| err(&e))?;
+    let root = canvas(path)?;
+    let mut c = frame(&root, title, 0.0..groups as f64, top)?;
     let names = chart.benchmarks.clone();
     c.configure_mesh()
         .disable_x_mesh()
