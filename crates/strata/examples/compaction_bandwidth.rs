@@ -14,12 +14,19 @@
 //!
 //! Entries are 16-byte random keys with 100-byte values that compress to about
 //! half (db_bench's `compression_ratio` 0.5). Bandwidth is input bytes / wall time.
+//! Beside each mode's measured bandwidth, `model` is what the paper's
+//! stage-bandwidth model (`strata::compaction::stage_model`) predicts for it
+//! from the same repetition's sequential stage times (as the paper predicts
+//! its speed-ups from its SCP profile), `own` what it gives from the mode's
+//! own stage times (how near the run came to its slowest stage), and `err`
+//! how far the measurement is from each.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use strata::compaction::stage_model::StageProfile;
 use strata::{CompactionPipeline, CompressionType, Db, Options, WriteBatch};
 
 fn base_options(compression: CompressionType, direct: bool, paths: &[PathBuf], sub: &str) -> Options {
@@ -99,13 +106,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if direct { "direct" } else { "page-cache" }
     );
     println!(
-        "{:<10} {:>4} {:>9} {:>9} {:>8} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>9}",
+        "{:<10} {:>4} {:>9} {:>9} {:>8} {:>8} {:>8} {:>6} {:>8} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>9}",
         "mode",
         "rep",
         "in MB",
         "out MB",
         "wall s",
         "MB/s",
+        "model",
+        "err",
+        "own",
+        "err",
         "compute s",
         "write s",
         "task s",
@@ -116,7 +127,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "read s",
         "rdwait s"
     );
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     for rep in 0..reps {
+        // The sequential run's stages, which the model predicts every mode from.
+        let mut profile: Option<StageProfile> = None;
         for mode in modes {
             let run = dir.join("run");
             copy_dir(&base, &run)?;
@@ -145,14 +159,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         - st.subtask_waiting.as_secs_f64()
                 }
             };
+            let measured = s.compaction_bytes_read as f64 / 1e6 / wall;
+            if mode == CompactionPipeline::Sequential {
+                profile = Some(StageProfile::measured(mode, s.compaction_time, &st, s.compaction_bytes_read));
+            }
+            // Auto is modelled as the mode the model chooses from the sequential
+            // profile (the engine chose from its own recent tasks).
+            let model = profile.map_or(0.0, |p| p.bandwidth(mode, cores) / 1e6);
+            let own = StageProfile::measured(mode, s.compaction_time, &st, s.compaction_bytes_read)
+                .bandwidth(mode, cores)
+                / 1e6;
             println!(
-                "{:<10} {:>4} {:>9.1} {:>9.1} {:>8.2} {:>8.1} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>9} {:>8.2} {:>9.2}",
+                "{:<10} {:>4} {:>9.1} {:>9.1} {:>8.2} {:>8.1} {:>8.1} {:>5.0}% {:>8.1} {:>5.0}% {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>9} {:>8.2} {:>9.2}",
                 mode.name(),
                 rep,
                 s.compaction_bytes_read as f64 / 1e6,
                 s.compaction_bytes_written as f64 / 1e6,
                 wall,
-                s.compaction_bytes_read as f64 / 1e6 / wall,
+                measured,
+                model,
+                (measured / model - 1.0) * 100.0,
+                own,
+                (measured / own - 1.0) * 100.0,
                 st.compute.as_secs_f64(),
                 st.write.as_secs_f64(),
                 merge,

@@ -1,15 +1,16 @@
 //! `CompactionPipeline::Auto`: the output pipeline of the next flush or
-//! compaction, chosen from the stage times of the recent ones.
+//! compaction, chosen by the pipelined-compaction paper's stage-bandwidth
+//! model ([`super::stage_model`]) from the stage times of the recent ones.
 //!
-//! Every mode measures the same three things (compress + checksum time, write
-//! time, and the task thread's own work), so the choice can move between
-//! modes as the data or the device changes:
-//! - compressing and writing under a quarter of the task thread's work:
-//!   `Sequential` (there is too little to overlap to pay for the threads; an
-//!   uncompressed pipeline measured no faster);
-//! - compressing longer than the task thread's work: `Parallel` with enough
-//!   compute threads to keep up (compress time / task time, rounded up, at
-//!   least 2, at most the option's cap);
+//! Every mode measures the same stages (read, the merging thread's own work,
+//! compress + checksum, write), so the choice can move between modes as the
+//! data or the device changes:
+//! - `Sequential` unless the model gives a pipeline at least
+//!   `MIN_PIPELINE_GAIN` its bandwidth (threads and hand-offs cost: an
+//!   uncompressed pipeline, ideal 1.17×, measured no faster);
+//! - then `Parallel { k }` with the fewest threads, up to the option's cap,
+//!   each of which the model gives `MIN_THREAD_GAIN` over one fewer (on
+//!   two cores, merge and compress share them and more threads stop helping);
 //! - otherwise `Pipelined`.
 //!
 //! With no history yet the choice is `Pipelined`, which costs little and
@@ -17,6 +18,7 @@
 
 use std::time::Duration;
 
+use super::stage_model::StageProfile;
 use crate::options::kinds::CompactionPipeline;
 use crate::stats::{CompactionRecord, Counters};
 
@@ -25,11 +27,16 @@ const WINDOW: usize = 8;
 /// Tasks shorter than this say little about where time goes.
 const MIN_TASK: Duration = Duration::from_millis(1);
 
+/// Cores this process may run on.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// The mode to use now; anything but `Auto` is returned as it is.
 pub(crate) fn resolve(mode: CompactionPipeline, counters: &Counters) -> CompactionPipeline {
     match mode {
         CompactionPipeline::Auto { max_compute_threads } => {
-            choose(max_compute_threads, &counters.recent_output_tasks(WINDOW, MIN_TASK))
+            choose(max_compute_threads, cores(), &counters.recent_output_tasks(WINDOW, MIN_TASK))
         }
         other => other,
     }
@@ -38,43 +45,21 @@ pub(crate) fn resolve(mode: CompactionPipeline, counters: &Counters) -> Compacti
 /// For writers with no history (recovery, repair): `Auto` writes pipelined.
 pub(crate) fn resolve_without_history(mode: CompactionPipeline) -> CompactionPipeline {
     match mode {
-        CompactionPipeline::Auto { max_compute_threads } => choose(max_compute_threads, &[]),
+        CompactionPipeline::Auto { max_compute_threads } => choose(max_compute_threads, cores(), &[]),
         other => other,
     }
 }
 
-/// The choice itself, from finished flushes and merges (newest last).
-pub(crate) fn choose(max_threads: usize, recent: &[CompactionRecord]) -> CompactionPipeline {
+/// The choice itself, on `cores` cores, from finished flushes and merges.
+pub(crate) fn choose(max_threads: usize, cores: usize, recent: &[CompactionRecord]) -> CompactionPipeline {
     if recent.is_empty() {
         return CompactionPipeline::Pipelined;
     }
-    let (mut compute, mut write, mut task) = (0.0, 0.0, 0.0);
-    for r in recent {
-        let (c, w) = (r.stages.compute.as_secs_f64(), r.stages.write.as_secs_f64());
-        let wall = r.duration.as_secs_f64();
-        // The task thread's own work: on it, compute and write were part of
-        // the wall time; with a pipeline, its waits on the stages were not
-        // work, and sub-tasks merged on other threads were.
-        let st = &r.stages;
-        let own = match r.pipeline {
-            CompactionPipeline::Sequential => wall - c - w,
-            _ => {
-                wall - st.merge_waiting.as_secs_f64() - st.subtask_waiting.as_secs_f64()
-                    + st.subtask_merge.as_secs_f64()
-            }
-        };
-        compute += c;
-        write += w;
-        task += own.max(0.0);
-    }
-    if compute + write < 0.25 * task {
-        return CompactionPipeline::Sequential;
-    }
-    if compute > task && max_threads >= 2 {
-        let need = (compute / task.max(1e-9)).ceil() as usize;
-        return CompactionPipeline::Parallel { compute_threads: need.clamp(2, max_threads) };
-    }
-    CompactionPipeline::Pipelined
+    let p = recent
+        .iter()
+        .map(|r| StageProfile::measured(r.pipeline, r.duration, &r.stages, r.bytes_read.max(r.bytes_written)))
+        .fold(StageProfile::default(), StageProfile::plus);
+    p.choice(max_threads, cores)
 }
 
 #[cfg(test)]
@@ -114,17 +99,20 @@ mod tests {
     #[test]
     fn picks_what_each_measured_compression_ran_fastest_with() {
         let seq = CompactionPipeline::Sequential;
-        // zstd: compress 3.33 s, write 0.16 s, merge 2.78 s: parallel was fastest.
+        // On this machine's two cores.
+        // zstd: compress 3.33 s, write 0.16 s, merge 2.78 s: parallel was fastest
+        // (model: 2.05x sequential against pipelined's 1.88x; more threads, no more).
         assert_eq!(
-            choose(4, &[rec(seq, 6.27, 3.33, 0.16, 0.0)]),
+            choose(4, 2, &[rec(seq, 6.27, 3.33, 0.16, 0.0)]),
             CompactionPipeline::Parallel { compute_threads: 2 }
         );
         // ... and with a cap of 1 thread, pipelined.
-        assert_eq!(choose(1, &[rec(seq, 6.27, 3.33, 0.16, 0.0)]), CompactionPipeline::Pipelined);
-        // lz4: compress 0.55, write 0.15, merge 1.62: pipelined gains, parallel adds little.
-        assert_eq!(choose(4, &[rec(seq, 2.32, 0.55, 0.15, 0.0)]), CompactionPipeline::Pipelined);
-        // none: checksums 0.04, write 0.22, merge 1.51: nothing to overlap.
-        assert_eq!(choose(4, &[rec(seq, 1.77, 0.04, 0.22, 0.0)]), CompactionPipeline::Sequential);
+        assert_eq!(choose(1, 2, &[rec(seq, 6.27, 3.33, 0.16, 0.0)]), CompactionPipeline::Pipelined);
+        // lz4: compress 0.55, write 0.15, merge 1.62: pipelining gains (1.43x), and
+        // the merge, which Auto's compress threads do not split, bounds it.
+        assert_eq!(choose(4, 2, &[rec(seq, 2.32, 0.55, 0.15, 0.0)]), CompactionPipeline::Pipelined);
+        // none: checksums 0.04, write 0.22, merge 1.51: nothing to overlap (ideal 1.17x).
+        assert_eq!(choose(4, 2, &[rec(seq, 1.77, 0.04, 0.22, 0.0)]), CompactionPipeline::Sequential);
     }
 
     #[test]
@@ -132,21 +120,19 @@ mod tests {
         // A c-ppcp(2) zstd run: 3.44 s wall, 0.61 s waiting: 2.83 s of merging
         // against 3.45 s of compression: stay parallel.
         let p = CompactionPipeline::Parallel { compute_threads: 2 };
-        assert_eq!(choose(2, &[rec(p, 3.44, 3.45, 0.17, 0.61)]), p);
-        // Heavier compression asks for more threads, up to the cap.
-        assert_eq!(
-            choose(8, &[rec(p, 3.0, 9.0, 0.1, 0.5)]),
-            CompactionPipeline::Parallel { compute_threads: 4 }
-        );
-        assert_eq!(
-            choose(3, &[rec(p, 3.0, 9.0, 0.1, 0.5)]),
-            CompactionPipeline::Parallel { compute_threads: 3 }
-        );
+        assert_eq!(choose(2, 2, &[rec(p, 3.44, 3.45, 0.17, 0.61)]), p);
+        // Heavier compression (merge 2.5 s, compress 9 s) asks for more threads
+        // where there are cores for them, up to the cap: 4 on 8 cores (then the
+        // merge bounds it), 3 with a cap of 3, 2 on 2 cores.
+        let heavy = [rec(p, 3.0, 9.0, 0.1, 0.5)];
+        assert_eq!(choose(8, 8, &heavy), CompactionPipeline::Parallel { compute_threads: 4 });
+        assert_eq!(choose(3, 8, &heavy), CompactionPipeline::Parallel { compute_threads: 3 });
+        assert_eq!(choose(8, 2, &heavy), CompactionPipeline::Parallel { compute_threads: 2 });
     }
 
     #[test]
     fn no_history_means_pipelined() {
-        assert_eq!(choose(2, &[]), CompactionPipeline::Pipelined);
+        assert_eq!(choose(2, 2, &[]), CompactionPipeline::Pipelined);
         assert_eq!(
             resolve_without_history(CompactionPipeline::Auto { max_compute_threads: 2 }),
             CompactionPipeline::Pipelined

@@ -25,6 +25,7 @@ pub(crate) mod outcome;
 pub mod policy;
 pub mod sim;
 pub(crate) mod snapshots;
+pub mod stage_model;
 pub(crate) mod style;
 pub(crate) mod subtasks;
 pub mod tiered;
