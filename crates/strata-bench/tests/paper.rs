@@ -20,7 +20,7 @@ fn the_dlsm_and_lsbm_reports_share_one_run_and_measure_every_claim() {
     let (text, log) = check_report("dlsm", "# dLSM", out.path(), &mut ran);
     assert!(log.contains("filluniquerandom"), "dLSM's report ran the experiment");
     assert!(text.contains("then, on the same databases"), "its steps are listed");
-    assert!(text.contains("](data/buffer/latest_rangehot-hit_ratio.svg)"), "time series linked:\n{text}");
+    assert!(text.contains("](data/buffer/rangehot-hit_ratio.svg)"), "time series linked:\n{text}");
     let (_, log) = check_report("lsbm", "# LSbM", out.path(), &mut ran);
     assert!(!log.contains("filluniquerandom"), "LSbM's report reused the run:\n{log}");
 }

@@ -20,14 +20,16 @@ pub const LEVELED: &str = "strata/leveled";
 /// The stepped-merge (SM-tree) baseline.
 pub const SM: &str = "strata/tiered";
 
-/// Timed steps: label, read distribution, with the writer.
-const STEPS: [(&str, &str, bool); 6] = [
-    ("readonly_latest_rangehot", "latest_rangehot", false),
-    ("latest_rangehot", "latest_rangehot", true),
-    ("latest_zipfian", "latest_zipfian", true),
-    ("latest_uniform", "latest_uniform", true),
+/// Timed steps: label, read distribution, with the writer. Not the
+/// `latest_*` distributions: their ring of recent writes starts empty in each
+/// step, so at this scale they read what the memtables hold (a quick run
+/// measured 30–64 k reads/s under 150 IOPS) and with no writer they are
+/// plain distributions over every key.
+const STEPS: [(&str, &str, bool); 4] = [
+    ("readonly_rangehot", "rangehot", false),
     ("rangehot", "rangehot", true),
     ("zipfian", "zipfian", true),
+    ("uniform", "uniform", true),
 ];
 
 /// The device profile the timed steps run under, and why.
@@ -98,10 +100,12 @@ pub fn experiment(scale: Scale, title: &'static str, claims: Vec<Claim>) -> Expe
              10, so the last level holds most of the data), {} MiB block cache, direct reads, \
              trim every 2 s (LSbM). Each timed step reads with 8 threads for {secs} s {device}, \
              after {warm} s unmeasured on the bare device; the writer updates uniformly at 2 MB/s \
-             (the papers: 1 000 writes/s of 1 KB, one thread); the read-only step has no writer. \
-             `latest_*` reads favour the most recently written keys (YCSB's latest generator, \
-             dLSM); `rangehot` puts 98 % of reads in a hot tenth of the key range (LSbM's \
-             RangeHot); `zipfian` is YCSB's. Range queries (`ranges`): one thread, 100 entries \
+             (the papers: 1 000 writes/s of 1 KB, one thread); the `readonly_rangehot` step has \
+             no writer. `rangehot` puts 98 % of reads in a hot tenth of the key range (LSbM's \
+             RangeHot; dLSM's Latest-RangeHot reads a recent tenth), `zipfian` is YCSB's \
+             (0.99), `uniform` every key alike: the dLSM paper's Latest-* draw among recently \
+             written keys, which Strata's `latest_*` generators do not yet do at this scale (they \
+             start each step with no history and read the memtables). Range queries (`ranges`): one thread, 100 entries \
              from a rangehot start (LSbM: 100 KB ranges; dLSM: 10 MB of 100 GB). The papers' LSM \
              baseline runs two-phase compaction without the buffer, which is Strata's `blsm`; \
              `leveled` and `tiered` (the papers' SM-tree) run beside it.",

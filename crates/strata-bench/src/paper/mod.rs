@@ -57,8 +57,9 @@ pub fn paper(name: &str, scale: Scale) -> Result<Paper, String> {
 }
 
 /// Results of the experiments already run in this invocation, by command, so
-/// papers that share an experiment (dLSM and LSbM) run it once.
-pub type Ran = HashMap<String, (Vec<RunResult>, f64)>;
+/// papers that share an experiment (dLSM and LSbM) run it once: the results,
+/// the seconds the run took and the load average when it started.
+pub type Ran = HashMap<String, (Vec<RunResult>, f64, String)>;
 
 /// Runs every experiment of `paper` (or takes its results from `ran`) and
 /// writes `<out>/<name>.md`, its charts `<out>/<name>-<experiment>.svg` and
@@ -73,7 +74,7 @@ pub fn run_paper(
 ) -> Result<PathBuf, String> {
     let io = |e: std::io::Error| e.to_string();
     std::fs::create_dir_all(out).map_err(|e| format!("create {}: {e}", out.display()))?;
-    let load_before = render::load_average();
+    let mut load_before = None;
     let mut runs = Vec::new();
     for e in &paper.experiments {
         writeln!(log, "paper {}: {} ...", paper.name, e.title).map_err(io)?;
@@ -94,17 +95,20 @@ pub fn run_paper(
             .chain(e.steps.iter().map(|s| s.flags.as_str()))
             .collect::<Vec<_>>()
             .join(" | ");
-        let (results, secs) = match ran.get(&key) {
+        let (results, secs, load) = match ran.get(&key) {
             Some(done) => done.clone(),
             None => {
+                let load = render::load_average();
                 let start = Instant::now();
                 let results = run_plan(&plan, log)?;
                 crate::output::write_outputs(&out.join("data").join(e.id), &results)?;
-                let done = (results, start.elapsed().as_secs_f64());
+                let done = (results, start.elapsed().as_secs_f64(), load);
                 ran.insert(key, done.clone());
                 done
             }
         };
+        // The machine as the first experiment found it.
+        load_before.get_or_insert(load);
         let run = ExperimentRun { experiment: e, results, rows, secs };
         let svg = out.join(format!("{}-{}.svg", paper.name, e.id));
         render::bar_chart(&svg, e.title, &e.chart, &run)?;
@@ -113,8 +117,7 @@ pub fn run_paper(
     let report = out.join(format!("{}.md", paper.name));
     let machine = render::Machine {
         cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
-        load_before,
-        load_after: render::load_average(),
+        load_before: load_before.unwrap_or_else(|| "?".into()),
         engines: compiled_engines(),
     };
     std::fs::write(&report, render::markdown(paper, &runs, scale, &machine))

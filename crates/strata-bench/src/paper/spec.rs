@@ -143,7 +143,7 @@ pub enum PaperValue {
 /// One side of a claim's ratio: a benchmark (or step label) on an engine row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Side {
-    /// Benchmark or step label (`readrandom`, `ycsb-c`, `latest_rangehot`).
+    /// Benchmark or step label (`readrandom`, `ycsb-c`, `rangehot`).
     pub benchmark: String,
     /// Engine row (`strata/garnering@0.8`, `rocksdb`).
     pub row: String,
