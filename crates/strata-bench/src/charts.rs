@@ -159,9 +159,20 @@ fn draw(path: &Path, caption: &str, m: &Metric, lines: &[(String, Vec<(f64, f64)
             .label(engine.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3)));
     }
+    finish(&root, &mut chart, SeriesLabelPosition::LowerRight, path)
+}
+
+/// Draws `chart`'s legend at `at` and writes `root` to `path`.
+pub(crate) fn finish<'a, 'b: 'a>(
+    root: &DrawingArea<SVGBackend<'b>, Shift>,
+    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    at: SeriesLabelPosition,
+    path: &Path,
+) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| format!("chart {}: {e}", path.display());
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
+        .position(at)
         .label_font(("sans-serif", 16))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)

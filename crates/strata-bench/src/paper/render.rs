@@ -7,7 +7,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use super::spec::{Chart, Claim, Experiment, Paper, PaperValue, Scale};
-use crate::charts::{canvas, frame, short_number, COLORS};
+use crate::charts::{canvas, finish, frame, short_number, COLORS};
 use crate::results::RunResult;
 
 /// The machine a report was measured on.
@@ -232,14 +232,7 @@ pub fn bar_chart(path: &Path, title: &str, chart: &Chart, run: &ExperimentRun<'_
             .label(row.as_str())
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled()));
     }
-    c.configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font(("sans-serif", 16))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))
+    finish(&root, &mut c, SeriesLabelPosition::UpperRight, path)
 }
 
 #[cfg(test)]
