@@ -127,9 +127,13 @@ pub fn run_paper(
 
 /// `strata-bench paper ...`.
 pub fn main(argv: &[std::ffi::OsString]) -> Result<(), String> {
-    let args =
-        PaperArgs::try_parse_from(std::iter::once("strata-bench paper".into()).chain(argv.iter().cloned()))
-            .map_err(|e| e.to_string())?;
+    // `--help` prints and exits 0, a usage error exits 2, as the main command's flags.
+    let args = match PaperArgs::try_parse_from(
+        std::iter::once("strata-bench paper".into()).chain(argv.iter().cloned()),
+    ) {
+        Ok(a) => a,
+        Err(e) => e.exit(),
+    };
     let scale = if args.quick { Scale::Quick } else { Scale::Full };
     let names: Vec<&str> = if args.name == "all" { PAPERS.to_vec() } else { vec![args.name.as_str()] };
     let papers = names.iter().map(|n| paper(n, scale)).collect::<Result<Vec<_>, _>>()?;
