@@ -32,8 +32,57 @@ const STEPS: [(&str, &str, bool); 4] = [
     ("uniform", "uniform", true),
 ];
 
+/// The tree and cache both buffer experiments use, and their timing.
+pub(super) struct Shape {
+    /// Records loaded.
+    pub num: u64,
+    /// `--cache_size`, `--write_buffer_size`, `--max_file_size` and
+    /// `--max_bytes_for_level_base` with the read mode, as flags.
+    pub flags: String,
+    /// The same in words, for the conditions.
+    pub words: String,
+    /// Measured seconds of a timed step, its unmeasured warm-up, and the
+    /// sampling interval.
+    pub secs: f64,
+    /// See `secs`.
+    pub warm: f64,
+    /// See `secs`.
+    pub every: f64,
+}
+
+/// The dLSM paper's tree proportions at `scale`.
+pub(super) fn shape(scale: Scale) -> Shape {
+    // (records, cache, memtable, file, L1, measured s, warm-up s, sample s)
+    let (num, cache, wb, file, l1, secs, warm, every) = scale.pick(
+        (2_000u64, 256u64 << 10, 64u64 << 10, 64u64 << 10, 64u64 << 10, 0.5, 0.0, 0.25),
+        (100_000, 16 << 20, 256 << 10, 1 << 20, 1 << 20, 10.0, 5.0, 1.0),
+        (300_000, 64 << 20, 1 << 20, 1 << 20, 4 << 20, 60.0, 20.0, 2.0),
+    );
+    let direct = if scale == Scale::Unit { "" } else { " --use_direct_reads" };
+    Shape {
+        num,
+        flags: format!(
+            "--value_size=1000 --cache_size={cache} --write_buffer_size={wb} --max_file_size={file} \
+             --max_bytes_for_level_base={l1}{direct}"
+        ),
+        words: format!(
+            "{num} records of 1 KiB, in the dLSM paper's tree proportions (memtable, files and L1 of \
+             {} KiB, {} KiB and {} KiB at ratio 10, so the last level holds most of the data), {} MiB \
+             block cache, {}",
+            wb >> 10,
+            file >> 10,
+            l1 >> 10,
+            cache >> 20,
+            if direct.is_empty() { "buffered reads" } else { "direct reads" }
+        ),
+        secs,
+        warm,
+        every,
+    }
+}
+
 /// The device profile the timed steps run under, and why.
-fn profile(scale: Scale) -> (&'static str, String) {
+pub(super) fn profile(scale: Scale) -> (&'static str, String) {
     if scale == Scale::Unit {
         return ("none", "no device profile (unit scale)".into());
     }
@@ -57,19 +106,11 @@ fn profile(scale: Scale) -> (&'static str, String) {
 pub fn experiment(scale: Scale, title: &'static str, claims: Vec<Claim>) -> Experiment {
     let engines =
         if crate::cli::compiled_engines().contains(&"rocksdb") { "strata,rocksdb" } else { "strata" };
-    // (records, cache, memtable, file, L1, measured s, warm-up s, sample s)
-    let (num, cache, wb, file, l1, secs, warm, every) = scale.pick(
-        (2_000u64, 256u64 << 10, 64u64 << 10, 64u64 << 10, 64u64 << 10, 0.5, 0.0, 0.25),
-        (100_000, 16 << 20, 256 << 10, 1 << 20, 1 << 20, 10.0, 5.0, 1.0),
-        (300_000, 64 << 20, 1 << 20, 1 << 20, 4 << 20, 60.0, 20.0, 2.0),
-    );
+    let Shape { num, flags: shape_flags, words, secs, warm, every } = shape(scale);
     let (profile, device) = profile(scale);
-    let direct = if scale == Scale::Unit { "" } else { " --use_direct_reads" };
     let flags = format!(
         "--engines={engines} --policy=leveled,blsm,lsbm,dlsm,tiered --baseline={LSM} --num={num} \
-         --value_size=1000 --cache_size={cache} --write_buffer_size={wb} --max_file_size={file} \
-         --max_bytes_for_level_base={l1}{direct} --buffer_trim_interval=2 --threads=1 \
-         --benchmarks=filluniquerandom,waitforcompaction"
+         {shape_flags} --buffer_trim_interval=2 --threads=1 --benchmarks=filluniquerandom,waitforcompaction"
     );
     let writer = format!(" --benchmark_write_rate_limit={}", 2 << 20);
     let mut steps: Vec<StepSpec> = STEPS
@@ -95,24 +136,18 @@ pub fn experiment(scale: Scale, title: &'static str, claims: Vec<Claim>) -> Expe
         id: "buffer",
         title,
         conditions: format!(
-            "{num} records of 1 KiB loaded once per row (the papers: 100 GB and 20 GB), in the dLSM \
-             paper's tree proportions (memtable, files and L1 of {} KiB, {} KiB and {} KiB at ratio \
-             10, so the last level holds most of the data), {} MiB block cache, direct reads, \
-             trim every 2 s (LSbM). Each timed step reads with 8 threads for {secs} s {device}, \
-             after {warm} s unmeasured on the bare device; the writer updates uniformly at 2 MB/s \
-             (the papers: 1 000 writes/s of 1 KB, one thread); the `readonly_rangehot` step has \
-             no writer. `rangehot` puts 98 % of reads in a hot tenth of the key range (LSbM's \
-             RangeHot; dLSM's Latest-RangeHot reads a recent tenth), `zipfian` is YCSB's \
-             (0.99), `uniform` every key alike: the dLSM paper's Latest-* draw among recently \
-             written keys, which Strata's `latest_*` generators do not yet do at this scale (they \
-             start each step with no history and read the memtables). Range queries (`ranges`): one thread, 100 entries \
+            "{words}, loaded once per row (the papers: 100 GB and 20 GB); trim every 2 s (LSbM). \
+             Each timed step reads with 8 threads for {secs} s {device}, after {warm} s unmeasured \
+             on the bare device; the writer updates uniformly at 2 MB/s (the papers: 1 000 \
+             writes/s of 1 KB, one thread); the `readonly_rangehot` step has no writer. \
+             `rangehot` puts 98 % of reads in a hot tenth of the key range (LSbM's RangeHot; \
+             dLSM's Latest-RangeHot reads a recent tenth), `zipfian` is YCSB's (0.99), `uniform` \
+             every key alike: the dLSM paper's Latest-* draw among recently written keys, which \
+             Strata's `latest_*` generators do not yet do at this scale (they start each step with \
+             no history and read the memtables). Range queries (`ranges`): one thread, 100 entries \
              from a rangehot start (LSbM: 100 KB ranges; dLSM: 10 MB of 100 GB). The papers' LSM \
              baseline runs two-phase compaction without the buffer, which is Strata's `blsm`; \
-             `leveled` and `tiered` (the papers' SM-tree) run beside it.",
-            wb >> 10,
-            file >> 10,
-            l1 >> 10,
-            cache >> 20
+             `leveled` and `tiered` (the papers' SM-tree) run beside it."
         ),
         flags,
         steps,

@@ -98,6 +98,11 @@ pub enum Metric {
     HitRatio,
     /// Database size on disk at the end, bytes.
     DbBytes,
+    /// Mean block-cache hit ratio of the samples after this many seconds
+    /// (the dynamic workload's phase after the writes stop).
+    HitRatioAfter(f64),
+    /// Mean reads/s of the samples after this many seconds.
+    ThroughputAfter(f64),
 }
 
 impl Metric {
@@ -109,6 +114,12 @@ impl Metric {
             Metric::OpP99(op) => r.op_latencies.iter().find(|o| o.op == op).map(|o| o.p99_us),
             Metric::HitRatio => r.hit_ratio,
             Metric::DbBytes => (r.db_bytes > 0).then_some(r.db_bytes as f64),
+            Metric::HitRatioAfter(t) => {
+                mean(r.samples.iter().filter(|s| s.t_secs > t).filter_map(|s| s.hit_ratio))
+            }
+            Metric::ThroughputAfter(t) => {
+                mean(r.samples.iter().filter(|s| s.t_secs > t).map(|s| s.read_ops_per_sec))
+            }
         }
     }
 
@@ -120,12 +131,17 @@ impl Metric {
             Metric::OpP99(op) => format!("{op} p99 latency (µs)"),
             Metric::HitRatio => "block-cache hit ratio".into(),
             Metric::DbBytes => "database size (bytes)".into(),
+            Metric::HitRatioAfter(t) => format!("mean hit ratio after {t} s"),
+            Metric::ThroughputAfter(t) => format!("mean reads/s after {t} s"),
         }
     }
 
     /// True when a smaller value is better.
     pub fn lower_is_better(self) -> bool {
-        !matches!(self, Metric::Throughput | Metric::HitRatio)
+        !matches!(
+            self,
+            Metric::Throughput | Metric::HitRatio | Metric::HitRatioAfter(_) | Metric::ThroughputAfter(_)
+        )
     }
 }
 
@@ -178,6 +194,12 @@ impl Claim {
         let over = median(results, &self.over.benchmark, &self.over.row, self.metric)?;
         (over > 0.0).then(|| of / over)
     }
+}
+
+/// The mean of `xs`, `None` when empty.
+fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
+    let (n, sum) = xs.fold((0u32, 0.0), |(n, s), x| (n + 1, s + x));
+    (n > 0).then(|| sum / f64::from(n))
 }
 
 /// Median of `metric` over the repetitions of `benchmark` on `engine`.
