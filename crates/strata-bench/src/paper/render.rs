@@ -49,7 +49,7 @@ pub fn holds(paper: PaperValue, measured: f64) -> bool {
     match paper {
         PaperValue::Below1 => measured < 1.0,
         PaperValue::Above1 => measured > 1.0,
-        PaperValue::Ratio(p) if p == 1.0 => (measured - 1.0).abs() <= 0.10,
+        PaperValue::Ratio(1.0) => (measured - 1.0).abs() <= 0.10,
         PaperValue::Ratio(p) => (p - 1.0) * (measured - 1.0) > 0.0,
     }
 }
