@@ -149,13 +149,10 @@ pub fn project_full(runs: &[u64], levels: &[usize], shape: FullShape) -> Vec<u64
     let Some(deepest) = runs.iter().zip(levels).filter(|(&n, _)| n > 0).map(|(_, &l)| l).max() else {
         return out;
     };
-    let largest_at = |level: usize| {
-        (0..runs.len()).filter(|&i| levels[i] == level).map(|i| runs[i]).max().unwrap_or(0) as f64
-    };
     let mut size = 0.0f64;
     for level in (0..=deepest).rev() {
         let here: Vec<usize> = (0..runs.len()).filter(|&i| levels[i] == level && runs[i] > 0).collect();
-        let largest = largest_at(level);
+        let largest = here.iter().map(|&i| runs[i]).max().unwrap_or(0) as f64;
         size = if level == deepest { largest } else { (size / ratio(level + 1)).max(largest) };
         match (k, here.as_slice()) {
             (1, &[only]) => out[only] = out[only].max(size as u64),
