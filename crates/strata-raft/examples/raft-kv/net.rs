@@ -75,6 +75,10 @@ impl Conn {
     }
 
     /// Sends `rpc`, returns the reply.
+    ///
+    /// Not cancel-safe: dropped before the reply arrives, it leaves that
+    /// reply on the connection for the next call to read as its own, so a
+    /// caller that may drop it (a timeout) drops the connection with it.
     pub async fn call<T: DeserializeOwned>(&mut self, rpc: &Rpc) -> io::Result<T> {
         let mut msg = serde_json::to_vec(rpc)?;
         msg.push(b'\n');
@@ -208,20 +212,19 @@ impl Peer {
             return Err(RPCError::Unreachable(Unreachable::new(&e)));
         }
         let mut guard = self.conn.lock().await;
-        if guard.is_none() {
-            let conn =
-                Conn::connect(&self.addr).await.map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))?;
-            *guard = Some(conn);
-        }
-        let conn = guard.as_mut().expect("connected above");
-        match conn.call::<T>(rpc).await {
-            Ok(r) => Ok(r),
-            Err(e) => {
-                // The next call reconnects.
-                *guard = None;
-                Err(RPCError::Network(NetworkError::new(&e)))
+        // Out of the slot for the call, back only once it is answered:
+        // openraft drops an RPC's future at its timeout, and a connection kept
+        // with that reply unread would hand it to the next call (an old
+        // "success" taken for a newer AppendEntries). Errors reconnect too.
+        let mut conn = match guard.take() {
+            Some(conn) => conn,
+            None => {
+                Conn::connect(&self.addr).await.map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))?
             }
-        }
+        };
+        let reply = conn.call::<T>(rpc).await.map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        *guard = Some(conn);
+        Ok(reply)
     }
 }
 
@@ -254,5 +257,58 @@ impl RaftNetwork<TypeConfig> for Peer {
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
         let r: Result<_, RaftError<NodeId>> = self.call(&Rpc::Vote(rpc)).await?;
         r.map_err(|e| RPCError::RemoteError(openraft::error::RemoteError::new(self.target, e)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Regression (the raft kill-9 test's "follower log reversion" panic):
+    /// openraft dropped an AppendEntries call at its timeout with the reply
+    /// unread, the connection stayed open, and the next AppendEntries read
+    /// that reply as its own, so the leader took the follower to hold
+    /// entries it never received, and panicked when the follower, restarted
+    /// after a kill, said so.
+    #[tokio::test]
+    async fn a_call_dropped_before_its_reply_never_answers_the_next_call() {
+        // A peer that echoes each request line as a JSON string, the first
+        // one it ever receives late.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let seen = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(async move {
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let (r, mut w) = stream.into_split();
+                    let mut lines = BufReader::new(r).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        if seen.fetch_add(1, Ordering::SeqCst) == 0 {
+                            tokio::time::sleep(Duration::from_millis(300)).await;
+                        }
+                        let mut reply = serde_json::to_vec(&line).unwrap();
+                        reply.push(b'\n');
+                        if w.write_all(&reply).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        let mut peer = Peer { target: 2, addr, conn: Arc::default(), net: Network::default() };
+        let (first, second) = (Rpc::Read(b"first".to_vec()), Rpc::Read(b"second".to_vec()));
+        let cut =
+            tokio::time::timeout(Duration::from_millis(50), peer.call::<String, RaftError<NodeId>>(&first));
+        assert!(cut.await.is_err(), "the first call was to time out");
+        let reply = peer.call::<String, RaftError<NodeId>>(&second).await.unwrap();
+        assert_eq!(reply, serde_json::to_string(&second).unwrap(), "a reply to another call");
+        // A call that completes keeps its connection for the next one.
+        let again = peer.call::<String, RaftError<NodeId>>(&second).await.unwrap();
+        assert_eq!(again, reply);
     }
 }
