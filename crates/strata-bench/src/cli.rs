@@ -281,7 +281,8 @@ pub struct Args {
     #[arg(long)]
     pub no_writer: bool,
     /// Reader key distribution for *whilewriting: uniform | zipfian | latest (= latest_zipfian) |
-    /// latest_uniform | latest_rangehot | rangehot; latest* draw from the writer's recent keys.
+    /// latest_uniform | latest_rangehot | rangehot; latest* draw among the keys written so far in
+    /// the run (the fills', then every timed step's writer's), newest first.
     #[arg(long, default_value = "uniform")]
     pub read_dist: String,
     /// Zipfian constant (YCSB's 0.99).

@@ -4,7 +4,7 @@ use super::measure::{conclude, progress, run_threads, Deadline, ThreadOut, PROGR
 use super::Outcome;
 use crate::cli::Args;
 use crate::engine::{BenchResult, Engine};
-use crate::gen::ValueGen;
+use crate::gen::{RecentWrites, ValueGen};
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -23,12 +23,14 @@ pub enum Order {
 
 /// Each of `--threads` threads writes `--num` entries (db_bench semantics), one
 /// put per operation, each put timed; stops early after `--duration` seconds if > 0.
+/// Each written index is recorded in `recent`, after its put's timing.
 pub fn fill(
     engine: &dyn Engine,
     name: &str,
     args: &Args,
     order: Order,
     seeds: &[u64],
+    recent: &RecentWrites,
 ) -> BenchResult<Outcome> {
     let pb = progress(args.quiet, args.num * seeds.len() as u64, name);
     let before = engine.stats();
@@ -55,6 +57,7 @@ pub fn fill(
             let t0 = Instant::now();
             engine.put(&key, value)?;
             out.record(t0.elapsed().as_nanos() as u64, key.len() + value.len(), false);
+            recent.record(index);
             if (i + 1) % PROGRESS_BATCH == 0 {
                 pb.inc(PROGRESS_BATCH);
             }

@@ -13,8 +13,10 @@ pub use ycsb_step::config as ycsb_config;
 
 use crate::cli::Args;
 use crate::engine::{BenchResult, Engine};
+use crate::gen::RecentWrites;
 use crate::results::RunResult;
 use hdrhistogram::Histogram;
+use std::sync::Arc;
 
 /// Latencies behind one result row, in nanoseconds (for `--histogram`).
 pub struct Latencies {
@@ -53,6 +55,11 @@ pub struct DbState {
     pub threads_started: u64,
     /// Warnings for the user (e.g. a read benchmark on an empty database).
     pub warnings: Vec<String>,
+    /// The key indices written so far, newest last, which the `latest_*` read
+    /// distributions draw from: fills and the timed benchmarks' writer record
+    /// into it, so a timed step reads what the load and the earlier steps
+    /// wrote (the dLSM paper warms its tree up before measuring).
+    pub recent: Option<Arc<RecentWrites>>,
 }
 
 impl DbState {
@@ -69,6 +76,13 @@ impl DbState {
                 seed.wrapping_add(self.threads_started)
             })
             .collect()
+    }
+
+    /// The ring of recent writes, made on first use to hold the last `num`
+    /// (at most 2^20) indices.
+    fn recent(&mut self, num: u64) -> Arc<RecentWrites> {
+        let capacity = usize::try_from(num.clamp(1, 1 << 20)).unwrap_or(1 << 20);
+        self.recent.get_or_insert_with(|| Arc::new(RecentWrites::new(capacity))).clone()
     }
 
     /// db_bench runs a read benchmark on an empty database (finding nothing); warn.
@@ -116,7 +130,8 @@ pub fn run_benchmark(
                 _ => Order::Random,
             };
             let seeds = state.seeds(args.seed, threads);
-            let o = fill::fill(engine, name, args, order, &seeds)?;
+            let recent = state.recent(args.num);
+            let o = fill::fill(engine, name, args, order, &seeds, &recent)?;
             state.has_data = true;
             o
         }
@@ -144,7 +159,16 @@ pub fn run_benchmark(
             state.warn_if_empty(name);
             let op = read_op(name, args.seek_nexts);
             let seeds = state.seeds(args.seed, threads + 1);
-            timed::run(engine, name, args, op, &seeds)?
+            let recent = state.recent(args.num);
+            if args.read_dist.starts_with("latest") && recent.is_empty() {
+                state.warnings.push(format!(
+                    "warning: {name} reads --read_dist={} with no write history: until the writer \
+                     has written, it reads the plain distribution, then only what the writer wrote; \
+                     put a fill before it in --benchmarks",
+                    args.read_dist
+                ));
+            }
+            timed::run(engine, name, args, op, &seeds, recent)?
         }
         "deleterange" | "deletepoint" => {
             state.warn_if_empty(name);
@@ -212,6 +236,40 @@ mod tests {
             let s = engine.db().stats();
             assert_eq!(s.prefix_filter_checks > 0, !total_order_seek, "{s}");
         }
+    }
+
+    /// Regression (each timed step started the `latest_*` ring empty, so with
+    /// no writer they read every key alike, and under one they read only
+    /// what the memtables held): the history of the fills and earlier steps
+    /// carries over.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn latest_reads_draw_from_what_the_load_and_earlier_steps_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine =
+            crate::engine::StrataEngine::open(&crate::engine::EngineConfig::small(dir.path())).unwrap();
+        let mut state = DbState::new(false);
+        let load = crate::cli::parse_args(["x", "--num=1000", "--quiet"]).unwrap();
+        run_benchmark(&engine, "fillseq", &load, &mut state).unwrap();
+        // Over twice the keys loaded: a read of any of them but the loaded
+        // half would find nothing.
+        let read = |writer: &str| {
+            let line = ["x", "--num=2000", "--read_dist=latest_uniform", "--threads=2", "--duration=0.3"];
+            crate::cli::parse_args(line.into_iter().chain([writer, "--quiet"])).unwrap()
+        };
+        let o = run_benchmark(&engine, "readwhilewriting", &read("--no_writer"), &mut state).unwrap();
+        let (r, _) = &o.results[0];
+        assert!(r.ops > 0);
+        assert_eq!(r.found, r.ops, "reads drew keys the load never wrote");
+        assert!(state.warnings.is_empty(), "{:?}", state.warnings);
+        let rate = format!("--benchmark_write_rate_limit={}", 1 << 20);
+        run_benchmark(&engine, "readwhilewriting", &read(&rate), &mut state).unwrap();
+        let recent = state.recent.clone().unwrap();
+        assert!(recent.total_written() > 1000, "the writer extends the load's history");
+        // Without a fill first, the step warns.
+        let mut fresh = DbState::new(true);
+        run_benchmark(&engine, "readwhilewriting", &read("--no_writer"), &mut fresh).unwrap();
+        assert!(fresh.warnings.iter().any(|w| w.contains("no write history")), "{:?}", fresh.warnings);
     }
 
     #[test]

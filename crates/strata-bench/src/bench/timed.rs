@@ -35,13 +35,17 @@ struct Shared {
     recent: Arc<RecentWrites>,
 }
 
-/// Capacity of the ring of recent writes the latest* distributions draw from.
-fn recent_capacity(num: u64) -> usize {
-    usize::try_from(num.clamp(1, 1 << 20)).unwrap_or(1 << 20)
-}
-
-/// Runs the benchmark; `seeds` has one seed per reader plus one for the writer.
-pub fn run(engine: &dyn Engine, name: &str, args: &Args, op: ReadOp, seeds: &[u64]) -> BenchResult<Outcome> {
+/// Runs the benchmark; `seeds` has one seed per reader plus one for the
+/// writer; the `latest_*` distributions read from `recent`, which the writer
+/// extends.
+pub fn run(
+    engine: &dyn Engine,
+    name: &str,
+    args: &Args,
+    op: ReadOp,
+    seeds: &[u64],
+    recent: Arc<RecentWrites>,
+) -> BenchResult<Outcome> {
     let readers = seeds.len().saturating_sub(1).max(1);
     let mut hists = Vec::with_capacity(readers);
     for _ in 0..readers {
@@ -52,7 +56,7 @@ pub fn run(engine: &dyn Engine, name: &str, args: &Args, op: ReadOp, seeds: &[u6
         readers_left: AtomicUsize::new(readers),
         writes: AtomicU64::new(0),
         hists,
-        recent: Arc::new(RecentWrites::new(recent_capacity(args.num))),
+        recent,
     };
     // Every reader builds its chooser up front so a bad distribution fails before any work.
     let mut choosers = Vec::with_capacity(readers);

@@ -20,16 +20,17 @@ pub const LEVELED: &str = "strata/leveled";
 /// The stepped-merge (SM-tree) baseline.
 pub const SM: &str = "strata/tiered";
 
-/// Timed steps: label, read distribution, with the writer. Not the
-/// `latest_*` distributions: their ring of recent writes starts empty in each
-/// step, so at this scale they read what the memtables hold (a quick run
-/// measured 30–64 k reads/s under 150 IOPS) and with no writer they are
-/// plain distributions over every key.
-const STEPS: [(&str, &str, bool); 4] = [
-    ("readonly_rangehot", "rangehot", false),
+/// Timed steps: label, read distribution, with the writer. LSbM reads
+/// RangeHot and Zipfian keys; dLSM reads the `latest_*` distributions, over
+/// the ring of recent writes that the load starts and every step's writer
+/// extends (the read-only step reads the load's).
+const STEPS: [(&str, &str, bool); 6] = [
+    ("readonly_latest_rangehot", "latest_rangehot", false),
     ("rangehot", "rangehot", true),
     ("zipfian", "zipfian", true),
-    ("uniform", "uniform", true),
+    ("latest_rangehot", "latest_rangehot", true),
+    ("latest_zipfian", "latest_zipfian", true),
+    ("latest_uniform", "latest_uniform", true),
 ];
 
 /// The tree and cache both buffer experiments use, and their timing.
@@ -139,12 +140,13 @@ pub fn experiment(scale: Scale, title: &'static str, claims: Vec<Claim>) -> Expe
             "{words}, loaded once per row (the papers: 100 GB and 20 GB); trim every 2 s (LSbM). \
              Each timed step reads with 8 threads for {secs} s {device}, after {warm} s unmeasured \
              on the bare device; the writer updates uniformly at 2 MB/s (the papers: 1 000 \
-             writes/s of 1 KB, one thread); the `readonly_rangehot` step has no writer. \
-             `rangehot` puts 98 % of reads in a hot tenth of the key range (LSbM's RangeHot; \
-             dLSM's Latest-RangeHot reads a recent tenth), `zipfian` is YCSB's (0.99), `uniform` \
-             every key alike: the dLSM paper's Latest-* draw among recently written keys, which \
-             Strata's `latest_*` generators do not yet do at this scale (they start each step with \
-             no history and read the memtables). Range queries (`ranges`): one thread, 100 entries \
+             writes/s of 1 KB, one thread); the `readonly_latest_rangehot` step has no writer. \
+             `rangehot` puts 98 % of reads in a hot tenth of the key range (LSbM's RangeHot), \
+             `zipfian` is YCSB's (0.99). The `latest_*` steps (the dLSM paper's Latest-*) draw a \
+             position among the keys written so far, newest first, and read the key written there: \
+             `latest_uniform` alike, `latest_zipfian` the newest most often, `latest_rangehot` 98 % \
+             in a tenth of the positions; the load's writes start the history and each step's \
+             writer extends it, so the hot keys are recently written ones. Range queries (`ranges`): one thread, 100 entries \
              from a rangehot start (LSbM: 100 KB ranges; dLSM: 10 MB of 100 GB). The papers' LSM \
              baseline runs two-phase compaction without the buffer, which is Strata's `blsm`; \
              `leveled` and `tiered` (the papers' SM-tree) run beside it."
