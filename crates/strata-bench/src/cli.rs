@@ -311,7 +311,8 @@ pub struct Args {
     pub engines: Vec<String>,
     /// Comma-separated Strata compaction policies; each is its own row `strata/<policy>`.
     /// `garnering@C` sets Garnering's c for that row (`--policy=leveled,garnering@0.8,garnering@0.4`),
-    /// `lwc@N` light-weight compaction's segment limit (`--policy=leveled,lwc,lwc@16`).
+    /// `lwc@N` light-weight compaction's segment limit (`--policy=leveled,lwc,lwc@16`);
+    /// `+PIPELINE` gives a row its own `--compaction_pipeline` (`--policy=leveled+scp,leveled+pcp`).
     #[arg(long, value_delimiter = ',', default_value = "leveled")]
     pub policy: Vec<String>,
     /// Repetitions, interleaved across engines (A B A B ...); the table shows medians.
@@ -456,6 +457,10 @@ impl Args {
         check(!self.policy.is_empty(), "--policy: no policy given")?;
         for p in &self.policy {
             crate::engine::strata_style(p, self.garnering_c).map_err(|e| format!("--policy: {e}"))?;
+            if let Some(pipeline) = crate::engine::split_pipeline(p).1 {
+                strata::CompactionPipeline::parse(pipeline, self.compaction_threads)
+                    .map_err(|e| format!("--policy {p}: {e}"))?;
+            }
         }
         if let Some(b) = &self.baseline {
             let rows = engine_rows(&kinds, &self.policy);

@@ -338,11 +338,23 @@ pub fn dir_size(dir: &Path) -> u64 {
         .sum()
 }
 
-/// The Strata compaction style a `--policy` entry names. `garnering@C` is
+/// A `--policy` entry's own output pipeline: `leveled+pcp` is the `leveled`
+/// row with `--compaction_pipeline=pcp`, so one run compares pipelines side
+/// by side (the PCP paper's rows); plain `leveled` takes the flag's.
+pub fn split_pipeline(policy: &str) -> (&str, Option<&str>) {
+    match policy.split_once('+') {
+        Some((style, pipeline)) => (style, Some(pipeline)),
+        None => (policy, None),
+    }
+}
+
+/// The Strata compaction style a `--policy` entry names (its `+pipeline`, if
+/// any, aside). `garnering@C` is
 /// Garnering with its own `c`, so one run can compare several values of c;
 /// plain `garnering` takes `--garnering_c`. `lwc@N` is light-weight
 /// compaction rewriting tables past N segments (plain `lwc`: 8).
 pub fn strata_style(policy: &str, garnering_c: f64) -> Result<strata::CompactionStyle, String> {
+    let policy = split_pipeline(policy).0;
     let (name, arg) = match policy.split_once('@') {
         Some((name, arg)) => (name, Some(arg)),
         None => (policy, None),
@@ -444,7 +456,7 @@ impl StrataEngine {
             cfg.mmap_reads,
             cfg.max_bytes_for_level_base,
             cfg.level_multiplier,
-            cfg.policy.split('@').next().unwrap_or(&cfg.policy),
+            cfg.policy.split(['@', '+']).next().unwrap_or(&cfg.policy),
             match style {
                 strata::CompactionStyle::Garnering { c } => format!("(c={c})"),
                 strata::CompactionStyle::Lwc { max_segments } => format!("(max_segments={max_segments})"),

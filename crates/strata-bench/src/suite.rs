@@ -184,9 +184,15 @@ impl Plan {
         }
     }
 
-    /// The engine configuration of one row in `dir`.
+    /// The engine configuration of one row in `dir` (`policy` as the row
+    /// names it, with its `+pipeline` if it has one).
     pub(crate) fn engine_config(&self, dir: &Path, policy: &str) -> EngineConfig {
         let a = &self.base;
+        let compaction_pipeline = match crate::engine::split_pipeline(policy).1 {
+            // Validated with the flags (`Args::validate`).
+            Some(p) => strata::CompactionPipeline::parse(p, a.compaction_threads).unwrap_or_default(),
+            None => a.pipeline().unwrap_or_default(),
+        };
         EngineConfig {
             path: dir.to_path_buf(),
             cache_size: a.cache_size,
@@ -198,7 +204,7 @@ impl Plan {
             seek_compaction: a.seek_compaction,
             max_mem_compaction_level: a.max_mem_compaction_level,
             idle_compaction: (a.idle_compaction >= 0.0).then_some(a.idle_compaction),
-            compaction_pipeline: a.pipeline().unwrap_or_default(),
+            compaction_pipeline,
             compaction_subtask_bytes: a.compaction_subtask_bytes,
             subcompactions: a.subcompactions,
             bloom_bits: a.bloom_bits,
@@ -483,5 +489,37 @@ mod tests {
         assert_eq!(rows, ["strata/leveled", "strata/leveling"]);
         assert_eq!(plan.baseline().as_deref(), Some("strata/leveling"));
         assert_eq!(dir_name("strata/leveled"), "strata-leveled");
+    }
+
+    #[test]
+    fn a_row_takes_its_own_pipeline_after_a_plus() {
+        let line = [
+            "x",
+            "--engines=strata",
+            "--policy=leveled,leveled+pcp,garnering@0.4+c-ppcp",
+            "--compaction_threads=3",
+        ];
+        let plan = Plan::from_args(&parse_args(line).unwrap());
+        let dir = Path::new("/tmp/x");
+        let got: Vec<_> = plan
+            .rows()
+            .into_iter()
+            .map(|(_, policy, row)| (row, plan.engine_config(dir, &policy).compaction_pipeline))
+            .collect();
+        use strata::CompactionPipeline as P;
+        assert_eq!(
+            got,
+            [
+                ("strata/leveled".to_string(), P::Sequential),
+                ("strata/leveled+pcp".to_string(), P::Pipelined),
+                ("strata/garnering@0.4+c-ppcp".to_string(), P::Parallel { compute_threads: 3 }),
+            ]
+        );
+        let style = crate::engine::strata_style("garnering@0.4+c-ppcp", 0.8).unwrap();
+        assert!(matches!(style, strata::CompactionStyle::Garnering { c } if c == 0.4), "{style:?}");
+        for bad in ["leveled+fast", "leveled+"] {
+            let e = parse_args(["x", "--engines=strata", &format!("--policy={bad}")]).unwrap_err();
+            assert!(e.to_string().contains(bad), "{e}");
+        }
     }
 }

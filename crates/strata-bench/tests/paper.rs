@@ -12,6 +12,16 @@ fn the_autumn_report_has_a_measured_row_for_every_claim() {
     check_report("autumn", "# Autumn", out.path(), &mut Ran::new());
 }
 
+#[test]
+fn the_pcp_report_has_a_row_per_pipeline_and_a_measured_row_for_every_claim() {
+    let out = tempfile::tempdir().unwrap();
+    let (text, log) = check_report("pcp", "# PCP", out.path(), &mut Ran::new());
+    for row in ["strata/leveled+scp", "strata/leveled+pcp", "strata/leveled+c-ppcp", "strata/leveled+auto"] {
+        assert!(text.contains(&format!("| {row}")), "row {row} in the page:\n{text}");
+    }
+    assert!(log.contains("compaction_pipeline=pcp"), "the pcp row ran the pipeline:\n{log}");
+}
+
 /// dLSM and LSbM share their experiment: run in one invocation, it runs once.
 #[test]
 fn the_dlsm_and_lsbm_reports_share_one_run_and_measure_every_claim() {

@@ -157,6 +157,7 @@ fn fig2(scale: Scale) -> Experiment {
         chart: Chart {
             benchmarks: vec!["fillrandom", "readrandom", "seekrandom", "seekrandomnext10", "seekrandomnext100"],
             metric: lat,
+            over: None,
         },
     }
 }
@@ -268,6 +269,7 @@ fn fig4(scale: Scale) -> Experiment {
         chart: Chart {
             benchmarks: vec!["ycsb-load", "ycsb-a", "ycsb-b", "ycsb-c", "ycsb-d", "ycsb-e", "ycsb-f"],
             metric: thr,
+            over: None,
         },
     }
 }
@@ -337,7 +339,11 @@ fn fig5(scale: Scale) -> Experiment {
         flags,
         steps: Vec::new(),
         claims,
-        chart: Chart { benchmarks: vec!["fillrandom", "readrandom", "seekrandomnext10"], metric: lat },
+        chart: Chart {
+            benchmarks: vec!["fillrandom", "readrandom", "seekrandomnext10"],
+            metric: lat,
+            over: None,
+        },
     }
 }
 

@@ -157,6 +157,7 @@ pub fn experiment(scale: Scale, title: &'static str, claims: Vec<Claim>) -> Expe
         chart: Chart {
             benchmarks: STEPS.iter().map(|s| s.0).chain(["ranges"]).collect(),
             metric: Metric::Throughput,
+            over: None,
         },
     }
 }

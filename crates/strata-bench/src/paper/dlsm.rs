@@ -177,7 +177,7 @@ fn dynamic(scale: Scale) -> Experiment {
         flags,
         steps,
         claims,
-        chart: Chart { benchmarks: vec!["dynamic"], metric: thr },
+        chart: Chart { benchmarks: vec!["dynamic"], metric: thr, over: None },
     }
 }
 

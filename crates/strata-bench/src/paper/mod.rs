@@ -7,6 +7,7 @@ mod autumn;
 mod buffer;
 mod dlsm;
 mod lsbm;
+mod pcp;
 pub mod render;
 pub mod spec;
 
@@ -24,16 +25,16 @@ use render::ExperimentRun;
 use spec::{Paper, Scale};
 
 /// Papers this command reproduces, by name.
-pub const PAPERS: &[&str] = &["autumn", "dlsm", "lsbm"];
+pub const PAPERS: &[&str] = &["autumn", "dlsm", "lsbm", "pcp"];
 /// Papers whose report is not built yet (their experiments are scripts,
 /// listed in docs/BENCHMARKS.md).
-pub const NOT_YET: &[&str] = &["lwc", "pcp"];
+pub const NOT_YET: &[&str] = &["lwc"];
 
 /// Flags of `strata-bench paper`.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "strata-bench paper", about = "Reproduce a paper's claims and write its report")]
 pub struct PaperArgs {
-    /// A paper (autumn, dlsm, lsbm) or `all`.
+    /// A paper (autumn, dlsm, lsbm, pcp) or `all`.
     pub name: String,
     /// Every experiment at a reduced size: minutes, not hours.
     #[arg(long)]
@@ -49,6 +50,7 @@ pub fn paper(name: &str, scale: Scale) -> Result<Paper, String> {
         "autumn" => Ok(autumn::paper(scale)),
         "dlsm" => Ok(dlsm::paper(scale)),
         "lsbm" => Ok(lsbm::paper(scale)),
+        "pcp" => Ok(pcp::paper(scale)),
         n if NOT_YET.contains(&n) => Err(format!(
             "paper {n}: its report is not built yet; its experiments run as scripts (docs/BENCHMARKS.md)"
         )),

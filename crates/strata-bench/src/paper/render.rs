@@ -191,7 +191,11 @@ pub fn markdown(paper: &Paper, runs: &[ExperimentRun<'_>], scale: Scale, machine
 /// Draws `chart` for `run` as grouped bars into `path`.
 pub fn bar_chart(path: &Path, title: &str, chart: &Chart, run: &ExperimentRun<'_>) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("chart {}: {e}", path.display());
-    let value = |b: &str, row: &str| super::spec::median(&run.results, b, row, chart.metric);
+    let raw = |b: &str, row: &str| super::spec::median(&run.results, b, row, chart.metric);
+    let value = |b: &str, row: &str| match chart.over {
+        Some(over) => raw(b, row).zip(raw(b, over)).filter(|&(_, o)| o > 0.0).map(|(v, o)| v / o),
+        None => raw(b, row),
+    };
     let top = (chart.benchmarks.iter())
         .flat_map(|b| run.rows.iter().filter_map(move |r| value(b, r)))
         .fold(0.0, f64::max);
@@ -214,7 +218,10 @@ pub fn bar_chart(path: &Path, title: &str, chart: &Chart, run: &ExperimentRun<'_
                 String::new()
             }
         })
-        .y_desc(chart.metric.label())
+        .y_desc(match chart.over {
+            Some(over) => format!("{} ÷ {over}", chart.metric.label()),
+            None => chart.metric.label(),
+        })
         .axis_desc_style(("sans-serif", 18))
         .label_style(("sans-serif", 15))
         .y_label_formatter(&|v| short_number(*v))

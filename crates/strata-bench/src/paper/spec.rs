@@ -83,6 +83,10 @@ pub struct Chart {
     pub benchmarks: Vec<&'static str>,
     /// What the bars show.
     pub metric: Metric,
+    /// Divide each bar by this row's value for the same benchmark (a
+    /// speedup, as the PCP paper plots its Fig. 10(c) and (f)); `None`
+    /// draws the metric itself.
+    pub over: Option<&'static str>,
 }
 
 /// A number read from one result.
