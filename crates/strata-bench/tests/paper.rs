@@ -15,7 +15,12 @@ fn the_autumn_report_has_a_measured_row_for_every_claim() {
 #[test]
 fn the_pcp_report_has_a_row_per_pipeline_and_a_measured_row_for_every_claim() {
     let out = tempfile::tempdir().unwrap();
+    // A file of an earlier run (a step since renamed) does not survive the new one.
+    let stale = out.path().join("data/inserts/renamed_step-hit_ratio.svg");
+    std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
+    std::fs::write(&stale, "<svg/>").unwrap();
     let (text, log) = check_report("pcp", "# PCP", out.path(), &mut Ran::new());
+    assert!(!stale.exists(), "a stale chart was left beside the new run's");
     for row in ["strata/leveled+scp", "strata/leveled+pcp", "strata/leveled+c-ppcp", "strata/leveled+auto"] {
         assert!(text.contains(&format!("| {row}")), "row {row} in the page:\n{text}");
     }

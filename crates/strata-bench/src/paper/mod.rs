@@ -103,7 +103,12 @@ pub fn run_paper(
                 let load = render::load_average();
                 let start = Instant::now();
                 let results = run_plan(&plan, log)?;
-                crate::output::write_outputs(&out.join("data").join(e.id), &results)?;
+                // A previous run's files (a step since renamed) must not sit beside this one's.
+                let data = out.join("data").join(e.id);
+                if data.exists() {
+                    std::fs::remove_dir_all(&data).map_err(|e| format!("clear {}: {e}", data.display()))?;
+                }
+                crate::output::write_outputs(&data, &results)?;
                 let done = (results, start.elapsed().as_secs_f64(), load);
                 ran.insert(key, done.clone());
                 done
