@@ -110,18 +110,31 @@ pub fn tally_found(keys: &[Vec<u8>], lens: &[Option<usize>]) -> (u64, u64) {
 }
 
 impl EngineConfig {
-    /// For a peer's option mapping: `--bloom_allocation` other than uniform
-    /// is Strata's alone (peers give every table the same bits per key).
-    pub fn peer_bloom_allocation_note(&self) -> String {
-        let bloom = match self.bloom_allocation {
-            strata::BloomAllocation::Uniform => String::new(),
-            other => format!(" bloom_allocation=UNSUPPORTED ({}: uniform bits per key)", other.name()),
-        };
-        let pipeline = match self.compaction_pipeline {
-            strata::CompactionPipeline::Sequential => String::new(),
-            other => format!(" compaction_pipeline={}=UNSUPPORTED", other.name()),
-        };
-        bloom + &pipeline
+    /// For a peer's option mapping: each Strata-only setting this run turns
+    /// on, flagged UNSUPPORTED (the peer runs without it): `--bloom_allocation`
+    /// other than uniform (peers give every table the same bits per key), an
+    /// output pipeline other than `scp`, and the compaction buffer's and
+    /// warm-up's switches. (Seek compaction and `max_mem_compaction_level`
+    /// are left out: LevelDB has both built in.)
+    pub fn peer_unsupported_notes(&self) -> String {
+        let mut notes = String::new();
+        if self.bloom_allocation != strata::BloomAllocation::Uniform {
+            let name = self.bloom_allocation.name();
+            notes += &format!(" bloom_allocation=UNSUPPORTED ({name}: uniform bits per key)");
+        }
+        if self.compaction_pipeline != strata::CompactionPipeline::Sequential {
+            notes += &format!(" compaction_pipeline={}=UNSUPPORTED", self.compaction_pipeline.name());
+        }
+        let switches = [
+            (self.compaction_warmup, "compaction_warmup"),
+            (self.buffer_read_misses, "buffer_read_misses"),
+            (self.buffer_dispatch, "buffer_dispatch"),
+            (self.buffer_last_level, "buffer_last_level"),
+        ];
+        for (_, flag) in switches.iter().filter(|(on, _)| *on) {
+            notes += &format!(" {flag}=UNSUPPORTED");
+        }
+        notes
     }
 
     /// `--subcompactions` for a peer without them (LevelDB, fjall).
@@ -697,9 +710,14 @@ mod tests {
         assert_eq!(cfg.bloom_allocation, strata::BloomAllocation::Monkey);
         let m = StrataEngine::open(&cfg).unwrap().option_mapping();
         assert!(m.contains("bloom_bits_per_key=10 bloom_allocation=monkey "), "{m}");
-        assert!(cfg.peer_bloom_allocation_note().contains("bloom_allocation=UNSUPPORTED (monkey"));
+        assert!(cfg.peer_unsupported_notes().contains("bloom_allocation=UNSUPPORTED (monkey"));
         let uniform = config("", &dir.path().join("u"));
-        assert_eq!(uniform.peer_bloom_allocation_note(), "");
+        assert_eq!(uniform.peer_unsupported_notes(), "");
+        let buffer = config("--buffer_dispatch --compaction_warmup", &dir.path().join("b"));
+        assert_eq!(
+            buffer.peer_unsupported_notes(),
+            " compaction_warmup=UNSUPPORTED buffer_dispatch=UNSUPPORTED"
+        );
         let m = StrataEngine::open(&uniform).unwrap().option_mapping();
         assert!(m.contains("bloom_allocation=uniform "), "{m}");
     }

@@ -87,7 +87,7 @@ impl FjallEngine {
             if cfg.seek_compaction { " seek_compaction=UNSUPPORTED" } else { "" },
             if cfg.max_mem_compaction_level > 0 { " max_mem_compaction_level=UNSUPPORTED" } else { "" },
         );
-        mapping.push_str(&cfg.peer_bloom_allocation_note());
+        mapping.push_str(&cfg.peer_unsupported_notes());
         mapping.push_str(cfg.peer_subcompactions_note());
         mapping.push_str(&cfg.peer_prefix_note());
         if cfg.pin_slice {

@@ -110,7 +110,7 @@ impl LevelDbEngine {
                 } else {
                     " (so --seek_compaction=false or --max_mem_compaction_level other than 2 are UNSUPPORTED)"
                 },
-            ) + &cfg.peer_bloom_allocation_note()
+            ) + &cfg.peer_unsupported_notes()
                 + cfg.peer_subcompactions_note()
                 + &cfg.peer_prefix_note()
                 + if cfg.pin_slice { " pin_slice=UNSUPPORTED (the C API copies every value)" } else { "" },

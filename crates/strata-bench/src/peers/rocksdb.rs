@@ -146,7 +146,7 @@ impl RocksDbEngine {
                 ""
             },
         );
-        mapping.push_str(&cfg.peer_bloom_allocation_note());
+        mapping.push_str(&cfg.peer_unsupported_notes());
         // Opened with the default column family named (and its options the
         // same), so its handle is there for batched_multi_get_cf.
         let cf = ColumnFamilyDescriptor::new(DEFAULT_COLUMN_FAMILY_NAME, opts.clone());
