@@ -362,10 +362,10 @@ pub fn split_pipeline(policy: &str) -> (&str, Option<&str>) {
 }
 
 /// The Strata compaction style a `--policy` entry names (its `+pipeline`, if
-/// any, aside). `garnering@C` is
-/// Garnering with its own `c`, so one run can compare several values of c;
-/// plain `garnering` takes `--garnering_c`. `lwc@N` is light-weight
-/// compaction rewriting tables past N segments (plain `lwc`: 8).
+/// any, aside). `garnering@C` is Garnering with its own `c`, so one run can
+/// compare several values of c; plain `garnering` takes `--garnering_c`.
+/// `lwc@N` is light-weight compaction rewriting tables past N segments
+/// (plain `lwc`: 8).
 pub fn strata_style(policy: &str, garnering_c: f64) -> Result<strata::CompactionStyle, String> {
     let policy = split_pipeline(policy).0;
     let (name, arg) = match policy.split_once('@') {

@@ -141,12 +141,13 @@ pub fn experiment(scale: Scale, title: &'static str, claims: Vec<Claim>) -> Expe
              Each timed step reads with 8 threads for {secs} s {device}, after {warm} s unmeasured \
              on the bare device; the writer updates uniformly at 2 MB/s (the papers: 1 000 \
              writes/s of 1 KB, one thread); the `readonly_latest_rangehot` step has no writer. \
-             `rangehot` puts 98 % of reads in a hot 15 % of the key range (the bench's `--hot_fraction` default; LSbM's RangeHot: a tenth), \
-             `zipfian` is YCSB's (0.99). The `latest_*` steps (the dLSM paper's Latest-*) draw a \
+             `rangehot` puts 98 % of reads in a hot 15 % of the key range (the bench's \
+             `--hot_fraction` default; LSbM's RangeHot: a tenth), `zipfian` is YCSB's (0.99). The `latest_*` steps (the dLSM paper's Latest-*) draw a \
              position among the keys written so far, newest first, and read the key written there: \
              `latest_uniform` alike, `latest_zipfian` the newest most often, `latest_rangehot` 98 % \
              in 15 % of the positions; the load's writes start the history and each step's \
-             writer extends it, so the hot keys are recently written ones. Range queries (`ranges`): one thread, 100 entries \
+             writer extends it, so the hot keys are recently written ones. Range queries \
+             (`ranges`): one thread, 100 entries \
              from a rangehot start (LSbM: 100 KB ranges; dLSM: 10 MB of 100 GB). The papers' LSM \
              baseline runs two-phase compaction without the buffer, which is Strata's `blsm`; \
              `leveled` and `tiered` (the papers' SM-tree) run beside it."
