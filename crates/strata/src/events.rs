@@ -444,6 +444,12 @@ impl EventHub {
     /// Records the stall condition now seen; on a change of condition or
     /// cause, logs it and queues an event. Returns whether it changed. Cheap
     /// when nothing changed (the write path calls it for each write group).
+    /// True while the last stall condition seen holds writes back (delayed
+    /// or stopped).
+    pub(crate) fn writes_held_back(&self) -> bool {
+        self.stall.load(Ordering::Acquire) >> 2 != StallCondition::Normal as u8
+    }
+
     pub(crate) fn stall_seen(
         &self,
         keyspace: &str,

@@ -221,3 +221,46 @@ fn read_errors_in_a_parallel_merge_fail_it_cleanly() {
     db.compact_range(None, None).expect("compacts once the reads work");
     assert_eq!(collect(db.iter()), want);
 }
+
+/// `Auto` pipelines only work someone waits on: the flush of a full memtable
+/// while writes run free is sequential (a pipeline's threads would only take
+/// the writers' CPU), and `flush()`, which its caller waits on, follows the
+/// stage model. (With no history, which is each fresh database's case, the
+/// model says pipelined; the model's own choices are `compaction/auto.rs`'s
+/// unit tests.)
+#[test]
+fn auto_pipelines_only_what_someone_waits_on() {
+    for manual_first in [true, false] {
+        let opts = Options::default()
+            .with_vfs(Arc::new(MemVfs::new()))
+            .with_compaction_pipeline(CompactionPipeline::Auto { max_compute_threads: 2 })
+            .with_compression(CompressionType::Zstd(3))
+            .with_write_buffer_size(64 << 10)
+            // One sealed memtable cannot stop writes, and one L0 table is far
+            // from the slowdown trigger: nothing waits on the background flush.
+            .with_max_write_buffer_number(4);
+        let db = Db::open("/db", opts).unwrap();
+        let put = |from: u32, to: u32| {
+            for i in from..to {
+                db.put(format!("k{i:08}"), vec![b'v'; 100]).unwrap();
+            }
+        };
+        if manual_first {
+            put(0, 10);
+            db.flush().unwrap();
+        }
+        // About 70 KiB: one memtable fills and is flushed in the background.
+        put(10, 600);
+        db.wait_for_compactions().unwrap();
+        let s = db.stats();
+        let flushes: Vec<_> = s.recent_compactions.iter().filter(|r| r.kind == "flush").collect();
+        let full: Vec<_> = flushes.iter().filter(|r| r.reason == "memtable full").collect();
+        assert_eq!(full.len(), 1, "{flushes:?}");
+        assert_eq!(full[0].pipeline, CompactionPipeline::Sequential, "{:?}", full[0]);
+        if manual_first {
+            let manual: Vec<_> = flushes.iter().filter(|r| r.reason == "manual flush").collect();
+            assert_eq!(manual.len(), 1, "{flushes:?}");
+            assert_eq!(manual[0].pipeline, CompactionPipeline::Pipelined, "{:?}", manual[0]);
+        }
+    }
+}

@@ -5,6 +5,10 @@
 //! Every mode measures the same stages (read, the merging thread's own work,
 //! compress + checksum, write), so the choice can move between modes as the
 //! data or the device changes:
+//! - `Sequential` for a task no one waits on (see [`Waited`]): a pipeline's
+//!   extra threads then only take CPU from the writers and readers (on two
+//!   cores, pipelined background work made a random load 15 % slower while
+//!   compaction kept up; docs/BENCHMARKS.md, "PCP's report");
 //! - `Sequential` unless the model gives a pipeline at least
 //!   `MIN_PIPELINE_GAIN` its bandwidth (threads and hand-offs cost: an
 //!   uncompressed pipeline, ideal 1.17×, measured no faster);
@@ -32,14 +36,34 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// Whether anyone waits for a flush or compaction to finish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Waited {
+    /// A caller waits for this task: `compact_range`, `flush`, an ingestion.
+    ByCaller,
+    /// Writes are held back by the tree's backlog, or soon will be.
+    ByWriters,
+    /// Background work that keeps up: nothing waits on it.
+    No,
+}
+
 /// The mode to use now; anything but `Auto` is returned as it is.
-pub(crate) fn resolve(mode: CompactionPipeline, counters: &Counters) -> CompactionPipeline {
+pub(crate) fn resolve(mode: CompactionPipeline, counters: &Counters, waited: Waited) -> CompactionPipeline {
     match mode {
+        CompactionPipeline::Auto { .. } if waited == Waited::No => CompactionPipeline::Sequential,
         CompactionPipeline::Auto { max_compute_threads } => {
             choose(max_compute_threads, cores(), &counters.recent_output_tasks(WINDOW, MIN_TASK))
         }
         other => other,
     }
+}
+
+/// How close `l0` files are to holding writes back: RocksDB speeds its
+/// compactions up (`NeedSpeedupCompaction`) a quarter of the way from the
+/// compaction trigger to the slowdown trigger, and so does `Auto`.
+pub(crate) fn l0_behind(l0: usize, compaction_trigger: usize, slowdown_trigger: usize) -> bool {
+    let speedup = compaction_trigger + slowdown_trigger.saturating_sub(compaction_trigger) / 4;
+    l0 >= speedup.max(1)
 }
 
 /// For writers with no history (recovery, repair): `Auto` writes pipelined.
@@ -128,6 +152,23 @@ mod tests {
         assert_eq!(choose(8, 8, &heavy), CompactionPipeline::Parallel { compute_threads: 4 });
         assert_eq!(choose(3, 8, &heavy), CompactionPipeline::Parallel { compute_threads: 3 });
         assert_eq!(choose(8, 2, &heavy), CompactionPipeline::Parallel { compute_threads: 2 });
+    }
+
+    #[test]
+    fn a_task_no_one_waits_on_runs_sequentially() {
+        let auto = CompactionPipeline::Auto { max_compute_threads: 2 };
+        let counters = Counters::default();
+        assert_eq!(resolve(auto, &counters, Waited::No), CompactionPipeline::Sequential);
+        // Waited on, the model decides (with no history: pipelined).
+        assert_eq!(resolve(auto, &counters, Waited::ByCaller), CompactionPipeline::Pipelined);
+        assert_eq!(resolve(auto, &counters, Waited::ByWriters), CompactionPipeline::Pipelined);
+        // A mode set by the user is kept whoever waits.
+        let pcp = CompactionPipeline::Pipelined;
+        assert_eq!(resolve(pcp, &counters, Waited::No), pcp);
+        // L0 is behind a quarter of the way from the trigger (4) to the slowdown (20).
+        assert!(!l0_behind(7, 4, 20) && l0_behind(8, 4, 20));
+        // With the triggers equal (or a slowdown below the trigger), at the trigger.
+        assert!(!l0_behind(3, 4, 4) && l0_behind(4, 4, 4) && l0_behind(4, 4, 2));
     }
 
     #[test]

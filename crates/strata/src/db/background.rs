@@ -81,7 +81,11 @@ impl DbInner {
         self.shared.record_wals()?;
         let mem = &job.mem;
         let start = Instant::now();
-        let env = self.env();
+        // `flush()` and `close` wait for it; a full memtable's flush, only
+        // the writers if the tree is behind.
+        let by_caller =
+            matches!(job.reason, crate::events::FlushReason::Manual | crate::events::FlushReason::Shutdown);
+        let env = self.env(by_caller);
         let entries = mem.len() as u64;
         let (outputs, stages) = write_memtable(&env, mem)?;
         let pipeline = env.pipeline;
@@ -254,7 +258,7 @@ impl DbInner {
         let view = build_view_with(&version, &self.versions, &HashSet::new(), &cached);
         let Some(pick) = self.policy.trim(&view) else { return Ok(0) };
         let removed = pick.buffer.iter().filter(|a| matches!(a, BufferAction::RemoveFile { .. })).count();
-        self.run_task(version, &view, &pick)?;
+        self.run_task(version, &view, &pick, false)?;
         Counters::add(&self.counters.buffer_trims, 1);
         Counters::add(&self.counters.buffer_files_trimmed, removed as u64);
         log::info!(target: "strata::compaction", "[{}] buffer trim: {removed} buffer files removed", self.name);
@@ -275,7 +279,7 @@ impl DbInner {
             }
             // Nothing the policy wants: seek-triggered work, then idle work.
             if let Some(pick) = self.seek_pick(&view) {
-                self.run_task(version, &view, &pick)?;
+                self.run_task(version, &view, &pick, false)?;
                 Counters::add(&self.counters.seek_compactions, 1);
                 return Ok(true);
             }
@@ -296,7 +300,7 @@ impl DbInner {
             _ => Vec::new(),
         };
         if !concurrent || ids.is_empty() {
-            self.run_task(version, &view, &pick)?;
+            self.run_task(version, &view, &pick, false)?;
             return Ok(true);
         }
         validate_task(&view, &pick.task)?;
@@ -311,7 +315,7 @@ impl DbInner {
         // Installed under the lock, so picks and flush placements see a
         // MANIFEST edit whole; the inputs stay busy until it is applied.
         let mut touched = Touched::default();
-        let r = execute(&self.env(), &version, &view, &pick, snapshots).and_then(|outcome| {
+        let r = execute(&self.env(false), &version, &view, &pick, snapshots).and_then(|outcome| {
             let _g = self.compaction_lock.lock();
             touched.note(outcome.edit());
             outcome.install(|edit| self.versions.log_and_apply(edit).map(drop))
@@ -348,7 +352,14 @@ impl DbInner {
     /// and deletes the inputs nothing else holds. Takes the version by value:
     /// while any `Arc` of it lives, its files cannot be deleted, so it is
     /// dropped before the purge (callers must not keep another copy).
-    pub(super) fn run_task(&self, version: Arc<Version>, view: &LsmView, pick: &PickResult) -> Result<()> {
+    /// `by_caller`: a caller waits for it (a manual compaction).
+    pub(super) fn run_task(
+        &self,
+        version: Arc<Version>,
+        view: &LsmView,
+        pick: &PickResult,
+        by_caller: bool,
+    ) -> Result<()> {
         let refiltered = monkey::refilter_move(&self.opts, self.policy.as_ref(), view, pick);
         let pick = refiltered.as_ref().unwrap_or(pick);
         validate_task(view, &pick.task)?;
@@ -359,7 +370,7 @@ impl DbInner {
         }
         // The executor returns the task's one edit; it is installed here.
         self.task_running.store(true, Ordering::Release);
-        let done = execute(&self.env(), &version, view, pick, snapshots).and_then(|outcome| {
+        let done = execute(&self.env(by_caller), &version, view, pick, snapshots).and_then(|outcome| {
             let mut touched = Touched::default();
             touched.note(outcome.edit());
             let record = outcome.install(|edit| self.versions.log_and_apply(edit).map(drop))?;
@@ -465,7 +476,7 @@ impl DbInner {
     /// Runs one task of a manual compaction; a failure other than a refused
     /// pick sets the background error, as in background work.
     fn run_manual_task(&self, version: Arc<Version>, view: &LsmView, pick: &PickResult) -> Result<()> {
-        let r = self.run_task(version, view, pick);
+        let r = self.run_task(version, view, pick, true);
         if let Err(e) = &r {
             if !matches!(e, Error::InvalidArgument(_)) {
                 self.set_bg_error_for(e, BackgroundErrorReason::Compaction);

@@ -91,7 +91,7 @@ impl DbInner {
             | CompactionTask::UpdateState { reason } => *reason = "idle",
             CompactionTask::Move { .. } | CompactionTask::Drop { .. } => {}
         }
-        self.run_task(version, view, &pick)?;
+        self.run_task(version, view, &pick, false)?;
         Counters::add(&self.counters.idle_compactions, 1);
         Ok(true)
     }

@@ -272,7 +272,7 @@ impl DbInner {
     /// stamped with `seq`. A file holding a key twice (several versions, or
     /// out of order) is refused: one sequence cannot order them.
     fn write_ingested(&self, files: &[External], seq: SeqNum) -> Result<Vec<NewFile>> {
-        let env = self.env();
+        let env = self.env(true);
         let view = build_view(&self.versions.current(), &self.versions, &HashSet::new());
         let entries = files.iter().map(|f| f.table.properties().num_entries).sum();
         let target = WriteTarget { level: 0, run: RunTarget::New, inputs: &[], entries };

@@ -164,16 +164,41 @@ pub(crate) struct DbInner {
 }
 
 impl DbInner {
-    pub(crate) fn env(&self) -> Env<'_> {
+    /// The environment of a flush or compaction; `by_caller` when a caller
+    /// waits for it (its `Auto` pipeline then follows the stage model, as it
+    /// does when writes wait on the tree's backlog; otherwise sequential).
+    pub(crate) fn env(&self, by_caller: bool) -> Env<'_> {
+        use crate::compaction::auto::{self, Waited};
+        let waited = if by_caller {
+            Waited::ByCaller
+        } else if self.writes_wait() {
+            Waited::ByWriters
+        } else {
+            Waited::No
+        };
         Env {
             vfs: self.vfs.as_ref(),
             versions: &self.versions,
             tables: &self.tables,
             opts: &self.opts,
             policy: self.policy.as_ref(),
-            pipeline: crate::compaction::auto::resolve(self.opts.compaction_pipeline, &self.counters),
+            pipeline: auto::resolve(self.opts.compaction_pipeline, &self.counters, waited),
             split_merges: Env::splits(self.opts.compaction_pipeline),
         }
+    }
+
+    /// True when writes are held back (delayed or stopped), or L0 is close
+    /// enough to its slowdown trigger that they soon will be.
+    fn writes_wait(&self) -> bool {
+        let l0 = self.versions.current().level_files(0);
+        let o = &self.opts;
+        self.events.writes_held_back()
+            || (!o.disable_auto_compactions
+                && crate::compaction::auto::l0_behind(
+                    l0,
+                    o.level0_file_num_compaction_trigger,
+                    o.level0_slowdown_writes_trigger,
+                ))
     }
 
     /// Publishes the current memtables and version to readers. Callers hold `state`.

@@ -106,8 +106,12 @@ pub enum CompactionPipeline {
         /// Threads merging sub-tasks, and threads compressing blocks (1–64 each).
         compute_threads: usize,
     },
-    /// Chooses one of the above for each flush or compaction from the stage
-    /// times of the recent ones (no engine does this; see ARCHITECTURE.md):
+    /// Chooses one of the above for each flush or compaction: `Sequential`
+    /// for background work nothing waits on (writes run free and L0 is short
+    /// of the point where RocksDB speeds compaction up), since a pipeline's
+    /// threads would only take the writers' CPU; for work a caller or the
+    /// writers wait on, by the stage times of the recent tasks (no engine does
+    /// this; see ARCHITECTURE.md):
     /// `Sequential` when compressing and writing are a small share of the
     /// work, `Parallel` with enough compute threads (at most
     /// `max_compute_threads`) when compressing takes longer than merging,
