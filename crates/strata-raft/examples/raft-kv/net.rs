@@ -275,21 +275,24 @@ mod tests {
     /// after a kill, said so.
     #[tokio::test]
     async fn a_call_dropped_before_its_reply_never_answers_the_next_call() {
-        // A peer that echoes each request line as a JSON string, the first
-        // one it ever receives late.
+        // A peer that echoes each request line as a JSON string; the first
+        // one it ever receives only once the caller has given up on it (a
+        // condition, not a delay: the first call cannot finish in time).
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let seen = Arc::new(AtomicUsize::new(0));
+        let gave_up = Arc::new(tokio::sync::Notify::new());
+        let gate = gave_up.clone();
         tokio::spawn(async move {
             loop {
                 let (stream, _) = listener.accept().await.unwrap();
-                let seen = seen.clone();
+                let (seen, gate) = (seen.clone(), gate.clone());
                 tokio::spawn(async move {
                     let (r, mut w) = stream.into_split();
                     let mut lines = BufReader::new(r).lines();
                     while let Ok(Some(line)) = lines.next_line().await {
                         if seen.fetch_add(1, Ordering::SeqCst) == 0 {
-                            tokio::time::sleep(Duration::from_millis(300)).await;
+                            gate.notified().await;
                         }
                         let mut reply = serde_json::to_vec(&line).unwrap();
                         reply.push(b'\n');
@@ -305,6 +308,7 @@ mod tests {
         let cut =
             tokio::time::timeout(Duration::from_millis(50), peer.call::<String, RaftError<NodeId>>(&first));
         assert!(cut.await.is_err(), "the first call was to time out");
+        gave_up.notify_one();
         let reply = peer.call::<String, RaftError<NodeId>>(&second).await.unwrap();
         assert_eq!(reply, serde_json::to_string(&second).unwrap(), "a reply to another call");
         // A call that completes keeps its connection for the next one.
