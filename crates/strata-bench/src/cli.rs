@@ -234,6 +234,29 @@ pub struct Args {
     /// same device (needs root and cgroups; see scripts/slow-device.sh for other commands).
     #[arg(long, default_value = "none")]
     pub device_profile: String,
+    /// Strata only, SIMULATED: a drive model under Strata's file system that counts what the
+    /// drive would do with the engine's I/O (nothing is slowed down): none | hdd (a conventional
+    /// disk: seeks and transfers) | smr (a drive-managed shingled disk: bands written only at
+    /// their write pointer, a persistent cache, band read-modify-writes). Results gain the
+    /// drive's counters: auxiliary write amplification, band rewrites, busy seconds.
+    #[arg(long, default_value = "none")]
+    pub drive_model: String,
+    /// Bytes per band of `--drive_model=smr` (the LWC slides measure 20-60 MB).
+    #[arg(long, default_value_t = 40 << 20)]
+    pub smr_band_size: u64,
+    /// Bytes of the smr drive's persistent cache; 0 = a fifth of the data written (`--num` x
+    /// (key + value)), the ratio of the slides' drive (about 20 GB) to their 100 GB load.
+    #[arg(long, default_value_t = 0)]
+    pub smr_cache_size: u64,
+    /// Bytes of page cache in front of the modelled drive (recently written or read data is read
+    /// again without it); 0 = a tenth of the data written: a database ten times memory.
+    #[arg(long, default_value_t = 0)]
+    pub drive_page_cache: u64,
+    /// How files are laid out on the modelled drive: auto (band for lwc and smrdb, whose stores
+    /// map a table to bands of its own; fs for the rest) | fs (a file system's first-fit
+    /// allocator reusing freed space) | band (each file in bands of its own, reset when freed).
+    #[arg(long, default_value = "auto")]
+    pub drive_placement: String,
     /// Memory limit in bytes under --device_profile (memory charged after entering it: the block
     /// cache as it fills, new allocations, the page cache); 0 = --cache_size + 128 MiB.
     #[arg(long, default_value_t = 0)]
@@ -312,7 +335,10 @@ pub struct Args {
     /// Comma-separated Strata compaction policies; each is its own row `strata/<policy>`.
     /// `garnering@C` sets Garnering's c for that row (`--policy=leveled,garnering@0.8,garnering@0.4`),
     /// `lwc@N` light-weight compaction's segment limit (`--policy=leveled,lwc,lwc@16`);
-    /// `+PIPELINE` gives a row its own `--compaction_pipeline` (`--policy=leveled+scp,leveled+pcp`).
+    /// `+PIPELINE` gives a row its own `--compaction_pipeline` (`--policy=leveled+scp,leveled+pcp`),
+    /// `:DRIVE` its own `--drive_model` (`--drive_model=smr --policy=leveled,lwc,leveled:hdd`),
+    /// `:smr@MIB` also its own `--smr_band_size` in MiB (`--policy=leveled:smr@20,leveled:smr@60`).
+    /// `smrdb` is SMRDB's shape of `tiered`: two levels, tables as large as an smr band.
     #[arg(long, value_delimiter = ',', default_value = "leveled")]
     pub policy: Vec<String>,
     /// Repetitions, interleaved across engines (A B A B ...); the table shows medians.
@@ -454,9 +480,23 @@ impl Args {
             )?;
         }
         crate::device::lookup(&self.device_profile).map_err(|e| format!("--device_profile: {e}"))?;
+        one_of("--drive_model", &self.drive_model, &["none", "hdd", "smr"])?;
+        one_of("--drive_placement", &self.drive_placement, &["auto", "fs", "band"])?;
+        check(
+            self.smr_band_size >= 1 << 20 && self.smr_band_size.is_multiple_of(crate::smr::model::BLOCK),
+            "--smr_band_size must be at least 1 MiB and a multiple of 4096",
+        )?;
         check(!self.policy.is_empty(), "--policy: no policy given")?;
         for p in &self.policy {
             crate::engine::strata_style(p, self.garnering_c).map_err(|e| format!("--policy: {e}"))?;
+            if let Some(drive) = crate::engine::split_drive(p).1 {
+                match drive.split_once('@') {
+                    Some(("smr", mib)) => {
+                        parse_band_mib(mib).map_err(|e| format!("--policy {p}: {e}"))?;
+                    }
+                    _ => one_of(&format!("--policy {p}: drive"), drive, &["none", "hdd", "smr"])?,
+                }
+            }
             if let Some(pipeline) = crate::engine::split_pipeline(p).1 {
                 strata::CompactionPipeline::parse(pipeline, self.compaction_threads)
                     .map_err(|e| format!("--policy {p}: {e}"))?;
@@ -478,10 +518,56 @@ impl Args {
         Ok(())
     }
 
+    /// The simulated drive a `--policy` row runs on (`--drive_model`), if any.
+    pub fn drive(&self, policy: &str) -> Option<crate::smr::DriveConfig> {
+        use crate::smr::{DriveConfig, Placement, Shingled};
+        let (policy, model) = crate::engine::split_drive(policy);
+        let placement = match self.drive_placement.as_str() {
+            "band" => Placement::BandPerFile,
+            "fs" => Placement::FileSystem,
+            _ => match crate::engine::split_pipeline(policy).0.split('@').next() {
+                Some("lwc" | "smrdb") => Placement::BandPerFile,
+                _ => Placement::FileSystem,
+            },
+        };
+        let data = self.num.saturating_mul((self.key_size + self.value_size()) as u64);
+        let cache_size = match self.smr_cache_size {
+            0 => (data / 5).max(self.smr_band_size),
+            n => n,
+        };
+        let page_cache = match self.drive_page_cache {
+            0 => data / 10,
+            n => n,
+        };
+        let (model, band_size) = match model.unwrap_or(&self.drive_model).split_once('@') {
+            Some((m, mib)) => (m, parse_band_mib(mib).unwrap_or(self.smr_band_size)),
+            None => (model.unwrap_or(&self.drive_model), self.smr_band_size),
+        };
+        match model {
+            "hdd" => Some(DriveConfig::desktop(None, placement, page_cache)),
+            "smr" => {
+                Some(DriveConfig::desktop(Some(Shingled { band_size, cache_size }), placement, page_cache))
+            }
+            _ => None,
+        }
+    }
+
     /// Strata's output pipeline from `--compaction_pipeline` and `--compaction_threads`.
     pub fn pipeline(&self) -> Result<strata::CompactionPipeline, String> {
         strata::CompactionPipeline::parse(&self.compaction_pipeline, self.compaction_threads)
             .map_err(|e| format!("--compaction_pipeline: {e}"))
+    }
+}
+
+/// `smr@N`'s band size: N MiB (fractions allowed), at least 1 MiB, rounded
+/// down to whole 4 KiB blocks.
+fn parse_band_mib(mib: &str) -> Result<u64, String> {
+    match mib.parse::<f64>() {
+        Ok(m) if (1.0..=4096.0).contains(&m) => {
+            let bytes = (m * (1u64 << 20) as f64) as u64;
+            Ok(bytes - bytes % crate::smr::model::BLOCK)
+        }
+        _ => Err(format!("smr@{mib}: the band size must be 1 to 4096 MiB")),
     }
 }
 

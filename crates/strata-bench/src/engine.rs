@@ -72,6 +72,8 @@ pub struct EngineConfig {
     pub prefix_size: usize,
     /// Prefix scans ask no prefix filter (`--total_order_seek`).
     pub total_order_seek: bool,
+    /// The simulated drive under the database (`--drive_model`); Strata only.
+    pub drive: Option<crate::smr::DriveConfig>,
 }
 
 /// [`Engine::scan_keep_last`] over an engine's own forward iterator: reads up
@@ -134,6 +136,9 @@ impl EngineConfig {
         for (_, flag) in switches.iter().filter(|(on, _)| *on) {
             notes += &format!(" {flag}=UNSUPPORTED");
         }
+        if self.drive.is_some() {
+            notes += " drive_model=UNSUPPORTED (the simulated drive sits under Strata's file system only)";
+        }
         notes
     }
 
@@ -180,6 +185,7 @@ impl EngineConfig {
             pin_slice: false,
             prefix_size: 0,
             total_order_seek: false,
+            drive: None,
         }
     }
 
@@ -222,6 +228,8 @@ pub struct EngineStats {
     pub stall_micros: Option<u64>,
     /// Deepest level holding data (0 when only L0 does).
     pub levels_in_use: Option<usize>,
+    /// The simulated drive's counters (`--drive_model`).
+    pub drive: Option<crate::results::DriveResult>,
 }
 
 impl EngineStats {
@@ -361,17 +369,34 @@ pub fn split_pipeline(policy: &str) -> (&str, Option<&str>) {
     }
 }
 
+/// A `--policy` entry's own simulated drive: `leveled:hdd` is the `leveled`
+/// row on `--drive_model=hdd`, so one run sets LevelDB on a conventional
+/// disk beside rows on a shingled one (the LWC slides' LDB-HDD); plain
+/// entries take the flag's. The suffix comes last (`leveled+pcp:hdd`).
+pub fn split_drive(policy: &str) -> (&str, Option<&str>) {
+    match policy.split_once(':') {
+        Some((rest, drive)) => (rest, Some(drive)),
+        None => (policy, None),
+    }
+}
+
 /// The Strata compaction style a `--policy` entry names (its `+pipeline`, if
 /// any, aside). `garnering@C` is Garnering with its own `c`, so one run can
 /// compare several values of c; plain `garnering` takes `--garnering_c`.
 /// `lwc@N` is light-weight compaction rewriting tables past N segments
 /// (plain `lwc`: 8).
 pub fn strata_style(policy: &str, garnering_c: f64) -> Result<strata::CompactionStyle, String> {
-    let policy = split_pipeline(policy).0;
+    let policy = split_pipeline(split_drive(policy).0).0;
     let (name, arg) = match policy.split_once('@') {
         Some((name, arg)) => (name, Some(arg)),
         None => (policy, None),
     };
+    if name == SMRDB {
+        return match arg {
+            None => Ok(strata::CompactionStyle::Tiered),
+            Some(_) => Err(format!("{policy}: smrdb takes no @")),
+        };
+    }
     match strata::CompactionStyle::from_name(name).map_err(|e| e.to_string())? {
         strata::CompactionStyle::Garnering { .. } => {
             let c = match arg {
@@ -398,6 +423,16 @@ pub fn strata_style(policy: &str, garnering_c: f64) -> Result<strata::Compaction
     }
 }
 
+/// `--policy=smrdb`: SMRDB (Pitchumani et al., SYSTOR '15), the LWC slides'
+/// SMR baseline, as Strata's tiered policy in SMRDB's shape: two levels
+/// (L0 and L1), runs of overlapping key ranges in each, tables as large as
+/// a band of `--drive_model=smr` (without one, `--max_file_size`).
+pub const SMRDB: &str = "smrdb";
+
+/// Target sizes a table of Strata's `lwc` grows to by appends before it is
+/// divided (`LwcConfig::new`'s `max_table_factor`).
+const LWC_TABLE_FACTOR: u64 = 4;
+
 /// Strata, with any of its compaction policies.
 pub struct StrataEngine {
     db: strata::Db,
@@ -407,6 +442,8 @@ pub struct StrataEngine {
     get_ro: strata::ReadOptions,
     policy: String,
     mapping: String,
+    /// The simulated drive under the database, if any.
+    drive: Option<std::sync::Arc<crate::smr::SmrVfs>>,
     wo: strata::WriteOptions,
     path: PathBuf,
     /// Idle compaction is on.
@@ -452,6 +489,43 @@ impl StrataEngine {
             0 => opts,
             n => opts.with_prefix_extractor(std::sync::Arc::new(strata::FixedPrefix::new(n))),
         };
+        let band = cfg.drive.and_then(|d| d.shingled).map(|s| s.band_size);
+        let on_bands = cfg.drive.is_some_and(|d| d.placement == crate::smr::Placement::BandPerFile);
+        let smrdb = split_pipeline(split_drive(&cfg.policy).0).0 == SMRDB;
+        // LWC-store maps a table (DTable) to a band and divides it when it
+        // overflows the band: Strata's lwc divides a table past
+        // LWC_TABLE_FACTOR targets, so its target is that part of a band.
+        let lwc_band = match (&style, band) {
+            (strata::CompactionStyle::Lwc { .. }, Some(b)) if on_bands => Some(b / LWC_TABLE_FACTOR),
+            _ => None,
+        };
+        let opts = if smrdb {
+            opts.with_num_levels(2).with_target_file_size_base(band.unwrap_or(cfg.max_file_size))
+        } else if let Some(target) = lwc_band {
+            opts.with_target_file_size_base(target)
+        } else {
+            opts
+        };
+        let drive = cfg.drive.map(|d| {
+            std::sync::Arc::new(crate::smr::SmrVfs::new(std::sync::Arc::new(strata::RealVfs::new()), d))
+        });
+        let opts = match &drive {
+            Some(d) => opts.with_vfs(d.clone()),
+            None => opts,
+        };
+        let drive_note = match (&cfg.drive, smrdb) {
+            (Some(d), _) => format!(
+                " drive_model={} (SIMULATED){}{}",
+                crate::smr::describe(d),
+                if smrdb { " smrdb: num_levels=2 target_file_size_base=band" } else { "" },
+                match lwc_band {
+                    Some(t) => format!(" lwc: target_file_size_base={t} (a table grows to one band)"),
+                    None => String::new(),
+                }
+            ),
+            (None, true) => " smrdb: num_levels=2".into(),
+            (None, false) => String::new(),
+        };
         let mapping = format!(
             "strata: block_cache_capacity={} row_cache={} compaction_warmup={} bloom_bits_per_key={} bloom_allocation={} write_buffer_size={} target_file_size_base={} \
              compression={:?} use_direct_reads={} mmap_reads={} max_bytes_for_level_base={} max_bytes_for_level_multiplier={} compaction_style={}{} buffer_trim_interval={:?} buffer_read_misses={} buffer_dispatch={} buffer_last_level={} \
@@ -469,7 +543,7 @@ impl StrataEngine {
             cfg.mmap_reads,
             cfg.max_bytes_for_level_base,
             cfg.level_multiplier,
-            cfg.policy.split(['@', '+']).next().unwrap_or(&cfg.policy),
+            cfg.policy.split(['@', '+', ':']).next().unwrap_or(&cfg.policy),
             match style {
                 strata::CompactionStyle::Garnering { c } => format!("(c={c})"),
                 strata::CompactionStyle::Lwc { max_segments } => format!("(max_segments={max_segments})"),
@@ -489,7 +563,7 @@ impl StrataEngine {
             if cfg.prefix_size > 0 { format!("strata.FixedPrefix.{}", cfg.prefix_size) } else { "none".into() },
             cfg.total_order_seek,
             if cfg.subcompactions > 1 { " subcompactions=UNSUPPORTED (see compaction_pipeline)" } else { "" },
-        );
+        ) + &drive_note;
         let db = strata::Db::open(&cfg.path, opts).map_err(|e| e.to_string())?;
         Ok(StrataEngine {
             db,
@@ -498,6 +572,7 @@ impl StrataEngine {
             idle: idle.is_some(),
             policy: cfg.policy.clone(),
             mapping,
+            drive,
             wo: strata::WriteOptions::default().with_sync(cfg.sync),
             path: cfg.path.clone(),
         })
@@ -600,6 +675,12 @@ impl Engine for StrataEngine {
             write_amplification: Some(s.write_amplification),
             stall_micros: Some(s.stall_time.as_micros() as u64),
             levels_in_use: Some(s.levels.iter().filter(|l| l.files > 0).map(|l| l.level).max().unwrap_or(0)),
+            drive: self.drive.as_ref().map(|d| crate::results::DriveResult {
+                model: crate::smr::describe(&d.config()),
+                stats: d.stats(),
+                user_bytes: s.user_bytes_written,
+                this_benchmark: d.stats(),
+            }),
         }
     }
     fn wait_for_compactions(&self) -> BenchResult<()> {
@@ -659,6 +740,69 @@ mod tests {
         }
         assert!(!tables.is_empty());
         ((c.capacity_bytes, c.hits, c.misses), tables)
+    }
+
+    /// The row `policy` of a run with `flags`, in `dir`.
+    fn row_config(flags: &str, policy: &str, dir: &Path) -> EngineConfig {
+        let args =
+            crate::cli::parse_args(["strata-bench"].into_iter().chain(flags.split_whitespace())).unwrap();
+        crate::suite::Plan::from_args(&args).engine_config(dir, policy)
+    }
+
+    #[test]
+    fn each_row_gets_its_own_simulated_drive_and_placement() {
+        use crate::smr::Placement;
+        let dir = tempfile::tempdir().unwrap();
+        let flags = "--drive_model=smr --smr_band_size=2097152 --num=1000 --value_size=100";
+        let drive = |policy: &str| row_config(flags, policy, dir.path()).drive.unwrap();
+        let leveled = drive("leveled");
+        let sh = leveled.shingled.unwrap();
+        assert_eq!((sh.band_size, leveled.placement), (2 << 20, Placement::FileSystem));
+        assert_eq!(sh.cache_size, 2 << 20, "a fifth of 116 kB is less than a band: one band");
+        assert_eq!(leveled.page_cache, 1000 * 116 / 10);
+        assert_eq!(drive("lwc").placement, Placement::BandPerFile);
+        assert_eq!(drive("smrdb").placement, Placement::BandPerFile);
+        assert_eq!(drive("leveled:hdd").shingled, None, "LDB-HDD: a conventional drive");
+        assert_eq!(drive("lwc@4+pcp:smr@3").shingled.unwrap().band_size, 3 << 20);
+        assert!(row_config("", "leveled", dir.path()).drive.is_none(), "no model unless asked for");
+        for bad in ["leveled:ssd", "leveled:smr@0.5", "leveled:smr@x", "smrdb@2"] {
+            let args = crate::cli::parse_args(["strata-bench", &format!("--policy={bad}")]);
+            assert!(args.is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn smrdb_and_lwc_take_their_shapes_on_an_smr_drive() {
+        let dir = tempfile::tempdir().unwrap();
+        let flags =
+            "--drive_model=smr --smr_band_size=1048576 --smr_cache_size=1048576 --max_file_size=65536 \
+                     --write_buffer_size=65536 --max_bytes_for_level_base=262144";
+        let run = |policy: &str| {
+            let e = StrataEngine::open(&row_config(flags, policy, &dir.path().join(policy))).unwrap();
+            for i in 0..6000u32 {
+                e.put(format!("{:016}", i.wrapping_mul(2_654_435_761)).as_bytes(), &[7; 100]).unwrap();
+            }
+            e.wait_for_compactions().unwrap();
+            let d = e.stats().drive.unwrap();
+            (
+                e.db().property("strata.policy").unwrap(),
+                e.stats().levels_in_use.unwrap(),
+                e.option_mapping(),
+                d,
+            )
+        };
+        let (policy, levels, mapping, d) = run("smrdb");
+        assert_eq!((policy.as_str(), levels), ("tiered", 1), "two levels: L0 and L1");
+        assert!(mapping.contains("num_levels=2 target_file_size_base=band"), "{mapping}");
+        assert_eq!((d.stats.cached, d.stats.band_rewrites), (0, 0), "band placement: {d:?}");
+        assert!(d.stats.host_written > d.user_bytes, "flushes and merges reach the drive: {d:?}");
+        let (policy, _, mapping, d) = run("lwc");
+        assert_eq!(policy, "lwc");
+        assert!(mapping.contains("lwc: target_file_size_base=262144"), "a quarter band: {mapping}");
+        assert_eq!(d.stats.awa(), 1.0, "appends at each band's write pointer: {d:?}");
+        let (_, _, _, d) = run("leveled");
+        assert!(d.stats.cached > 0, "LevelDB's files reuse freed space behind write pointers: {d:?}");
+        assert!(d.stats.band_rewrites > 0 && d.stats.awa() > 1.0, "the cache was cleaned: {d:?}");
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod peers;
 pub mod registry;
 pub mod report;
 pub mod results;
+pub mod smr;
 pub mod strata_defaults;
 pub mod suite;
 pub mod txn_bench;

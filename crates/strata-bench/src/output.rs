@@ -246,6 +246,7 @@ mod tests {
                     samples,
                     op_latencies: Vec::new(),
                     device_profile: String::new(),
+                    drive: None,
                 });
             }
             // A benchmark without a time series: rows in results.csv, no charts.

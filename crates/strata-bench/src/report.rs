@@ -178,6 +178,54 @@ pub fn format_op_table(results: &[RunResult]) -> String {
     render(&rows, 3)
 }
 
+/// The simulated drive's counters (`--drive_model`) of every row that ran
+/// on one, medians over repetitions; empty when none did.
+pub fn format_drive_table(results: &[RunResult]) -> String {
+    let head = [
+        "benchmark",
+        "engine",
+        "drive (SIMULATED)",
+        "user MB/s",
+        "busy s",
+        "AWA",
+        "MWA",
+        "band rewrites",
+        "cached",
+        "seeks",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
+    for (bench, engine, rs) in groups(results) {
+        let drives: Vec<_> = rs.iter().filter_map(|r| r.drive.as_ref()).collect();
+        let Some(first) = drives.first() else { continue };
+        let med = |f: &dyn Fn(&crate::results::DriveResult) -> f64| {
+            median(&drives.iter().map(|d| f(d)).collect::<Vec<_>>())
+        };
+        let mwa = med_opt(&rs, |r| Some(r.drive.as_ref()?.stats.awa() * r.write_amplification?));
+        rows.push(vec![
+            bench,
+            engine,
+            first.model.clone(),
+            num(med(&|d| d.user_mb_per_sec())),
+            num(med(&|d| d.stats.busy_secs)),
+            num(med(&|d| d.stats.awa())),
+            mwa.map_or("-".into(), num),
+            format!("{:.0}", med(&|d| d.stats.band_rewrites as f64)),
+            mib(med(&|d| d.stats.cached as f64)),
+            format!("{:.0}", med(&|d| d.stats.seeks as f64)),
+        ]);
+    }
+    if rows.len() == 1 {
+        return String::new();
+    }
+    render(&rows, 3)
+}
+
+/// Under the drive table: what its columns mean.
+pub const DRIVE_NOTE: &str = "user MB/s: bytes the writes carried over the seconds the simulated drive was \
+                              busy (seeks and transfers, one request at a time); AWA: media bytes written per \
+                              byte the engine wrote; MWA: the engine's write amplification (w-amp) times \
+                              AWA; all cumulative since the database was opened";
+
 /// YCSB's own per-operation report lines for one row (`[READ], Operations, 950`,
 /// `[READ], 99thPercentileLatency(us), 12.5`, …; multireadrandom's `[BATCH]`
 /// lines in the same form); empty for other rows.

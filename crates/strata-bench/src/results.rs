@@ -87,4 +87,51 @@ pub struct RunResult {
     /// empty when none.
     #[serde(default)]
     pub device_profile: String,
+    /// The simulated drive's counters since open, at the end (`--drive_model`).
+    #[serde(default)]
+    pub drive: Option<DriveResult>,
+}
+
+/// What the simulated drive (`--drive_model`) did under one engine, since open.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DriveResult {
+    /// The model, e.g. `smr (band 40 MiB, cache 200 MiB, fs placement)`.
+    pub model: String,
+    /// Its counters since the database was opened.
+    pub stats: crate::smr::DriveStats,
+    /// Bytes the writes since open carried (keys and values).
+    pub user_bytes: u64,
+    /// Its counters over this benchmark alone.
+    #[serde(default)]
+    pub this_benchmark: crate::smr::DriveStats,
+}
+
+impl DriveResult {
+    /// `after` (stats since open, at the end of a benchmark) with the
+    /// benchmark's own counters: the difference from `before`.
+    pub fn over(after: &DriveResult, before: Option<&DriveResult>) -> DriveResult {
+        let this_benchmark = match before {
+            Some(b) => after.stats.since(&b.stats),
+            None => after.stats,
+        };
+        DriveResult { this_benchmark, ..after.clone() }
+    }
+
+    /// Operations per second of drive time in this benchmark (its speed if
+    /// the drive is the bottleneck); 0 when the drive did nothing.
+    pub fn ops_per_busy_sec(&self, ops: u64) -> f64 {
+        if self.this_benchmark.busy_secs <= 0.0 {
+            return 0.0;
+        }
+        ops as f64 / self.this_benchmark.busy_secs
+    }
+
+    /// User MB/s the drive sustains: user bytes over the seconds the drive
+    /// was busy (the load's speed if the drive is the bottleneck).
+    pub fn user_mb_per_sec(&self) -> f64 {
+        if self.stats.busy_secs <= 0.0 {
+            return 0.0;
+        }
+        self.user_bytes as f64 / 1e6 / self.stats.busy_secs
+    }
 }

@@ -224,6 +224,7 @@ impl Plan {
             pin_slice: a.pin_slice,
             prefix_size: a.prefix_size,
             total_order_seek: a.total_order_seek,
+            drive: a.drive(policy),
         }
     }
 }
@@ -407,6 +408,10 @@ pub fn run_main(plan: &Plan) -> BenchResult<()> {
     let ops = report::format_op_table(&results);
     if !ops.is_empty() {
         writeln!(out, "\nlatency per operation type (YCSB operations, multireadrandom batches; medians over repetitions):\n{ops}").map_err(io)?;
+    }
+    let drive = report::format_drive_table(&results);
+    if !drive.is_empty() {
+        writeln!(out, "\nsimulated drive (--drive_model):\n{drive}{}", report::DRIVE_NOTE).map_err(io)?;
     }
     let series = report::format_series(&results);
     if !series.is_empty() {

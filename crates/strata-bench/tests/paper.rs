@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use strata_bench::paper::spec::Scale;
-use strata_bench::paper::{paper, run_paper, Ran, NOT_YET, PAPERS};
+use strata_bench::paper::{paper, run_paper, Ran, PAPERS};
 
 #[test]
 fn the_autumn_report_has_a_measured_row_for_every_claim() {
@@ -76,11 +76,30 @@ fn check_report(name: &str, heading: &str, out: &Path, ran: &mut Ran) -> (String
     (text, String::from_utf8(log).unwrap())
 }
 
+/// The LWC slides' report runs every row on the simulated drive and reports
+/// its counters.
 #[test]
-fn unknown_and_unbuilt_papers_are_refused_by_name() {
-    assert!(PAPERS.contains(&"autumn"));
-    let unbuilt = paper(NOT_YET[0], Scale::Quick).err().unwrap();
-    assert!(unbuilt.contains("not built yet"), "{unbuilt}");
+fn the_lwc_report_measures_every_claim_on_the_simulated_drive() {
+    let out = tempfile::tempdir().unwrap();
+    let (text, log) = check_report("lwc", "# LWC-tree", out.path(), &mut Ran::new());
+    for row in ["strata/leveled", "strata/leveled:hdd", "strata/smrdb", "strata/lwc", "strata/lwc:smr@2"] {
+        assert!(
+            text.contains(&format!("| {row}")),
+            "row {row} in the page:
+{text}"
+        );
+    }
+    assert!(text.contains("SIMULATED"), "the page says the drive is simulated");
+    assert!(log.contains("drive_model=smr (band 1 MiB") && log.contains("band placement"), "{log}");
+    assert!(log.contains("drive_model=hdd"), "the LDB-HDD row ran on a conventional drive:\n{log}");
+    assert!(log.contains("smrdb: num_levels=2 target_file_size_base=band"), "{log}");
+}
+
+#[test]
+fn unknown_papers_are_refused_by_name() {
+    for name in ["autumn", "dlsm", "lsbm", "pcp", "lwc"] {
+        assert!(PAPERS.contains(&name) && paper(name, Scale::Quick).is_ok(), "{name}");
+    }
     let unknown = paper("nope", Scale::Quick).err().unwrap();
     assert!(unknown.contains("unknown paper") && unknown.contains("autumn"), "{unknown}");
 }

@@ -258,6 +258,7 @@ pub fn finish(
         samples: Vec::new(),
         op_latencies: Vec::new(),
         device_profile: String::new(),
+        drive: after.drive.as_ref().map(|d| crate::results::DriveResult::over(d, before.drive.as_ref())),
     };
     Ok((r, hist))
 }

@@ -137,6 +137,7 @@ pub fn run(
         samples: outcome,
         op_latencies: vec![summary("READ", &total, found), summary("WRITE", &writes, 0)],
         device_profile: String::new(),
+        drive: after.drive.as_ref().map(|d| crate::results::DriveResult::over(d, before.drive.as_ref())),
     };
     // No MB/s line: db_bench's would count read bytes, which a get does not return here.
     Ok(Outcome { results: vec![(result, Some(super::Latencies::single(total)))], bytes: 0 })

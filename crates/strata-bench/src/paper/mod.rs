@@ -7,6 +7,7 @@ mod autumn;
 mod buffer;
 mod dlsm;
 mod lsbm;
+mod lwc;
 mod pcp;
 pub mod render;
 pub mod spec;
@@ -25,16 +26,13 @@ use render::ExperimentRun;
 use spec::{Paper, Scale};
 
 /// Papers this command reproduces, by name.
-pub const PAPERS: &[&str] = &["autumn", "dlsm", "lsbm", "pcp"];
-/// Papers whose report is not built yet (their experiments are scripts,
-/// listed in docs/BENCHMARKS.md).
-pub const NOT_YET: &[&str] = &["lwc"];
+pub const PAPERS: &[&str] = &["autumn", "dlsm", "lsbm", "pcp", "lwc"];
 
 /// Flags of `strata-bench paper`.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "strata-bench paper", about = "Reproduce a paper's claims and write its report")]
 pub struct PaperArgs {
-    /// A paper (autumn, dlsm, lsbm, pcp) or `all`.
+    /// A paper (autumn, dlsm, lsbm, pcp, lwc) or `all`.
     pub name: String,
     /// Every experiment at a reduced size: minutes, not hours.
     #[arg(long)]
@@ -51,9 +49,7 @@ pub fn paper(name: &str, scale: Scale) -> Result<Paper, String> {
         "dlsm" => Ok(dlsm::paper(scale)),
         "lsbm" => Ok(lsbm::paper(scale)),
         "pcp" => Ok(pcp::paper(scale)),
-        n if NOT_YET.contains(&n) => Err(format!(
-            "paper {n}: its report is not built yet; its experiments run as scripts (docs/BENCHMARKS.md)"
-        )),
+        "lwc" => Ok(lwc::paper(scale)),
         n => Err(format!("unknown paper {n:?} (known: {}, all)", PAPERS.join(", "))),
     }
 }
@@ -144,9 +140,6 @@ pub fn main(argv: &[std::ffi::OsString]) -> Result<(), String> {
     let scale = if args.quick { Scale::Quick } else { Scale::Full };
     let names: Vec<&str> = if args.name == "all" { PAPERS.to_vec() } else { vec![args.name.as_str()] };
     let papers = names.iter().map(|n| paper(n, scale)).collect::<Result<Vec<_>, _>>()?;
-    if args.name == "all" {
-        eprintln!("strata-bench paper all: {} not built yet, skipped", NOT_YET.join(", "));
-    }
     let stdout = std::io::stdout();
     let mut log = stdout.lock();
     let mut ran = Ran::new();

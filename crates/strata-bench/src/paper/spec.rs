@@ -107,6 +107,23 @@ pub enum Metric {
     HitRatioAfter(f64),
     /// Mean reads/s of the samples after this many seconds.
     ThroughputAfter(f64),
+    /// SIMULATED drive (`--drive_model`): user MB written since open per
+    /// second the drive was busy (a load's speed when the drive bounds it).
+    DriveLoadMbPerSec,
+    /// SIMULATED drive: seconds it was busy since open.
+    DriveBusySecs,
+    /// SIMULATED drive: milliseconds it was busy per operation of this benchmark.
+    DriveMsPerOp,
+    /// SIMULATED drive: operations of this benchmark per second it was busy.
+    DriveOpsPerSec,
+    /// The engine's write amplification since open (flushes and compactions).
+    WriteAmp,
+    /// SIMULATED drive: auxiliary write amplification since open.
+    Awa,
+    /// SIMULATED drive: multiplicative write amplification since open, the
+    /// engine's write amplification (flushes and compactions, as the LWC
+    /// slides count it) times the drive's auxiliary one.
+    Mwa,
 }
 
 impl Metric {
@@ -124,6 +141,18 @@ impl Metric {
             Metric::ThroughputAfter(t) => {
                 mean(r.samples.iter().filter(|s| s.t_secs > t).map(|s| s.read_ops_per_sec))
             }
+            Metric::DriveLoadMbPerSec => r.drive.as_ref().map(|d| d.user_mb_per_sec()).filter(|v| *v > 0.0),
+            Metric::DriveBusySecs => r.drive.as_ref().map(|d| d.stats.busy_secs),
+            Metric::DriveMsPerOp => {
+                let d = r.drive.as_ref()?;
+                (r.ops > 0).then(|| d.this_benchmark.busy_secs * 1e3 / r.ops as f64)
+            }
+            Metric::DriveOpsPerSec => {
+                r.drive.as_ref().map(|d| d.ops_per_busy_sec(r.ops)).filter(|v| *v > 0.0)
+            }
+            Metric::WriteAmp => r.write_amplification,
+            Metric::Awa => r.drive.as_ref().map(|d| d.stats.awa()),
+            Metric::Mwa => r.drive.as_ref().zip(r.write_amplification).map(|(d, wa)| d.stats.awa() * wa),
         }
     }
 
@@ -137,6 +166,13 @@ impl Metric {
             Metric::DbBytes => "database size (bytes)".into(),
             Metric::HitRatioAfter(t) => format!("mean hit ratio after {t} s"),
             Metric::ThroughputAfter(t) => format!("mean reads/s after {t} s"),
+            Metric::DriveLoadMbPerSec => "user MB/s on the simulated drive".into(),
+            Metric::DriveBusySecs => "simulated drive busy seconds".into(),
+            Metric::DriveMsPerOp => "simulated drive ms per operation".into(),
+            Metric::DriveOpsPerSec => "operations per simulated drive second".into(),
+            Metric::WriteAmp => "write amplification (flushes and compactions)".into(),
+            Metric::Awa => "auxiliary write amplification (simulated drive)".into(),
+            Metric::Mwa => "multiplicative write amplification (simulated drive)".into(),
         }
     }
 
@@ -144,7 +180,12 @@ impl Metric {
     pub fn lower_is_better(self) -> bool {
         !matches!(
             self,
-            Metric::Throughput | Metric::HitRatio | Metric::HitRatioAfter(_) | Metric::ThroughputAfter(_)
+            Metric::Throughput
+                | Metric::HitRatio
+                | Metric::HitRatioAfter(_)
+                | Metric::ThroughputAfter(_)
+                | Metric::DriveLoadMbPerSec
+                | Metric::DriveOpsPerSec
         )
     }
 }

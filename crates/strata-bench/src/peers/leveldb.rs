@@ -284,6 +284,8 @@ impl Engine for LevelDbEngine {
                 })
                 .max()
                 .or(Some(0)),
+            // The simulated drive sits under Strata only.
+            drive: None,
         }
     }
     fn wait_for_compactions(&self) -> BenchResult<()> {

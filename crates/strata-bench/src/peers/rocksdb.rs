@@ -306,6 +306,8 @@ impl Engine for RocksDbEngine {
                 })
                 .max()
                 .or(Some(0)),
+            // The simulated drive sits under Strata only.
+            drive: None,
         }
     }
     fn wait_for_compactions(&self) -> BenchResult<()> {

@@ -199,6 +199,7 @@ fn finish(
         db_bytes: dir_size(engine.path()),
         found: stats.reads_found(),
         op_latencies: stats.summaries(),
+        drive: after.drive.as_ref().map(|d| crate::results::DriveResult::over(d, before.drive.as_ref())),
         ..RunResult::default()
     };
     Ok(YcsbOutcome { result, total, by_op: stats.histograms(), records })
