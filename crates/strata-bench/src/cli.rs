@@ -304,8 +304,10 @@ pub struct Args {
     #[arg(long)]
     pub no_writer: bool,
     /// Reader key distribution for *whilewriting: uniform | zipfian | latest (= latest_zipfian) |
-    /// latest_uniform | latest_rangehot | rangehot; latest* draw among the keys written so far in
-    /// the run (the fills', then every timed step's writer's), newest first.
+    /// latest_uniform | latest_rangehot | rangehot; latest_zipfian and latest_uniform draw among the
+    /// keys written so far in the run (the fills', then every timed step's writer's), newest
+    /// first; latest_rangehot reads as rangehot does, and the writer updates the same hot range
+    /// (its keys are the recent data; the writer is uniform otherwise).
     #[arg(long, default_value = "uniform")]
     pub read_dist: String,
     /// Zipfian constant (YCSB's 0.99).

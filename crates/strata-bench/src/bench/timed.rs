@@ -1,6 +1,8 @@
 //! readwhilewriting and seekrandomwhilewriting: `--threads` readers drawing keys
-//! from `--read_dist` while ONE writer does uniform random updates held to
-//! `--benchmark_write_rate_limit`, sampled every `--stats_interval_seconds`.
+//! from `--read_dist` while ONE writer does random updates held to
+//! `--benchmark_write_rate_limit` (uniform; under `latest_rangehot`, in the
+//! readers' hot range: the range of recent data they read), sampled every
+//! `--stats_interval_seconds`.
 //! The row's latencies are the readers'; its operation table (`READ`, `WRITE`)
 //! adds the writer's own, each put timed without the rate limiter's wait.
 //! With `--writes_stop_after` the writer stops early and the readers go on
@@ -11,11 +13,11 @@ use super::read::ReadOp;
 use super::Outcome;
 use crate::cli::Args;
 use crate::engine::{dir_size, BenchResult, Engine};
-use crate::gen::{make_read_dist, RateLimiter, RecentWrites, ValueGen};
+use crate::gen::{make_read_dist, KeyChooser, RangeHot, RateLimiter, RecentWrites, Uniform, ValueGen};
 use crate::results::{OpSummary, RunResult, Sample};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -196,13 +198,26 @@ fn summary(op: &str, h: &Histogram<u64>, found: u64) -> OpSummary {
     }
 }
 
-/// The writer: uniform random updates over [0, num), paced by the rate limiter,
+/// The writer's keys: uniform over [0, num), except under `latest_rangehot`,
+/// whose hot range (placed by `--seed`, as the readers' is) takes the
+/// writer's updates with the readers' `--hot_prob`, so the range they read is
+/// the recently written one (the dLSM paper's Latest RangeHot).
+fn writer_keys(args: &Args) -> Box<dyn KeyChooser> {
+    if args.read_dist == "latest_rangehot" {
+        Box::new(RangeHot::new(args.num, args.hot_fraction, args.hot_prob, args.seed))
+    } else {
+        Box::new(Uniform::new(args.num))
+    }
+}
+
+/// The writer: random updates over [0, num) ([`writer_keys`]), paced by the rate limiter,
 /// each written index recorded for the latest* read distributions, until the
 /// end or `--writes_stop_after`. Returns the latency of each put (the engine's
 /// time only: the limiter's wait is outside).
 fn writer(engine: &dyn Engine, args: &Args, seed: u64, shared: &Shared) -> BenchResult<Histogram<u64>> {
     let mut lat = new_hist()?;
     let mut rng = SmallRng::seed_from_u64(seed);
+    let mut keys = writer_keys(args);
     let mut values = ValueGen::new(seed, args.compression_ratio);
     let mut limiter = RateLimiter::new(args.benchmark_write_rate_limit);
     let mut key = Vec::with_capacity(args.key_size);
@@ -215,7 +230,7 @@ fn writer(engine: &dyn Engine, args: &Args, seed: u64, shared: &Shared) -> Bench
         (args.idle_compaction >= 0.0).then(|| secs("idle_compaction", args.idle_compaction)).transpose()?;
     let writing = || stop_after.is_none_or(|d| start.elapsed() < d);
     while !args.no_writer && !shared.stop.load(Ordering::Relaxed) && writing() {
-        let index = rng.gen_range(0..args.num);
+        let index = keys.next_index(&mut rng);
         args.key_format().key_into(index, &mut key);
         let value = values.next(args.value_size());
         let bytes = (key.len() + value.len()) as u64;
@@ -349,4 +364,35 @@ fn sample_line(name: &str, s: &Sample) -> String {
         s.read_p99_us,
         s.db_bytes as f64 / 1e6
     )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The dLSM paper's Latest RangeHot reads "a key range of recent data": the
+    /// writer must update the readers' hot range, not the whole key space
+    /// (it did, and the hot keys were no more recent than the rest).
+    #[test]
+    fn under_latest_rangehot_the_writer_updates_the_range_the_readers_read() {
+        let flags = ["strata-bench", "--num=10000", "--hot_fraction=0.1", "--hot_prob=1", "--seed=7"];
+        let args = |dist: &str| {
+            let read = format!("--read_dist={dist}");
+            crate::cli::parse_args(flags.iter().copied().chain([read.as_str()])).unwrap()
+        };
+        let a = args("latest_rangehot");
+        let hot = RangeHot::new(a.num, a.hot_fraction, a.hot_prob, a.seed).hot_range();
+        assert_eq!(hot.end - hot.start, 1000);
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut writes = writer_keys(&a);
+        assert!((0..5000).all(|_| hot.contains(&writes.next_index(&mut rng))), "a write outside {hot:?}");
+        let mut reads =
+            make_read_dist(&a.read_dist, a.num, 0.99, a.hot_fraction, a.hot_prob, a.seed, None).unwrap();
+        assert!((0..5000).all(|_| hot.contains(&reads.next_index(&mut rng))), "a read outside {hot:?}");
+        // Every other distribution's writer updates the whole key space.
+        let mut uniform = writer_keys(&args("rangehot"));
+        let outside = (0..5000).filter(|_| !hot.contains(&uniform.next_index(&mut rng))).count();
+        assert!(outside > 4000, "{outside} of 5000 outside the hot range");
+    }
 }

@@ -46,9 +46,11 @@ pub const READ_DISTS: &[&str] =
 /// Builds the read-key distribution named `name` over `[0, n)`:
 /// `uniform`; `zipfian` (YCSB's scrambled zipfian, constant `zipf_const`);
 /// `rangehot` (`hot_prob` of the reads in a contiguous hot range of
-/// `hot_fraction * n` keys placed by `seed`); and over the recent writes in
-/// `recent` (required for these): `latest` / `latest_zipfian` (zipfian over
-/// recency, newest most popular), `latest_uniform`, `latest_rangehot`.
+/// `hot_fraction * n` keys placed by `seed`); `latest_rangehot` (the dLSM
+/// paper's Latest RangeHot: rangehot's reads over a key range that a timed
+/// step's writer updates, so it holds the recent data); and over the recent
+/// writes in `recent` (required for these): `latest` / `latest_zipfian`
+/// (zipfian over recency, newest most popular), `latest_uniform`.
 pub fn make_read_dist(
     name: &str,
     n: u64,
@@ -81,9 +83,9 @@ pub fn make_read_dist(
         "rangehot" => Box::new(RangeHot::new(n, hot_fraction, hot_prob, seed)),
         "latest" | "latest_zipfian" => Box::new(LatestOf::new(Zipfian::new(n, zipf_const), n, ring(recent)?)),
         "latest_uniform" => Box::new(LatestOf::new(Uniform::new(n), n, ring(recent)?)),
-        "latest_rangehot" => {
-            Box::new(LatestOf::new(RangeHot::new(n, hot_fraction, hot_prob, seed), n, ring(recent)?))
-        }
+        // The hot range is the recent data because the writer updates it
+        // (`bench::timed`'s writer keys); reads are rangehot's.
+        "latest_rangehot" => Box::new(RangeHot::new(n, hot_fraction, hot_prob, seed)),
         other => {
             return Err(format!("unknown read distribution {other:?}; valid: {}", READ_DISTS.join(", ")))
         }

@@ -167,8 +167,8 @@ fn latest_of_draws_only_recorded_indices() {
     }
     let newest = hist.get(&(7 * 149 + 3)).copied().unwrap_or(0);
     assert!(hist.values().all(|&v| v <= newest), "newest write is not the most read");
-    // Uniform and range-hot variants also stay inside the ring.
-    for name in ["latest_uniform", "latest_rangehot", "latest"] {
+    // The uniform variant also stays inside the ring.
+    for name in ["latest_uniform", "latest"] {
         let mut g = make_read_dist(name, 10_000, 0.99, 0.15, 0.98, 1, Some(recent.clone()))
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!((0..2000).all(|_| held.contains(&g.next_index(&mut rng))), "{name}");
@@ -177,7 +177,8 @@ fn latest_of_draws_only_recorded_indices() {
 
 #[test]
 fn make_read_dist_validates() {
-    for name in ["uniform", "zipfian", "rangehot"] {
+    // latest_rangehot's recent data is its hot range, which the writer updates: no ring.
+    for name in ["uniform", "zipfian", "rangehot", "latest_rangehot"] {
         assert!(make_read_dist(name, 100, 0.99, 0.15, 0.98, 1, None).is_ok(), "{name}");
     }
     let err = make_read_dist("nope", 100, 0.99, 0.15, 0.98, 1, None).err().unwrap_or_default();

@@ -33,6 +33,10 @@ const STEPS: [(&str, &str, bool); 6] = [
     ("latest_uniform", "latest_uniform", true),
 ];
 
+/// The dLSM paper's Latest RangeHot: every read evenly over a key range of
+/// a tenth of the key space, which the writer updates (`latest_rangehot`).
+pub(super) const LATEST_RANGEHOT: &str = " --hot_fraction=0.1 --hot_prob=1";
+
 /// The tree and cache both buffer experiments use, and their timing.
 pub(super) struct Shape {
     /// Records loaded.
@@ -120,8 +124,9 @@ pub fn experiment(scale: Scale, title: &'static str, claims: Vec<Claim>) -> Expe
             label,
             flags: format!(
                 "--benchmarks=readwhilewriting --read_dist={dist} --threads=8 --duration={secs} \
-                 --warmup_seconds={warm} --device_profile={profile} --stats_interval_seconds={every}{}",
-                if writes { writer.as_str() } else { " --no_writer" }
+                 --warmup_seconds={warm} --device_profile={profile} --stats_interval_seconds={every}{}{}",
+                if writes { writer.as_str() } else { " --no_writer" },
+                if dist == "latest_rangehot" { LATEST_RANGEHOT } else { "" }
             ),
         })
         .collect();
@@ -144,9 +149,11 @@ pub fn experiment(scale: Scale, title: &'static str, claims: Vec<Claim>) -> Expe
              `rangehot` puts 98 % of reads in a hot 15 % of the key range (the bench's \
              `--hot_fraction` default; LSbM's RangeHot: a tenth), `zipfian` is YCSB's (0.99). The `latest_*` steps (the dLSM paper's Latest-*) draw a \
              position among the keys written so far, newest first, and read the key written there: \
-             `latest_uniform` alike, `latest_zipfian` the newest most often, `latest_rangehot` 98 % \
-             in 15 % of the positions; the load's writes start the history and each step's \
-             writer extends it, so the hot keys are recently written ones. Range queries \
+             `latest_uniform` alike, `latest_zipfian` the newest most often; the load's writes \
+             start the history and each step's writer extends it. `latest_rangehot` reads evenly \
+             over a key range of a tenth of the keys, and the writer updates that range only, so \
+             it holds the recent data (the paper: \"a key range of recent data, about 10 % of the \
+             entire key space\"); its read-only step reads the same range. Range queries \
              (`ranges`): one thread, 100 entries \
              from a rangehot start (LSbM: 100 KB ranges; dLSM: 10 MB of 100 GB). The papers' LSM \
              baseline runs two-phase compaction without the buffer, which is Strata's `blsm`; \

@@ -138,8 +138,9 @@ fn dynamic(scale: Scale) -> Experiment {
         flags: format!(
             "--benchmarks=readwhilewriting --read_dist=latest_rangehot --threads=8 --duration={secs} \
              --writes_stop_after={writes} --warmup_seconds={warm} --device_profile={profile} \
-             --stats_interval_seconds={every} --benchmark_write_rate_limit={}",
-            2 << 20
+             --stats_interval_seconds={every} --benchmark_write_rate_limit={}{}",
+            2 << 20,
+            buffer::LATEST_RANGEHOT
         ),
     }];
     let (hit, thr) = (Metric::HitRatioAfter(writes), Metric::ThroughputAfter(writes));
@@ -168,9 +169,10 @@ fn dynamic(scale: Scale) -> Experiment {
         title: "Figure 13: reads while aggressive compaction merges the tree down",
         conditions: format!(
             "{words}, loaded and left to settle (idle compaction after {idle} s without writes merges \
-             it into one level first). Then 8 latest_rangehot readers for {secs} s {device}, after {warm} s \
-             unmeasured on the bare device, while the writer updates uniformly at 2 MB/s for the \
-             first {writes} s and stops: idle compaction then merges what the writes built above \
+             it into one level first). Then 8 latest_rangehot readers (every read in a key range \
+             of a tenth of the keys) for {secs} s {device}, after {warm} s unmeasured on the bare \
+             device, while the writer updates that range at 2 MB/s for the first {writes} s and \
+             stops: idle compaction then merges what the writes built above \
              the last level while the reads go on. The claims compare the samples after the \
              writes stop (the paper: 1 000 writes/s stop, then about 600 s of compaction)."
         ),
