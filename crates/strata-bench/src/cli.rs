@@ -485,8 +485,9 @@ impl Args {
         one_of("--drive_model", &self.drive_model, &["none", "hdd", "smr"])?;
         one_of("--drive_placement", &self.drive_placement, &["auto", "fs", "band"])?;
         check(
-            self.smr_band_size >= 1 << 20 && self.smr_band_size.is_multiple_of(crate::smr::model::BLOCK),
-            "--smr_band_size must be at least 1 MiB and a multiple of 4096",
+            (1 << 20..=4 << 30).contains(&self.smr_band_size)
+                && self.smr_band_size.is_multiple_of(crate::smr::model::BLOCK),
+            "--smr_band_size must be 1 MiB to 4 GiB and a multiple of 4096",
         )?;
         check(!self.policy.is_empty(), "--policy: no policy given")?;
         for p in &self.policy {
@@ -532,18 +533,18 @@ impl Args {
                 _ => Placement::FileSystem,
             },
         };
+        let (model, band_size) = match model.unwrap_or(&self.drive_model).split_once('@') {
+            Some((m, mib)) => (m, parse_band_mib(mib).unwrap_or(self.smr_band_size)),
+            None => (model.unwrap_or(&self.drive_model), self.smr_band_size),
+        };
         let data = self.num.saturating_mul((self.key_size + self.value_size()) as u64);
         let cache_size = match self.smr_cache_size {
-            0 => (data / 5).max(self.smr_band_size),
+            0 => (data / 5).max(band_size),
             n => n,
         };
         let page_cache = match self.drive_page_cache {
             0 => data / 10,
             n => n,
-        };
-        let (model, band_size) = match model.unwrap_or(&self.drive_model).split_once('@') {
-            Some((m, mib)) => (m, parse_band_mib(mib).unwrap_or(self.smr_band_size)),
-            None => (model.unwrap_or(&self.drive_model), self.smr_band_size),
         };
         match model {
             "hdd" => Some(DriveConfig::desktop(None, placement, page_cache)),

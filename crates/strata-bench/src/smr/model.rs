@@ -124,19 +124,20 @@ pub struct DriveStats {
 }
 
 impl DriveStats {
-    /// What the drive did between `before` and these counters.
+    /// What the drive did between `before` and these counters (none if
+    /// `before` is from a later moment).
     pub fn since(&self, before: &DriveStats) -> DriveStats {
         DriveStats {
-            host_written: self.host_written - before.host_written,
-            host_read: self.host_read - before.host_read,
-            page_cache_hits: self.page_cache_hits - before.page_cache_hits,
-            media_written: self.media_written - before.media_written,
-            media_read: self.media_read - before.media_read,
-            cached: self.cached - before.cached,
-            band_rewrites: self.band_rewrites - before.band_rewrites,
-            reads: self.reads - before.reads,
-            seeks: self.seeks - before.seeks,
-            busy_secs: self.busy_secs - before.busy_secs,
+            host_written: self.host_written.saturating_sub(before.host_written),
+            host_read: self.host_read.saturating_sub(before.host_read),
+            page_cache_hits: self.page_cache_hits.saturating_sub(before.page_cache_hits),
+            media_written: self.media_written.saturating_sub(before.media_written),
+            media_read: self.media_read.saturating_sub(before.media_read),
+            cached: self.cached.saturating_sub(before.cached),
+            band_rewrites: self.band_rewrites.saturating_sub(before.band_rewrites),
+            reads: self.reads.saturating_sub(before.reads),
+            seeks: self.seeks.saturating_sub(before.seeks),
+            busy_secs: (self.busy_secs - before.busy_secs).max(0.0),
         }
     }
 
