@@ -60,6 +60,164 @@ fn size(scale: Scale) -> Size {
     )
 }
 
+/// A claim as a table row: figure, the slides' claim, their ratio, the
+/// metric, the benchmark, the row it is of and the row it is over.
+type Row = (&'static str, &'static str, f64, Metric, &'static str, &'static str, &'static str);
+
+/// The benchmark whose figures cover the whole load.
+const WAIT: &str = "waitforcompaction";
+
+/// The random load's claims (slides 18, 19, 21 and 22).
+const LOAD_CLAIMS: [Row; 12] = [
+    (
+        "Slide 18",
+        "random load: LWC-SMR 9.80x LDB-SMR (9.8 against 1.0 MB/s)",
+        9.8,
+        Metric::DriveLoadMbPerSec,
+        WAIT,
+        LWC_SMR,
+        LDB_SMR,
+    ),
+    (
+        "Slide 18",
+        "random load: LWC-SMR 4.67x LDB-HDD (9.8 against 2.1 MB/s)",
+        4.67,
+        Metric::DriveLoadMbPerSec,
+        WAIT,
+        LWC_SMR,
+        LDB_HDD,
+    ),
+    (
+        "Slide 18",
+        "random load: LWC-SMR 5.76x SMRDB (9.8 against 1.7 MB/s)",
+        5.76,
+        Metric::DriveLoadMbPerSec,
+        WAIT,
+        LWC_SMR,
+        SMRDB,
+    ),
+    (
+        "Slide 18",
+        "random load: LDB-HDD 2.1x LDB-SMR (the drive's own cost)",
+        2.1,
+        Metric::DriveLoadMbPerSec,
+        WAIT,
+        LDB_HDD,
+        LDB_SMR,
+    ),
+    (
+        "Slide 21",
+        "overall compaction time: LWC-SMR 0.14x LDB-SMR (5 128 against 35 640 s)",
+        5128.0 / 35640.0,
+        Metric::DriveBusySecs,
+        WAIT,
+        LWC_SMR,
+        LDB_SMR,
+    ),
+    (
+        "Slide 21",
+        "overall compaction time: LWC-SMR 0.27x LDB-HDD (5 128 against 19 227 s)",
+        5128.0 / 19227.0,
+        Metric::DriveBusySecs,
+        WAIT,
+        LWC_SMR,
+        LDB_HDD,
+    ),
+    (
+        "Slide 21",
+        "overall compaction time: LWC-SMR 0.10x SMRDB (5 128 against 49 298 s)",
+        5128.0 / 49298.0,
+        Metric::DriveBusySecs,
+        WAIT,
+        LWC_SMR,
+        SMRDB,
+    ),
+    (
+        "Slides 14, 22",
+        "auxiliary write amplification at 40 MB bands: LDB-SMR 5.38, LWC-SMR 1.14",
+        5.38 / 1.14,
+        Metric::Awa,
+        WAIT,
+        LDB_SMR,
+        LWC_SMR,
+    ),
+    (
+        "Slide 22",
+        "the store's write amplification at 40 MB bands: LWC-SMR 1.47 against LDB-SMR 9.83",
+        1.47 / 9.83,
+        Metric::WriteAmp,
+        WAIT,
+        LWC_SMR,
+        LDB_SMR,
+    ),
+    (
+        "Slides 14, 22",
+        "multiplicative write amplification at 40 MB bands: LWC-SMR 1.68 against LDB-SMR 52.85",
+        1.68 / 52.85,
+        Metric::Mwa,
+        WAIT,
+        LWC_SMR,
+        LDB_SMR,
+    ),
+    (
+        "Slide 19",
+        "random get latency after the load: LWC-SMR 28.65 ms against LDB-SMR 30.58 ms",
+        28.65 / 30.58,
+        Metric::DriveMsPerOp,
+        "readrandom",
+        LWC_SMR,
+        LDB_SMR,
+    ),
+    (
+        "Slide 19",
+        "sequential get throughput: LWC-SMR 26.9 against LDB-SMR 15.5 MB/s",
+        26.9 / 15.5,
+        Metric::DriveOpsPerSec,
+        "readseq",
+        LWC_SMR,
+        LDB_SMR,
+    ),
+];
+
+/// The sequential load's claims (slide 18).
+const SEQ_LOAD_CLAIMS: [Row; 3] = [
+    (
+        "Slide 18",
+        "sequential load: LWC-SMR 1.06x LDB-HDD (45.5 against 42.9 MB/s)",
+        45.5 / 42.9,
+        Metric::DriveLoadMbPerSec,
+        WAIT,
+        LWC_SMR,
+        LDB_HDD,
+    ),
+    (
+        "Slide 18",
+        "sequential load: LWC-SMR 1.01x SMRDB (45.5 against 45.0 MB/s)",
+        45.5 / 45.0,
+        Metric::DriveLoadMbPerSec,
+        WAIT,
+        LWC_SMR,
+        SMRDB,
+    ),
+    (
+        "Slide 18",
+        "sequential load: LWC-SMR 3.73x LDB-SMR (45.5 against 12.2 MB/s)",
+        45.5 / 12.2,
+        Metric::DriveLoadMbPerSec,
+        WAIT,
+        LWC_SMR,
+        LDB_SMR,
+    ),
+];
+
+fn table(rows: &[Row]) -> Vec<Claim> {
+    rows.iter()
+        .map(|&(figure, text, paper, metric, benchmark, of, over)| {
+            claim(figure, text, paper, metric, benchmark, of, over)
+        })
+        .collect()
+}
+
 fn claim(
     figure: &'static str,
     text: &str,
@@ -104,131 +262,25 @@ fn drive_conditions(z: &Size) -> String {
     )
 }
 
-fn loads(scale: Scale) -> Experiment {
-    let z = size(scale);
-    let flags = format!(
+/// Flags of a run of the four rows (LDB-SMR, LDB-HDD, SMRDB, LWC-SMR) at
+/// `z`'s size, then `rest`.
+fn four_rows(z: &Size, rest: &str) -> String {
+    format!(
         "--engines=strata --policy=leveled,leveled:hdd,smrdb,lwc --drive_model=smr \
-         --smr_band_size={} --baseline={LDB_SMR} --num={} --key_size=16 --value_size={} {} \
-         --reads={} --benchmarks=fillrandom,waitforcompaction,readrandom,readseq",
+         --smr_band_size={} --baseline={LDB_SMR} --num={} --key_size=16 --value_size={} {} {rest}",
         (z.band_mib * (1u64 << 20) as f64) as u64,
         z.num,
         z.value,
-        z.shape,
-        z.reads
+        z.shape
+    )
+}
+
+fn loads(scale: Scale) -> Experiment {
+    let z = size(scale);
+    let flags = four_rows(
+        &z,
+        &format!("--reads={} --benchmarks=fillrandom,waitforcompaction,readrandom,readseq", z.reads),
     );
-    let load = Metric::DriveLoadMbPerSec;
-    let time = Metric::DriveBusySecs;
-    let wait = "waitforcompaction";
-    let claims = vec![
-        claim(
-            "Slide 18",
-            "random load: LWC-SMR 9.80x LDB-SMR (9.8 against 1.0 MB/s)",
-            9.8,
-            load,
-            wait,
-            LWC_SMR,
-            LDB_SMR,
-        ),
-        claim(
-            "Slide 18",
-            "random load: LWC-SMR 4.67x LDB-HDD (9.8 against 2.1 MB/s)",
-            4.67,
-            load,
-            wait,
-            LWC_SMR,
-            LDB_HDD,
-        ),
-        claim(
-            "Slide 18",
-            "random load: LWC-SMR 5.76x SMRDB (9.8 against 1.7 MB/s)",
-            5.76,
-            load,
-            wait,
-            LWC_SMR,
-            SMRDB,
-        ),
-        claim(
-            "Slide 18",
-            "random load: LDB-HDD 2.1x LDB-SMR (the drive's own cost)",
-            2.1,
-            load,
-            wait,
-            LDB_HDD,
-            LDB_SMR,
-        ),
-        claim(
-            "Slide 21",
-            "overall compaction time: LWC-SMR 0.14x LDB-SMR (5 128 against 35 640 s)",
-            5128.0 / 35640.0,
-            time,
-            wait,
-            LWC_SMR,
-            LDB_SMR,
-        ),
-        claim(
-            "Slide 21",
-            "overall compaction time: LWC-SMR 0.27x LDB-HDD (5 128 against 19 227 s)",
-            5128.0 / 19227.0,
-            time,
-            wait,
-            LWC_SMR,
-            LDB_HDD,
-        ),
-        claim(
-            "Slide 21",
-            "overall compaction time: LWC-SMR 0.10x SMRDB (5 128 against 49 298 s)",
-            5128.0 / 49298.0,
-            time,
-            wait,
-            LWC_SMR,
-            SMRDB,
-        ),
-        claim(
-            "Slides 14, 22",
-            "auxiliary write amplification at 40 MB bands: LDB-SMR 5.38, LWC-SMR 1.14",
-            5.38 / 1.14,
-            Metric::Awa,
-            wait,
-            LDB_SMR,
-            LWC_SMR,
-        ),
-        claim(
-            "Slide 22",
-            "the store's write amplification at 40 MB bands: LWC-SMR 1.47 against LDB-SMR 9.83",
-            1.47 / 9.83,
-            Metric::WriteAmp,
-            wait,
-            LWC_SMR,
-            LDB_SMR,
-        ),
-        claim(
-            "Slides 14, 22",
-            "multiplicative write amplification at 40 MB bands: LWC-SMR 1.68 against LDB-SMR 52.85",
-            1.68 / 52.85,
-            Metric::Mwa,
-            wait,
-            LWC_SMR,
-            LDB_SMR,
-        ),
-        claim(
-            "Slide 19",
-            "random get latency after the load: LWC-SMR 28.65 ms against LDB-SMR 30.58 ms",
-            28.65 / 30.58,
-            Metric::DriveMsPerOp,
-            "readrandom",
-            LWC_SMR,
-            LDB_SMR,
-        ),
-        claim(
-            "Slide 19",
-            "sequential get throughput: LWC-SMR 26.9 against LDB-SMR 15.5 MB/s",
-            26.9 / 15.5,
-            Metric::DriveOpsPerSec,
-            "readseq",
-            LWC_SMR,
-            LDB_SMR,
-        ),
-    ];
     Experiment {
         id: "load",
         title: "Slides 18, 19, 21 and 22: random load, reads after it, compaction time, AWA and MWA",
@@ -246,24 +298,14 @@ fn loads(scale: Scale) -> Experiment {
         ),
         flags,
         steps: Vec::new(),
-        claims,
-        chart: Chart { benchmarks: vec!["fillrandom", wait], metric: load, over: None },
+        claims: table(&LOAD_CLAIMS),
+        chart: Chart { benchmarks: vec!["fillrandom", WAIT], metric: Metric::DriveLoadMbPerSec, over: None },
     }
 }
 
 fn seq_load(scale: Scale) -> Experiment {
     let z = size(scale);
-    let flags = format!(
-        "--engines=strata --policy=leveled,leveled:hdd,smrdb,lwc --drive_model=smr \
-         --smr_band_size={} --baseline={LDB_SMR} --num={} --key_size=16 --value_size={} {} \
-         --benchmarks=fillseq,waitforcompaction",
-        (z.band_mib * (1u64 << 20) as f64) as u64,
-        z.num,
-        z.value,
-        z.shape
-    );
-    let load = Metric::DriveLoadMbPerSec;
-    let wait = "waitforcompaction";
+    let flags = four_rows(&z, "--benchmarks=fillseq,waitforcompaction");
     Experiment {
         id: "seqload",
         title: "Slide 18: sequential load",
@@ -274,37 +316,26 @@ fn seq_load(scale: Scale) -> Experiment {
         ),
         flags,
         steps: Vec::new(),
-        claims: vec![
-            claim(
-                "Slide 18",
-                "sequential load: LWC-SMR 1.06x LDB-HDD (45.5 against 42.9 MB/s)",
-                45.5 / 42.9,
-                load,
-                wait,
-                LWC_SMR,
-                LDB_HDD,
-            ),
-            claim(
-                "Slide 18",
-                "sequential load: LWC-SMR 1.01x SMRDB (45.5 against 45.0 MB/s)",
-                45.5 / 45.0,
-                load,
-                wait,
-                LWC_SMR,
-                SMRDB,
-            ),
-            claim(
-                "Slide 18",
-                "sequential load: LWC-SMR 3.73x LDB-SMR (45.5 against 12.2 MB/s)",
-                45.5 / 12.2,
-                load,
-                wait,
-                LWC_SMR,
-                LDB_SMR,
-            ),
-        ],
-        chart: Chart { benchmarks: vec!["fillseq", wait], metric: load, over: None },
+        claims: table(&SEQ_LOAD_CLAIMS),
+        chart: Chart { benchmarks: vec!["fillseq", WAIT], metric: Metric::DriveLoadMbPerSec, over: None },
     }
+}
+
+/// Slide 22's MWA of LWC-SMR against LDB-SMR at each band of `sweep`
+/// (standing for 20, 40 and 60 MB).
+fn mwa_claims(sweep: &[f64; 3]) -> impl Iterator<Item = Claim> + '_ {
+    const SLIDE: [(&str, f64, f64); 3] = [("20", 2.28, 25.22), ("40", 1.68, 52.85), ("60", 1.63, 76.59)];
+    SLIDE.iter().zip(sweep).map(|(&(mb, lwc, ldb), band)| {
+        claim(
+            "Slide 22",
+            &format!("MWA at {mb} MB bands: LWC-SMR {lwc} against LDB-SMR {ldb}"),
+            lwc / ldb,
+            Metric::Mwa,
+            WAIT,
+            &format!("strata/lwc:smr@{band}"),
+            &format!("strata/leveled:smr@{band}"),
+        )
+    })
 }
 
 fn bands(scale: Scale) -> Experiment {
@@ -321,7 +352,6 @@ fn bands(scale: Scale) -> Experiment {
         z.shape
     );
     let row = |p: &str, b: f64| format!("strata/{p}:smr@{b}");
-    let wait = "waitforcompaction";
     let mwa = Metric::Mwa;
     let awa = Metric::Awa;
     Experiment {
@@ -335,54 +365,29 @@ fn bands(scale: Scale) -> Experiment {
         ),
         flags,
         steps: Vec::new(),
-        claims: vec![
-            claim(
-                "Slide 22",
-                "MWA at 20 MB bands: LWC-SMR 2.28 against LDB-SMR 25.22",
-                2.28 / 25.22,
-                mwa,
-                wait,
-                &row("lwc", small),
-                &row("leveled", small),
-            ),
-            claim(
-                "Slide 22",
-                "MWA at 40 MB bands: LWC-SMR 1.68 against LDB-SMR 52.85",
-                1.68 / 52.85,
-                mwa,
-                wait,
-                &row("lwc", mid),
-                &row("leveled", mid),
-            ),
-            claim(
-                "Slide 22",
-                "MWA at 60 MB bands: LWC-SMR 1.63 against LDB-SMR 76.59",
-                1.63 / 76.59,
-                mwa,
-                wait,
-                &row("lwc", large),
-                &row("leveled", large),
-            ),
-            claim(
-                "Slide 22",
-                "LDB-SMR's AWA grows with the band: 7.77 at 60 MB against 2.59 at 20 MB",
-                7.77 / 2.59,
-                awa,
-                wait,
-                &row("leveled", large),
-                &row("leveled", small),
-            ),
-            claim(
-                "Slide 22",
-                "LWC-SMR's AWA stays near 1 whatever the band (1.02 at 20 MB, 1.17 at 60 MB): about the same",
-                1.0,
-                awa,
-                wait,
-                &row("lwc", large),
-                &row("lwc", small),
-            ),
-        ],
-        chart: Chart { benchmarks: vec![wait], metric: mwa, over: None },
+        claims: mwa_claims(&z.sweep)
+            .chain([
+                claim(
+                    "Slide 22",
+                    "LDB-SMR's AWA grows with the band: 7.77 at 60 MB against 2.59 at 20 MB",
+                    7.77 / 2.59,
+                    awa,
+                    WAIT,
+                    &row("leveled", large),
+                    &row("leveled", small),
+                ),
+                claim(
+                    "Slide 22",
+                    "LWC-SMR's AWA stays near 1 whatever the band (1.02 at 20 MB, 1.17 at 60 MB): about the same",
+                    1.0,
+                    awa,
+                    WAIT,
+                    &row("lwc", large),
+                    &row("lwc", small),
+                ),
+            ])
+            .collect(),
+        chart: Chart { benchmarks: vec![WAIT], metric: mwa, over: None },
     }
 }
 
