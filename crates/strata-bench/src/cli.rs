@@ -336,7 +336,8 @@ pub struct Args {
     pub engines: Vec<String>,
     /// Comma-separated Strata compaction policies; each is its own row `strata/<policy>`.
     /// `garnering@C` sets Garnering's c for that row (`--policy=leveled,garnering@0.8,garnering@0.4`),
-    /// `lwc@N` light-weight compaction's segment limit (`--policy=leveled,lwc,lwc@16`);
+    /// `lwc@N` light-weight compaction's segment limit (`--policy=leveled,lwc,lwc@16`),
+    /// `dlsm@last_level` dLSM with a buffer at its last level too (`--policy=dlsm,dlsm@last_level`);
     /// `+PIPELINE` gives a row its own `--compaction_pipeline` (`--policy=leveled+scp,leveled+pcp`),
     /// `:DRIVE` its own `--drive_model` (`--drive_model=smr --policy=leveled,lwc,leveled:hdd`),
     /// `:smr@MIB` also its own `--smr_band_size` in MiB (`--policy=leveled:smr@20,leveled:smr@60`).

@@ -384,7 +384,7 @@ pub fn split_drive(policy: &str) -> (&str, Option<&str>) {
 /// any, aside). `garnering@C` is Garnering with its own `c`, so one run can
 /// compare several values of c; plain `garnering` takes `--garnering_c`.
 /// `lwc@N` is light-weight compaction rewriting tables past N segments
-/// (plain `lwc`: 8).
+/// (plain `lwc`: 8); `dlsm@last_level` is dLSM buffering its last level too.
 pub fn strata_style(policy: &str, garnering_c: f64) -> Result<strata::CompactionStyle, String> {
     let policy = split_pipeline(split_drive(policy).0).0;
     let (name, arg) = match policy.split_once('@') {
@@ -395,6 +395,12 @@ pub fn strata_style(policy: &str, garnering_c: f64) -> Result<strata::Compaction
         return match arg {
             None => Ok(strata::CompactionStyle::Tiered),
             Some(_) => Err(format!("{policy}: smrdb takes no @")),
+        };
+    }
+    if name == "dlsm" {
+        return match arg {
+            None | Some(DLSM_LAST_LEVEL) => Ok(strata::CompactionStyle::Dlsm),
+            Some(a) => Err(format!("{policy}: dlsm@{a}: only dlsm@{DLSM_LAST_LEVEL}")),
         };
     }
     match strata::CompactionStyle::from_name(name).map_err(|e| e.to_string())? {
@@ -418,10 +424,16 @@ pub fn strata_style(policy: &str, garnering_c: f64) -> Result<strata::Compaction
             }
             Ok(strata::CompactionStyle::Lwc { max_segments })
         }
-        _ if arg.is_some() => Err(format!("{policy}: only garnering@c and lwc@max_segments take @")),
+        _ if arg.is_some() => {
+            Err(format!("{policy}: only garnering@c, lwc@max_segments and dlsm@{DLSM_LAST_LEVEL} take @"))
+        }
         other => Ok(other),
     }
 }
+
+/// `--policy=dlsm@last_level`: the dLSM row with a buffer at the last level
+/// too (`--buffer_last_level` for that row), beside the paper's form.
+pub const DLSM_LAST_LEVEL: &str = "last_level";
 
 /// `--policy=smrdb`: SMRDB (Pitchumani et al., SYSTOR '15), the LWC slides'
 /// SMR baseline, as Strata's tiered policy in SMRDB's shape: two levels
@@ -769,6 +781,19 @@ mod tests {
             let args = crate::cli::parse_args(["strata-bench", &format!("--policy={bad}")]);
             assert!(args.is_err(), "{bad} accepted");
         }
+    }
+
+    #[test]
+    fn dlsm_at_last_level_is_the_dlsm_row_with_a_last_level_buffer() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = row_config("--policy=dlsm,dlsm@last_level", "dlsm@last_level", dir.path());
+        assert!(cfg.buffer_last_level);
+        assert!(!row_config("--policy=dlsm", "dlsm", dir.path()).buffer_last_level);
+        let e = StrataEngine::open(&cfg).unwrap();
+        assert_eq!(e.name(), "strata/dlsm@last_level");
+        assert_eq!(e.db().property("strata.policy").unwrap(), "dlsm");
+        assert!(e.option_mapping().contains("buffer_last_level=true"), "{}", e.option_mapping());
+        assert!(crate::cli::parse_args(["strata-bench", "--policy=dlsm@first"]).is_err());
     }
 
     #[test]

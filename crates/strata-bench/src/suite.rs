@@ -200,7 +200,9 @@ impl Plan {
             compaction_warmup: a.compaction_warmup,
             buffer_read_misses: a.buffer_read_misses,
             buffer_dispatch: a.buffer_dispatch,
-            buffer_last_level: a.buffer_last_level,
+            buffer_last_level: a.buffer_last_level
+                || crate::engine::split_pipeline(crate::engine::split_drive(policy).0).0
+                    == format!("dlsm@{}", crate::engine::DLSM_LAST_LEVEL),
             seek_compaction: a.seek_compaction,
             max_mem_compaction_level: a.max_mem_compaction_level,
             idle_compaction: (a.idle_compaction >= 0.0).then_some(a.idle_compaction),
