@@ -159,7 +159,12 @@ async fn follower_killed_inside_its_vote_in_an_election() {
         let st = more_writes(&cluster, &acked, 20, "before the round").await;
         let (leader, _) = cluster.leader(&st).expect("a leader");
         let f = a_follower(&cluster, leader, &mut rng);
-        // Rejoining saves no vote (the leader's is the one it stored) ...
+        // Rejoining saves no vote once the follower stored the leader's, which
+        // applying the leader's entries proves. (Killed before that — the old
+        // leader of the round before, restarted and not yet reached — it
+        // saved the new leader's vote on rejoining and died there, not in
+        // the election: a flake under load.)
+        caught_up(&cluster, f, &st).await;
         cluster.kill(f);
         cluster.start_with(f, &["--crash-at", &format!("vote:1:{moment}")]);
         let st = more_writes(&cluster, &acked, 10, &format!("node {f} rejoined")).await;
