@@ -529,13 +529,17 @@ impl StrataEngine {
             (Some(d), _) => format!(
                 " drive_model={} (SIMULATED){}{}",
                 crate::smr::describe(d),
-                if smrdb { " smrdb: num_levels=2 target_file_size_base=band" } else { "" },
+                if smrdb {
+                    " smrdb: compaction_style=tiered num_levels=2 target_file_size_base=band"
+                } else {
+                    ""
+                },
                 match lwc_band {
                     Some(t) => format!(" lwc: target_file_size_base={t} (a table grows to one band)"),
                     None => String::new(),
                 }
             ),
-            (None, true) => " smrdb: num_levels=2".into(),
+            (None, true) => " smrdb: compaction_style=tiered num_levels=2".into(),
             (None, false) => String::new(),
         };
         let mapping = format!(
@@ -818,7 +822,10 @@ mod tests {
         };
         let (policy, levels, mapping, d) = run("smrdb");
         assert_eq!((policy.as_str(), levels), ("tiered", 1), "two levels: L0 and L1");
-        assert!(mapping.contains("num_levels=2 target_file_size_base=band"), "{mapping}");
+        assert!(
+            mapping.contains("compaction_style=tiered num_levels=2 target_file_size_base=band"),
+            "{mapping}"
+        );
         assert_eq!((d.stats.cached, d.stats.band_rewrites), (0, 0), "band placement: {d:?}");
         assert!(d.stats.host_written > d.user_bytes, "flushes and merges reach the drive: {d:?}");
         let (policy, _, mapping, d) = run("lwc");

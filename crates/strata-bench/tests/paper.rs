@@ -92,7 +92,7 @@ fn the_lwc_report_measures_every_claim_on_the_simulated_drive() {
     assert!(text.contains("SIMULATED"), "the page says the drive is simulated");
     assert!(log.contains("drive_model=smr (band 1 MiB") && log.contains("band placement"), "{log}");
     assert!(log.contains("drive_model=hdd"), "the LDB-HDD row ran on a conventional drive:\n{log}");
-    assert!(log.contains("smrdb: num_levels=2 target_file_size_base=band"), "{log}");
+    assert!(log.contains("smrdb: compaction_style=tiered num_levels=2 target_file_size_base=band"), "{log}");
 }
 
 #[test]
