@@ -170,7 +170,7 @@ pub struct CompactionInfo {
     pub keyspace: String,
     /// The compaction policy's name (`"leveled"`, `"tiered"`, ...).
     pub policy: String,
-    /// `"merge"`, `"move"`, `"append"` or `"drop"`.
+    /// `"merge"`, `"move"`, `"append"`, `"refilter"` (a filter rebuilt, Monkey) or `"drop"`.
     pub kind: &'static str,
     /// Why the policy chose it.
     pub reason: &'static str,

@@ -92,6 +92,7 @@ fn random_case(policy: &str, seed: u64) -> Case {
         _ => CompactionPipeline::Parallel { compute_threads: 2 },
     };
     let data_paths = rng.gen_bool(0.3);
+    let monkey = rng.gen_ratio(1, 3);
     Case {
         policy: policy.to_string(),
         pipeline,
@@ -106,6 +107,7 @@ fn random_case(policy: &str, seed: u64) -> Case {
         keys,
         extra_reopens: true,
         keyspaces: Vec::new(),
+        monkey,
     }
 }
 

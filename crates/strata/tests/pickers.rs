@@ -210,6 +210,9 @@ fn show(pick: &PickResult) -> String {
                 b.join(" ")
             )
         }
+        CompactionTask::Refilter { file, bits_per_key } => {
+            writeln!(s, "refilter {} bits={bits_per_key:.2}", refs(std::slice::from_ref(file)))
+        }
     };
     let _ = writeln!(s, "score {:.2}", pick.score);
     if let Some((level, k)) = &pick.compact_pointer {

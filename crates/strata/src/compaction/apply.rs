@@ -29,9 +29,12 @@ pub(crate) fn task_edit(
     edit.policy_state = pick.policy_state.clone();
     let out = || out_run.ok_or_else(|| Error::invalid("task edit: the output run was not resolved"));
     if !outputs.is_empty()
-        && !matches!(pick.task, CompactionTask::Merge { .. } | CompactionTask::Append { .. })
+        && !matches!(
+            pick.task,
+            CompactionTask::Merge { .. } | CompactionTask::Append { .. } | CompactionTask::Refilter { .. }
+        )
     {
-        return Err(Error::invalid("task edit: only a merge or an append writes tables"));
+        return Err(Error::invalid("task edit: only a merge, an append or a refilter writes tables"));
     }
     match &pick.task {
         CompactionTask::Move { file, to_level, .. } => {
@@ -64,6 +67,22 @@ pub(crate) fn task_edit(
                 edit.deleted_files.push((t.level, t.run, t.file));
                 edit.new_files.push((*output_level, t.run, nf));
             }
+            buffer_ops(version, pick, None, &mut edit)?;
+        }
+        // The file's new state (longer by its filter patch) replaces the old
+        // in its run, as an appended DTable's does.
+        CompactionTask::Refilter { file, .. } => {
+            let [nf] = <[NewFile; 1]>::try_from(outputs)
+                .map_err(|_| Error::invalid("task edit: a refilter gives exactly one file"))?;
+            let old = find_file(version, file)?;
+            if nf.id != old.id || nf.size <= old.size || nf.segments != old.segments {
+                return Err(Error::invalid(format!(
+                    "task edit: refilter of {} gave another file",
+                    file.file
+                )));
+            }
+            edit.deleted_files.push((file.level, file.run, file.file));
+            edit.new_files.push((file.level, file.run, nf));
             buffer_ops(version, pick, None, &mut edit)?;
         }
         CompactionTask::Merge { inputs, output_level, .. } => {

@@ -20,7 +20,7 @@ use crate::error::Result;
 use crate::iter::MergingIterator;
 use crate::options::kinds::CompactionPipeline;
 use crate::range_del::RangeDelSkip;
-use crate::sink::{Env, OutputWriter, TableSink, WriteTarget};
+use crate::sink::{rebuild_filter, Env, OutputWriter, TableSink, WriteTarget};
 use crate::table::BlockReadOptions;
 use crate::version::Version;
 
@@ -56,6 +56,17 @@ pub(crate) fn execute(
         }
         CompactionTask::Append { .. } => {
             return super::append::execute_append(env, version, view, pick, snapshots)
+        }
+        CompactionTask::Refilter { file, bits_per_key } => {
+            let meta = find_file(version, file)?;
+            let grown = rebuild_filter(env, &meta, *bits_per_key)?;
+            let written = grown.size - meta.size;
+            let edit =
+                task_edit(version, pick, None, vec![grown]).inspect_err(|_| env.tables.evict(meta.id))?;
+            let rec = record("refilter", "monkey", file.level, 1, 1, meta.size, written, start);
+            let mut outcome = TaskOutcome::new(edit, rec, start);
+            outcome.grown = Some((Arc::clone(env.tables), vec![meta.id]));
+            outcome
         }
         CompactionTask::Merge { inputs, output_level, output_run, target_file_size, reason } => {
             let metas = inputs.iter().map(|r| find_file(version, r)).collect::<Result<Vec<_>>>()?;

@@ -213,17 +213,131 @@ pub fn table_bits(
     view: &LsmView,
     target: &WriteTarget<'_>,
 ) -> f64 {
-    let level_ratios: Vec<f64> = (0..view.levels.len())
-        .map(|l| policy.full_level_ratio(view, l).unwrap_or(opts.max_bytes_for_level_multiplier))
-        .collect();
-    let shape = FullShape {
-        ratio: opts.max_bytes_for_level_multiplier,
-        level_ratios: &level_ratios,
-        runs_per_level: policy.runs_per_full_level(),
-    };
+    let level_ratios = full_level_ratios(opts, policy, view);
+    let shape = full_shape(opts, policy, &level_ratios);
     let allocated = bits_for_write(opts.bloom_allocation, view, target, opts.bloom_bits_per_key, shape);
     policy.bloom_bits_for_level(view, target.level, allocated)
 }
+
+/// Each level's ratio to the one above in the policy's full tree.
+fn full_level_ratios(opts: &Options, policy: &dyn CompactionPolicy, view: &LsmView) -> Vec<f64> {
+    (0..view.levels.len())
+        .map(|l| policy.full_level_ratio(view, l).unwrap_or(opts.max_bytes_for_level_multiplier))
+        .collect()
+}
+
+fn full_shape<'a>(opts: &Options, policy: &dyn CompactionPolicy, level_ratios: &'a [f64]) -> FullShape<'a> {
+    FullShape {
+        ratio: opts.max_bytes_for_level_multiplier,
+        level_ratios,
+        runs_per_level: policy.runs_per_full_level(),
+    }
+}
+
+/// Under Monkey, when the policy has nothing to do: one table whose filter is
+/// more than [`REBUILD_BITS`] away from its run's share of the optimum over
+/// the tree as it is now (projected full, as [`table_bits`] sizes a write),
+/// to be rebuilt at that share without rewriting its data
+/// ([`CompactionTask::Refilter`]). A table keeps the bits it was written with,
+/// and in a growing tree the levels' shares move: the deep levels written
+/// while they were the largest keep too many bits, and the budget left for
+/// the levels above stays too small. Thinning comes first (the file with
+/// most bits to give back), since it frees budget; a filter is thickened
+/// only while the tree's filters stay within `bits_per_key` on average,
+/// with L0's shortfall kept back. L0 files (soon merged), DTables of several segments, files without a
+/// filter or with unrecorded bits, busy files, files a compaction buffer
+/// holds, and runs the optimum gives no filter are left alone. Converges:
+/// the shares depend only on the runs' entries, which a refilter keeps.
+pub fn refilter_pick(opts: &Options, policy: &dyn CompactionPolicy, view: &LsmView) -> Option<PickResult> {
+    let budget = opts.bloom_bits_per_key;
+    if opts.bloom_allocation != BloomAllocation::Monkey || !(budget > 0.0 && budget.is_finite()) {
+        return None;
+    }
+    let mut runs = Vec::new();
+    let mut levels = Vec::new();
+    let (mut bytes, mut entries) = (0u64, 0u64);
+    for (l, level) in view.levels.iter().enumerate() {
+        for run in &level.runs {
+            runs.push(run.files.iter().map(|f| f.num_entries).sum::<u64>());
+            levels.push(l);
+            bytes += run.files.iter().map(|f| f.size).sum::<u64>();
+        }
+    }
+    entries += runs.iter().sum::<u64>();
+    let total = entries as f64;
+    // The L0 runs to come count in the optimum too: they are the smallest
+    // runs, with the largest shares, and are written with what the budget
+    // has left, so their bits are kept back from the thickening of deeper
+    // files. As many as L0 holds on average under writes (it fills up to
+    // the compaction trigger and is emptied), each a memtable's entries.
+    let real = runs.len();
+    let flush_entries = (opts.write_buffer_size as u64).saturating_mul(entries) / bytes.max(1);
+    let l0_now = levels.iter().filter(|&&l| l == 0).count();
+    for _ in l0_now..opts.level0_file_num_compaction_trigger.div_ceil(2) {
+        runs.push(flush_entries.max(1));
+        levels.push(0);
+    }
+    let level_ratios = full_level_ratios(opts, policy, view);
+    let ideal = allocate(&project_full(&runs, &levels, full_shape(opts, policy, &level_ratios)), budget);
+    let mut reserve: f64 =
+        (real..runs.len()).map(|i| runs[i] as f64 * ideal.get(i).copied().unwrap_or(0.0)).sum();
+    let mut spent = 0.0;
+    // (file, entries, has, wants), for every file a refilter may touch.
+    let mut candidates = Vec::new();
+    let mut at = 0;
+    for (l, level) in view.levels.iter().enumerate() {
+        let buffered: HashSet<u64> = level
+            .buffers
+            .iter()
+            .flat_map(|b| &b.tables)
+            .flat_map(|t| &t.entries)
+            .filter_map(|e| e.file)
+            .collect();
+        for run in &level.runs {
+            let want = ideal.get(at).copied().unwrap_or(0.0);
+            at += 1;
+            for f in &run.files {
+                spent += f.num_entries as f64 * f.bloom_bits_per_key.unwrap_or(budget);
+                let Some(has) = f.bloom_bits_per_key.filter(|&b| b > 0.0) else { continue };
+                if l == 0 {
+                    reserve += f.num_entries as f64 * (want - has).max(0.0);
+                    continue;
+                }
+                if f.being_compacted || f.segments != 1 || buffered.contains(&f.id) || want <= 0.0 {
+                    continue;
+                }
+                candidates.push((FileRef { level: l, run: run.id, file: f.id }, f.num_entries, has, want));
+            }
+        }
+    }
+    let pick = |(file, _, _, want): &(FileRef, u64, f64, f64)| {
+        PickResult::task(CompactionTask::Refilter { file: file.clone(), bits_per_key: *want }, 0.0)
+    };
+    let thinnest = candidates
+        .iter()
+        .filter(|(_, _, has, want)| has - want > REBUILD_BITS)
+        .max_by(|a, b| (a.2 - a.3).total_cmp(&(b.2 - b.3)));
+    if let Some(c) = thinnest {
+        return Some(pick(c));
+    }
+    // The runs to come bring their entries' budget along.
+    let coming: u64 = runs.get(real..).unwrap_or_default().iter().sum();
+    // (With a hair of slack: a tree at its shares spends the budget exactly.)
+    let room = budget * (total + coming as f64) * (1.0 + 1e-9) - spent - reserve;
+    candidates
+        .iter()
+        .filter(|(_, n, has, want)| want - has > REBUILD_BITS && *n as f64 * (want - has) <= room)
+        .max_by(|a, b| (a.3 - a.2).total_cmp(&(b.3 - b.2)))
+        .map(pick)
+}
+
+/// How far (bits per key) a table's filter may drift from its run's share
+/// before [`refilter_pick`] rebuilds it in place: half a bit, a 1.27x
+/// false-positive rate. Rebuilding costs a read of the table and a write of
+/// its filter; at small budgets (2 bits) a whole bit is most of a share, and
+/// the largest level, a fraction of a bit short, would keep most of the
+/// wasted probes while the budget went unspent.
+pub const REBUILD_BITS: f64 = 0.5;
 
 /// How many bits per key thinner than its new level's share a moved file's
 /// filter may be before the move rewrites it (one bit: a 1.6x false-positive rate).
@@ -610,5 +724,69 @@ mod tests {
         unrecorded.levels[1].runs[0].files[0].bloom_bits_per_key = None;
         assert!(refilter_move(&monkey, &policy, &unrecorded, &pick).is_none());
         assert!(refilter_move(&Options::default(), &policy, &thin, &pick).is_none());
+    }
+
+    /// Filters rebuilt in place: the deep file that kept the bits it got
+    /// while it was the largest run is thinned first; a thin upper file is
+    /// thickened only within the budget (L0's share kept back); busy files,
+    /// DTables, L0 files and uniform bits are left alone; a tree at its
+    /// shares asks for nothing.
+    #[test]
+    fn refilter_thins_first_and_thickens_within_the_budget() {
+        use crate::compaction::{LeveledConfig, LeveledPolicy};
+        let policy = LeveledPolicy::new(LeveledConfig {
+            num_levels: 3,
+            l0_trigger: 4,
+            max_bytes_for_level_base: 1 << 20,
+            multiplier: 10.0,
+            target_file_size: 200 << 10,
+        })
+        .unwrap();
+        let monkey = Options::default()
+            .with_bloom_allocation(BloomAllocation::Monkey)
+            .with_bloom_bits_per_key(10.0)
+            .with_write_buffer_size(1 << 10)
+            .with_max_bytes_for_level_multiplier(10.0);
+        // L1: 1 000 entries at `upper` bits; L2: 10 000 at `deep` bits.
+        let tree = |upper: f64, deep: f64| {
+            let mut v = LsmView::new(3);
+            let mut a = fv(1, 0, 5, 100_000);
+            (a.num_entries, a.bloom_bits_per_key) = (1000, Some(upper));
+            let mut b = fv(2, 0, 100, 1_000_000);
+            (b.num_entries, b.bloom_bits_per_key) = (10_000, Some(deep));
+            v.levels[1].runs = vec![RunView { id: 30, files: vec![a] }];
+            v.levels[2].runs = vec![RunView { id: 31, files: vec![b] }];
+            v
+        };
+        let refiltered = |v: &LsmView| match refilter_pick(&monkey, &policy, v).map(|p| p.task) {
+            Some(CompactionTask::Refilter { file, bits_per_key }) => Some((file.file, bits_per_key)),
+            other => {
+                assert!(other.is_none(), "{other:?}");
+                None
+            }
+        };
+        // The deep file kept the 12 bits it got when it was written, the upper
+        // one 2: the deep file gives first.
+        let (file, deep_share) = refiltered(&tree(2.0, 12.0)).expect("a refilter");
+        assert!(file == 2 && deep_share < 12.0 - REBUILD_BITS, "{file} {deep_share}");
+        // Then the upper file takes what that freed.
+        let (file, upper_share) = refiltered(&tree(2.0, deep_share)).expect("a refilter");
+        assert!(file == 1 && upper_share > deep_share + REBUILD_BITS, "{file} {upper_share}");
+        assert_eq!(refiltered(&tree(upper_share, deep_share)), None, "at its shares the tree is settled");
+        // Thickening never goes past the budget: with the deep file at 12 bits, no room.
+        assert_eq!(refiltered(&tree(6.0, 12.0)).map(|r| r.0), Some(2), "thins first");
+        let mut busy = tree(6.0, 12.0);
+        busy.levels[2].runs[0].files[0].being_compacted = true;
+        assert_eq!(refiltered(&busy), None, "the only room is in a busy file");
+        let mut dtable = tree(2.0, 12.0);
+        dtable.levels[2].runs[0].files[0].segments = 2;
+        assert_eq!(refiltered(&dtable), None);
+        let uniform = Options { bloom_allocation: BloomAllocation::Uniform, ..monkey.clone() };
+        assert!(refilter_pick(&uniform, &policy, &tree(2.0, 12.0)).is_none());
+        let mut l0 = LsmView::new(3);
+        let mut f = fv(1, 0, 5, 100_000);
+        (f.num_entries, f.bloom_bits_per_key) = (1000, Some(1.0));
+        l0.levels[0].runs = vec![RunView { id: 30, files: vec![f] }];
+        assert_eq!(refiltered(&l0), None, "L0 files are not refiltered");
     }
 }

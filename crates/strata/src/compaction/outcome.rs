@@ -20,8 +20,8 @@ pub(crate) struct TaskOutcome {
     /// A file the task moves to another level: its seek budget restarts
     /// once the move is installed.
     pub(super) moved: Option<Arc<FileMeta>>,
-    /// Tables an append grew: handles opened on their new lengths describe
-    /// segments no Version lists unless the edit is installed.
+    /// Tables an append or a refilter grew: handles opened on their new
+    /// lengths describe bytes no Version lists unless the edit is installed.
     pub(super) grown: Option<(Arc<TableCache>, Vec<u64>)>,
 }
 

@@ -277,10 +277,15 @@ impl DbInner {
             if !busy.is_empty() {
                 return Ok(false);
             }
-            // Nothing the policy wants: seek-triggered work, then idle work.
+            // Nothing the policy wants: seek-triggered work, filters that
+            // drifted from Monkey's shares, then idle work.
             if let Some(pick) = self.seek_pick(&view) {
                 self.run_task(version, &view, &pick, false)?;
                 Counters::add(&self.counters.seek_compactions, 1);
+                return Ok(true);
+            }
+            if let Some(pick) = monkey::refilter_pick(&self.opts, self.policy.as_ref(), &view) {
+                self.run_task(version, &view, &pick, false)?;
                 return Ok(true);
             }
             return self.idle_compaction(version, &view);
@@ -410,7 +415,9 @@ impl DbInner {
                 let version = self.versions.current();
                 let view = build_view(&version, &self.versions, &HashSet::new());
                 let idle = || self.idle_pick(&version, &view).is_some();
-                if self.policy.pick(&view).is_none() && !self.has_seek_candidates() && !idle() {
+                let refilter = || monkey::refilter_pick(&self.opts, self.policy.as_ref(), &view).is_some();
+                if self.policy.pick(&view).is_none() && !self.has_seek_candidates() && !refilter() && !idle()
+                {
                     return Ok(());
                 }
             }

@@ -89,7 +89,7 @@ impl DbInner {
             CompactionTask::Merge { reason, .. }
             | CompactionTask::Append { reason, .. }
             | CompactionTask::UpdateState { reason } => *reason = "idle",
-            CompactionTask::Move { .. } | CompactionTask::Drop { .. } => {}
+            CompactionTask::Move { .. } | CompactionTask::Drop { .. } | CompactionTask::Refilter { .. } => {}
         }
         self.run_task(version, view, &pick, false)?;
         Counters::add(&self.counters.idle_compactions, 1);

@@ -59,6 +59,10 @@ pub enum BloomAllocation {
     /// total memory, i.e. a rate proportional to its entries. Small runs (L0,
     /// upper levels) get more bits, the largest fewer or none. Chosen when a
     /// table is written, from the tree's current shape; works with every policy.
+    /// When the tree's shape has moved a table's share by more than half a bit,
+    /// its filter is rebuilt in the background without rewriting its data (a
+    /// filter patch appended to the file; `Stats::filter_rebuilds` counts
+    /// them), so the bits follow the tree as it grows.
     Monkey,
 }
 

@@ -3,12 +3,14 @@
 //! merges, WAL replay at open, repair; `output.rs`) or new segments appended to
 //! existing files (light-weight compaction; `append.rs`) — with one layout
 //! (`TableBuilderOptions::for_write`) and one read-back before anything
-//! names a table (`verify.rs`, over `table::verify_table`).
+//! names a table (`verify.rs`, over `table::verify_table`). A table's filter
+//! rebuilt at other bits (Monkey; `refilter.rs`) is read back the same way.
 
 mod append;
 mod env;
 mod memtable;
 mod output;
+mod refilter;
 mod target;
 mod verify;
 
@@ -16,6 +18,7 @@ pub(crate) use append::Appender;
 pub(crate) use env::Env;
 pub(crate) use memtable::write_memtable;
 pub(crate) use output::OutputWriter;
+pub(crate) use refilter::rebuild_filter;
 pub use target::WriteTarget;
 
 use crate::error::Result;

@@ -58,7 +58,7 @@ impl std::ops::AddAssign for StageTimes {
 /// What one flush or compaction task did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompactionRecord {
-    /// `flush`, `merge`, `move` or `drop`.
+    /// `flush`, `merge`, `append`, `refilter` (a table's filter rebuilt), `move` or `drop`.
     pub kind: &'static str,
     /// Why the policy chose it.
     pub reason: &'static str,
@@ -301,6 +301,9 @@ pub struct Stats {
     pub seek_compactions: u64,
     /// Tasks run by idle compaction (`Options::with_idle_compaction`).
     pub idle_compactions: u64,
+    /// Table filters rebuilt at other bits without rewriting their data
+    /// (Monkey's bits following the tree; `BloomAllocation::Monkey`).
+    pub filter_rebuilds: u64,
     /// Memtables switched (then flushed) because the live WALs outgrew
     /// `max_total_wal_size` while this keyspace held the oldest one.
     pub wal_size_flushes: u64,
@@ -485,6 +488,9 @@ impl fmt::Display for Stats {
         if self.idle_compactions > 0 {
             writeln!(f, "idle compactions {}", self.idle_compactions)?;
         }
+        if self.filter_rebuilds > 0 {
+            writeln!(f, "filters rebuilt {}", self.filter_rebuilds)?;
+        }
         if self.seek_candidates > 0 || self.flushes_below_l0 > 0 {
             writeln!(
                 f,
@@ -597,6 +603,7 @@ pub(crate) struct Counters {
     pub seek_candidates: AtomicU64,
     pub seek_compactions: AtomicU64,
     pub idle_compactions: AtomicU64,
+    pub filter_rebuilds: AtomicU64,
     pub wal_size_flushes: AtomicU64,
     pub ingested_files: AtomicU64,
     pub ingested_files_as_is: AtomicU64,
@@ -671,6 +678,12 @@ impl Counters {
                 Self::add(&self.compaction_written, r.bytes_written);
                 let ns = u64::try_from(r.duration.as_nanos()).unwrap_or(u64::MAX);
                 Self::add(&self.compaction_ns, ns);
+            }
+            // A filter rebuilt: the table read, the patch written (write-amp counts it).
+            "refilter" => {
+                Self::add(&self.filter_rebuilds, 1);
+                Self::add(&self.compaction_read, r.bytes_read);
+                Self::add(&self.compaction_written, r.bytes_written);
             }
             "move" => Self::add(&self.moves, r.input_files as u64),
             "drop" => Self::add(&self.drops, r.input_files as u64),
@@ -756,6 +769,7 @@ impl Counters {
         s.seek_candidates = g(&self.seek_candidates);
         s.seek_compactions = g(&self.seek_compactions);
         s.idle_compactions = g(&self.idle_compactions);
+        s.filter_rebuilds = g(&self.filter_rebuilds);
         s.wal_size_flushes = g(&self.wal_size_flushes);
         s.ingested_files = g(&self.ingested_files);
         s.ingested_files_as_is = g(&self.ingested_files_as_is);

@@ -11,7 +11,7 @@ use crate::options::Options;
 use crate::prefix::PrefixExtractor;
 use crate::range_del::RangeTombstone;
 use crate::table::block::BlockBuilder;
-use crate::table::filter::FilterBuilder;
+use crate::table::filter::FilterFeed;
 use crate::table::format::{BlockHandle, Footer, TableProperties};
 use crate::table::observer::DataBlockObserver;
 use crate::table::pipeline::{BlockPipeline, DataWriter, Progress};
@@ -124,10 +124,7 @@ pub struct TableBuilder {
     opts: TableBuilderOptions,
     out: BlockOut,
     data_block: BlockBuilder,
-    filter: Option<FilterBuilder>,
-    /// The last prefix added to the filter (keys are sorted, so a prefix's
-    /// keys are consecutive and it is added once).
-    last_prefix: Option<Vec<u8>>,
+    filter: Option<FilterFeed>,
     props: TableProperties,
     /// Range tombstones for the range-deletion block (see `range_del.rs`).
     range_dels: Vec<RangeTombstone>,
@@ -151,12 +148,13 @@ impl TableBuilder {
         let prefix_extractor =
             opts.prefix_extractor.as_ref().filter(|_| has_filter).map(|p| p.name().to_owned());
         let whole_key_filtering = has_filter && opts.whole_key_filtering;
+        let filter =
+            has_filter.then(|| FilterFeed::new(bits, whole_key_filtering, opts.prefix_extractor.clone()));
         TableBuilder {
             out: BlockOut::Inline(writer),
             opts,
             data_block,
-            filter: has_filter.then(|| FilterBuilder::new(bits)),
-            last_prefix: None,
+            filter,
             props: TableProperties {
                 num_entries: 0,
                 num_deletions: 0,
@@ -197,17 +195,7 @@ impl TableBuilder {
         }
         if let Some(f) = &mut self.filter {
             if first || user_key(&self.props.largest) != parsed.user_key {
-                let uk = parsed.user_key;
-                if self.props.whole_key_filtering {
-                    f.add(uk);
-                }
-                if let Some(p) = self.opts.prefix_extractor.as_ref().filter(|p| p.in_domain(uk)) {
-                    let prefix = p.transform(uk);
-                    if self.last_prefix.as_deref() != Some(prefix) {
-                        f.add(prefix);
-                        self.last_prefix = Some(prefix.to_vec());
-                    }
-                }
+                f.add(parsed.user_key);
             }
         }
         if first {

@@ -5,9 +5,12 @@
 //! `(h1 + i * h2) mod (8 * m)` where `h1`/`h2` are the low/high 32 bits of
 //! `xxh3_64(user_key)`.
 
+use std::sync::Arc;
+
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Error, Result};
+use crate::prefix::PrefixExtractor;
 
 /// Largest number of probes a filter may use.
 const MAX_PROBES: u8 = 30;
@@ -64,6 +67,47 @@ impl FilterBuilder {
         }
         out[nbytes] = k;
         out
+    }
+}
+
+/// What a table's filter holds, fed the table's distinct user keys in order:
+/// each key (with whole-key filtering) and each distinct in-domain prefix.
+/// The table builder and a filter rebuild (`filter_patch`) both feed it, so a
+/// rebuilt filter holds exactly what the table's own did.
+#[derive(Debug)]
+pub(crate) struct FilterFeed {
+    filter: FilterBuilder,
+    whole_keys: bool,
+    prefix: Option<Arc<dyn PrefixExtractor>>,
+    /// The last prefix added (keys are sorted, so a prefix's keys are
+    /// consecutive and it is added once).
+    last_prefix: Option<Vec<u8>>,
+}
+
+impl FilterFeed {
+    /// A feed for a filter of `bits_per_key` (> 0) holding whole keys if
+    /// `whole_keys` and `prefix`'s prefixes if given.
+    pub(crate) fn new(bits_per_key: f64, whole_keys: bool, prefix: Option<Arc<dyn PrefixExtractor>>) -> Self {
+        FilterFeed { filter: FilterBuilder::new(bits_per_key), whole_keys, prefix, last_prefix: None }
+    }
+
+    /// Adds a user key; the caller skips consecutive duplicates.
+    pub(crate) fn add(&mut self, user_key: &[u8]) {
+        if self.whole_keys {
+            self.filter.add(user_key);
+        }
+        if let Some(p) = self.prefix.as_ref().filter(|p| p.in_domain(user_key)) {
+            let prefix = p.transform(user_key);
+            if self.last_prefix.as_deref() != Some(prefix) {
+                self.filter.add(prefix);
+                self.last_prefix = Some(prefix.to_vec());
+            }
+        }
+    }
+
+    /// Encodes the filter payload.
+    pub(crate) fn finish(&self) -> Vec<u8> {
+        self.filter.finish()
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod block;
 pub mod builder;
 pub mod filter;
+pub mod filter_patch;
 pub mod format;
 pub mod iter;
 pub(crate) mod memo;

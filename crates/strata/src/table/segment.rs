@@ -14,6 +14,7 @@ use crate::prefix::PrefixProbe;
 use crate::range_del::{decode_block, RangeTombstone};
 use crate::table::block::Block;
 use crate::table::filter::BloomFilter;
+use crate::table::filter_patch::{FilterPatch, PATCH_MAGIC};
 use crate::table::format::{read_block_contents, BlockHandle, Footer, TableProperties, FOOTER_LEN};
 use crate::util::crc::crc32c;
 use crate::vfs::RandomAccessFile;
@@ -69,6 +70,8 @@ pub(crate) struct Segment {
     pub(crate) start: u64,
     /// End of its data blocks (its meta blocks follow).
     pub(crate) data_end: u64,
+    /// One past its footer (a filter patch may follow).
+    pub(crate) end: u64,
     pub(crate) index: Arc<Block>,
     pub(crate) filter: Option<BloomFilter>,
     pub(crate) props: TableProperties,
@@ -80,6 +83,9 @@ impl Segment {
     /// Opens the segment `[start, end)` of `file`: reads and verifies its footer
     /// (against `footer_crc` when the MANIFEST gave one), index, filter and
     /// properties, and checks that every meta block lies inside the segment.
+    /// A segment that ends in a filter patch (`filter_patch.rs`) is the
+    /// segment ending at the patch's `table_end`, with the patch's filter;
+    /// `footer_crc` is then the patch footer's.
     pub(crate) fn open(
         file: &dyn RandomAccessFile,
         file_id: u64,
@@ -92,13 +98,43 @@ impl Segment {
             .checked_sub(FOOTER_LEN as u64)
             .filter(|&f| f >= start)
             .ok_or_else(|| bad("no room for a footer".into()))?;
-        let footer_bytes = file.read_at(footer_at, FOOTER_LEN)?;
+        let tail = file.read_at(footer_at, FOOTER_LEN)?;
         if let Some(want) = footer_crc {
-            if crc32c(&footer_bytes) != want {
+            if crc32c(&tail) != want {
                 return Err(bad("footer is not the one the MANIFEST records".into()));
             }
         }
-        let footer = Footer::decode(&footer_bytes, end)?;
+        if !FilterPatch::is_patch(&tail) {
+            return Self::from_footer(file, file_id, start, end, &tail);
+        }
+        let patch = FilterPatch::decode(&tail, end).map_err(|e| bad(e.to_string()))?;
+        let table_end = patch.table_end;
+        let own_at = table_end
+            .checked_sub(FOOTER_LEN as u64)
+            .filter(|&f| f >= start)
+            .ok_or_else(|| bad(format!("a filter patch names a table end at {table_end}")))?;
+        let footer_bytes = file.read_at(own_at, FOOTER_LEN)?;
+        // `from_footer` refuses a patch footer here: patches do not nest.
+        let mut seg = Self::from_footer(file, file_id, start, table_end, &footer_bytes)?;
+        seg.apply_patch(file, file_id, &patch)?;
+        Ok(seg)
+    }
+
+    /// The segment `[start, end)` whose table footer (`footer_bytes`, the 64
+    /// bytes before `end`) has been read.
+    fn from_footer(
+        file: &dyn RandomAccessFile,
+        file_id: u64,
+        start: u64,
+        end: u64,
+        footer_bytes: &[u8],
+    ) -> Result<Segment> {
+        let bad = |what: String| Error::corruption(format!("table {file_id} segment at {start}: {what}"));
+        let footer_at = end
+            .checked_sub(FOOTER_LEN as u64)
+            .filter(|&f| f >= start)
+            .ok_or_else(|| bad("no room for a footer".into()))?;
+        let footer = Footer::decode(footer_bytes, end)?;
         let handles = [footer.index, footer.properties]
             .into_iter()
             .chain((footer.filter.size != 0).then_some(footer.filter));
@@ -129,7 +165,26 @@ impl Segment {
         };
         let data_end =
             handles.map(|h| h.offset).chain(props.range_del.map(|h| h.offset)).min().unwrap_or(footer_at);
-        Ok(Segment { start, data_end, index, filter, props, range_dels })
+        Ok(Segment { start, data_end, end, index, filter, props, range_dels })
+    }
+
+    /// Puts `patch`'s filter in place of the one the segment was written
+    /// with: it holds every whole key, and the prefixes only if the patch
+    /// says so. A patch only replaces a filter (a table written without one
+    /// gets none later).
+    fn apply_patch(&mut self, file: &dyn RandomAccessFile, file_id: u64, patch: &FilterPatch) -> Result<()> {
+        if self.filter.is_none() {
+            return Err(Error::corruption(format!(
+                "table {file_id}: a filter patch replaces a filter the table does not have"
+            )));
+        }
+        self.filter = Some(BloomFilter::new(read_block_contents(file, patch.filter, true)?)?);
+        self.props.bloom_bits_per_key = patch.bits_per_key;
+        self.props.whole_key_filtering = true;
+        if !patch.has_prefixes {
+            self.props.prefix_extractor = None;
+        }
+        Ok(())
     }
 
     /// Checks that a data block handle lies in this segment's data area.
@@ -194,17 +249,18 @@ pub fn discover_segments(
         Err(e) => e,
     };
     let data = file.read_at(0, usize::try_from(len).map_err(|_| Error::corruption("file too large"))?)?;
-    let magic = crate::table::format::TABLE_MAGIC.to_le_bytes();
-    // Each candidate end is a footer's last byte; false matches fail their checksum.
+    let magics = [crate::table::format::TABLE_MAGIC.to_le_bytes(), PATCH_MAGIC.to_le_bytes()];
+    // Each candidate end is a footer's (or a filter patch's) last byte; false
+    // matches fail their checksum.
     let mut upto = data.len().saturating_sub(1);
-    while let Some(p) = data[..upto].windows(magic.len()).rposition(|w| w == magic) {
-        let end = (p + magic.len()) as u64;
+    while let Some(p) = data[..upto].windows(8).rposition(|w| magics.iter().any(|m| w == m)) {
+        let end = (p + 8) as u64;
         if end >= FOOTER_LEN as u64 {
             if let Ok(segs) = chain_from(file, file_id, end) {
                 return Ok((segs, end));
             }
         }
-        upto = p + magic.len() - 1;
+        upto = p + 7;
     }
     Err(first)
 }
@@ -216,9 +272,18 @@ fn chain_from(file: &dyn RandomAccessFile, file_id: u64, end: u64) -> Result<Vec
     while at > 0 {
         let footer_at = at.checked_sub(FOOTER_LEN as u64).ok_or_else(|| Error::corruption("no footer"))?;
         let bytes = file.read_at(footer_at, FOOTER_LEN)?;
-        let footer = Footer::decode(&bytes, at)?;
+        // A segment that ends in a filter patch: its own footer is at the patch's table end.
+        let (table_end, own) = if FilterPatch::is_patch(&bytes) {
+            let table_end = FilterPatch::decode(&bytes, at)?.table_end;
+            let own_at =
+                table_end.checked_sub(FOOTER_LEN as u64).ok_or_else(|| Error::corruption("no footer"))?;
+            (table_end, file.read_at(own_at, FOOTER_LEN)?)
+        } else {
+            (at, bytes.clone())
+        };
+        let footer = Footer::decode(&own, table_end)?;
         let props = TableProperties::decode(&read_block_contents(file, footer.properties, true)?)?;
-        if props.segment_start >= at {
+        if props.segment_start >= table_end {
             return Err(Error::corruption(format!(
                 "table {file_id}: segment start {} past its end",
                 props.segment_start

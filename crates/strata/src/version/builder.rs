@@ -277,11 +277,11 @@ impl Builder {
                 *n += 1;
                 return Ok(meta.clone());
             }
-            // Segments appended (LWC): the edit unlisted every listing of the
-            // old state first, and the new state extends it. The new state
-            // shares the physical file with the old one, which older Versions
-            // may still read.
-            if *n == 0 && meta.grows_into(nf) {
+            // Segments appended (LWC) or a filter patch (Monkey): the edit
+            // unlisted every listing of the old state first, and the new
+            // state extends it. The new state shares the physical file with
+            // the old one, which older Versions may still read.
+            if *n == 0 && (meta.grows_into(nf) || meta.refilters_into(nf)) {
                 check_file_keys(&nf.smallest, &nf.largest)
                     .map_err(|e| Error::invalid(format!("file {}: {e}", nf.id)))?;
                 check_segment_ends(&nf.segments, nf.size, 1)

@@ -182,6 +182,17 @@ impl FileMeta {
             && f.segments.get(mine.len() - 1).is_some_and(|s| s.end == self.size)
     }
 
+    /// True if `f` is this one-segment table with its filter rebuilt (a
+    /// filter patch appended, `table::filter_patch`): same file, longer,
+    /// still one segment, the same entries; only the bits may differ.
+    pub(crate) fn refilters_into(&self, f: &NewFile) -> bool {
+        let data_kept = NewFile { size: self.size, bloom_bits_per_key: self.bloom_bits_per_key, ..f.clone() };
+        self.segments.is_empty()
+            && f.size > self.size
+            && f.bloom_bits_per_key.is_some()
+            && self.same_as(&data_kept)
+    }
+
     /// Number of segments (1 for a table written once).
     pub fn num_segments(&self) -> usize {
         self.segments.len().max(1)
@@ -329,6 +340,24 @@ mod tests {
     /// File 1 of `size` bytes made of `segments`.
     fn state(size: u64, segments: Vec<SegmentMeta>) -> NewFile {
         NewFile { size, segments, ..nf(1, b"c", b"f") }
+    }
+
+    #[test]
+    fn refilters_into_accepts_only_a_longer_one_segment_table_with_the_same_entries() {
+        let q = Arc::new(ObsoleteFiles::new());
+        let once = FileMeta::new(NewFile { bloom_bits_per_key: Some(10.0), ..state(100, vec![]) }, q);
+        let patched = NewFile { bloom_bits_per_key: Some(6.5), ..state(180, vec![]) };
+        assert!(once.refilters_into(&patched));
+        for (what, f) in [
+            ("same size", NewFile { size: 100, ..patched.clone() }),
+            ("segments", state(250, vec![seg(100, 1), seg(250, 2)])),
+            ("other entries", NewFile { num_entries: 7, ..patched.clone() }),
+            ("other keys", NewFile { largest: nf(1, b"c", b"g").largest, ..patched.clone() }),
+            ("bits unrecorded", NewFile { bloom_bits_per_key: None, ..patched.clone() }),
+            ("another file", NewFile { id: 2, ..patched.clone() }),
+        ] {
+            assert!(!once.refilters_into(&f), "{what}");
+        }
     }
 
     #[test]

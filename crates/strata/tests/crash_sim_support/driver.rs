@@ -90,6 +90,9 @@ pub struct Case {
     /// Keyspaces the steps may create, as (name, policy); empty: the case
     /// runs exactly as before keyspaces existed.
     pub keyspaces: Vec<(String, String)>,
+    /// Monkey's bloom allocation: filters sized per run, and rebuilt in place
+    /// (a patch appended to the table) as the tree changes.
+    pub monkey: bool,
 }
 
 impl Case {
@@ -110,6 +113,7 @@ impl Case {
             keys,
             extra_reopens: false,
             keyspaces: Vec::new(),
+            monkey: false,
         }
     }
 
@@ -133,9 +137,12 @@ impl Case {
     /// [`options`] for this case's policy and pipeline.
     pub fn options(&self, vfs: Arc<dyn strata::Vfs>) -> Options {
         // Small sub-tasks, so a parallel merge runs several at once.
-        let o = options(&self.policy, vfs)
+        let mut o = options(&self.policy, vfs)
             .with_compaction_pipeline(self.pipeline)
             .with_compaction_subtask_bytes(2 << 10);
+        if self.monkey {
+            o = o.with_bloom_allocation(strata::BloomAllocation::Monkey);
+        }
         if self.data_paths {
             o.with_db_paths(["/data-a", "/data-b"])
         } else {

@@ -74,10 +74,20 @@ pub enum CompactionTask {
         /// Why the policy chose this (for logs and stats).
         reason: &'static str,
     },
+    /// Rebuild one table's bloom filter at `bits_per_key`, its data untouched
+    /// (a filter patch appended to the file; Monkey's bits following the
+    /// tree). The file keeps its place; only its filter and length change.
+    Refilter {
+        /// The table, of one segment, with a filter.
+        file: FileRef,
+        /// Bits per key of the new filter (finite, positive).
+        bits_per_key: f64,
+    },
 }
 
 impl CompactionTask {
-    /// Short name of the task kind ("merge", "move", "drop", "state").
+    /// Short name of the task kind ("merge", "move", "drop", "state",
+    /// "append", "refilter").
     pub fn kind(&self) -> &'static str {
         match self {
             CompactionTask::Merge { .. } => "merge",
@@ -85,6 +95,7 @@ impl CompactionTask {
             CompactionTask::Drop { .. } => "drop",
             CompactionTask::UpdateState { .. } => "state",
             CompactionTask::Append { .. } => "append",
+            CompactionTask::Refilter { .. } => "refilter",
         }
     }
 }

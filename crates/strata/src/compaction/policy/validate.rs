@@ -182,7 +182,31 @@ pub fn validate_task(view: &LsmView, task: &CompactionTask) -> Result<()> {
         CompactionTask::Append { inputs, targets, bounds, output_level, reason } => {
             validate_append(view, inputs, targets, bounds, *output_level, reason)
         }
+        CompactionTask::Refilter { file, bits_per_key } => validate_refilter(view, file, *bits_per_key),
     }
+}
+
+/// The rules of [`CompactionTask::Refilter`]: a free file of one segment
+/// that has a filter, not held by a compaction buffer (a buffer lists the
+/// file as it was), and a positive, finite number of bits.
+fn validate_refilter(view: &LsmView, file: &FileRef, bits: f64) -> Result<()> {
+    let bad = |what: String| Err(Error::invalid(format!("refilter of file {}: {what}", file.file)));
+    if !(bits > 0.0 && bits.is_finite()) {
+        return bad(format!("{bits} bits per key"));
+    }
+    let f = check_inputs(view, std::slice::from_ref(file))?;
+    let Some(f) = f.first() else { return bad("no such file".into()) };
+    if f.segments != 1 {
+        return bad(format!("{} segments", f.segments));
+    }
+    if !f.bloom_bits_per_key.is_some_and(|b| b > 0.0) {
+        return bad("the table has no filter (or did not record its bits)".into());
+    }
+    let lvl = view.level(file.level).map(|l| l.buffers.as_slice()).unwrap_or_default();
+    if lvl.iter().flat_map(|b| &b.tables).flat_map(|t| &t.entries).any(|e| e.file == Some(file.file)) {
+        return bad("held by a compaction buffer".into());
+    }
+    Ok(())
 }
 
 /// The rules of [`CompactionTask::Append`]: free, distinct victims above the
@@ -387,6 +411,27 @@ mod tests {
         v.levels[1].runs[0].files[1].being_compacted = true;
         rejects(&v, mv(r(1, 11, 3), 2, RunTarget::New), "being compacted");
         rejects(&v, CompactionTask::Drop { files: vec![r(1, 11, 3)] }, "being compacted");
+    }
+
+    #[test]
+    fn refilter_rules() {
+        let mut v = view();
+        let refilter = |file, bits_per_key| CompactionTask::Refilter { file, bits_per_key };
+        // File 3 of L1 run 11: no recorded bits yet.
+        rejects(&v, refilter(r(1, 11, 3), 5.0), "no filter");
+        v.levels[1].runs[0].files[1].bloom_bits_per_key = Some(10.0);
+        validate_task(&v, &refilter(r(1, 11, 3), 5.0)).unwrap();
+        rejects(&v, refilter(r(1, 11, 3), 0.0), "bits per key");
+        rejects(&v, refilter(r(1, 11, 3), f64::NAN), "bits per key");
+        rejects(&v, refilter(r(1, 11, 9), 5.0), "not found");
+        v.levels[1].runs[0].files[1].segments = 2;
+        rejects(&v, refilter(r(1, 11, 3), 5.0), "segments");
+        v.levels[1].runs[0].files[1].segments = 1;
+        v.levels[1].runs[0].files[1].bloom_bits_per_key = Some(0.0);
+        rejects(&v, refilter(r(1, 11, 3), 5.0), "no filter");
+        v.levels[1].runs[0].files[1].bloom_bits_per_key = Some(10.0);
+        v.levels[1].runs[0].files[1].being_compacted = true;
+        rejects(&v, refilter(r(1, 11, 3), 5.0), "being compacted");
     }
 
     fn append(

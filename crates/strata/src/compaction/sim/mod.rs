@@ -275,6 +275,19 @@ impl Sim {
                 self.tasks.appends += 1;
                 (None, self.append(inputs, targets, bounds)?)
             }
+            CompactionTask::Refilter { file, bits_per_key } => {
+                self.tasks.refilters += 1;
+                let old = find_file(&self.version, file)?;
+                // The filter block, its trailer and the patch footer.
+                let patch = (old.num_entries as f64 * bits_per_key / 8.0).ceil() as u64 + 5 + 64;
+                self.write_bytes += patch;
+                let grown = NewFile {
+                    size: old.size + patch,
+                    bloom_bits_per_key: Some(*bits_per_key),
+                    ..old.to_new_file()
+                };
+                (None, vec![grown])
+            }
         };
         let edit = task_edit(&self.version, pick, out_run, outputs)?;
         self.install(&edit)

@@ -53,6 +53,8 @@ pub struct TaskCounts {
     pub state_updates: u64,
     /// Light-weight compactions (segments appended).
     pub appends: u64,
+    /// Filters rebuilt in place (Monkey's refilter).
+    pub refilters: u64,
 }
 
 /// Outcome of [`simulate`](super::simulate).
