@@ -41,6 +41,7 @@ pub fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict
         buffer_trims,
         seek_compactions,
         idle_compactions,
+        filter_rebuilds,
         ingested_files,
         compaction_filter_removed,
         total_table_bytes,

@@ -19,6 +19,7 @@ fn every_config_matches_the_model() {
     let mut lwc = std::collections::BTreeMap::new();
     let mut prefix = std::collections::BTreeMap::new();
     let mut idle = std::collections::BTreeMap::new();
+    let mut rebuilds = std::collections::BTreeMap::new();
     for seed in 0..SEEDS {
         let ops = gen_ops(seed, OPS, 1500);
         for cfg in configs() {
@@ -41,6 +42,7 @@ fn every_config_matches_the_model() {
             a.0 += stats.appends;
             a.1 += stats.table_rewrites;
             *idle.entry(cfg.name).or_insert(0) += stats.idle_compactions;
+            *rebuilds.entry(cfg.name).or_insert(0) += stats.filter_rebuilds;
             let levels = stats.levels.iter().filter(|l| l.files > 0);
             bits.entry(cfg.name).or_insert_with(Vec::new).extend(levels.map(|l| l.bloom_bits_per_key));
         }
@@ -62,6 +64,13 @@ fn every_config_matches_the_model() {
             assert!(rewrites > 0, "{name}: no rewrites");
         } else if !on {
             assert_eq!(rewrites, 0, "{name}: {rewrites} rewrites");
+        }
+    }
+    // Only Monkey rebuilds filters (uniform bits never drift from their share).
+    for (name, n) in rebuilds {
+        eprintln!("{name}: {n} filters rebuilt");
+        if !name.contains("monkey") {
+            assert_eq!(n, 0, "{name}: filters rebuilt under uniform bits");
         }
     }
     // Monkey really sized filters per level; plain leveling gives every level the configured bits.

@@ -244,10 +244,12 @@ fn full_shape<'a>(opts: &Options, policy: &dyn CompactionPolicy, level_ratios: &
 /// the levels above stays too small. Thinning comes first (the file with
 /// most bits to give back), since it frees budget; a filter is thickened
 /// only while the tree's filters stay within `bits_per_key` on average,
-/// with L0's shortfall kept back. L0 files (soon merged), DTables of several segments, files without a
-/// filter or with unrecorded bits, busy files, files a compaction buffer
-/// holds, and runs the optimum gives no filter are left alone. Converges:
-/// the shares depend only on the runs' entries, which a refilter keeps.
+/// L0's shares kept back (of its files, and of the runs it will hold). L0
+/// files (soon merged), DTables of several segments, files without a filter
+/// or with unrecorded bits, busy files, files a compaction buffer holds, and
+/// runs the optimum gives no filter are left alone. Converges: a refilter
+/// keeps the runs' entries, and the few bytes it adds move the estimate of
+/// a memtable's entries by a sliver of a bit.
 pub fn refilter_pick(opts: &Options, policy: &dyn CompactionPolicy, view: &LsmView) -> Option<PickResult> {
     let budget = opts.bloom_bits_per_key;
     if opts.bloom_allocation != BloomAllocation::Monkey || !(budget > 0.0 && budget.is_finite()) {
@@ -255,7 +257,7 @@ pub fn refilter_pick(opts: &Options, policy: &dyn CompactionPolicy, view: &LsmVi
     }
     let mut runs = Vec::new();
     let mut levels = Vec::new();
-    let (mut bytes, mut entries) = (0u64, 0u64);
+    let mut bytes = 0u64;
     for (l, level) in view.levels.iter().enumerate() {
         for run in &level.runs {
             runs.push(run.files.iter().map(|f| f.num_entries).sum::<u64>());
@@ -263,7 +265,7 @@ pub fn refilter_pick(opts: &Options, policy: &dyn CompactionPolicy, view: &LsmVi
             bytes += run.files.iter().map(|f| f.size).sum::<u64>();
         }
     }
-    entries += runs.iter().sum::<u64>();
+    let entries: u64 = runs.iter().sum();
     let total = entries as f64;
     // The L0 runs to come count in the optimum too: they are the smallest
     // runs, with the largest shares, and are written with what the budget

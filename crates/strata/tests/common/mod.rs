@@ -562,6 +562,7 @@ struct Runner {
     closed_prefix_counts: (u64, u64),
     /// Idle compactions of handles closed by `Reopen`.
     closed_idle_compactions: u64,
+    closed_filter_rebuilds: u64,
 }
 
 fn range_of(model: &Model, lo: &Option<Vec<u8>>, hi: &Option<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -598,6 +599,7 @@ impl Runner {
             closed_seek_counts: (0, 0),
             closed_prefix_counts: (0, 0),
             closed_idle_compactions: 0,
+            closed_filter_rebuilds: 0,
         };
         r.open();
         r
@@ -962,6 +964,7 @@ impl Runner {
                 self.closed_prefix_counts.0 += st.prefix_filter_checks;
                 self.closed_prefix_counts.1 += st.prefix_filter_skips;
                 self.closed_idle_compactions += st.idle_compactions;
+                self.closed_filter_rebuilds += st.filter_rebuilds;
                 self.db.take().expect("db").close().map_err(|e| e.to_string())?;
                 self.open();
             }
@@ -1059,6 +1062,7 @@ pub fn run_log(seed: u64, ops: &[Op], cfg: &Config) -> strata::Stats {
     stats.prefix_filter_checks += r.closed_prefix_counts.0;
     stats.prefix_filter_skips += r.closed_prefix_counts.1;
     stats.idle_compactions += r.closed_idle_compactions;
+    stats.filter_rebuilds += r.closed_filter_rebuilds;
     r.db.take().expect("db").close().expect("close");
     // The database directory and the data paths the in-memory configs use.
     let dirs = std::iter::once(r.path.clone()).chain(MEM_DATA_PATHS.iter().map(PathBuf::from));
