@@ -7,6 +7,7 @@ use strata::filename::{manifest_path, parse_file_name, FileKind};
 use strata::iter::InternalIterator;
 use strata::key::parse_internal_key;
 use strata::table::filter::{num_probes, BloomFilter};
+use strata::table::filter_patch::FilterPatch;
 use strata::table::format::{read_block_contents, BlockHandle, Footer, FOOTER_LEN};
 use strata::table::{decode_range_dels, discover_segments, Block, BlockReadOptions, Table, TableProperties};
 use strata::version::{read_current, read_manifest, KeyspaceOp, VersionEdit, VersionSet};
@@ -85,27 +86,50 @@ pub fn table(path: &Path, entries: bool, hex: bool) -> CliResult<()> {
     let ends: Vec<u64> = if segs.is_empty() { vec![len] } else { segs.iter().map(|s| s.end).collect() };
     let mut start = 0;
     for (i, end) in ends.into_iter().enumerate() {
-        let footer_at = end - FOOTER_LEN as u64;
-        let footer = Footer::decode(&file.read_at(footer_at, FOOTER_LEN).map_err(err)?, end).map_err(err)?;
         println!("segment {i}: bytes {start}..{end}");
+        // A segment that ends in a filter patch (Monkey): its own footer is at the patch's table end.
+        let tail = file.read_at(end - FOOTER_LEN as u64, FOOTER_LEN).map_err(err)?;
+        let patch = if FilterPatch::is_patch(&tail) {
+            let p = FilterPatch::decode(&tail, end).map_err(err)?;
+            println!(
+                "  filter patch     footer offset {}, the table ends at {}",
+                end - FOOTER_LEN as u64,
+                p.table_end
+            );
+            Some(p)
+        } else {
+            None
+        };
+        let own_end = patch.map_or(end, |p| p.table_end);
+        let footer_at = own_end - FOOTER_LEN as u64;
+        let footer =
+            Footer::decode(&file.read_at(footer_at, FOOTER_LEN).map_err(err)?, own_end).map_err(err)?;
         println!("  footer           offset {footer_at}");
         println!("  index block      {}", handle(footer.index));
         println!("  properties block {}", handle(footer.properties));
         let props =
             TableProperties::decode(&read_block_contents(&*file, footer.properties, true).map_err(err)?)
                 .map_err(err)?;
-        if footer.filter.size == 0 {
-            println!("  filter           none");
-        } else {
-            let f = BloomFilter::new(read_block_contents(&*file, footer.filter, true).map_err(err)?)
-                .map_err(err)?;
+        let filters = [(
+            footer.filter,
+            props.bloom_bits_per_key,
+            if patch.is_some() { "filter (replaced)" } else { "filter block    " },
+        )]
+        .into_iter()
+        .chain(patch.map(|p| (p.filter, p.bits_per_key, "patched filter  ")));
+        for (h, bits, what) in filters {
+            if h.size == 0 {
+                println!("  filter           none");
+                continue;
+            }
+            let f = BloomFilter::new(read_block_contents(&*file, h, true).map_err(err)?).map_err(err)?;
             println!(
-                "  filter block     {} ({} bytes in memory, {} bits/key, {} probes, {:.3}% expected false positives)",
-                handle(footer.filter),
+                "  {what} {} ({} bytes in memory, {} bits/key, {} probes, {:.3}% expected false positives)",
+                handle(h),
                 f.memory_size(),
-                props.bloom_bits_per_key,
-                num_probes(props.bloom_bits_per_key),
-                100.0 * expected_fp(props.bloom_bits_per_key),
+                bits,
+                num_probes(bits),
+                100.0 * expected_fp(bits),
             );
         }
         if let Some(h) = props.range_del {
