@@ -300,3 +300,47 @@ fn lwc_appends_after_rebuilt_filters_and_reads_stay_exact() {
     let db = Db::open("/db", opts).unwrap();
     check_keys(&db);
 }
+
+/// A filter rebuild that fails in the OS call (the patch's append, its sync)
+/// fails like any compaction: the database turns read-only, and a reopen
+/// finds every key, rebuilds the filters and reads the tables as recorded.
+#[test]
+fn a_failed_filter_rebuild_keeps_every_key() {
+    use strata::vfs::testing::{FaultConfig, FaultOp, FaultVfs, PathFilter};
+    for op in [FaultOp::Append, FaultOp::Sync] {
+        let vfs = FaultVfs::new(
+            Arc::new(MemVfs::new()),
+            FaultConfig::new(3).with_filter(PathFilter::extension("sst")),
+        );
+        let opts = |alloc| {
+            options(CompactionStyle::Leveled, alloc, Arc::new(MemVfs::new())).with_vfs(Arc::new(vfs.clone()))
+        };
+        // Built with uniform bits: under Monkey the tables' shares differ, so
+        // the first background task after the reopen is a rebuild.
+        let db = Db::open("/db", opts(BloomAllocation::Uniform)).unwrap();
+        for i in 0..KEYS {
+            let k = (i * 7919) % KEYS;
+            db.put(key(2 * k), format!("value-{k:034}")).unwrap();
+            if (i + 1) % PER_FLUSH == 0 {
+                db.flush().unwrap();
+                db.wait_for_compactions().unwrap();
+            }
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+        db.close().unwrap();
+        vfs.fail_after(op, 0, 1);
+        let db = Db::open("/db", opts(BloomAllocation::Monkey)).unwrap();
+        let e = db.wait_for_compactions().unwrap_err();
+        assert_eq!(vfs.injected(op), 1, "{op}: {e}");
+        assert!(e.to_string().contains("injected fault"), "{op}: {e}");
+        assert!(db.put("k", "v").is_err(), "{op}: read-only after the failed rebuild");
+        check_keys(&db);
+        drop(db);
+        vfs.disarm();
+        let db = Db::open("/db", opts(BloomAllocation::Monkey)).unwrap();
+        db.wait_for_compactions().unwrap();
+        assert!(db.stats().filter_rebuilds > 0, "{op}: the rebuilds ran after the reopen");
+        check_keys(&db);
+    }
+}
