@@ -48,6 +48,12 @@ const PER_FLUSH: u64 = 100;
 fn load(style: CompactionStyle, alloc: BloomAllocation) -> (Db, Arc<MemVfs>) {
     let vfs = Arc::new(MemVfs::new());
     let db = Db::open("/db", options(style, alloc, vfs.clone())).unwrap();
+    fill(&db);
+    (db, vfs)
+}
+
+/// Writes every stored key as [`load`] does.
+fn fill(db: &Db) {
     for i in 0..KEYS {
         // 7919 is prime and does not divide KEYS: a permutation.
         let k = (i * 7919) % KEYS;
@@ -59,7 +65,6 @@ fn load(style: CompactionStyle, alloc: BloomAllocation) -> (Db, Arc<MemVfs>) {
     }
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
-    (db, vfs)
 }
 
 /// False-positive table probes per missing-key lookup.
@@ -318,16 +323,7 @@ fn a_failed_filter_rebuild_keeps_every_key() {
         // Built with uniform bits: under Monkey the tables' shares differ, so
         // the first background task after the reopen is a rebuild.
         let db = Db::open("/db", opts(BloomAllocation::Uniform)).unwrap();
-        for i in 0..KEYS {
-            let k = (i * 7919) % KEYS;
-            db.put(key(2 * k), format!("value-{k:034}")).unwrap();
-            if (i + 1) % PER_FLUSH == 0 {
-                db.flush().unwrap();
-                db.wait_for_compactions().unwrap();
-            }
-        }
-        db.flush().unwrap();
-        db.wait_for_compactions().unwrap();
+        fill(&db);
         db.close().unwrap();
         vfs.fail_after(op, 0, 1);
         let db = Db::open("/db", opts(BloomAllocation::Monkey)).unwrap();

@@ -21,7 +21,7 @@ use crate::table::format::FOOTER_LEN;
 use crate::table::{Expected, SegmentMeta, TableBuilder, TableBuilderOptions};
 use crate::util::crc::crc32c;
 use crate::version::{FileMeta, NewFile};
-use crate::vfs::RandomOpenOptions;
+use crate::vfs::{RandomOpenOptions, WritableFile};
 
 /// The segment being written: target index, builder, sequence bounds.
 struct OpenSegment {
@@ -58,21 +58,7 @@ impl<'e, 'a> Appender<'e, 'a> {
     fn start(&self, j: usize) -> Result<OpenSegment> {
         let meta = self.dests.get(j).ok_or_else(|| Error::invalid("append routed past its targets"))?;
         let env = self.env;
-        let path = env.tables.paths().table(meta.id);
-        // Never into an inode a checkpoint or backup shares (the copy keeps only the recorded bytes).
-        unshare_table(env.vfs, &path, meta.id, meta.size)?;
-        if env.vfs.file_size(&path)? > meta.size {
-            env.vfs.truncate(&path, meta.size)?;
-        }
-        let file = env.vfs.open_append(&path)?;
-        if file.len() != meta.size {
-            return Err(Error::corruption(format!(
-                "table {:06}.sst is {} bytes, the MANIFEST recorded {}",
-                meta.id,
-                file.len(),
-                meta.size
-            )));
-        }
+        let file = open_at_recorded_end(env, meta)?;
         let bits = meta.bloom_bits_per_key.unwrap_or(self.level_bits);
         let opts = TableBuilderOptions::for_write(env.opts, bits, env.pipeline);
         Ok(OpenSegment {
@@ -133,6 +119,29 @@ impl<'e, 'a> Appender<'e, 'a> {
             meta.size.checked_sub(FOOTER_LEN as u64).ok_or_else(|| Error::corruption("table too short"))?;
         Ok(crc32c(&file.read_at(at, FOOTER_LEN)?))
     }
+}
+
+/// Opens the file of `meta` for append at its recorded length: the one way
+/// bytes are added to an existing table (a segment, a filter patch). Never
+/// into an inode a checkpoint or backup shares (the copy keeps only the
+/// recorded bytes); bytes past the recorded length, left by an attempt that
+/// failed after writing, are cut off first.
+pub(super) fn open_at_recorded_end(env: &Env<'_>, meta: &FileMeta) -> Result<Box<dyn WritableFile>> {
+    let path = env.tables.paths().table(meta.id);
+    unshare_table(env.vfs, &path, meta.id, meta.size)?;
+    if env.vfs.file_size(&path)? > meta.size {
+        env.vfs.truncate(&path, meta.size)?;
+    }
+    let file = env.vfs.open_append(&path)?;
+    if file.len() != meta.size {
+        return Err(Error::corruption(format!(
+            "table {:06}.sst is {} bytes, the MANIFEST recorded {}",
+            meta.id,
+            file.len(),
+            meta.size
+        )));
+    }
+    Ok(file)
 }
 
 impl TableSink for Appender<'_, '_> {

@@ -10,9 +10,9 @@
 //! after writing), and a file hard-linked into a checkpoint or backup is
 //! first replaced by a private copy.
 
+use super::append::open_at_recorded_end;
 use super::verify::read_back;
 use super::Env;
-use crate::compaction::unshare::unshare_table;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::user_key;
@@ -64,21 +64,7 @@ pub(crate) fn rebuild_filter(env: &Env<'_>, meta: &FileMeta, bits_per_key: f64) 
         it.next()?;
     }
     let payload = feed.finish();
-    let path = env.tables.paths().table(meta.id);
-    // Never into an inode a checkpoint or backup shares (the copy keeps only the recorded bytes).
-    unshare_table(env.vfs, &path, meta.id, meta.size)?;
-    if env.vfs.file_size(&path)? > meta.size {
-        env.vfs.truncate(&path, meta.size)?;
-    }
-    let mut file = env.vfs.open_append(&path)?;
-    if file.len() != meta.size {
-        return Err(Error::corruption(format!(
-            "table {:06}.sst is {} bytes, the MANIFEST recorded {}",
-            meta.id,
-            file.len(),
-            meta.size
-        )));
-    }
+    let mut file = open_at_recorded_end(env, meta)?;
     let size = append_patch(&mut *file, table_end, &payload, bits_per_key, has_prefixes)?;
     drop(file);
     let nf = NewFile { size, bloom_bits_per_key: Some(bits_per_key), ..meta.to_new_file() };

@@ -94,11 +94,7 @@ impl Segment {
         footer_crc: Option<u32>,
     ) -> Result<Segment> {
         let bad = |what: String| Error::corruption(format!("table {file_id} segment at {start}: {what}"));
-        let footer_at = end
-            .checked_sub(FOOTER_LEN as u64)
-            .filter(|&f| f >= start)
-            .ok_or_else(|| bad("no room for a footer".into()))?;
-        let tail = file.read_at(footer_at, FOOTER_LEN)?;
+        let tail = file.read_at(footer_at(file_id, start, end)?, FOOTER_LEN)?;
         if let Some(want) = footer_crc {
             if crc32c(&tail) != want {
                 return Err(bad("footer is not the one the MANIFEST records".into()));
@@ -109,11 +105,7 @@ impl Segment {
         }
         let patch = FilterPatch::decode(&tail, end).map_err(|e| bad(e.to_string()))?;
         let table_end = patch.table_end;
-        let own_at = table_end
-            .checked_sub(FOOTER_LEN as u64)
-            .filter(|&f| f >= start)
-            .ok_or_else(|| bad(format!("a filter patch names a table end at {table_end}")))?;
-        let footer_bytes = file.read_at(own_at, FOOTER_LEN)?;
+        let footer_bytes = file.read_at(footer_at(file_id, start, table_end)?, FOOTER_LEN)?;
         // `from_footer` refuses a patch footer here: patches do not nest.
         let mut seg = Self::from_footer(file, file_id, start, table_end, &footer_bytes)?;
         seg.apply_patch(file, file_id, &patch)?;
@@ -130,10 +122,7 @@ impl Segment {
         footer_bytes: &[u8],
     ) -> Result<Segment> {
         let bad = |what: String| Error::corruption(format!("table {file_id} segment at {start}: {what}"));
-        let footer_at = end
-            .checked_sub(FOOTER_LEN as u64)
-            .filter(|&f| f >= start)
-            .ok_or_else(|| bad("no room for a footer".into()))?;
+        let footer_at = footer_at(file_id, start, end)?;
         let footer = Footer::decode(footer_bytes, end)?;
         let handles = [footer.index, footer.properties]
             .into_iter()
@@ -231,6 +220,13 @@ impl Segment {
     pub(crate) fn memory_usage(&self) -> usize {
         self.index.memory_size() + self.filter.as_ref().map_or(0, BloomFilter::memory_size)
     }
+}
+
+/// Where the footer of the segment `[start, end)` starts, if it fits.
+fn footer_at(file_id: u64, start: u64, end: u64) -> Result<u64> {
+    end.checked_sub(FOOTER_LEN as u64).filter(|&f| f >= start).ok_or_else(|| {
+        Error::corruption(format!("table {file_id} segment at {start}: no room for a footer before {end}"))
+    })
 }
 
 /// Finds a table file's segments (and the length they cover) from its bytes
