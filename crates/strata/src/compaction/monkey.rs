@@ -237,6 +237,7 @@ fn full_shape<'a>(opts: &Options, policy: &dyn CompactionPolicy, level_ratios: &
 /// Under Monkey, when the policy has nothing to do: one table whose filter is
 /// more than [`REBUILD_BITS`] away from its run's share of the optimum over
 /// the tree as it is now (projected full, as [`table_bits`] sizes a write),
+/// (with the policy's `bloom_bits_for_level` on top, as a write gets it),
 /// to be rebuilt at that share without rewriting its data
 /// ([`CompactionTask::Refilter`]). A table keeps the bits it was written with,
 /// and in a growing tree the levels' shares move: the deep levels written
@@ -296,7 +297,10 @@ pub fn refilter_pick(opts: &Options, policy: &dyn CompactionPolicy, view: &LsmVi
             .filter_map(|e| e.file)
             .collect();
         for run in &level.runs {
-            let want = ideal.get(at).copied().unwrap_or(0.0);
+            // As a write to this run is sized (`table_bits`): the policy's own
+            // adjustment on top (dLSM's buffer bits), else a rebuild undoes it.
+            let share = ideal.get(at).copied().unwrap_or(0.0);
+            let want = if share > 0.0 { policy.bloom_bits_for_level(view, l, share) } else { 0.0 };
             at += 1;
             for f in &run.files {
                 spent += f.num_entries as f64 * f.bloom_bits_per_key.unwrap_or(budget);
@@ -785,6 +789,52 @@ mod tests {
         assert_eq!(refiltered(&dtable), None);
         let uniform = Options { bloom_allocation: BloomAllocation::Uniform, ..monkey.clone() };
         assert!(refilter_pick(&uniform, &policy, &tree(2.0, 12.0)).is_none());
+        // A policy that adds bits on top of Monkey's share (as dLSM does for
+        // the tables that feed its buffers): a rebuild keeps them.
+        #[derive(Debug)]
+        struct Extra(LeveledPolicy);
+        impl CompactionPolicy for Extra {
+            fn name(&self) -> &str {
+                "extra"
+            }
+            fn num_levels(&self) -> usize {
+                self.0.num_levels()
+            }
+            fn pick(&self, v: &LsmView) -> Option<PickResult> {
+                self.0.pick(v)
+            }
+            fn scores(&self, v: &LsmView) -> Vec<f64> {
+                self.0.scores(v)
+            }
+            fn level_target_bytes(&self, v: &LsmView, level: usize) -> Option<u64> {
+                self.0.level_target_bytes(v, level)
+            }
+            fn compact_range(
+                &self,
+                v: &LsmView,
+                level: usize,
+                range: &crate::compaction::ManualRange<'_>,
+            ) -> Option<PickResult> {
+                self.0.compact_range(v, level, range)
+            }
+            fn inner(&self) -> Option<&dyn CompactionPolicy> {
+                Some(&self.0)
+            }
+            fn bloom_bits_for_level(&self, _: &LsmView, level: usize, bits: f64) -> f64 {
+                if level == 1 {
+                    bits + 5.0
+                } else {
+                    bits
+                }
+            }
+        }
+        let extra = Extra(policy.clone());
+        let settled = tree(upper_share + 5.0, deep_share);
+        assert_eq!(refilter_pick(&monkey, &extra, &settled).map(|p| p.task), None, "the extra bits are kept");
+        assert!(
+            refilter_pick(&monkey, &policy, &settled).is_some(),
+            "without them the upper file is thinned"
+        );
         let mut l0 = LsmView::new(3);
         let mut f = fv(1, 0, 5, 100_000);
         (f.num_entries, f.bloom_bits_per_key) = (1000, Some(1.0));

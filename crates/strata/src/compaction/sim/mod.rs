@@ -24,6 +24,7 @@ use crate::compaction::policy::{
 use crate::compaction::view::view_of;
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, make_internal_key, ValueKind};
+use crate::table::format::{BLOCK_TRAILER_LEN, FOOTER_LEN};
 use crate::table::SegmentMeta;
 use crate::version::{
     Buffer, BufferEntry, Builder, FileMeta, NewFile, ObsoleteFiles, PolicyMeta, Version, VersionEdit,
@@ -279,7 +280,8 @@ impl Sim {
                 self.tasks.refilters += 1;
                 let old = find_file(&self.version, file)?;
                 // The filter block, its trailer and the patch footer.
-                let patch = (old.num_entries as f64 * bits_per_key / 8.0).ceil() as u64 + 5 + 64;
+                let patch = (old.num_entries as f64 * bits_per_key / 8.0).ceil() as u64
+                    + (BLOCK_TRAILER_LEN + FOOTER_LEN) as u64;
                 self.write_bytes += patch;
                 let grown = NewFile {
                     size: old.size + patch,
