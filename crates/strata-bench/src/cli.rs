@@ -144,6 +144,12 @@ pub struct Args {
     /// `buffer_last_level`; default false, as the dLSM paper builds it).
     #[arg(long, num_args = 0..=1, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
     pub buffer_last_level: bool,
+    /// Strata LSbM and dLSM only: the smallest part a super-file is cut into, bytes (the
+    /// engine's `buffer_min_part_size`): each `--max_file_size` output is written as up to
+    /// four parts of at least this size, whole below twice it. Default: the policy's own
+    /// (LSbM four parts at every size, dLSM parts of at least 1 MiB).
+    #[arg(long)]
+    pub buffer_min_part_size: Option<u64>,
     /// Strata only: seek-triggered compaction (the engine's `seek_compaction`, LevelDB's
     /// `allowed_seeks`): a table that point reads keep reading in vain is compacted into the
     /// next level. LevelDB always does it; RocksDB removed it in 3.2 (flagged UNSUPPORTED).

@@ -23,6 +23,8 @@ pub struct EngineConfig {
     pub buffer_dispatch: bool,
     /// dLSM buffers its last level too (`--buffer_last_level`); Strata only.
     pub buffer_last_level: bool,
+    /// LSbM's and dLSM's smallest super-file part (`--buffer_min_part_size`); Strata only.
+    pub buffer_min_part_size: Option<u64>,
     /// Seek-triggered compaction (`--seek_compaction`); Strata only.
     pub seek_compaction: bool,
     /// Deepest level for a flushed table (`--max_mem_compaction_level`); Strata only.
@@ -162,6 +164,7 @@ impl EngineConfig {
             buffer_read_misses: false,
             buffer_dispatch: false,
             buffer_last_level: false,
+            buffer_min_part_size: None,
             seek_compaction: false,
             max_mem_compaction_level: 0,
             idle_compaction: None,
@@ -491,6 +494,7 @@ impl StrataEngine {
             .with_buffer_trim_interval(trim_interval)
             .with_buffer_read_misses(cfg.buffer_read_misses)
             .with_buffer_last_level(cfg.buffer_last_level)
+            .with_buffer_min_part_size(cfg.buffer_min_part_size)
             .with_seek_compaction(cfg.seek_compaction)
             .with_max_mem_compaction_level(cfg.max_mem_compaction_level)
             .with_idle_compaction(idle)
@@ -544,7 +548,7 @@ impl StrataEngine {
         };
         let mapping = format!(
             "strata: block_cache_capacity={} row_cache={} compaction_warmup={} bloom_bits_per_key={} bloom_allocation={} write_buffer_size={} target_file_size_base={} \
-             compression={:?} use_direct_reads={} mmap_reads={} max_bytes_for_level_base={} max_bytes_for_level_multiplier={} compaction_style={}{} buffer_trim_interval={:?} buffer_read_misses={} buffer_dispatch={} buffer_last_level={} \
+             compression={:?} use_direct_reads={} mmap_reads={} max_bytes_for_level_base={} max_bytes_for_level_multiplier={} compaction_style={}{} buffer_trim_interval={:?} buffer_read_misses={} buffer_dispatch={} buffer_last_level={} buffer_min_part_size={:?} \
              seek_compaction={} max_mem_compaction_level={} idle_compaction={:?} compaction_pipeline={} compaction_subtask_bytes={} sync={} \
              pin_slice={} prefix_extractor={} total_order_seek={}{}",
             cfg.cache_size,
@@ -569,6 +573,7 @@ impl StrataEngine {
             cfg.buffer_read_misses,
             cfg.buffer_dispatch,
             cfg.buffer_last_level,
+            cfg.buffer_min_part_size,
             cfg.seek_compaction,
             cfg.max_mem_compaction_level,
             idle,

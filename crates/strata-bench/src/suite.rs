@@ -203,6 +203,7 @@ impl Plan {
             buffer_last_level: a.buffer_last_level
                 || crate::engine::split_pipeline(crate::engine::split_drive(policy).0).0
                     == format!("dlsm@{}", crate::engine::DLSM_LAST_LEVEL),
+            buffer_min_part_size: a.buffer_min_part_size,
             seek_compaction: a.seek_compaction,
             max_mem_compaction_level: a.max_mem_compaction_level,
             idle_compaction: (a.idle_compaction >= 0.0).then_some(a.idle_compaction),

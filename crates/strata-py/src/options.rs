@@ -78,6 +78,7 @@ macro_rules! tree_option {
                 "seek_compaction" => o.with_seek_compaction(boolean(n, v)?),
                 "max_mem_compaction_level" => o.with_max_mem_compaction_level(int(n, v)?),
                 "buffer_last_level" => o.with_buffer_last_level(boolean(n, v)?),
+                "buffer_min_part_size" => o.with_buffer_min_part_size(Some(int(n, v)?)),
                 "idle_compaction_nanos" => {
                     o.with_idle_compaction(Some(std::time::Duration::from_nanos(int(n, v)?)))
                 }

@@ -632,3 +632,19 @@ def test_buffer_last_level_is_recorded(db_path):
     assert db.property("strata.policy") == "dlsm"
     assert db.get(b"k") == b"v"
     db.close()
+
+
+def test_buffer_min_part_size_is_recorded(db_path):
+    # LSbM's smallest super-file part: unset by default, kept in the OPTIONS file once set.
+    db = strata.open(db_path, policy="lsbm", options={"buffer_min_part_size": 1 << 20})
+    db.put(b"k", b"v")
+    db.close()
+    options = [p for p in os.listdir(db_path) if p.startswith("OPTIONS")]
+    text = open(os.path.join(db_path, sorted(options)[-1])).read()
+    assert "buffer_min_part_size=1048576" in text
+    db = strata.open(db_path)
+    assert db.property("strata.policy") == "lsbm"
+    assert db.get(b"k") == b"v"
+    db.close()
+    with pytest.raises(strata.InvalidArgumentError):
+        strata.open(db_path, options={"buffer_min_part_size": 0})

@@ -10,9 +10,9 @@ use crate::compaction::style::CompactionStyle;
 use crate::error::{Error, Result};
 use crate::options::kinds::{BloomAllocation, CompressionType};
 use crate::options::tree::{
-    tree_setters, F_BLOCK_SIZE, F_BLOOM_ALLOCATION, F_BLOOM_BITS, F_BUFFER_LAST_LEVEL, F_COMPRESSION,
-    F_DISABLE_AUTO, F_IDLE_COMPACTION, F_L0_SLOWDOWN, F_L0_STOP, F_L0_TRIGGER, F_LEVEL_BASE, F_MAX_MEM_LEVEL,
-    F_MAX_WRITE_BUFFER_NUMBER, F_MERGE_OPERATOR, F_MULTIPLIER, F_NUM_LEVELS, F_READ_MISSES,
+    tree_setters, F_BLOCK_SIZE, F_BLOOM_ALLOCATION, F_BLOOM_BITS, F_BUFFER_LAST_LEVEL, F_BUFFER_MIN_PART,
+    F_COMPRESSION, F_DISABLE_AUTO, F_IDLE_COMPACTION, F_L0_SLOWDOWN, F_L0_STOP, F_L0_TRIGGER, F_LEVEL_BASE,
+    F_MAX_MEM_LEVEL, F_MAX_WRITE_BUFFER_NUMBER, F_MERGE_OPERATOR, F_MULTIPLIER, F_NUM_LEVELS, F_READ_MISSES,
     F_RESTART_INTERVAL, F_SEEK_COMPACTION, F_STYLE, F_TARGET_FILE_SIZE, F_TRIM_INTERVAL_NANOS,
     F_TRIM_THRESHOLD, F_TTL, F_WHOLE_KEY_FILTERING, F_WRITE_BUFFER_SIZE,
 };
@@ -205,6 +205,7 @@ impl KeyspaceOptions {
         o.max_mem_compaction_level = t.max_mem_compaction_level;
         o.idle_compaction = t.idle_compaction;
         o.buffer_last_level = t.buffer_last_level;
+        o.buffer_min_part_size = t.buffer_min_part_size;
         o.compaction_filter = t.compaction_filter.clone();
         o.merge_operator = t.merge_operator.clone();
         o.prefix_extractor = t.prefix_extractor.clone();
@@ -293,6 +294,10 @@ impl KeyspaceOptions {
             put_varint64(&mut b, F_BUFFER_LAST_LEVEL);
             put_varint64(&mut b, 1);
         }
+        if let Some(min_part) = t.buffer_min_part_size {
+            put_varint64(&mut b, F_BUFFER_MIN_PART);
+            put_varint64(&mut b, min_part);
+        }
         // Only for stamped values, so plain trees encode as before and an
         // older reader refuses a TTL tree (unknown field) instead of misreading it.
         if let Some(ttl) = self.ttl() {
@@ -376,6 +381,7 @@ impl KeyspaceOptions {
                 F_MAX_MEM_LEVEL => t.max_mem_compaction_level = us,
                 F_IDLE_COMPACTION => t.idle_compaction = Some(Duration::from_nanos(v)),
                 F_BUFFER_LAST_LEVEL => t.buffer_last_level = v != 0,
+                F_BUFFER_MIN_PART => t.buffer_min_part_size = Some(v),
                 F_COMPRESSION => {
                     t.compression = match v {
                         0 => CompressionType::None,
@@ -412,7 +418,11 @@ pub(crate) fn keep_recorded(given: &Options, recorded: &[u8], whose: &str) -> Re
         KeyspaceOptions::decode(recorded).map_err(|e| Error::corruption(format!("{whose}: {e}")))?;
     refuse_plain_open_of_ttl_tree(whose, &stored, given)?;
     let mut o = given.clone();
-    for f in (F_WRITE_BUFFER_SIZE..=F_MAX_MEM_LEVEL).chain([F_IDLE_COMPACTION, F_BUFFER_LAST_LEVEL]) {
+    for f in (F_WRITE_BUFFER_SIZE..=F_MAX_MEM_LEVEL).chain([
+        F_IDLE_COMPACTION,
+        F_BUFFER_LAST_LEVEL,
+        F_BUFFER_MIN_PART,
+    ]) {
         if given.explicit & (1 << f) == 0 {
             copy_field(&mut o, &stored.tree, f);
         }
@@ -480,6 +490,7 @@ fn copy_field(dst: &mut Options, src: &Options, f: u64) {
         F_MAX_MEM_LEVEL => dst.max_mem_compaction_level = src.max_mem_compaction_level,
         F_IDLE_COMPACTION => dst.idle_compaction = src.idle_compaction,
         F_BUFFER_LAST_LEVEL => dst.buffer_last_level = src.buffer_last_level,
+        F_BUFFER_MIN_PART => dst.buffer_min_part_size = src.buffer_min_part_size,
         _ => {}
     }
 }
@@ -517,10 +528,12 @@ mod tests {
             .with_buffer_trim_interval(Duration::from_millis(1500))
             .with_seek_compaction(true)
             .with_idle_compaction(Some(Duration::from_millis(2500)))
-            .with_buffer_last_level(true);
+            .with_buffer_last_level(true)
+            .with_buffer_min_part_size(Some(3 << 10));
         let (back, style) = KeyspaceOptions::decode(&o.encode()).unwrap();
         assert_eq!(back.encode(), o.encode());
         assert!(back.apply(&Options::default()).buffer_last_level);
+        assert_eq!(back.apply(&Options::default()).buffer_min_part_size, Some(3 << 10));
         assert_eq!(style.name(), "garnering");
         let (_, lwc) = KeyspaceOptions::decode(
             &KeyspaceOptions::new().with_compaction_style(CompactionStyle::Lwc { max_segments: 3 }).encode(),

@@ -49,6 +49,9 @@ impl Options {
         if !(self.buffer_trim_threshold >= 0.0 && self.buffer_trim_threshold <= 1.0) {
             return bad("buffer_trim_threshold must be between 0 and 1");
         }
+        if self.buffer_min_part_size == Some(0) {
+            return bad("buffer_min_part_size must be above zero");
+        }
         if self.buffer_trim_interval.is_zero() {
             return bad("buffer_trim_interval must be above zero");
         }

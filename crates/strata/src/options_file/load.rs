@@ -110,6 +110,7 @@ fn apply_tree(file: &str, ks: &str, s: &Section, given: &Options, o: &mut Option
             "seek_compaction" => o.seek_compaction = value(file, e)?,
             "max_mem_compaction_level" => o.max_mem_compaction_level = value(file, e)?,
             "buffer_last_level" => o.buffer_last_level = value(file, e)?,
+            "buffer_min_part_size" => o.buffer_min_part_size = Some(value(file, e)?),
             "idle_compaction_nanos" => o.idle_compaction = Some(Duration::from_nanos(value(file, e)?)),
             "merge_operator" => merge = Some(e.value.clone()),
             "compaction_filter" => filter = Some(e.value.clone()),

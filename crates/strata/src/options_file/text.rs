@@ -167,6 +167,9 @@ fn tree_entries(o: &Options) -> Vec<(&'static str, String)> {
     if let Some(idle) = o.idle_compaction {
         e.push(("idle_compaction_nanos", idle.as_nanos().to_string()));
     }
+    if let Some(min_part) = o.buffer_min_part_size {
+        e.push(("buffer_min_part_size", min_part.to_string()));
+    }
     if let Some(m) = &o.merge_operator {
         e.push(("merge_operator", m.name().to_string()));
     }
@@ -420,6 +423,7 @@ const TREE_KEYS: &[&str] = &[
     "seek_compaction",
     "max_mem_compaction_level",
     "buffer_last_level",
+    "buffer_min_part_size",
     "idle_compaction_nanos",
     "merge_operator",
     "compaction_filter",

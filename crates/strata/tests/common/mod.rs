@@ -277,6 +277,8 @@ pub fn small_options() -> Options {
         .with_block_size(512)
         .with_block_cache_capacity(64 << 10)
         .with_max_open_files(16)
+        // dLSM cuts its 8 KiB files in four parts too, as its default cuts 4 MiB files.
+        .with_buffer_min_part_size(Some(2 << 10))
 }
 
 /// Every built-in policy.
