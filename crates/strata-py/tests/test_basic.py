@@ -620,31 +620,29 @@ def test_idle_compaction_settles_an_idle_tree(db_path):
     db.close()
 
 
-def test_buffer_last_level_is_recorded(db_path):
-    # dLSM's last-level buffer: off by default, kept in the OPTIONS file once set.
-    db = strata.open(db_path, policy="dlsm", options={"buffer_last_level": True})
+@pytest.mark.parametrize(
+    "policy, option, value, line",
+    [
+        # dLSM's last-level buffer: off by default.
+        ("dlsm", "buffer_last_level", True, "buffer_last_level=true"),
+        # The buffer policies' smallest super-file part: unset by default.
+        ("lsbm", "buffer_min_part_size", 1 << 20, "buffer_min_part_size=1048576"),
+    ],
+)
+def test_buffer_options_are_recorded(db_path, policy, option, value, line):
+    # Kept in the OPTIONS file once set, and a plain reopen keeps the policy.
+    db = strata.open(db_path, policy=policy, options={option: value})
     db.put(b"k", b"v")
     db.close()
     options = [p for p in os.listdir(db_path) if p.startswith("OPTIONS")]
     text = open(os.path.join(db_path, sorted(options)[-1])).read()
-    assert "buffer_last_level=true" in text
+    assert line in text
     db = strata.open(db_path)
-    assert db.property("strata.policy") == "dlsm"
+    assert db.property("strata.policy") == policy
     assert db.get(b"k") == b"v"
     db.close()
 
 
-def test_buffer_min_part_size_is_recorded(db_path):
-    # LSbM's smallest super-file part: unset by default, kept in the OPTIONS file once set.
-    db = strata.open(db_path, policy="lsbm", options={"buffer_min_part_size": 1 << 20})
-    db.put(b"k", b"v")
-    db.close()
-    options = [p for p in os.listdir(db_path) if p.startswith("OPTIONS")]
-    text = open(os.path.join(db_path, sorted(options)[-1])).read()
-    assert "buffer_min_part_size=1048576" in text
-    db = strata.open(db_path)
-    assert db.property("strata.policy") == "lsbm"
-    assert db.get(b"k") == b"v"
-    db.close()
+def test_a_zero_buffer_min_part_size_is_refused(db_path):
     with pytest.raises(strata.InvalidArgumentError):
         strata.open(db_path, options={"buffer_min_part_size": 0})
