@@ -252,17 +252,16 @@ macro_rules! tree_setters {
         $crate::options::tree::tree_setters!(@one [$($tree)?]
             /// LSbM and dLSM: the smallest part a super-file is cut into. These policies
             /// write each output file of `target_file_size_base` as up to four parts (the
-            /// LSbM paper's super-files: compaction drains a whole super-file, the buffer's gradual
-            /// removal and trim drop parts), each at least this big; a target under twice
-            /// this is written whole, so the tree holds about as many tables as under
+            /// LSbM paper's super-files: compaction drains a whole super-file, the buffer's
+            /// gradual removal and trim drop parts), each at least this big; a target under
+            /// twice this is written whole, so the tree holds about as many tables as under
             /// `leveled`. `None` (default): the policy's own — LSbM four parts at every size,
             /// dLSM parts of at least 1 MiB. Measured with 1 MiB files (docs/BENCHMARKS.md,
             /// "LSbM's super-file parts"): whole files cost LSbM 10 % less CPU per get (fewer,
             /// bigger tables to find and look up) and read 0.9–1.1× leveled on a bare SSD
             /// against 0.8× in four parts, but under a 150-IOPS device kept only leveled's
             /// hit ratio (0.36–0.42 against 0.50–0.59), since its trim needs small files to
-            /// keep the hot ones. `Some(0)` is refused; other policies
-            /// ignore it.
+            /// keep the hot ones. `Some(0)` is refused; other policies ignore it.
             with_buffer_min_part_size, buffer_min_part_size, Option<u64>, F_BUFFER_MIN_PART);
     };
     (@one [$($tree:ident)?] $(#[$doc:meta])* $name:ident, $field:ident, $ty:ty, $f:ident) => {
