@@ -3,7 +3,7 @@
 # loaded per (bits, allocation), then gets of missing keys and of existing keys, each in its own
 # invocation so the statistics dump after it (false positives per level) covers that read alone.
 # Usage: [BASE=bytes] [BITS="2 10"] [ALLOCS="uniform monkey"] scripts/monkey-fp.sh OUT_DIR [NUM] [READS]
-# (ALLOCS=monkey reruns Monkey's rows only: uniform's sum is 3 p(bits) whatever the shape.)
+# (ALLOCS=monkey reruns Monkey's rows only, e.g. after a change to Monkey's allocation.)
 set -euo pipefail
 out=${1:?usage: $0 OUT_DIR [NUM] [READS]}
 num=${2:-3000000}

@@ -408,10 +408,12 @@ fn buffer_min_part_size_sets_the_parts_lsbm_and_dlsm_write() {
         load(&db, 1);
         let mean = mean_run_file_bytes(&db.stats());
         let case = format!("{style:?} min part {min_part:?}: files average {mean} B");
+        // Parts measure ~4.8 KiB, whole files ~18 KiB: the bounds leave room for how
+        // many short last files the compactions happened to cut.
         if in_parts {
-            assert!(mean <= 5 << 10, "{case}");
+            assert!(mean <= 8 << 10, "{case}");
         } else {
-            assert!(mean > 8 << 10, "{case}");
+            assert!(mean > 10 << 10, "{case}");
         }
     }
 }

@@ -236,9 +236,8 @@ fn full_shape<'a>(opts: &Options, policy: &dyn CompactionPolicy, level_ratios: &
 
 /// Under Monkey, when the policy has nothing to do: one table whose filter is
 /// more than [`REBUILD_BITS`] away from its run's share of the optimum over
-/// the tree as it is now (projected full, as [`table_bits`] sizes a write),
-/// (with the policy's `bloom_bits_for_level` on top, as a write gets it),
-/// to be rebuilt at that share without rewriting its data
+/// the tree as it is now (projected full, with the policy's
+/// `bloom_bits_for_level` on top, as [`table_bits`] sizes a write), to be rebuilt at that share without rewriting its data
 /// ([`CompactionTask::Refilter`]). A table keeps the bits it was written with,
 /// and in a growing tree the levels' shares move: the deep levels written
 /// while they were the largest keep too many bits, and the budget left for
@@ -299,8 +298,7 @@ pub fn refilter_pick(opts: &Options, policy: &dyn CompactionPolicy, view: &LsmVi
         for run in &level.runs {
             // As a write to this run is sized (`table_bits`): the policy's own
             // adjustment on top (dLSM's buffer bits), else a rebuild undoes it.
-            let share = ideal.get(at).copied().unwrap_or(0.0);
-            let want = if share > 0.0 { policy.bloom_bits_for_level(view, l, share) } else { 0.0 };
+            let want = policy.bloom_bits_for_level(view, l, ideal.get(at).copied().unwrap_or(0.0));
             at += 1;
             for f in &run.files {
                 spent += f.num_entries as f64 * f.bloom_bits_per_key.unwrap_or(budget);
