@@ -14,8 +14,10 @@ mod namespace;
 pub mod row_cache;
 mod sharded;
 pub mod table_cache;
+mod table_slot;
 
 pub use block_cache::{BlockCache, CacheStats};
 pub(crate) use map_budget::{MapBudget, MapSlot};
 pub use row_cache::RowCache;
 pub use table_cache::TableCache;
+pub(crate) use table_slot::TableSlot;

@@ -65,6 +65,13 @@ pub(crate) trait Entries {
     fn key(file: (u64, u64), member: Self::Member) -> Self::Key;
     /// Bytes an entry counts against the capacity.
     fn charge(key: &Self::Key, value: &Self::Value) -> usize;
+    /// True if the least recently used entry should be kept once more, moved
+    /// to the front instead of evicted (a second chance for entries read
+    /// without going through the LRU); each entry is spared at most once
+    /// per eviction.
+    fn spare(_value: &Self::Value) -> bool {
+        false
+    }
 }
 
 /// One independently locked part of the cache.
@@ -262,8 +269,14 @@ impl<E: Entries> ShardedLru<E> {
         s.usage += charge;
         s.stats.inserts += 1;
         s.ns.insert(ns, charge);
+        let mut spared = 0;
         while s.usage > s.capacity {
             let Some((key, victim)) = s.lru.pop_lru() else { break };
+            if spared <= s.lru.len() && E::spare(&victim) {
+                spared += 1;
+                s.lru.push(key, victim);
+                continue;
+            }
             s.forget(&key, &victim);
             s.stats.evictions += 1;
             s.ns.evicted(E::file(&key).0);

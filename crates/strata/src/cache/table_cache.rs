@@ -4,15 +4,19 @@
 //! bounds the database's descriptors however many keyspaces it has (as
 //! LevelDB's and RocksDB's table cache do); each tree reads it through a
 //! [`TableCache`] of its own namespace, since file ids are per keyspace.
+//! While the LRU holds a table, its handle is also pinned in the file
+//! state's [`TableSlot`], where reads find it without a lock.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
 
 use crate::cache::handle::Namespaced;
 use crate::cache::sharded::{Entries, ShardedLru};
-use crate::cache::{BlockCache, MapBudget};
+use crate::cache::{BlockCache, MapBudget, TableSlot};
 use crate::error::{Error, Result};
 #[cfg(test)]
 use crate::filename::table_path;
@@ -20,16 +24,35 @@ use crate::paths::TablePaths;
 use crate::table::{SegmentMeta, Table};
 use crate::vfs::{RandomAccessFile, RandomOpenOptions, Vfs};
 
-/// A cached handle, and the memory counter of the tree it belongs to, which
-/// it gives its memory back to when the LRU lets go of it (whichever
-/// tree's insert evicted it).
+/// A cached handle, the memory counter of the tree it belongs to, which it
+/// gives its memory back to when the LRU lets go of it (whichever tree's
+/// insert evicted it), and the file state's slot it is pinned in, emptied
+/// then too.
 struct Resident {
     table: Arc<Table>,
     memory: Arc<AtomicUsize>,
+    /// INVARIANT: set and read under the shard lock; one slot at a time, so
+    /// no other slot can keep the table open once the LRU lets go of it.
+    slot: Mutex<Weak<TableSlot>>,
+}
+
+impl Resident {
+    /// Pins the table in `slot` unless another live slot holds it.
+    /// REQUIRES: under the shard lock.
+    fn pin(&self, slot: &Arc<TableSlot>) {
+        let mut held = self.slot.lock();
+        if held.upgrade().is_none_or(|s| Arc::ptr_eq(&s, slot)) {
+            *held = Arc::downgrade(slot);
+            slot.pin(&self.table);
+        }
+    }
 }
 
 impl Drop for Resident {
     fn drop(&mut self) {
+        if let Some(slot) = self.slot.get_mut().upgrade() {
+            slot.unpin(&self.table);
+        }
         self.memory.fetch_sub(self.table.memory_usage(), Ordering::Relaxed);
     }
 }
@@ -52,6 +75,11 @@ impl Entries for Handles {
     }
     fn charge(_: &(u64, u64), _: &Resident) -> usize {
         1
+    }
+    /// Reads through a slot skip the LRU, so a table read since it was last
+    /// looked at gets a second chance instead of being closed as unused.
+    fn spare(r: &Resident) -> bool {
+        r.slot.lock().upgrade().is_some_and(|s| s.take_used())
     }
 }
 
@@ -135,13 +163,44 @@ impl TableCache {
     /// since (or, for a reader of an older Version, the handle has segments it
     /// must not see). The table is opened again and the newest state is kept.
     pub fn get(&self, file_id: u64, file_size: u64, segments: &[SegmentMeta]) -> Result<Arc<Table>> {
+        self.lookup(None, file_id, file_size, segments)
+    }
+
+    /// [`Self::get`] for the file state whose slot is `slot`: answered from
+    /// the slot while the cache holds the table, which a hit or an insert
+    /// here pins there.
+    pub(crate) fn get_via(
+        &self,
+        slot: &Arc<TableSlot>,
+        file_id: u64,
+        file_size: u64,
+        segments: &[SegmentMeta],
+    ) -> Result<Arc<Table>> {
+        if let Some(t) = slot.get() {
+            return Ok(t);
+        }
+        self.lookup(Some(slot), file_id, file_size, segments)
+    }
+
+    fn lookup(
+        &self,
+        slot: Option<&Arc<TableSlot>>,
+        file_id: u64,
+        file_size: u64,
+        segments: &[SegmentMeta],
+    ) -> Result<Arc<Table>> {
         let ns = self.open.ns;
         let key = (ns, file_id);
         let lru = &self.open.store;
-        let hit = lru
-            .get(|| mix(key), ns, &key, true, |r| Arc::clone(&r.table))
-            .filter(|t| t.file_size() == file_size);
-        if let Some(t) = hit {
+        let hit = lru.get(|| mix(key), ns, &key, true, |r| {
+            (r.table.file_size() == file_size).then(|| {
+                if let Some(slot) = slot {
+                    r.pin(slot);
+                }
+                Arc::clone(&r.table)
+            })
+        });
+        if let Some(t) = hit.flatten() {
             return Ok(t);
         }
         let path = self.paths.table(file_id);
@@ -156,8 +215,14 @@ impl TableCache {
             return Ok(table);
         }
         self.memory.fetch_add(table.memory_usage(), Ordering::Relaxed);
-        let resident = Resident { table: Arc::clone(&table), memory: Arc::clone(&self.memory) };
-        lru.insert(|| mix(key), ns, 1, || (key, resident));
+        let resident =
+            Resident { table: Arc::clone(&table), memory: Arc::clone(&self.memory), slot: Mutex::default() };
+        lru.insert(|| mix(key), ns, 1, || {
+            if let Some(slot) = slot {
+                resident.pin(slot);
+            }
+            (key, resident)
+        });
         Ok(table)
     }
 
@@ -324,6 +389,60 @@ mod tests {
             "the old handle is replaced"
         );
         assert!(Arc::ptr_eq(&cache.get(1, grown, &[]).unwrap(), &new), "and the new one is a hit");
+    }
+
+    /// Reads through a file state's slot: the slot is pinned while the LRU
+    /// holds the table and emptied when it lets go (an eviction, a deleted
+    /// file, a newer state), so the bound on open tables holds; a table read
+    /// through its slot gets a second chance at eviction, since those reads
+    /// do not refresh the LRU.
+    #[test]
+    fn slots_pin_tables_the_lru_holds_and_only_those() {
+        let vfs = Arc::new(MemVfs::new());
+        let dir = PathBuf::from("/db");
+        let sizes = write_tables(&*vfs, &dir, 8);
+        let cache = TableCache::new(vfs.clone(), dir.clone(), 3, None, false);
+        let slots: Vec<Arc<TableSlot>> = (0..8).map(|_| Arc::default()).collect();
+        let get = |id: usize| cache.get_via(&slots[id], id as u64, sizes[id], &[]).unwrap();
+        let pinned = || (0..8).filter(|&i| slots[i].is_pinned()).collect::<Vec<_>>();
+        for id in 0..3 {
+            check_get(&get(id), id as u64);
+        }
+        assert_eq!(pinned(), [0, 1, 2]);
+        let lookups = cache.open.stats();
+        let t1 = get(1);
+        assert!(Arc::ptr_eq(&t1, &get(1)), "the pinned handle");
+        assert_eq!(cache.open.stats().hits, lookups.hits, "a slot read takes no cache lookup");
+        // Every table was used since it came in: the least recent goes.
+        get(3);
+        assert_eq!(pinned(), [1, 2, 3]);
+        // Table 1 was read through its slot, so it outlives table 2.
+        get(1);
+        get(4);
+        assert_eq!(pinned(), [1, 3, 4]);
+        assert_eq!(cache.len(), 3);
+        // A deleted file's slot empties with its handle.
+        cache.evict(3);
+        assert_eq!(pinned(), [1, 4]);
+        // A newer state of a file replaces the handle, and the old state's slot empties.
+        let file = vfs.create(&table_path(&dir, 4)).unwrap();
+        let mut b = TableBuilder::new(file, TableBuilderOptions::default());
+        for i in 0..300u64 {
+            b.add(&make_internal_key(format!("t4k{i:03}").as_bytes(), i + 1, ValueKind::Put), b"v").unwrap();
+        }
+        let grown = b.finish().unwrap().file_size;
+        let newer = Arc::new(TableSlot::default());
+        let t = cache.get_via(&newer, 4, grown, &[]).unwrap();
+        assert_eq!(t.file_size(), grown);
+        assert!(newer.is_pinned());
+        assert_eq!(pinned(), [1]);
+        // Two states of one size share the handle; only one slot pins it.
+        let twin = Arc::new(TableSlot::default());
+        assert!(Arc::ptr_eq(&cache.get_via(&twin, 1, sizes[1], &[]).unwrap(), &t1));
+        assert!(!twin.is_pinned());
+        drop(slots);
+        assert!(Arc::ptr_eq(&cache.get_via(&twin, 1, sizes[1], &[]).unwrap(), &t1));
+        assert!(twin.is_pinned(), "once the pinning state is gone, another may pin");
     }
 
     #[test]

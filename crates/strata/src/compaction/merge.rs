@@ -44,7 +44,7 @@ pub(crate) fn older_runs<'v>(
 pub(crate) fn input_range_dels(tables: &TableCache, metas: &[Arc<FileMeta>]) -> Result<Fragments> {
     let mut tombs: Vec<(Vec<u8>, Vec<u8>, SeqNum)> = Vec::new();
     for m in metas.iter().filter(|m| m.num_range_dels > 0) {
-        let t = tables.get(m.id, m.size, &m.segments)?;
+        let t = m.table(tables)?;
         for f in t.range_dels().fragments() {
             tombs.extend(f.seqs.iter().map(|&s| (f.start.clone(), f.end.clone(), s)));
         }

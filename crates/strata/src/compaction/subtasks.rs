@@ -76,7 +76,7 @@ impl Subtasks {
         for files in runs {
             let mut run = Vec::new();
             for (file, f) in files.iter().enumerate() {
-                let table = tables.get(f.id, f.size, &f.segments)?;
+                let table = f.table(tables)?;
                 let into = if table.num_segments() == 1 { &mut run } else { &mut unread };
                 for seg in table.segments() {
                     let mut it = seg.index.iter();
@@ -306,7 +306,7 @@ fn read_inputs(
                 let bytes = match held {
                     Some(b) => b.to_vec(),
                     None => {
-                        let table = inputs.tables.get(f.id, f.size, &f.segments)?;
+                        let table = f.table(inputs.tables)?;
                         // Many input runs share the read-ahead budget.
                         let size = READ_CHUNK.min(READ_AHEAD_BYTES / inputs.runs.len().max(1)).max(len);
                         let data_end =

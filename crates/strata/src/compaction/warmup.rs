@@ -45,7 +45,7 @@ impl Warmup {
         };
         let inputs = inputs
             .iter()
-            .map(|m| Ok(Input { table: env.tables.get(m.id, m.size, &m.segments)?, meta: Arc::clone(m) }))
+            .map(|m| Ok(Input { table: m.table(env.tables)?, meta: Arc::clone(m) }))
             .collect::<Result<_>>()?;
         Ok(Some(Arc::new(Warmup { cache: Arc::clone(cache), inputs, inserted: AtomicU64::new(0) })))
     }

@@ -251,7 +251,7 @@ impl DbInner {
             return Ok(0);
         }
         let cached = |f: &crate::version::FileMeta| -> Option<f64> {
-            let blocks = self.tables.get(f.id, f.size, &f.segments).ok()?.num_data_blocks();
+            let blocks = f.table(&self.tables).ok()?.num_data_blocks();
             let resident = self.block_cache.as_ref().map_or(0, |c| c.resident_blocks(f.id));
             Some(if blocks == 0 { 1.0 } else { resident as f64 / blocks as f64 })
         };

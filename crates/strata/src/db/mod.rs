@@ -309,7 +309,7 @@ impl DbInner {
         let (mut bits, mut entries) = (0.0, 0.0);
         for f in level.runs.iter().flat_map(|r| &r.files) {
             let b = f.bloom_bits_per_key.or_else(|| {
-                self.tables.get(f.id, f.size, &f.segments).ok().map(|t| t.properties().bloom_bits_per_key)
+                f.table(&self.tables).ok().map(|t| t.properties().bloom_bits_per_key)
             });
             if let Some(b) = b {
                 bits += b * f.num_entries as f64;

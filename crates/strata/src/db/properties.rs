@@ -216,7 +216,7 @@ impl DbInner {
                     total += f.size;
                     continue;
                 }
-                let table = self.tables.get(f.id, f.size, &f.segments)?;
+                let table = f.table(&self.tables)?;
                 let from = if start <= lo { 0 } else { table.approximate_offset_of(start)? };
                 let to = if hi < end { f.size } else { table.approximate_offset_of(end)? };
                 total += to.saturating_sub(from);

@@ -59,7 +59,7 @@ impl DbInner {
         let mut best = sv.mems().filter_map(|m| m.max_range_del(key, seq)).max();
         for f in &sv.range_del_files {
             if f.smallest_user_key() <= key && key <= f.largest_user_key() {
-                let t = self.tables.get(f.id, f.size, &f.segments)?;
+                let t = f.table(&self.tables)?;
                 best = best.max(t.range_dels().max_covering(key, seq));
             }
         }
@@ -86,7 +86,7 @@ impl DbInner {
             if f.largest_user_key() < lo || hi.is_some_and(|hi| f.smallest_user_key() > hi) {
                 continue;
             }
-            let t = self.tables.get(f.id, f.size, &f.segments)?;
+            let t = f.table(&self.tables)?;
             for frag in t.range_dels().fragments() {
                 if let Some(&s) = frag.seqs.iter().find(|&&s| s <= seq) {
                     tombs.push((frag.start.clone(), frag.end.clone(), s));

@@ -229,12 +229,12 @@ impl DbInner {
     /// the table cache (and then remembered).
     pub(super) fn table_of(&self, f: &FileMeta, memo: Option<&mut ReadMemo>) -> Result<Arc<Table>> {
         match memo {
-            None => self.tables.get(f.id, f.size, &f.segments),
+            None => f.table(&self.tables),
             Some(m) => {
                 if let Some(t) = m.table(f.id, f.size) {
                     return Ok(t);
                 }
-                let t = self.tables.get(f.id, f.size, &f.segments)?;
+                let t = f.table(&self.tables)?;
                 m.remember_table(&t);
                 Ok(t)
             }

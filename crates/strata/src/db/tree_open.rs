@@ -283,7 +283,7 @@ pub(super) fn verify_tables(vfs: &dyn Vfs, version: &Version, tables: &TableCach
                 f.id, f.size
             )));
         }
-        tables.get(f.id, f.size, &f.segments)?;
+        f.table(tables)?;
     }
     Ok(())
 }

@@ -100,7 +100,7 @@ impl RunIterator {
         let buffers = self.current.take().and_then(TableIter::into_key_buffers).or_else(|| self.spare.take());
         self.current = match self.files.get(index) {
             Some(f) => {
-                let table = self.tables.get(f.id, f.size, &f.segments)?;
+                let table = f.table(&self.tables)?;
                 if let Some(skip) = &self.prefix {
                     let (keep, checked) = table.prefix_segments(&skip.probe);
                     let skipped = (table.num_segments() - keep.len()) as u64;

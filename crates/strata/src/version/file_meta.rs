@@ -18,8 +18,10 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::cache::{TableCache, TableSlot};
+use crate::error::Result;
 use crate::key::{self, SeqNum};
-use crate::table::SegmentMeta;
+use crate::table::{SegmentMeta, Table};
 
 /// Ids of table files that no Version references any more and that may be removed
 /// from disk.
@@ -117,6 +119,8 @@ pub struct FileMeta {
     backing: Arc<TableBacking>,
     /// Seeks left before a seek-triggered compaction (LevelDB's `allowed_seeks`).
     allowed_seeks: AtomicI64,
+    /// This state's open table while the table cache holds it.
+    slot: Arc<TableSlot>,
 }
 
 /// LevelDB's budget: one seek costs about as much as compacting 16 KiB (40 KB
@@ -143,7 +147,15 @@ impl FileMeta {
 
     fn with_backing(f: NewFile, backing: Arc<TableBacking>) -> Self {
         let allowed_seeks = AtomicI64::new(initial_allowed_seeks(f.size));
-        FileMeta { desc: f, backing, allowed_seeks }
+        FileMeta { desc: f, backing, allowed_seeks, slot: Arc::default() }
+    }
+
+    /// The open table of this state of the file, from `tables`: through the
+    /// state's slot while the cache holds it, so a read of a hot table takes
+    /// no cache lock.
+    #[inline]
+    pub(crate) fn table(&self, tables: &TableCache) -> Result<Arc<Table>> {
+        tables.get_via(&self.slot, self.id, self.size, &self.segments)
     }
 
     /// The plain metadata, e.g. to re-add this file to another run in an edit.
