@@ -337,7 +337,7 @@ impl Builder {
             .zip(self.complete)
             .take(num_levels)
             .map(|((runs, buffers), complete)| Level {
-                runs: runs.into_iter().rev().map(|(id, files)| Run { id, files }).collect(),
+                runs: runs.into_iter().rev().map(|(id, files)| Run::new(id, files)).collect(),
                 buffers: (buffers.into_iter())
                     .filter(|(_, tables)| !tables.is_empty())
                     .map(|(run, tables)| Buffer { run, tables, complete: complete.contains(&run) })

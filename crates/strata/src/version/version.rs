@@ -18,14 +18,66 @@ pub struct Run {
     pub id: u64,
     /// Files in key order.
     /// INVARIANT: non-empty; user-key ranges sorted and disjoint (no user key
-    /// is split across two files), checked by `check_invariants`.
+    /// is split across two files), checked by `check_invariants`; never
+    /// changed once the run is built (a Version is immutable), since
+    /// `fences` is built from it.
     pub files: Vec<Arc<FileMeta>>,
+    /// The files' largest user keys side by side, so a point read's binary
+    /// search touches one small array instead of a `FileMeta` (and its key's
+    /// allocation) per step: LevelDB's and RocksDB's `LevelFilesBrief`.
+    fences: Fences,
+}
+
+/// Largest user keys of a run's files, in file order, in one allocation.
+#[derive(Debug, Clone, Default)]
+struct Fences {
+    keys: Vec<u8>,
+    /// INVARIANT: `ends[i]` is where file `i`'s key ends in `keys`; one per file.
+    ends: Vec<usize>,
+}
+
+impl Fences {
+    fn new(files: &[Arc<FileMeta>]) -> Self {
+        let mut f = Fences { keys: Vec::new(), ends: Vec::with_capacity(files.len()) };
+        for file in files {
+            f.keys.extend_from_slice(file.largest_user_key());
+            f.ends.push(f.keys.len());
+        }
+        f
+    }
+
+    /// File `i`'s largest user key.
+    fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.keys[start..self.ends[i]]
+    }
+
+    /// The first file whose largest user key is at least `user_key`.
+    fn first_at_least(&self, user_key: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, self.ends.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.key(mid) < user_key {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
 }
 
 impl Run {
+    /// A run of `files` (in key order, disjoint, non-empty).
+    pub fn new(id: u64, files: Vec<Arc<FileMeta>>) -> Self {
+        let fences = Fences::new(&files);
+        Run { id, files, fences }
+    }
+
     /// The file whose user-key range contains `user_key`, if any (binary search).
     pub fn find_file(&self, user_key: &[u8]) -> Option<&Arc<FileMeta>> {
-        let i = self.files.partition_point(|f| f.largest_user_key() < user_key);
+        debug_assert_eq!(self.fences.ends.len(), self.files.len(), "a run's files changed after it was built");
+        let i = self.fences.first_at_least(user_key);
         self.files.get(i).filter(|f| f.smallest_user_key() <= user_key)
     }
 
@@ -218,7 +270,7 @@ mod tests {
     }
 
     fn run(id: u64, files: Vec<Arc<FileMeta>>) -> Run {
-        Run { id, files }
+        Run::new(id, files)
     }
 
     #[test]
@@ -239,6 +291,21 @@ mod tests {
         assert_eq!(ids(r.overlapping(b"z", b"a")), Vec::<u64>::new());
         assert_eq!(r.size_bytes(), 300);
         assert!(run(2, vec![]).find_file(b"a").is_none());
+    }
+
+    /// The fence array answers as a search over the files themselves, for
+    /// keys of every length, prefixes of the bounds included.
+    #[test]
+    fn fences_find_what_the_files_say() {
+        let bounds = ["a", "ab", "abc", "b", "ba", "bb", "c", "cab", "d", "dd", "e", "eee"];
+        let files: Vec<_> = bounds.chunks(2).enumerate().map(|(i, c)| file(i as u64, c[0], c[1])).collect();
+        let r = run(1, files.clone());
+        let probes = ["", "a", "aa", "ab", "aba", "abc", "abd", "b", "b\0", "ba", "bab", "bb", "bc", "c", "ca"];
+        for k in probes.iter().chain(&["cab", "cac", "d", "da", "dd", "dde", "e", "ee", "eee", "f", "\u{ff}"]) {
+            let i = files.partition_point(|f| f.largest_user_key() < k.as_bytes());
+            let want = files.get(i).filter(|f| f.smallest_user_key() <= k.as_bytes()).map(|f| f.id);
+            assert_eq!(r.find_file(k.as_bytes()).map(|f| f.id), want, "key {k:?}");
+        }
     }
 
     #[test]
