@@ -5,7 +5,9 @@
 //! stay in the database directory.
 //!
 //! Placement rule: a new table `N` goes to data path `N mod P` (P paths), so
-//! the consecutive outputs of a flush or compaction alternate between devices.
+//! the consecutive outputs of a flush or compaction alternate between devices
+//! (and a pipelined output finishes one table per other path while the next
+//! fills: `sink::OutputWriter`).
 //! Recovery lists every path and remembers where each table actually is, so a
 //! database whose paths were reordered or extended opens (and a table is found
 //! wherever it was written); one written with more paths than given now is
@@ -49,6 +51,11 @@ impl TablePaths {
             }
         }
         v
+    }
+
+    /// How many directories new tables alternate between.
+    pub(crate) fn data_path_count(&self) -> usize {
+        self.data.len()
     }
 
     /// The directory a new table `id` is written to.

@@ -352,6 +352,9 @@ fn check_hit(skip: u64, hits: usize) -> usize {
 /// Returns how many runs (one per policy) the fault actually hit.
 /// The output pipeline a background-fault run uses: every mode in turn, so a
 /// table append fails inside the write thread as well as on the task's own.
+/// A pipelined output finishes each table (last writes, sync) on a thread of
+/// its own, so faults hit there too; `Parallel` runs also alternate tables
+/// between two data paths (S-PPCP: a table finishing on each at once).
 fn pipeline_for(i: usize) -> CompactionPipeline {
     [
         CompactionPipeline::Sequential,
@@ -372,7 +375,13 @@ fn background_fault(filter: PathFilter, op: FaultOp, skip: u64, compaction: bool
         let vfs = fault_fs(FaultConfig::new(9).with_filter(filter.clone()).with_torn_writes(true));
         let manual_opts = |style: &CompactionStyle, vfs: &FaultVfs| {
             // Tiny sub-tasks: a parallel merge's reads fail on its sub-task threads.
-            manual_opts(style, vfs).with_compaction_pipeline(pipeline).with_compaction_subtask_bytes(1 << 10)
+            let o = manual_opts(style, vfs)
+                .with_compaction_pipeline(pipeline)
+                .with_compaction_subtask_bytes(1 << 10);
+            match pipeline {
+                CompactionPipeline::Parallel { .. } => o.with_db_paths(["/db", "/db-data"]),
+                _ => o,
+            }
         };
         let db = open(&db_path(), manual_opts(&style, &vfs));
         let mut h = History::default();

@@ -192,14 +192,20 @@ impl TableCache {
         let ns = self.open.ns;
         let key = (ns, file_id);
         let lru = &self.open.store;
-        let hit = lru.get(|| mix(key), ns, &key, true, |r| {
-            (r.table.file_size() == file_size).then(|| {
-                if let Some(slot) = slot {
-                    r.pin(slot);
-                }
-                Arc::clone(&r.table)
-            })
-        });
+        let hit = lru.get(
+            || mix(key),
+            ns,
+            &key,
+            true,
+            |r| {
+                (r.table.file_size() == file_size).then(|| {
+                    if let Some(slot) = slot {
+                        r.pin(slot);
+                    }
+                    Arc::clone(&r.table)
+                })
+            },
+        );
         if let Some(t) = hit.flatten() {
             return Ok(t);
         }
@@ -217,12 +223,17 @@ impl TableCache {
         self.memory.fetch_add(table.memory_usage(), Ordering::Relaxed);
         let resident =
             Resident { table: Arc::clone(&table), memory: Arc::clone(&self.memory), slot: Mutex::default() };
-        lru.insert(|| mix(key), ns, 1, || {
-            if let Some(slot) = slot {
-                resident.pin(slot);
-            }
-            (key, resident)
-        });
+        lru.insert(
+            || mix(key),
+            ns,
+            1,
+            || {
+                if let Some(slot) = slot {
+                    resident.pin(slot);
+                }
+                (key, resident)
+            },
+        );
         Ok(table)
     }
 

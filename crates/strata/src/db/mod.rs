@@ -308,9 +308,9 @@ impl DbInner {
     fn level_bloom_bits(&self, level: &Level) -> f64 {
         let (mut bits, mut entries) = (0.0, 0.0);
         for f in level.runs.iter().flat_map(|r| &r.files) {
-            let b = f.bloom_bits_per_key.or_else(|| {
-                f.table(&self.tables).ok().map(|t| t.properties().bloom_bits_per_key)
-            });
+            let b = f
+                .bloom_bits_per_key
+                .or_else(|| f.table(&self.tables).ok().map(|t| t.properties().bloom_bits_per_key));
             if let Some(b) = b {
                 bits += b * f.num_entries as f64;
                 entries += f.num_entries as f64;
@@ -470,7 +470,8 @@ fn pipeline_report(s: &Stats, mode: crate::options::CompactionPipeline) -> Strin
         "mode {}\ncompactions {}\ninput {:.1} MB, output {:.1} MB, wall {:.3} s, bandwidth {:.1} MB/s\n\
          compute (compress+checksum) {:.3} s, write {:.3} s, merge waiting on output {:.3} s\n\
          sub-tasks {}, merging them {:.3} s, waiting for them {:.3} s\n\
-         read {:.3} s, merge waiting on reads {:.3} s",
+         read {:.3} s, merge waiting on reads {:.3} s\n\
+         tables finished apart {}, merge waiting on them {:.3} s",
         mode.name(),
         s.compactions,
         mb(s.compaction_bytes_read),
@@ -485,5 +486,7 @@ fn pipeline_report(s: &Stats, mode: crate::options::CompactionPipeline) -> Strin
         st.subtask_waiting.as_secs_f64(),
         st.read.as_secs_f64(),
         st.read_waiting.as_secs_f64(),
+        st.finished_apart,
+        st.finish_waiting.as_secs_f64(),
     )
 }

@@ -97,7 +97,10 @@ pub enum CompactionPipeline {
     Sequential,
     /// The compaction thread reads and merges; a second thread compresses
     /// and checksums finished data blocks, a third appends them to the file
-    /// (the paper's PCP), with bounded queues between them.
+    /// (the paper's PCP), with bounded queues between them. A full table is
+    /// finished (last blocks, meta blocks, sync) on a thread of its own while
+    /// the next one fills; with several data paths, one per other path at
+    /// once (S-PPCP).
     Pipelined,
     /// As `Pipelined`, with `compute_threads` threads compressing and
     /// checksumming blocks out of order and the writer putting them back in

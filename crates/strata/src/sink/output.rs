@@ -1,7 +1,11 @@
 //! Output of flushes, compactions and WAL replay: tables cut by the output
 //! splitter, each read back before anything names it.
 
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
 
 use super::verify::read_back;
 use super::{Env, TableSink, WriteTarget};
@@ -10,6 +14,7 @@ use crate::compaction::policy::LsmView;
 use crate::compaction::warmup::Warmup;
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, make_internal_key, user_key, SeqNum, ValueKind, KIND_FOR_SEEK, MAX_SEQ};
+use crate::options::kinds::CompactionPipeline;
 use crate::range_del::{inclusive_end, successor, Fragments};
 use crate::table::pipeline::Progress;
 use crate::table::{Expected, TableBuilder, TableBuilderOptions, TableSummary};
@@ -44,12 +49,35 @@ impl OutputSplitter {
     }
 }
 
+/// A table whose last blocks, meta blocks and sync are being written, and
+/// what its `NewFile` needs besides the builder's summary.
+struct Sealed {
+    id: u64,
+    seqs: (SeqNum, SeqNum),
+    /// The range tombstones' key bounds, which widen the file's.
+    bounds: Option<(Vec<u8>, Vec<u8>)>,
+    num_range_dels: u64,
+}
+
 /// Writes a sorted stream into tables, cut where the [`OutputSplitter`] says.
+///
+/// A pipelined output finishes a full table (its last blocks, its meta
+/// blocks, its sync) on a thread of its own while the next table fills, so
+/// the merge does not stop for the device's sync (part of the pipeline's
+/// write stage). With several data paths (the pipelined-compaction paper's
+/// S-PPCP) up to one table per other path finishes at once, so each device
+/// writes at once. Tables are read back and named in key order.
 pub(crate) struct OutputWriter<'a> {
     env: &'a Env<'a>,
     builder_opts: TableBuilderOptions,
     splitter: OutputSplitter,
     current: Option<(u64, TableBuilder, SeqNum, SeqNum)>,
+    /// Tables finishing on their own threads, oldest (first in key order) first.
+    /// INVARIANT: at most `stripes - 1` long; every table in it comes before
+    /// `current` and after `outputs`.
+    finishing: VecDeque<(Sealed, JoinHandle<Result<TableSummary>>)>,
+    /// Tables in flight at once: 1 (sequential), else the data paths (at least 2).
+    stripes: usize,
     outputs: Vec<NewFile>,
     created: Vec<u64>,
     warmup: Option<Arc<Warmup>>,
@@ -69,11 +97,17 @@ impl<'a> OutputWriter<'a> {
     pub(crate) fn new(env: &'a Env<'a>, view: &LsmView, target: &WriteTarget<'_>, target_size: u64) -> Self {
         let bits = table_bits(env.opts, env.policy, view, target);
         let builder_opts = TableBuilderOptions::for_write(env.opts, bits, env.pipeline);
+        let stripes = match env.pipeline {
+            CompactionPipeline::Sequential => 1,
+            _ => env.tables.paths().data_path_count().max(2),
+        };
         OutputWriter {
             env,
             builder_opts,
             splitter: OutputSplitter::new(target_size),
             current: None,
+            finishing: VecDeque::new(),
+            stripes,
             outputs: Vec::new(),
             created: Vec::new(),
             warmup: None,
@@ -142,10 +176,35 @@ impl<'a> OutputWriter<'a> {
             ));
             b.set_range_dels(tombs);
         }
-        let s = b.finish()?;
-        self.verify(id, &s)?;
+        let sealed = Sealed { id, seqs: (lo, hi), bounds, num_range_dels };
+        if self.stripes == 1 {
+            let s = b.finish()?;
+            return self.complete(sealed, s);
+        }
+        while self.finishing.len() + 1 >= self.stripes {
+            self.complete_oldest()?;
+        }
+        let job = std::thread::Builder::new().name("strata-finish".into()).spawn(move || b.finish())?;
+        self.finishing.push_back((sealed, job));
+        self.progress.finished_apart.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Waits for the oldest table finishing on its own thread and names it.
+    fn complete_oldest(&mut self) -> Result<()> {
+        let Some((sealed, job)) = self.finishing.pop_front() else { return Ok(()) };
+        let t = Instant::now();
+        let s = job.join().map_err(|_| Error::Io(std::io::Error::other("table finish thread panicked")))?;
+        let waited = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.progress.finish_wait_ns.fetch_add(waited, Ordering::Relaxed);
+        self.complete(sealed, s?)
+    }
+
+    /// Reads a finished table back and adds it to the outputs.
+    fn complete(&mut self, t: Sealed, s: TableSummary) -> Result<()> {
+        self.verify(t.id, &s)?;
         let (mut smallest, mut largest) = (s.smallest, s.largest);
-        if let Some((t_lo, t_hi)) = bounds {
+        if let Some((t_lo, t_hi)) = t.bounds {
             if smallest.is_empty() || compare_internal(&t_lo, &smallest).is_lt() {
                 smallest = t_lo;
             }
@@ -154,17 +213,17 @@ impl<'a> OutputWriter<'a> {
             }
         }
         self.outputs.push(NewFile {
-            id,
+            id: t.id,
             size: s.file_size,
             smallest,
             largest,
             num_entries: s.num_entries,
             num_deletions: s.num_deletions,
-            smallest_seq: lo,
-            largest_seq: hi,
+            smallest_seq: t.seqs.0,
+            largest_seq: t.seqs.1,
             bloom_bits_per_key: Some(self.builder_opts.bloom_bits_per_key),
             segments: Vec::new(),
-            num_range_dels,
+            num_range_dels: t.num_range_dels,
         });
         Ok(())
     }
@@ -226,6 +285,9 @@ impl TableSink for OutputWriter<'_> {
             self.open_file(seq)?;
         }
         let r = self.finish_current(true).and_then(|_| {
+            while !self.finishing.is_empty() {
+                self.complete_oldest()?;
+            }
             let ids: Vec<u64> = self.outputs.iter().map(|o| o.id).collect();
             self.env.tables.paths().sync_data_dirs(self.env.vfs, &ids)
         });
@@ -243,6 +305,10 @@ impl Drop for OutputWriter<'_> {
     /// An abandoned writer (error path) removes the files it created.
     fn drop(&mut self) {
         self.current = None;
+        // The threads still writing tables let go of their files first.
+        for (_, job) in self.finishing.drain(..) {
+            let _ = job.join();
+        }
         for id in self.created.drain(..) {
             self.env.tables.evict(id);
             if let Some(w) = &self.warmup {

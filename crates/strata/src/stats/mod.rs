@@ -40,6 +40,12 @@ pub struct StageTimes {
     pub read: Duration,
     /// The merging thread(s) waiting for a read thread's window.
     pub read_waiting: Duration,
+    /// Tables a pipelined output finished (last blocks, meta blocks, sync) on
+    /// a thread of their own while the next table filled; with several
+    /// `db_paths`, one per other path at once (S-PPCP).
+    pub finished_apart: u64,
+    /// The merging thread waiting for such a table to be finished.
+    pub finish_waiting: Duration,
 }
 
 impl std::ops::AddAssign for StageTimes {
@@ -52,6 +58,8 @@ impl std::ops::AddAssign for StageTimes {
         self.subtasks += o.subtasks;
         self.read += o.read;
         self.read_waiting += o.read_waiting;
+        self.finished_apart += o.finished_apart;
+        self.finish_waiting += o.finish_waiting;
     }
 }
 
@@ -577,6 +585,8 @@ pub(crate) struct Counters {
     pub compaction_subtasks: AtomicU64,
     pub compaction_read_ns: AtomicU64,
     pub compaction_read_wait_ns: AtomicU64,
+    pub compaction_finished_apart: AtomicU64,
+    pub compaction_finish_wait_ns: AtomicU64,
     pub write_groups: AtomicU64,
     pub writes: AtomicU64,
     pub wal_syncs: AtomicU64,
@@ -668,6 +678,8 @@ impl Counters {
                 Self::add(&self.compaction_subtasks, r.stages.subtasks);
                 Self::add(&self.compaction_read_ns, ns(r.stages.read));
                 Self::add(&self.compaction_read_wait_ns, ns(r.stages.read_waiting));
+                Self::add(&self.compaction_finished_apart, r.stages.finished_apart);
+                Self::add(&self.compaction_finish_wait_ns, ns(r.stages.finish_waiting));
                 Self::add(&self.table_rewrites, u64::from(r.reason == TABLE_REWRITE));
             }
             "append" => {
@@ -737,6 +749,8 @@ impl Counters {
             subtasks: g(&self.compaction_subtasks),
             read: Duration::from_nanos(g(&self.compaction_read_ns)),
             read_waiting: Duration::from_nanos(g(&self.compaction_read_wait_ns)),
+            finished_apart: g(&self.compaction_finished_apart),
+            finish_waiting: Duration::from_nanos(g(&self.compaction_finish_wait_ns)),
         };
         s.write_amplification = if s.user_bytes_written == 0 {
             0.0

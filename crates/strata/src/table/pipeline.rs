@@ -180,6 +180,10 @@ pub(crate) struct Progress {
     /// Readahead reads for the merge (busy), and waits for a read thread.
     pub(crate) read_ns: AtomicU64,
     pub(crate) read_wait_ns: AtomicU64,
+    /// Tables finished on threads of their own (`sink::OutputWriter`), and
+    /// the merging thread's waits for them.
+    pub(crate) finished_apart: AtomicU64,
+    pub(crate) finish_wait_ns: AtomicU64,
 }
 
 impl Progress {
@@ -202,6 +206,8 @@ impl Progress {
             subtasks: self.subtasks.load(Ordering::Relaxed),
             read: d(&self.read_ns),
             read_waiting: d(&self.read_wait_ns),
+            finished_apart: self.finished_apart.load(Ordering::Relaxed),
+            finish_waiting: d(&self.finish_wait_ns),
         }
     }
 }

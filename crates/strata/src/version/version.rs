@@ -76,7 +76,11 @@ impl Run {
 
     /// The file whose user-key range contains `user_key`, if any (binary search).
     pub fn find_file(&self, user_key: &[u8]) -> Option<&Arc<FileMeta>> {
-        debug_assert_eq!(self.fences.ends.len(), self.files.len(), "a run's files changed after it was built");
+        debug_assert_eq!(
+            self.fences.ends.len(),
+            self.files.len(),
+            "a run's files changed after it was built"
+        );
         let i = self.fences.first_at_least(user_key);
         self.files.get(i).filter(|f| f.smallest_user_key() <= user_key)
     }
@@ -300,8 +304,10 @@ mod tests {
         let bounds = ["a", "ab", "abc", "b", "ba", "bb", "c", "cab", "d", "dd", "e", "eee"];
         let files: Vec<_> = bounds.chunks(2).enumerate().map(|(i, c)| file(i as u64, c[0], c[1])).collect();
         let r = run(1, files.clone());
-        let probes = ["", "a", "aa", "ab", "aba", "abc", "abd", "b", "b\0", "ba", "bab", "bb", "bc", "c", "ca"];
-        for k in probes.iter().chain(&["cab", "cac", "d", "da", "dd", "dde", "e", "ee", "eee", "f", "\u{ff}"]) {
+        let probes =
+            ["", "a", "aa", "ab", "aba", "abc", "abd", "b", "b\0", "ba", "bab", "bb", "bc", "c", "ca"];
+        for k in probes.iter().chain(&["cab", "cac", "d", "da", "dd", "dde", "e", "ee", "eee", "f", "\u{ff}"])
+        {
             let i = files.partition_point(|f| f.largest_user_key() < k.as_bytes());
             let want = files.get(i).filter(|f| f.smallest_user_key() <= k.as_bytes()).map(|f| f.id);
             assert_eq!(r.find_file(k.as_bytes()).map(|f| f.id), want, "key {k:?}");
