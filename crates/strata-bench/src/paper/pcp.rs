@@ -112,7 +112,7 @@ pub fn paper(scale: Scale) -> Paper {
             ("Figs. 8–9", "the time each of the seven steps takes: the bench does not report stage times; `cargo run --release -p strata-db --example compaction_bandwidth` prints them beside the stage-bandwidth model (equations 1–7) and the measured bandwidth (docs/BENCHMARKS.md, \"Pipelined compaction\")."),
             ("Fig. 10(a)–(c)", "the same on a hard disk: not yet run under the `hdd` device profile."),
             ("Fig. 11", "sub-task size and count: `--compaction_subtask_bytes` is one value per run; the report has no sweep yet."),
-            ("Fig. 12(a)–(c)", "S-PPCP, a merge's reads and writes striped over several disks: not built (`db_paths` only places whole tables), and this machine has one disk."),
+            ("Fig. 12(a)–(c)", "S-PPCP over several disks: tables alternate between `db_paths`, each input is read ahead on a thread of its own, and a pipelined output finishes (and syncs) a table on each other path while the next fills; this machine has one disk, so the figures' disk counts cannot be run (docs/BENCHMARKS.md, \"Tables finished apart\", measures two paths on the one disk)."),
             ("Fig. 12(d)–(f)", "C-PPCP with more compute threads: 2 cores here; the `c-ppcp` row runs 2."),
             ("Sizes", "fifty million entries and 512 MB of memory exceed one quick run; the conditions state the scale."),
         ],
