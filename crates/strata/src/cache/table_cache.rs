@@ -5,7 +5,7 @@
 //! LevelDB's and RocksDB's table cache do); each tree reads it through a
 //! [`TableCache`] of its own namespace, since file ids are per keyspace.
 //! While the LRU holds a table, its handle is also pinned in the file
-//! state's [`TableSlot`], where reads find it without a lock.
+//! state's `TableSlot` (`table_slot.rs`), where reads find it without a lock.
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -579,7 +579,7 @@ impl Options {
     /// `N mod P`, so consecutive outputs alternate between them and, on separate
     /// devices, a compaction's reads and writes are spread over the devices (the
     /// pipelined-compaction paper's S-PPCP): under a pipelined
-    /// [`CompactionPipeline`](crate::CompactionPipeline), a table finishes and
+    /// [`CompactionPipeline`], a table finishes and
     /// syncs on each other path while the next fills. The LOCK, CURRENT, MANIFEST and WAL
     /// files stay in the database directory. Missing paths are created at open;
     /// open finds a table in any of the paths, so paths may be reordered or
