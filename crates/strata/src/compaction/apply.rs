@@ -164,7 +164,7 @@ fn buffer_ops(
                 // cover part of this file's range: entries stay disjoint, so the
                 // arrival is marked instead.
                 let (lo, hi) = (meta.smallest_user_key(), meta.largest_user_key());
-                if known.is_some_and(|t| t.entries.iter().any(|e| e.range().0 <= hi && e.range().1 >= lo)) {
+                if known.is_some_and(|t| t.entries().iter().any(|e| e.range().0 <= hi && e.range().1 >= lo)) {
                     skipped = true;
                     continue;
                 }

@@ -66,7 +66,7 @@ pub(crate) fn view_of(
                     tables: (b.tables.iter())
                         .map(|t| BufferTableView {
                             id: t.id,
-                            entries: t.entries.iter().map(entry_view).collect(),
+                            entries: t.entries().iter().map(entry_view).collect(),
                         })
                         .collect(),
                 })

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::key::{parse_internal_key, user_key, ValueKind};
 use crate::pinned::PinnedValue;
 use crate::table::memo::BlockMemo;
-use crate::table::{BlockReadOptions, Table};
+use crate::table::{BlockReadOptions, Resume, Table};
 use crate::version::FileMeta;
 
 impl DbInner {
@@ -28,11 +28,12 @@ impl DbInner {
         if !table.may_contain(user_key(lookup)) {
             return Ok(None);
         }
-        self.table_get_unfiltered(table, file, lookup, bro, memo)
+        self.table_get_unfiltered(table, file, lookup, bro, memo, None)
     }
 
     /// [`Self::table_get`] for a table whose filter the caller already asked.
-    /// A row cache hit shares the cached row's bytes.
+    /// A row cache hit shares the cached row's bytes. `resume` is where a
+    /// cached-only read of this table for `lookup` stopped (`Table::get_unfiltered_in`).
     pub(super) fn table_get_unfiltered(
         &self,
         table: &Arc<Table>,
@@ -40,16 +41,17 @@ impl DbInner {
         lookup: &[u8],
         bro: BlockReadOptions,
         memo: Option<&mut BlockMemo>,
+        resume: Option<Resume>,
     ) -> Result<Option<(ValueKind, PinnedValue)>> {
-        let Some(rows) = &self.row_cache else { return table.get_unfiltered_in(lookup, bro, memo) };
+        let Some(rows) = &self.row_cache else { return table.get_unfiltered_in(lookup, bro, memo, resume) };
         let target = parse_internal_key(lookup)?;
         if target.seq < file.largest_seq {
-            return table.get_unfiltered_in(lookup, bro, memo);
+            return table.get_unfiltered_in(lookup, bro, memo, resume);
         }
         if let Some((kind, value)) = rows.get_shared(file.id, file.size, target.user_key) {
             return Ok(Some((kind, PinnedValue::shared(value))));
         }
-        let found = table.get_unfiltered_in(lookup, bro, memo)?;
+        let found = table.get_unfiltered_in(lookup, bro, memo, resume)?;
         // A merge operand is not the key's answer: only puts and deletes are cached.
         if let (Some((kind, value)), true) = (&found, bro.fill_cache) {
             if *kind != ValueKind::Merge {

@@ -39,7 +39,7 @@ fn range_del_files(version: &Version) -> Vec<Arc<FileMeta>> {
     let mut out: Vec<Arc<FileMeta>> = Vec::new();
     for level in &version.levels {
         let buffered =
-            level.buffers.iter().flat_map(|b| &b.tables).flat_map(|t| &t.entries).filter_map(|e| match e {
+            level.buffers.iter().flat_map(|b| &b.tables).flat_map(|t| t.entries()).filter_map(|e| match e {
                 BufferEntry::Present(f) => Some(f),
                 BufferEntry::Removed { .. } => None,
             });

@@ -273,7 +273,7 @@ impl DbInner {
         let complete =
             (read.dispatch && read.use_buffer).then(|| level.buffer_of(run)).flatten().filter(|b| b.complete);
         if let Some(buffer) = complete {
-            match self.probe_buffer(buffer, read, &mut walk.probes, memo.as_deref_mut())? {
+            match self.probe_buffer(buffer, f.id, read, &mut walk.probes, memo.as_deref_mut())? {
                 BufferProbe::Found(kind, value) => {
                     Counters::add(&self.counters.buffer_hits, 1);
                     return Ok(Some((kind, value)));
@@ -288,7 +288,7 @@ impl DbInner {
         }
         let hit = if complete.is_some() {
             // The buffer was asked already.
-            self.table_get_unfiltered(table, f, read.lookup, read.bro, memo.map(ReadMemo::blocks))?
+            self.table_get_unfiltered(table, f, read.lookup, read.bro, memo.map(ReadMemo::blocks), None)?
         } else {
             self.run_get(level, run, table, f, read, &mut walk.probes, memo)?
         };
@@ -310,27 +310,32 @@ impl DbInner {
         probes: &mut u64,
         mut memo: Option<&mut ReadMemo>,
     ) -> Result<Option<(ValueKind, PinnedValue)>> {
+        let mut resume = None;
         if let Some(buffer) = level.buffer_of(run).filter(|_| read.use_buffer) {
             if self.policy.buffer_reads_cached_only() {
                 // LSbM: the run answers when its block is cached (it holds the
                 // newest data, so this is always right, and a hot run costs no
                 // buffer probe); the buffer is asked only to save a device read.
-                match table.get_if_cached_in(read.lookup, memo.as_deref_mut().map(ReadMemo::blocks))? {
-                    CachedGet::Found(kind, value) => return Ok(Some((kind, value))),
-                    CachedGet::Absent => return Ok(None),
-                    CachedGet::NotCached => {}
+                // When it is not, the run's read below starts at the block its
+                // index named (a batch keeps its memo's full path).
+                let blocks = memo.as_deref_mut().map(ReadMemo::blocks);
+                let batch = blocks.is_some();
+                match table.get_if_cached_in(read.lookup, blocks)? {
+                    (CachedGet::Found(kind, value), _) => return Ok(Some((kind, value))),
+                    (CachedGet::Absent, _) => return Ok(None),
+                    (CachedGet::NotCached, at) => resume = at.filter(|_| !batch),
                 }
             }
             // Otherwise (Algorithm 3) the run's own filter, asked by the caller,
             // decided that the level can hold the key; the buffer holds a subset of it.
             if let BufferProbe::Found(kind, value) =
-                self.probe_buffer(buffer, read, probes, memo.as_deref_mut())?
+                self.probe_buffer(buffer, f.id, read, probes, memo.as_deref_mut())?
             {
                 Counters::add(&self.counters.buffer_hits, 1);
                 return Ok(Some((kind, value)));
             }
         }
-        self.table_get_unfiltered(table, f, read.lookup, read.bro, memo.map(ReadMemo::blocks))
+        self.table_get_unfiltered(table, f, read.lookup, read.bro, memo.map(ReadMemo::blocks), resume)
     }
 
     /// Probes a run's buffer tables newest first: the first present file
@@ -344,9 +349,14 @@ impl DbInner {
     /// file instead would cost the same device read and then cache the same
     /// data twice, once per file, which is how the buffer used to lose to
     /// bLSM. dLSM reads buffer files like any table.
+    ///
+    /// A buffer file that is the run's own file (`run_file`: a file moved
+    /// into the run whole, until a compaction rewrites its range) holds
+    /// nothing the run's read would not find: the probe ends there too.
     fn probe_buffer(
         &self,
         buffer: &Buffer,
+        run_file: u64,
         read: &KeyRead<'_>,
         probes: &mut u64,
         mut memo: Option<&mut ReadMemo>,
@@ -355,6 +365,10 @@ impl DbInner {
             match t.entry_for(read.key) {
                 None => continue,
                 Some(BufferEntry::Removed { .. }) => return Ok(BufferProbe::AskRun),
+                Some(BufferEntry::Present(f)) if f.id == run_file => {
+                    Counters::add(&self.counters.buffer_same_file, 1);
+                    return Ok(BufferProbe::AskRun);
+                }
                 Some(BufferEntry::Present(f)) => {
                     *probes += 1;
                     let table = self.table_of(f, memo.as_deref_mut())?;
@@ -363,7 +377,7 @@ impl DbInner {
                         if !table.may_contain_hash(read.hash) {
                             continue;
                         }
-                        table.get_if_cached_in(read.lookup, blocks)?
+                        table.get_if_cached_in(read.lookup, blocks)?.0
                     } else {
                         self.table_get(&table, f, read.lookup, read.bro, blocks)?
                             .map_or(CachedGet::Absent, |(k, v)| CachedGet::Found(k, v))

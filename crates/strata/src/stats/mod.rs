@@ -293,6 +293,9 @@ pub struct Stats {
     /// Point lookups that left a buffer for its run because the buffer file's
     /// block was not cached (the buffer serves only hot data).
     pub buffer_uncached: u64,
+    /// Point lookups that found their run's own file in the run's buffer (a
+    /// file moved into the run whole) and read the run instead, at no probe.
+    pub buffer_same_file: u64,
     /// Runs that range reads read through their compaction buffer instead
     /// (LSbM Algorithm 4), counted once per iterator direction.
     pub buffer_range_reads: u64,
@@ -477,10 +480,11 @@ impl fmt::Display for Stats {
                 .collect();
             writeln!(
                 f,
-                "compaction buffer: {}; hits {}, uncached {}, range reads {}, trims {} ({} files removed)",
+                "compaction buffer: {}; hits {}, uncached {}, run's own file {}, range reads {}, trims {} ({} files removed)",
                 if per_level.is_empty() { "empty".to_string() } else { per_level.join(", ") },
                 self.buffer_hits,
                 self.buffer_uncached,
+                self.buffer_same_file,
                 self.buffer_range_reads,
                 self.buffer_trims,
                 self.buffer_files_trimmed
@@ -606,6 +610,7 @@ pub(crate) struct Counters {
     pub files_deleted: AtomicU64,
     pub buffer_hits: AtomicU64,
     pub buffer_uncached: AtomicU64,
+    pub buffer_same_file: AtomicU64,
     pub buffer_range_reads: AtomicU64,
     pub warmup_blocks: AtomicU64,
     pub buffer_trims: AtomicU64,
@@ -776,6 +781,7 @@ impl Counters {
         s.files_deleted = g(&self.files_deleted);
         s.buffer_hits = g(&self.buffer_hits);
         s.buffer_uncached = g(&self.buffer_uncached);
+        s.buffer_same_file = g(&self.buffer_same_file);
         s.buffer_range_reads = g(&self.buffer_range_reads);
         s.warmup_blocks_inserted = g(&self.warmup_blocks);
         s.buffer_trims = g(&self.buffer_trims);

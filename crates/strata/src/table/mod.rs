@@ -29,6 +29,7 @@ pub use block::{Block, BlockIter};
 pub use builder::{TableBuilder, TableBuilderOptions, TableSummary};
 pub use format::TableProperties;
 pub use iter::TableIter;
+pub(crate) use reader::Resume;
 pub use reader::{BlockReadOptions, CachedGet, Table};
 pub use segment::{discover_segments, SegmentMeta};
 pub use verify::{verify_table, Expected};

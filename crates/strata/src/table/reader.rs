@@ -191,6 +191,17 @@ pub enum CachedGet<V = Vec<u8>> {
     NotCached,
 }
 
+/// Where [`Table::get_if_cached_in`] stopped at a block that was not
+/// resident: the segment and the data block its index named. The read that
+/// follows (the LSbM run's, after its buffer) starts there instead of
+/// searching the index again. Valid only for the table that made it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Resume {
+    /// Index into the table's segments (oldest first).
+    seg: usize,
+    handle: BlockHandle,
+}
+
 impl CachedGet<PinnedValue> {
     /// The answer with its value copied out.
     fn into_vec(self) -> CachedGet {
@@ -395,26 +406,35 @@ impl Table {
         lookup: &[u8],
         opts: BlockReadOptions,
     ) -> Result<Option<(ValueKind, Vec<u8>)>> {
-        Ok(self.get_unfiltered_in(lookup, opts, None)?.map(|(kind, value)| (kind, value.into_vec())))
+        Ok(self.get_unfiltered_in(lookup, opts, None, None)?.map(|(kind, value)| (kind, value.into_vec())))
     }
 
     /// [`Self::get_unfiltered`] with the value left in its block, and with a
     /// batch's memo of the blocks it read last (`None` for a single read).
+    /// With `resume` (from [`Self::get_if_cached_in`] on this table, for the
+    /// same `lookup`) the segments newer than where it stopped are skipped
+    /// (they held no entry) and its block is read without an index search.
     pub(crate) fn get_unfiltered_in(
         &self,
         lookup: &[u8],
         opts: BlockReadOptions,
         mut memo: Option<&mut BlockMemo>,
+        resume: Option<Resume>,
     ) -> Result<Option<(ValueKind, PinnedValue)>> {
         let target_user = user_key(lookup);
         let mut buf = KEY_BUF.with(Cell::take);
         let mut result = Ok(None);
         let single = self.segs.len() == 1;
-        for seg in self.segs.iter().rev() {
-            if !single && !seg.may_contain(target_user) {
+        for (i, seg) in self.segs.iter().enumerate().rev() {
+            let known = match resume {
+                Some(r) if i > r.seg => continue,
+                Some(r) if i == r.seg => Some(r.handle),
+                _ => None,
+            };
+            if known.is_none() && !single && !seg.may_contain(target_user) {
                 continue;
             }
-            result = self.get_with(seg, lookup, target_user, opts, &mut buf, memo.as_deref_mut());
+            result = self.get_with(seg, lookup, target_user, opts, &mut buf, memo.as_deref_mut(), known);
             if !matches!(result, Ok(None)) {
                 break;
             }
@@ -425,6 +445,9 @@ impl Table {
         result
     }
 
+    /// One segment's answer; `known` is the data block a [`Resume`] named
+    /// (no index search, and nothing to remember the block by in a memo).
+    #[allow(clippy::too_many_arguments)]
     fn get_with(
         &self,
         seg: &Segment,
@@ -433,12 +456,14 @@ impl Table {
         opts: BlockReadOptions,
         buf: &mut Vec<u8>,
         memo: Option<&mut BlockMemo>,
+        known: Option<BlockHandle>,
     ) -> Result<Option<(ValueKind, PinnedValue)>> {
         count_probe();
         let remembered = memo.as_deref().and_then(|m| m.find(self.file_id, seg.start, lookup)).cloned();
-        let block = match remembered {
-            Some(block) => block,
-            None => {
+        let block = match (remembered, known) {
+            (Some(block), _) => block,
+            (None, Some(handle)) => self.read_block_ahead(seg, handle, opts, None)?,
+            (None, None) => {
                 let Some(handle) = seg.index.seek_ge(lookup, buf)? else {
                     return Ok(None);
                 };
@@ -467,26 +492,30 @@ impl Table {
     /// Newest segment first; a segment whose block is not cached makes the
     /// answer `NotCached` (an older segment cannot be trusted past it).
     pub fn get_if_cached_unfiltered(&self, lookup: &[u8]) -> Result<CachedGet> {
-        Ok(self.get_if_cached_in(lookup, None)?.into_vec())
+        Ok(self.get_if_cached_in(lookup, None)?.0.into_vec())
     }
 
     /// [`Self::get_if_cached_unfiltered`] with the value left in its block,
-    /// and with a batch's memo of the blocks it used last.
+    /// and with a batch's memo of the blocks it used last. A `NotCached`
+    /// answer from a data block that is not resident comes with where it
+    /// stopped, for [`Self::get_unfiltered_in`] to read that block next.
     pub(crate) fn get_if_cached_in(
         &self,
         lookup: &[u8],
         mut memo: Option<&mut BlockMemo>,
-    ) -> Result<CachedGet<PinnedValue>> {
+    ) -> Result<(CachedGet<PinnedValue>, Option<Resume>)> {
         let target_user = user_key(lookup);
-        let Some(cache) = &self.cache else { return Ok(CachedGet::NotCached) };
+        let Some(cache) = &self.cache else { return Ok((CachedGet::NotCached, None)) };
         let mut buf = KEY_BUF.with(Cell::take);
         let single = self.segs.len() == 1;
         let mut result = Ok(CachedGet::Absent);
-        for seg in self.segs.iter().rev() {
+        let mut resume = None;
+        for (i, seg) in self.segs.iter().enumerate().rev() {
             if !single && !seg.may_contain(target_user) {
                 continue;
             }
             let memo = memo.as_deref_mut();
+            let resume = &mut resume;
             result = (|| {
                 let remembered =
                     memo.as_deref().and_then(|m| m.find(self.file_id, seg.start, lookup)).cloned();
@@ -499,6 +528,7 @@ impl Table {
                         let handle = BlockHandle::decode(handle)?;
                         seg.check_data(handle)?;
                         let Some(block) = cache.get_resident(self.file_id, handle.offset) else {
+                            *resume = Some(Resume { seg: i, handle });
                             return Ok(CachedGet::NotCached);
                         };
                         if let Some(m) = memo {
@@ -519,7 +549,7 @@ impl Table {
         if buf.capacity() <= MAX_RETAINED_KEY_BUF {
             KEY_BUF.with(|c| c.set(buf));
         }
-        result
+        result.map(|r| (r, resume))
     }
 
     /// The newest entry of `target_user` at or after `lookup` in a data block;

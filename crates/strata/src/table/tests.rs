@@ -852,3 +852,40 @@ fn discover_segments_recovers_the_list_from_the_bytes() {
     let f = MemFile(Arc::new(parking_lot::Mutex::new(vec![7u8; 300])));
     assert!(discover_segments(&f, 7, 300).is_err());
 }
+
+/// A read that resumes where a cached-only probe stopped (the LSbM run's
+/// read after its buffer) answers exactly as a fresh get: across segments,
+/// at random snapshots, with a cache small enough that the probe stops in
+/// every segment, and on a one-segment table.
+#[test]
+fn a_resumed_get_answers_as_a_fresh_one() {
+    let (segments, file, metas) = three_segments(26);
+    let all = merged(&segments);
+    let cache = Arc::new(BlockCache::new(16 << 10));
+    let dtable = open_dtable(&file, &metas, Some(cache)).unwrap();
+    let mut rng = SmallRng::seed_from_u64(27);
+    let entries = versioned_entries(&mut rng, 400);
+    let (bytes, _) = build(&entries, &TableBuilderOptions { block_size: 256, ..Default::default() });
+    let single = open(bytes, Some(Arc::new(BlockCache::new(8 << 10)))).unwrap();
+    let ro = BlockReadOptions::default();
+    let mut resumed = [0; 2];
+    for _ in 0..3000 {
+        for (t, table) in [&dtable, &single].into_iter().enumerate() {
+            let user = format!("k{:05}", rng.gen_range(0..1250));
+            let snap = if rng.gen_bool(0.5) { crate::key::MAX_SEQ } else { rng.gen_range(0..400_000) };
+            let l = lookup_key(user.as_bytes(), snap);
+            // The probe before the get: nothing of the key's may be cached yet.
+            let probe = table.may_contain(user.as_bytes()).then(|| table.get_if_cached_in(&l, None).unwrap());
+            let want = table.get(&l, ro).unwrap();
+            if t == 0 {
+                assert_eq!(want, model_get(&all, &l), "{user}@{snap}");
+            }
+            if let Some((CachedGet::NotCached, Some(at))) = probe {
+                resumed[t] += 1;
+                let got = table.get_unfiltered_in(&l, ro, None, Some(at)).unwrap();
+                assert_eq!(got.map(|(k, v)| (k, v.into_vec())), want, "table {t}: {user}@{snap}");
+            }
+        }
+    }
+    assert!(resumed.iter().all(|&n| n > 100), "the probe stopped too rarely to test: {resumed:?}");
+}

@@ -10,8 +10,9 @@
 //! either came with a newer table (appended in the same edit) or left a removed
 //! mark in the head table. A removed entry keeps only its user-key range.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use super::fences::Fences;
 use super::file_meta::FileMeta;
 
 /// One entry of a buffer table, in key order.
@@ -55,14 +56,29 @@ pub struct BufferTable {
     pub id: u64,
     /// Entries in key order.
     /// INVARIANT: user-key ranges sorted and disjoint (checked by
-    /// `Version::check_invariants`).
-    pub entries: Vec<BufferEntry>,
+    /// `Version::check_invariants`); changed only by the methods below,
+    /// which drop `fences`.
+    entries: Vec<BufferEntry>,
+    /// The entries' largest user keys for a point read's search, built by
+    /// the first read of a table no edit changes any more (a Version's).
+    fences: OnceLock<Fences>,
 }
 
 impl BufferTable {
+    /// An empty table.
+    pub(crate) fn new(id: u64) -> Self {
+        BufferTable { id, entries: Vec::new(), fences: OnceLock::new() }
+    }
+
+    /// Entries in key order.
+    pub fn entries(&self) -> &[BufferEntry] {
+        &self.entries
+    }
+
     /// The entry whose range contains `user_key`, if any (binary search).
     pub fn entry_for(&self, user_key: &[u8]) -> Option<&BufferEntry> {
-        let i = self.entries.partition_point(|e| e.range().1 < user_key);
+        let fences = self.fences.get_or_init(|| Fences::new(self.entries.iter().map(|e| e.range().1)));
+        let i = fences.first_at_least(user_key);
         self.entries.get(i).filter(|e| e.range().0 <= user_key)
     }
 
@@ -84,6 +100,7 @@ impl BufferTable {
             return false;
         }
         self.entries.insert(i, BufferEntry::Present(f));
+        self.fences = OnceLock::new();
         true
     }
 
@@ -108,6 +125,7 @@ impl BufferTable {
             }
         }
         self.entries.insert(start, BufferEntry::Removed { smallest, largest });
+        self.fences = OnceLock::new();
         gone
     }
 
@@ -207,7 +225,7 @@ mod tests {
 
     #[test]
     fn insert_keeps_order_and_rejects_overlap() {
-        let mut t = BufferTable { id: 1, entries: vec![] };
+        let mut t = BufferTable::new(1);
         assert!(t.insert(file(2, "m", "p")));
         assert!(t.insert(file(1, "a", "c")));
         assert!(!t.insert(file(3, "c", "d")), "touches [a, c]");
@@ -220,7 +238,7 @@ mod tests {
 
     #[test]
     fn remove_range_merges_overlapping_entries_into_one_mark() {
-        let mut t = BufferTable { id: 1, entries: vec![] };
+        let mut t = BufferTable::new(1);
         for (id, lo, hi) in [(1, "a", "c"), (2, "f", "h"), (3, "k", "m"), (4, "x", "z")] {
             assert!(t.insert(file(id, lo, hi)));
         }
@@ -242,5 +260,44 @@ mod tests {
         t.remove_range(b"a", b"z");
         assert!(t.all_removed());
         assert_eq!(t.entries.len(), 1);
+    }
+
+    /// A point read's search (built once per table state) answers as a scan
+    /// of the entries after every insert and removal, on a table read
+    /// between changes and on clones of it.
+    #[test]
+    fn entry_for_follows_every_change() {
+        let scan = |t: &BufferTable, k: &[u8]| {
+            t.entries
+                .iter()
+                .position(|e| e.range().0 <= k && k <= e.range().1)
+                .map(|i| t.entries[i].range().0.to_vec())
+        };
+        let probes: Vec<Vec<u8>> = (b'a'..=b'z').flat_map(|c| [vec![c], vec![c, b'5']]).collect();
+        let check = |t: &BufferTable| {
+            for p in &probes {
+                assert_eq!(
+                    t.entry_for(p).map(|e| e.range().0.to_vec()),
+                    scan(t, p),
+                    "{p:?} in {:?}",
+                    ranges(t)
+                );
+            }
+        };
+        let mut t = BufferTable::new(1);
+        check(&t);
+        for (id, lo, hi) in [(1, "m", "n"), (2, "b", "c"), (3, "w", "y"), (4, "e", "e5"), (5, "q", "s")] {
+            assert!(t.insert(file(id, lo, hi)));
+            check(&t);
+        }
+        let before = t.clone();
+        t.remove_range(b"d", b"f");
+        check(&t);
+        check(&before);
+        t.remove_range(b"r", b"x");
+        check(&t);
+        assert!(t.insert(file(6, "g", "h")));
+        check(&t);
+        assert!(t.entry_for(b"g5").is_some() && before.entry_for(b"g5").is_none());
     }
 }

@@ -242,7 +242,7 @@ impl Builder {
             }
             BufferOp::Append { .. } | BufferOp::Remove { .. } => {
                 if !tables.iter().any(|t| t.id == table) {
-                    tables.insert(0, BufferTable { id: table, entries: Vec::new() });
+                    tables.insert(0, BufferTable::new(table));
                 }
                 let t = tables.iter_mut().find(|t| t.id == table);
                 match (op, t, meta) {

@@ -5,6 +5,7 @@
 mod buffer;
 mod builder;
 mod edit;
+mod fences;
 mod file_meta;
 mod manifest;
 mod policy_meta;

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key};
 
 use super::buffer::Buffer;
+use super::fences::Fences;
 use super::file_meta::FileMeta;
 
 /// A sorted run: files ordered by key whose user-key ranges are disjoint.
@@ -28,59 +29,16 @@ pub struct Run {
     fences: Fences,
 }
 
-/// Largest user keys of a run's files, in file order, in one allocation.
-#[derive(Debug, Clone, Default)]
-struct Fences {
-    keys: Vec<u8>,
-    /// INVARIANT: `ends[i]` is where file `i`'s key ends in `keys`; one per file.
-    ends: Vec<usize>,
-}
-
-impl Fences {
-    fn new(files: &[Arc<FileMeta>]) -> Self {
-        let mut f = Fences { keys: Vec::new(), ends: Vec::with_capacity(files.len()) };
-        for file in files {
-            f.keys.extend_from_slice(file.largest_user_key());
-            f.ends.push(f.keys.len());
-        }
-        f
-    }
-
-    /// File `i`'s largest user key.
-    fn key(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.keys[start..self.ends[i]]
-    }
-
-    /// The first file whose largest user key is at least `user_key`.
-    fn first_at_least(&self, user_key: &[u8]) -> usize {
-        let (mut lo, mut hi) = (0, self.ends.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if self.key(mid) < user_key {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
-    }
-}
-
 impl Run {
     /// A run of `files` (in key order, disjoint, non-empty).
     pub fn new(id: u64, files: Vec<Arc<FileMeta>>) -> Self {
-        let fences = Fences::new(&files);
+        let fences = Fences::new(files.iter().map(|f| f.largest_user_key()));
         Run { id, files, fences }
     }
 
     /// The file whose user-key range contains `user_key`, if any (binary search).
     pub fn find_file(&self, user_key: &[u8]) -> Option<&Arc<FileMeta>> {
-        debug_assert_eq!(
-            self.fences.ends.len(),
-            self.files.len(),
-            "a run's files changed after it was built"
-        );
+        debug_assert_eq!(self.fences.len(), self.files.len(), "a run's files changed after it was built");
         let i = self.fences.first_at_least(user_key);
         self.files.get(i).filter(|f| f.smallest_user_key() <= user_key)
     }
@@ -213,7 +171,7 @@ impl Version {
                     return Err(Error::corruption(format!("level {l}: buffer of missing run {}", b.run)));
                 }
                 for t in &b.tables {
-                    for pair in t.entries.windows(2) {
+                    for pair in t.entries().windows(2) {
                         if let [x, y] = pair {
                             if x.range().1 >= y.range().0 {
                                 return Err(Error::corruption(format!(

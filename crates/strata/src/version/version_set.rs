@@ -490,7 +490,7 @@ fn snapshot(
         for b in &level.buffers {
             // Oldest table first: each op creates its table as the newest.
             for t in b.tables.iter().rev() {
-                for e in &t.entries {
+                for e in t.entries() {
                     let (level, run, table) = (l, b.run, t.id);
                     buffer_ops.push(match e {
                         BufferEntry::Present(f) => {
