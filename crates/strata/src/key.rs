@@ -167,6 +167,20 @@ pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
     }
 }
 
+/// The first `N` bytes of `bytes`, zero padded: an order-preserving head,
+/// read as a big-endian integer by its caller (`u64` or `u128`). Where two
+/// heads differ, their byte strings compare the same way (one that ended is
+/// a prefix of the other, so smaller); equal heads say nothing. Sorted
+/// structures compare heads first and whole keys only on a tie: one integer
+/// compare instead of a `memcmp` call.
+#[inline]
+pub(crate) fn order_head<const N: usize>(bytes: &[u8]) -> [u8; N] {
+    let mut b = [0u8; N];
+    let n = bytes.len().min(N);
+    b[..n].copy_from_slice(&bytes[..n]);
+    b
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

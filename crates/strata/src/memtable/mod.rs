@@ -63,15 +63,6 @@ struct Entry {
     key_len: usize,
 }
 
-/// Order-preserving prefix of a user key: if two heads differ, the user keys
-/// (and so the internal keys) compare the same way; equal heads say nothing.
-fn head_of(user_key: &[u8]) -> u128 {
-    let mut b = [0u8; 16];
-    let n = user_key.len().min(16);
-    b[..n].copy_from_slice(&user_key[..n]);
-    u128::from_be_bytes(b)
-}
-
 impl Entry {
     fn ikey(&self) -> &[u8] {
         self.buf.get(..self.key_len).unwrap_or_default()
@@ -141,7 +132,8 @@ impl MemTable {
         let mut buf = Vec::with_capacity(key_len + value.len());
         key::append_internal_key(&mut buf, user_key, seq, kind);
         buf.extend_from_slice(value);
-        self.map.insert(Entry { head: head_of(user_key), buf: buf.into_boxed_slice(), key_len }, ());
+        let head = u128::from_be_bytes(key::order_head(user_key));
+        self.map.insert(Entry { head, buf: buf.into_boxed_slice(), key_len }, ());
         self.usage.fetch_add(key_len + value.len() + ENTRY_OVERHEAD, AtomicOrdering::Relaxed);
         // Published by the write's `visible_seq` store (release), so a reader
         // at sequence R sees a value at least every added sequence <= R.
