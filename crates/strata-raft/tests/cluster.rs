@@ -133,6 +133,15 @@ async fn leader_failover_then_old_leader_rejoins() {
 /// its log; on restart only a snapshot can catch it up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn lagging_follower_is_caught_up_by_snapshot() {
+    // openraft's snapshot and purge steps and the gate's waits, shown if the
+    // test fails (it once waited 60 s for a snapshot under a loaded machine).
+    let _ = env_logger::builder()
+        .is_test(true)
+        .filter_level(log::LevelFilter::Warn)
+        .filter_module("openraft::engine::handler::snapshot_handler", log::LevelFilter::Debug)
+        .filter_module("openraft::core", log::LevelFilter::Info)
+        .filter_module("strata_raft", log::LevelFilter::Debug)
+        .try_init();
     let mut cluster = Cluster::new(config(|c| {
         c.snapshot_policy = SnapshotPolicy::LogsSinceLast(20);
         c.max_in_snapshot_log_to_keep = 0;
@@ -155,12 +164,7 @@ async fn lagging_follower_is_caught_up_by_snapshot() {
 
     // A snapshot of everything applied, then a purge beyond the follower's log.
     let applied = cluster.metrics(leader).last_applied.index().expect("leader applied");
-    cluster.raft(leader).trigger().snapshot().await.expect("trigger snapshot");
-    cluster
-        .wait_for(leader, &format!("snapshot at or past {applied}"), move |m| {
-            m.snapshot.index() >= Some(applied)
-        })
-        .await;
+    cluster.snapshot_covering(leader, applied).await;
     let m = cluster
         .wait_for(leader, &format!("log purged past {follower_had} (follower {follower}'s last)"), move |m| {
             m.purged.index() > Some(follower_had)

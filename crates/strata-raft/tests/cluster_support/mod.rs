@@ -34,8 +34,8 @@ use openraft::raft::{
 };
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage, RaftStateMachine, Snapshot, SnapshotMeta};
 use openraft::{
-    BasicNode, Config, Entry, LogId, OptionalSend, Raft, RaftLogReader, RaftMetrics, RaftNetwork,
-    RaftNetworkFactory, RaftSnapshotBuilder, ServerState, StorageError, StoredMembership, Vote,
+    BasicNode, Config, Entry, LogId, LogIdOptionExt, OptionalSend, Raft, RaftLogReader, RaftMetrics,
+    RaftNetwork, RaftNetworkFactory, RaftSnapshotBuilder, ServerState, StorageError, StoredMembership, Vote,
 };
 use strata_raft::{LogStore, NodeId, Request, Response, StateMachine, TypeConfig};
 use tokio::sync::mpsc;
@@ -399,6 +399,28 @@ impl Cluster {
             .metrics(cond, format!("node {id}: {what}"))
             .await
             .unwrap_or_else(|e| panic!("waiting for node {id}: {what}: {e}"))
+    }
+
+    /// Triggers a snapshot on node `id` and waits until its snapshot covers
+    /// `index`. openraft drops a trigger while a build is in progress (one
+    /// its snapshot policy started), and that build may end below `index`:
+    /// so the trigger is repeated each second until the condition holds.
+    pub async fn snapshot_covering(&self, id: NodeId, index: u64) -> Metrics {
+        let deadline = Instant::now() + WAIT;
+        let what = format!("node {id}: snapshot at or past {index}");
+        loop {
+            self.raft(id)
+                .trigger()
+                .snapshot()
+                .await
+                .unwrap_or_else(|e| panic!("node {id}: trigger snapshot: {e}"));
+            let wait = self.raft(id).wait(Some(Duration::from_secs(1)));
+            match wait.metrics(move |m| m.snapshot.index() >= Some(index), &what).await {
+                Ok(m) => return m,
+                Err(e) if Instant::now() >= deadline => panic!("waiting for {what}: {e}"),
+                Err(_) => {}
+            }
+        }
     }
 
     /// Waits until some running node is leader (by its own metrics) and
