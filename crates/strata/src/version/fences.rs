@@ -5,9 +5,9 @@
 //! the eight bytes after the prefix every fence shares, as a big-endian
 //! integer (`key::order_head`). A search for a key with that prefix compares
 //! heads, one integer compare per step, and compares whole keys only where
-//! heads tie. Keys of one
-//! run often share a long prefix (fixed-width numbers, a table prefix), which
-//! is what makes a plain byte compare per step cost a library call.
+//! heads tie. Keys of one run often share a long prefix (fixed-width numbers,
+//! a table prefix), which is what makes a plain byte compare per step cost a
+//! library call.
 
 use crate::key::order_head;
 
