@@ -30,8 +30,9 @@ for wl in known + others:
     if not results:
         continue
     print(f"\n### {wl}\n")
-    print("| system | ops/s | vs leveled | writes/s | hit ratio mean | p10 | min | p99 µs | db size MiB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| system | ops/s | vs leveled | writes/s | hit ratio mean | p10 | min | p99 µs | db size MiB "
+          "| buffer MiB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     # A load directory holds two benchmarks (the fill and waitforcompaction): only the first
     # is a throughput, and ratios compare rows of the same benchmark.
     first = results[0]["benchmark"]
@@ -49,5 +50,8 @@ for wl in known + others:
         ratio = f"{ops / base:.2f}×" if base else "-"
         size = float(r["db_bytes"]) / 2**20 if r["db_bytes"] else float("nan")
         mean = statistics.mean(hr) if hr else float("nan")
+        # The space the buffers add (their files no run lists); empty before the column existed.
+        buf = r.get("buffer_bytes") or ""
+        buf = f"{float(buf) / 2**20:,.0f}" if buf else "-"
         print(f"| {e} | {ops:,.0f} | {ratio} | {w:,.0f} | {mean:.3f} | {pct(hr, 0.1):.3f} | "
-              f"{min(hr) if hr else float('nan'):.3f} | {float(r['p99_us']):.0f} | {size:,.0f} |")
+              f"{min(hr) if hr else float('nan'):.3f} | {float(r['p99_us']):.0f} | {size:,.0f} | {buf} |")

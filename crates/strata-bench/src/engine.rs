@@ -231,6 +231,9 @@ pub struct EngineStats {
     pub stall_micros: Option<u64>,
     /// Deepest level holding data (0 when only L0 does).
     pub levels_in_use: Option<usize>,
+    /// Bytes the compaction buffers add to the tree (their files no run
+    /// lists; Strata's `LevelStats::buffer_bytes_in_no_run`), if the engine has buffers.
+    pub buffer_bytes: Option<u64>,
     /// The simulated drive's counters (`--drive_model`).
     pub drive: Option<crate::results::DriveResult>,
 }
@@ -696,6 +699,7 @@ impl Engine for StrataEngine {
             write_amplification: Some(s.write_amplification),
             stall_micros: Some(s.stall_time.as_micros() as u64),
             levels_in_use: Some(s.levels.iter().filter(|l| l.files > 0).map(|l| l.level).max().unwrap_or(0)),
+            buffer_bytes: Some(s.levels.iter().map(|l| l.buffer_bytes_in_no_run).sum()),
             drive: self.drive.as_ref().map(|d| crate::results::DriveResult {
                 model: crate::smr::describe(&d.config()),
                 stats: d.stats(),

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::results::RunResult;
 
 /// Columns of `results.csv`, in order.
-pub const RESULTS_HEADER: [&str; 16] = [
+pub const RESULTS_HEADER: [&str; 17] = [
     "engine",
     "benchmark",
     "repetition",
@@ -27,6 +27,7 @@ pub const RESULTS_HEADER: [&str; 16] = [
     "mean_us",
     "stall_secs",
     "levels_in_use",
+    "buffer_bytes",
 ];
 
 /// Columns of `samples.csv`, in order.
@@ -67,6 +68,7 @@ struct ResultRow<'a> {
     mean_us: f64,
     stall_secs: Option<f64>,
     levels_in_use: Option<usize>,
+    buffer_bytes: Option<u64>,
 }
 
 // Field order must match SAMPLES_HEADER.
@@ -126,6 +128,7 @@ fn write_results_csv(path: &Path, results: &[RunResult]) -> Result<(), String> {
             mean_us: r.mean_us,
             stall_secs: r.stall_micros.map(|m| m as f64 / 1e6),
             levels_in_use: r.levels_in_use,
+            buffer_bytes: r.buffer_bytes,
         };
         w.serialize(row).map_err(|e| format!("write {}: {e}", path.display()))?;
     }
@@ -242,6 +245,7 @@ mod tests {
                     write_amplification: hit.map(|_| 3.5),
                     hit_ratio: hit,
                     db_bytes: 5_000_000,
+                    buffer_bytes: hit.map(|_| 400_000),
                     found: 1000,
                     samples,
                     op_latencies: Vec::new(),
@@ -290,8 +294,9 @@ mod tests {
         // leveldb's missing hit ratio is an empty cell, not 0.
         assert_eq!(&rows[8][0], "leveldb");
         assert_eq!(&rows[8][10], "");
-        // The new columns: mean latency, stall seconds, levels in use.
-        assert_eq!((&rows[0][13], &rows[0][14], &rows[0][15]), ("20.0", "1.5", "3"));
+        // The new columns: mean latency, stall seconds, levels in use, buffer bytes.
+        assert_eq!((&rows[0][13], &rows[0][14], &rows[0][15], &rows[0][16]), ("20.0", "1.5", "3", "400000"));
+        assert_eq!(&rows[8][16], "", "leveldb has no buffer");
 
         let mut rd = csv::ReaderBuilder::new().from_path(dir.path().join("op_latencies.csv")).unwrap();
         assert_eq!(rd.headers().unwrap(), &csv::StringRecord::from(OP_LATENCIES_HEADER.to_vec()));

@@ -75,6 +75,10 @@ pub struct RunResult {
     pub hit_ratio: Option<f64>,
     /// Size on disk at the end, bytes.
     pub db_bytes: u64,
+    /// Bytes the compaction buffers add to the tree at the end, if the
+    /// engine has buffers (see `EngineStats::buffer_bytes`).
+    #[serde(default)]
+    pub buffer_bytes: Option<u64>,
     /// Reads that found their key (sanity check against the data set).
     pub found: u64,
     /// Time series, for benchmarks that sample.

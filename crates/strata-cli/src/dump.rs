@@ -249,6 +249,7 @@ pub fn manifest(dir: &Path, hex: bool) -> CliResult<()> {
     let set = VersionSet::load_read_only(Arc::clone(&vfs), dir, 64, |_, _| Ok(())).map_err(err)?;
     println!("state: last sequence {}, log number {}", set.last_sequence(), set.log_number());
     let v = set.current();
+    let in_no_run = v.buffer_bytes_in_no_run();
     for (l, level) in v.levels.iter().enumerate() {
         if level.runs.is_empty() && level.buffers.is_empty() {
             continue;
@@ -269,6 +270,9 @@ pub fn manifest(dir: &Path, hex: bool) -> CliResult<()> {
         }
         for b in &level.buffers {
             println!("  buffer of run {}: {} bytes", b.run, b.bytes());
+        }
+        if !level.buffers.is_empty() {
+            println!("  buffers: {} bytes in files no run lists", in_no_run[l]);
         }
     }
     for (id, entry) in set.keyspaces() {

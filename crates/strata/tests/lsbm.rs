@@ -466,3 +466,39 @@ fn a_buffer_file_that_is_the_runs_own_is_read_once() {
         }
     }
 }
+
+/// The buffer's size counted a file moved down whole twice over: once in the
+/// run and once in the buffer, as if it took space of its own (and a file
+/// left in the buffer above once more). `buffer_bytes_in_no_run` counts only
+/// what the buffers add, each file once, so the runs' bytes and it add up to
+/// the tree's.
+#[test]
+fn buffer_bytes_in_no_run_leave_out_the_runs_own_files() {
+    for style in [CompactionStyle::Lsbm, CompactionStyle::Dlsm] {
+        let vfs = Arc::new(MemVfs::new());
+        let o =
+            opts(&vfs, style.clone()).with_buffer_trim_interval(std::time::Duration::from_secs(24 * 3600));
+        let db = Db::open("/db", o).unwrap();
+        let adds_up = |s: &Stats, case: &str| {
+            let runs: u64 = s.levels.iter().map(|l| l.bytes).sum();
+            let extra: u64 = s.levels.iter().map(|l| l.buffer_bytes_in_no_run).sum();
+            assert_eq!(runs + extra, s.total_table_bytes, "{style:?} {case}\n{s}");
+            extra
+        };
+        // Ascending keys: files move down whole, so the buffers list run files.
+        for i in 0..20_000u32 {
+            db.put(k(i), [b'v'; 100]).unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+        let s = db.stats();
+        assert!(buffer_bytes(&s) > 0, "{style:?}: no buffer\n{s}");
+        let extra = adds_up(&s, "ascending");
+        assert!(extra < buffer_bytes(&s), "{style:?}: every buffer file counted as the buffer's own\n{s}");
+        // Updates: compactions rewrite the runs, and the buffers keep the old files.
+        load(&db, 1);
+        load(&db, 2);
+        let s = db.stats();
+        assert!(adds_up(&s, "updated") > 0, "{style:?}: the buffers hold no file of their own\n{s}");
+    }
+}

@@ -251,6 +251,7 @@ pub fn finish(
         mean_us: mean_us(&hist),
         stall_micros: after.stall_micros,
         levels_in_use: after.levels_in_use,
+        buffer_bytes: after.buffer_bytes,
         write_amplification: after.write_amplification,
         hit_ratio: hit_ratio_between(before, &after),
         db_bytes: dir_size(engine.path()),

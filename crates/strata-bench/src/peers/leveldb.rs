@@ -284,6 +284,7 @@ impl Engine for LevelDbEngine {
                 })
                 .max()
                 .or(Some(0)),
+            buffer_bytes: None,
             // The simulated drive sits under Strata only.
             drive: None,
         }

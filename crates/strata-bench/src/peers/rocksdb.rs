@@ -306,6 +306,7 @@ impl Engine for RocksDbEngine {
                 })
                 .max()
                 .or(Some(0)),
+            buffer_bytes: None,
             // The simulated drive sits under Strata only.
             drive: None,
         }

@@ -194,6 +194,7 @@ fn finish(
         mean_us: if total.is_empty() { f64::NAN } else { total.mean() / 1000.0 },
         stall_micros: after.stall_micros,
         levels_in_use: after.levels_in_use,
+        buffer_bytes: after.buffer_bytes,
         write_amplification: after.write_amplification,
         hit_ratio: hit_ratio_between(before, &after),
         db_bytes: dir_size(engine.path()),

@@ -329,6 +329,7 @@ impl DbInner {
         let version = self.versions.current();
         let view = build_view(&version, &self.versions, &Default::default());
         let scores = self.policy.scores(&view);
+        let in_no_run = version.buffer_bytes_in_no_run();
         s.levels = (0..version.num_levels())
             .map(|l| {
                 let mut ls = LevelStats {
@@ -341,6 +342,7 @@ impl DbInner {
                     buffer_tables: version.levels[l].buffers.iter().map(|b| b.tables.len()).sum(),
                     buffer_files: version.levels[l].buffers.iter().map(|b| b.num_files()).sum(),
                     buffer_bytes: version.levels[l].buffer_bytes(),
+                    buffer_bytes_in_no_run: in_no_run[l],
                     segments: version.levels[l]
                         .runs
                         .iter()

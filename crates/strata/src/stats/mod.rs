@@ -126,6 +126,12 @@ pub struct LevelStats {
     pub buffer_files: usize,
     /// Compaction buffer: bytes of the present files.
     pub buffer_bytes: u64,
+    /// Compaction buffer: bytes of the present files that no run lists and
+    /// no shallower level's buffer does, the disk space the buffer adds (a
+    /// file moved down whole is in the lower run and its buffer at once, and
+    /// counts in `buffer_bytes` only). The runs' `bytes` and these add up to
+    /// `Stats::total_table_bytes`.
+    pub buffer_bytes_in_no_run: u64,
     /// Sorted segments over the level's run files (equal to `files` unless
     /// light-weight compactions appended to them).
     pub segments: usize,
@@ -473,8 +479,8 @@ impl fmt::Display for Stats {
                 .filter(|l| l.buffer_tables > 0)
                 .map(|l| {
                     format!(
-                        "L{} {} tables/{} files/{} B",
-                        l.level, l.buffer_tables, l.buffer_files, l.buffer_bytes
+                        "L{} {} tables/{} files/{} B ({} B in no run)",
+                        l.level, l.buffer_tables, l.buffer_files, l.buffer_bytes, l.buffer_bytes_in_no_run
                     )
                 })
                 .collect();

@@ -125,6 +125,24 @@ impl Version {
         runs.chain(buffers)
     }
 
+    /// Per level, the bytes of the files its buffers list that no run lists
+    /// and no shallower level's buffer does: the space the buffers add to
+    /// the tree, each file counted once. A file moved down whole sits in the
+    /// lower run and in its buffer at once, and may stay in the buffer it
+    /// left too; `Level::buffer_bytes` counts it wherever it is listed.
+    pub fn buffer_bytes_in_no_run(&self) -> Vec<u64> {
+        let mut seen: HashSet<u64> =
+            self.levels.iter().flat_map(|l| &l.runs).flat_map(|r| &r.files).map(|f| f.id).collect();
+        (self.levels.iter())
+            .map(|l| {
+                (l.buffers.iter().flat_map(|b| &b.tables).flat_map(|t| t.present()))
+                    .filter(|f| seen.insert(f.id))
+                    .map(|f| f.size)
+                    .sum()
+            })
+            .collect()
+    }
+
     /// Ids of every file in any run or buffer.
     pub fn all_file_ids(&self) -> HashSet<u64> {
         self.listed_files().map(|f| f.id).collect()

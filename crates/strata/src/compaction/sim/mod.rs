@@ -434,6 +434,7 @@ impl Sim {
 
     fn report(&self, policy: &dyn CompactionPolicy, distinct_keys: u64) -> SimReport {
         let view = self.view(&|_| None);
+        let in_no_run = self.version.buffer_bytes_in_no_run();
         let levels: Vec<LevelStats> = (self.version.levels.iter().enumerate())
             .map(|(i, level)| LevelStats {
                 files: level.runs.iter().map(|r| r.files.len()).sum(),
@@ -442,6 +443,7 @@ impl Sim {
                 target_bytes: policy.level_target_bytes(&view, i),
                 buffer_files: level.buffers.iter().map(Buffer::num_files).sum(),
                 buffer_bytes: level.buffer_bytes(),
+                buffer_bytes_in_no_run: in_no_run[i],
             })
             .collect();
         let levels_in_use = levels.iter().rposition(|l| l.bytes > 0).unwrap_or(0);

@@ -36,8 +36,12 @@ pub struct LevelStats {
     pub target_bytes: Option<u64>,
     /// Files the level's compaction buffers still list (LSbM/dLSM).
     pub buffer_files: usize,
-    /// Bytes of those files (copies of data the runs hold; not in `bytes`).
+    /// Bytes of those files (copies of data the runs hold; not in `bytes`,
+    /// though a file moved down whole is in a run and a buffer at once).
     pub buffer_bytes: u64,
+    /// Bytes of the buffers' files that no run lists and no shallower
+    /// level's buffer does: the space the buffer adds to the tree.
+    pub buffer_bytes_in_no_run: u64,
 }
 
 /// How many tasks of each kind ran.
@@ -111,7 +115,13 @@ impl fmt::Display for SimReport {
                 write!(f, " (target {:.2} MiB)", mib(t))?;
             }
             if l.buffer_files > 0 {
-                write!(f, ", buffer {} files, {:.2} MiB", l.buffer_files, mib(l.buffer_bytes))?;
+                write!(
+                    f,
+                    ", buffer {} files, {:.2} MiB ({:.2} MiB in no run)",
+                    l.buffer_files,
+                    mib(l.buffer_bytes),
+                    mib(l.buffer_bytes_in_no_run)
+                )?;
             }
             writeln!(f)?;
         }
