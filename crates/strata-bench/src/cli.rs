@@ -345,6 +345,8 @@ pub struct Args {
     /// `lwc@N` light-weight compaction's segment limit (`--policy=leveled,lwc,lwc@16`),
     /// `dlsm@last_level` dLSM with a buffer at its last level too (`--policy=dlsm,dlsm@last_level`);
     /// `+PIPELINE` gives a row its own `--compaction_pipeline` (`--policy=leveled+scp,leveled+pcp`),
+    /// `+c-ppcp/BYTES` (or `+auto/BYTES`) also its own `--compaction_subtask_bytes`
+    /// (`--policy=leveled+c-ppcp/65536,leveled+c-ppcp/4194304`),
     /// `:DRIVE` its own `--drive_model` (`--drive_model=smr --policy=leveled,lwc,leveled:hdd`),
     /// `:smr@MIB` also its own `--smr_band_size` in MiB (`--policy=leveled:smr@20,leveled:smr@60`).
     /// `smrdb` is SMRDB's shape of `tiered`: two levels, tables as large as an smr band.
@@ -508,8 +510,13 @@ impl Args {
                 }
             }
             if let Some(pipeline) = crate::engine::split_pipeline(p).1 {
+                let (pipeline, subtask) = crate::engine::split_subtask(pipeline);
                 strata::CompactionPipeline::parse(pipeline, self.compaction_threads)
                     .map_err(|e| format!("--policy {p}: {e}"))?;
+                if let Some(bytes) = subtask {
+                    crate::engine::parse_subtask(pipeline, bytes)
+                        .map_err(|e| format!("--policy {p}: {e}"))?;
+                }
             }
         }
         if let Some(b) = &self.baseline {
@@ -697,7 +704,13 @@ mod tests {
         assert_eq!(g.policy, vec!["garnering@0.8", "garnering@0.4"]);
         let l = parse("--policy=lwc,lwc@16").unwrap();
         assert_eq!(l.policy, vec!["lwc", "lwc@16"]);
+        // A pipeline and a drive on one row (the drive comes last), and a row's sub-task size.
+        parse("--policy=leveled+pcp:hdd,lwc+c-ppcp/65536:smr@20,leveled+auto/4096").unwrap();
         for bad in [
+            "--policy=leveled+pcp/65536",
+            "--policy=leveled+c-ppcp/4095",
+            "--policy=leveled+c-ppcp/x",
+            "--policy=leveled+nope:hdd",
             "--policy=garnering@0",
             "--policy=garnering@x",
             "--policy=leveled@0.5",

@@ -367,12 +367,40 @@ pub fn dir_size(dir: &Path) -> u64 {
 
 /// A `--policy` entry's own output pipeline: `leveled+pcp` is the `leveled`
 /// row with `--compaction_pipeline=pcp`, so one run compares pipelines side
-/// by side (the PCP paper's rows); plain `leveled` takes the flag's.
+/// by side (the PCP paper's rows); plain `leveled` takes the flag's. A
+/// `:DRIVE` suffix is left out of both parts (`leveled+pcp:hdd`), and the
+/// pipeline keeps its `/SUBTASK_BYTES` (see [`split_subtask`]).
 pub fn split_pipeline(policy: &str) -> (&str, Option<&str>) {
+    let policy = split_drive(policy).0;
     match policy.split_once('+') {
         Some((style, pipeline)) => (style, Some(pipeline)),
         None => (policy, None),
     }
+}
+
+/// A row's pipeline with its own sub-task size: `c-ppcp/65536` is `c-ppcp`
+/// with `--compaction_subtask_bytes=65536`, so one run sweeps the sub-task
+/// size (the PCP paper's Fig. 11(a)); plain `c-ppcp` takes the flag's.
+pub fn split_subtask(pipeline: &str) -> (&str, Option<&str>) {
+    match pipeline.split_once('/') {
+        Some((pipeline, bytes)) => (pipeline, Some(bytes)),
+        None => (pipeline, None),
+    }
+}
+
+/// A row's `/SUBTASK_BYTES`: a whole number of bytes, at least 4 KiB (one
+/// block), on a pipeline that cuts merges into sub-tasks (`c-ppcp`, or
+/// `auto`, which may choose it).
+pub fn parse_subtask(pipeline: &str, bytes: &str) -> Result<usize, String> {
+    let n: usize =
+        bytes.parse().map_err(|_| format!("/{bytes}: the sub-task size must be a whole number of bytes"))?;
+    if n < 4096 {
+        return Err(format!("/{bytes}: the sub-task size must be at least 4096 bytes"));
+    }
+    if !matches!(pipeline, "c-ppcp" | "auto") {
+        return Err(format!("{pipeline}/{bytes}: only c-ppcp and auto cut merges into sub-tasks"));
+    }
+    Ok(n)
 }
 
 /// A `--policy` entry's own simulated drive: `leveled:hdd` is the `leveled`
@@ -392,7 +420,7 @@ pub fn split_drive(policy: &str) -> (&str, Option<&str>) {
 /// `lwc@N` is light-weight compaction rewriting tables past N segments
 /// (plain `lwc`: 8); `dlsm@last_level` is dLSM buffering its last level too.
 pub fn strata_style(policy: &str, garnering_c: f64) -> Result<strata::CompactionStyle, String> {
-    let policy = split_pipeline(split_drive(policy).0).0;
+    let policy = split_pipeline(policy).0;
     let (name, arg) = match policy.split_once('@') {
         Some((name, arg)) => (name, Some(arg)),
         None => (policy, None),
@@ -510,7 +538,7 @@ impl StrataEngine {
         };
         let band = cfg.drive.and_then(|d| d.shingled).map(|s| s.band_size);
         let on_bands = cfg.drive.is_some_and(|d| d.placement == crate::smr::Placement::BandPerFile);
-        let smrdb = split_pipeline(split_drive(&cfg.policy).0).0 == SMRDB;
+        let smrdb = split_pipeline(&cfg.policy).0 == SMRDB;
         // LWC-store maps a table (DTable) to a band and divides it when it
         // overflows the band: Strata's lwc divides a table past
         // LWC_TABLE_FACTOR targets, so its target is that part of a band.

@@ -188,10 +188,17 @@ impl Plan {
     /// names it, with its `+pipeline` if it has one).
     pub(crate) fn engine_config(&self, dir: &Path, policy: &str) -> EngineConfig {
         let a = &self.base;
-        let compaction_pipeline = match crate::engine::split_pipeline(policy).1 {
-            // Validated with the flags (`Args::validate`).
-            Some(p) => strata::CompactionPipeline::parse(p, a.compaction_threads).unwrap_or_default(),
+        let row_pipeline = crate::engine::split_pipeline(policy).1.map(crate::engine::split_subtask);
+        // Both validated with the flags (`Args::validate`).
+        let compaction_pipeline = match row_pipeline {
+            Some((p, _)) => strata::CompactionPipeline::parse(p, a.compaction_threads).unwrap_or_default(),
             None => a.pipeline().unwrap_or_default(),
+        };
+        let compaction_subtask_bytes = match row_pipeline {
+            Some((p, Some(bytes))) => {
+                crate::engine::parse_subtask(p, bytes).unwrap_or(a.compaction_subtask_bytes)
+            }
+            _ => a.compaction_subtask_bytes,
         };
         EngineConfig {
             path: dir.to_path_buf(),
@@ -201,14 +208,14 @@ impl Plan {
             buffer_read_misses: a.buffer_read_misses,
             buffer_dispatch: a.buffer_dispatch,
             buffer_last_level: a.buffer_last_level
-                || crate::engine::split_pipeline(crate::engine::split_drive(policy).0).0
+                || crate::engine::split_pipeline(policy).0
                     == format!("dlsm@{}", crate::engine::DLSM_LAST_LEVEL),
             buffer_min_part_size: a.buffer_min_part_size,
             seek_compaction: a.seek_compaction,
             max_mem_compaction_level: a.max_mem_compaction_level,
             idle_compaction: (a.idle_compaction >= 0.0).then_some(a.idle_compaction),
             compaction_pipeline,
-            compaction_subtask_bytes: a.compaction_subtask_bytes,
+            compaction_subtask_bytes,
             subcompactions: a.subcompactions,
             bloom_bits: a.bloom_bits,
             bloom_allocation: a.bloom_allocation,
@@ -499,6 +506,32 @@ mod tests {
         assert_eq!(dir_name("strata/leveled"), "strata-leveled");
     }
 
+    /// `leveled+pcp:hdd` was refused ("unknown compaction pipeline pcp:hdd"),
+    /// though a drive suffix is documented to come after a pipeline.
+    #[test]
+    fn a_row_takes_a_pipeline_a_subtask_size_and_a_drive_together() {
+        let line = [
+            "x",
+            "--engines=strata",
+            "--policy=leveled+pcp:hdd,leveled+c-ppcp/65536,leveled+c-ppcp",
+            "--compaction_subtask_bytes=1048576",
+        ];
+        let plan = Plan::from_args(&parse_args(line).unwrap());
+        let dir = Path::new("/tmp/x");
+        let got: Vec<_> = (plan.rows().into_iter())
+            .map(|(_, policy, _)| {
+                let c = plan.engine_config(dir, &policy);
+                (c.compaction_pipeline, c.compaction_subtask_bytes, c.drive.is_some())
+            })
+            .collect();
+        use strata::CompactionPipeline as P;
+        let parallel = P::Parallel { compute_threads: 2 };
+        assert_eq!(
+            got,
+            [(P::Pipelined, 1 << 20, true), (parallel, 65536, false), (parallel, 1 << 20, false)]
+        );
+    }
+
     #[test]
     fn a_row_takes_its_own_pipeline_after_a_plus() {
         let line = [
@@ -525,7 +558,7 @@ mod tests {
         );
         let style = crate::engine::strata_style("garnering@0.4+c-ppcp", 0.8).unwrap();
         assert!(matches!(style, strata::CompactionStyle::Garnering { c } if c == 0.4), "{style:?}");
-        for bad in ["leveled+fast", "leveled+"] {
+        for bad in ["leveled+fast", "leveled+", "leveled+pcp/65536"] {
             let e = parse_args(["x", "--engines=strata", &format!("--policy={bad}")]).unwrap_err();
             assert!(e.to_string().contains(bad), "{e}");
         }

@@ -25,6 +25,14 @@ fn the_pcp_report_has_a_row_per_pipeline_and_a_measured_row_for_every_claim() {
         assert!(text.contains(&format!("| {row}")), "row {row} in the page:\n{text}");
     }
     assert!(log.contains("compaction_pipeline=pcp"), "the pcp row ran the pipeline:\n{log}");
+    // Fig. 11(a): one c-ppcp row per sub-task size, each run with its own size.
+    for bytes in [65536, 524288, 4194304] {
+        assert!(text.contains(&format!("| strata/leveled+c-ppcp/{bytes}")), "sub-task row {bytes}:\n{text}");
+        assert!(
+            log.contains(&format!("compaction_subtask_bytes={bytes} ")),
+            "sub-task size {bytes} ran:\n{log}"
+        );
+    }
 }
 
 /// dLSM and LSbM share their experiment: run in one invocation, it runs once.
