@@ -23,6 +23,11 @@ fn claim(figure: &'static str, text: &str, paper: f64, benchmark: &str, row: &st
     }
 }
 
+/// Bars of each row's throughput over `scp`'s, as the paper plots speed-ups.
+fn speedup(benchmarks: Vec<&'static str>) -> Chart {
+    Chart { benchmarks, metric: Metric::Throughput, over: Some(SCP) }
+}
+
 /// Entries (`quick` and `full` of them) and the tree's shape at `scale`:
 /// the paper's 4 MiB memtable and 2 MiB tables, tiny ones at unit scale.
 fn insert_shape(scale: Scale, quick: u64, full: u64) -> (u64, &'static str) {
@@ -95,11 +100,7 @@ fn inserts(scale: Scale) -> Experiment {
         flags,
         steps: Vec::new(),
         claims,
-        chart: Chart {
-            benchmarks: vec!["fillrandom", "compact"],
-            metric: Metric::Throughput,
-            over: Some(SCP),
-        },
+        chart: speedup(vec!["fillrandom", "compact"]),
     }
 }
 
@@ -149,11 +150,7 @@ fn inserts_hdd(scale: Scale) -> Experiment {
         flags,
         steps: Vec::new(),
         claims,
-        chart: Chart {
-            benchmarks: vec!["fillrandom", "compact"],
-            metric: Metric::Throughput,
-            over: Some(SCP),
-        },
+        chart: speedup(vec!["fillrandom", "compact"]),
     }
 }
 
@@ -229,7 +226,7 @@ fn subtasks(scale: Scale) -> Experiment {
         flags,
         steps: Vec::new(),
         claims,
-        chart: Chart { benchmarks: vec!["compact"], metric: Metric::Throughput, over: Some(SCP) },
+        chart: speedup(vec!["compact"]),
     }
 }
 
