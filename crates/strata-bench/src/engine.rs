@@ -234,6 +234,12 @@ pub struct EngineStats {
     /// Bytes the compaction buffers add to the tree (their files no run
     /// lists; Strata's `LevelStats::buffer_bytes_in_no_run`), if the engine has buffers.
     pub buffer_bytes: Option<u64>,
+    /// Point reads since open (Strata's `Stats::gets`).
+    pub gets: Option<u64>,
+    /// Tables those reads searched (`Stats::get_table_probes`: a table whose
+    /// filter passed the key, or that has none; the dLSM paper's disk
+    /// accesses per read when nothing is cached).
+    pub get_table_probes: Option<u64>,
     /// The simulated drive's counters (`--drive_model`).
     pub drive: Option<crate::results::DriveResult>,
 }
@@ -728,6 +734,8 @@ impl Engine for StrataEngine {
             stall_micros: Some(s.stall_time.as_micros() as u64),
             levels_in_use: Some(s.levels.iter().filter(|l| l.files > 0).map(|l| l.level).max().unwrap_or(0)),
             buffer_bytes: Some(s.levels.iter().map(|l| l.buffer_bytes_in_no_run).sum()),
+            gets: Some(s.gets),
+            get_table_probes: Some(s.get_table_probes),
             drive: self.drive.as_ref().map(|d| crate::results::DriveResult {
                 model: crate::smr::describe(&d.config()),
                 stats: d.stats(),

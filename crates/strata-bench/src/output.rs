@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::results::RunResult;
 
 /// Columns of `results.csv`, in order.
-pub const RESULTS_HEADER: [&str; 17] = [
+pub const RESULTS_HEADER: [&str; 18] = [
     "engine",
     "benchmark",
     "repetition",
@@ -28,6 +28,7 @@ pub const RESULTS_HEADER: [&str; 17] = [
     "stall_secs",
     "levels_in_use",
     "buffer_bytes",
+    "tables_per_get",
 ];
 
 /// Columns of `samples.csv`, in order.
@@ -69,6 +70,7 @@ struct ResultRow<'a> {
     stall_secs: Option<f64>,
     levels_in_use: Option<usize>,
     buffer_bytes: Option<u64>,
+    tables_per_get: Option<f64>,
 }
 
 // Field order must match SAMPLES_HEADER.
@@ -129,6 +131,7 @@ fn write_results_csv(path: &Path, results: &[RunResult]) -> Result<(), String> {
             stall_secs: r.stall_micros.map(|m| m as f64 / 1e6),
             levels_in_use: r.levels_in_use,
             buffer_bytes: r.buffer_bytes,
+            tables_per_get: r.tables_per_get,
         };
         w.serialize(row).map_err(|e| format!("write {}: {e}", path.display()))?;
     }
@@ -246,6 +249,7 @@ mod tests {
                     hit_ratio: hit,
                     db_bytes: 5_000_000,
                     buffer_bytes: hit.map(|_| 400_000),
+                    tables_per_get: hit.map(|_| 1.5),
                     found: 1000,
                     samples,
                     op_latencies: Vec::new(),
@@ -294,9 +298,12 @@ mod tests {
         // leveldb's missing hit ratio is an empty cell, not 0.
         assert_eq!(&rows[8][0], "leveldb");
         assert_eq!(&rows[8][10], "");
-        // The new columns: mean latency, stall seconds, levels in use, buffer bytes.
-        assert_eq!((&rows[0][13], &rows[0][14], &rows[0][15], &rows[0][16]), ("20.0", "1.5", "3", "400000"));
-        assert_eq!(&rows[8][16], "", "leveldb has no buffer");
+        // The new columns: mean latency, stall seconds, levels in use, buffer bytes, tables per get.
+        assert_eq!(
+            (&rows[0][13], &rows[0][14], &rows[0][15], &rows[0][16], &rows[0][17]),
+            ("20.0", "1.5", "3", "400000", "1.5")
+        );
+        assert_eq!((&rows[8][16], &rows[8][17]), ("", ""), "leveldb counts neither");
 
         let mut rd = csv::ReaderBuilder::new().from_path(dir.path().join("op_latencies.csv")).unwrap();
         assert_eq!(rd.headers().unwrap(), &csv::StringRecord::from(OP_LATENCIES_HEADER.to_vec()));

@@ -79,6 +79,10 @@ pub struct RunResult {
     /// engine has buffers (see `EngineStats::buffer_bytes`).
     #[serde(default)]
     pub buffer_bytes: Option<u64>,
+    /// Tables a point read searched, per get, over the benchmark, if the
+    /// engine counts them (see `EngineStats::get_table_probes`).
+    #[serde(default)]
+    pub tables_per_get: Option<f64>,
     /// Reads that found their key (sanity check against the data set).
     pub found: u64,
     /// Time series, for benchmarks that sample.

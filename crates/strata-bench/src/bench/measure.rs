@@ -40,6 +40,13 @@ pub fn hit_ratio_between(before: &EngineStats, after: &EngineStats) -> Option<f6
     (hits + misses > 0).then(|| hits as f64 / (hits + misses) as f64)
 }
 
+/// Tables searched per point read between two counter snapshots.
+pub fn tables_per_get_between(before: &EngineStats, after: &EngineStats) -> Option<f64> {
+    let gets = after.gets?.saturating_sub(before.gets?);
+    let probes = after.get_table_probes?.saturating_sub(before.get_table_probes?);
+    (gets > 0).then(|| probes as f64 / gets as f64)
+}
+
 /// What one worker thread measured.
 pub struct ThreadOut {
     /// Operations completed.
@@ -254,6 +261,7 @@ pub fn finish(
         buffer_bytes: after.buffer_bytes,
         write_amplification: after.write_amplification,
         hit_ratio: hit_ratio_between(before, &after),
+        tables_per_get: tables_per_get_between(before, &after),
         db_bytes: dir_size(engine.path()),
         found,
         samples: Vec::new(),

@@ -238,6 +238,30 @@ mod tests {
         }
     }
 
+    /// A read benchmark reports the tables its gets searched, counted over
+    /// that benchmark only (the dLSM report's Fig. 12(a)).
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn read_benchmarks_report_tables_searched_per_get() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine =
+            crate::engine::StrataEngine::open(&crate::engine::EngineConfig::small(dir.path())).unwrap();
+        let args = crate::cli::parse_args(["x", "--num=3000", "--reads=500", "--quiet"]).unwrap();
+        let mut state = DbState::new(false);
+        let per_get = |name: &str, state: &mut DbState| {
+            run_benchmark(&engine, name, &args, state).unwrap().results[0].0.tables_per_get
+        };
+        assert_eq!(per_get("fillrandom", &mut state), None, "a fill does no get");
+        engine.flush().unwrap();
+        engine.wait_for_compactions().unwrap();
+        let read = per_get("readrandom", &mut state).unwrap();
+        // One flushed table or more, each searched at most once per get.
+        let tables = engine.db().stats().levels.iter().map(|l| l.files).sum::<usize>() as f64;
+        assert!(read > 0.0 && read <= tables, "{read} tables per get of {tables}");
+        // Counted per benchmark, not since open: a fill after the reads did no get.
+        assert_eq!(per_get("overwrite", &mut state), None);
+    }
+
     /// Regression (each timed step started the `latest_*` ring empty, so with
     /// no writer they read every key alike, and under one they read only
     /// what the memtables held): the history of the fills and earlier steps

@@ -8,7 +8,9 @@
 //! With `--writes_stop_after` the writer stops early and the readers go on
 //! through the engine's idle compaction (the dLSM paper's dynamic workload).
 
-use super::measure::{hit_ratio_between, mean_us, new_hist, progress, progress_println, quantile_us};
+use super::measure::{
+    hit_ratio_between, mean_us, new_hist, progress, progress_println, quantile_us, tables_per_get_between,
+};
 use super::read::ReadOp;
 use super::Outcome;
 use crate::cli::Args;
@@ -135,6 +137,7 @@ pub fn run(
         buffer_bytes: after.buffer_bytes,
         write_amplification: after.write_amplification,
         hit_ratio: hit_ratio_between(&before, &after),
+        tables_per_get: tables_per_get_between(&before, &after),
         db_bytes: dir_size(engine.path()),
         found,
         samples: outcome,

@@ -102,6 +102,9 @@ pub enum Metric {
     HitRatio,
     /// Database size on disk at the end, bytes.
     DbBytes,
+    /// Tables a point read searched, per get (the dLSM paper's disk
+    /// accesses per read from disk).
+    TablesPerGet,
     /// Mean block-cache hit ratio of the samples after this many seconds
     /// (the dynamic workload's phase after the writes stop).
     HitRatioAfter(f64),
@@ -135,6 +138,7 @@ impl Metric {
             Metric::OpP99(op) => r.op_latencies.iter().find(|o| o.op == op).map(|o| o.p99_us),
             Metric::HitRatio => r.hit_ratio,
             Metric::DbBytes => (r.db_bytes > 0).then_some(r.db_bytes as f64),
+            Metric::TablesPerGet => r.tables_per_get,
             Metric::HitRatioAfter(t) => {
                 mean(r.samples.iter().filter(|s| s.t_secs > t).filter_map(|s| s.hit_ratio))
             }
@@ -164,6 +168,7 @@ impl Metric {
             Metric::OpP99(op) => format!("{op} p99 latency (µs)"),
             Metric::HitRatio => "block-cache hit ratio".into(),
             Metric::DbBytes => "database size (bytes)".into(),
+            Metric::TablesPerGet => "tables searched per get".into(),
             Metric::HitRatioAfter(t) => format!("mean hit ratio after {t} s"),
             Metric::ThroughputAfter(t) => format!("mean reads/s after {t} s"),
             Metric::DriveLoadMbPerSec => "user MB/s on the simulated drive".into(),

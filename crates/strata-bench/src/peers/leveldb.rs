@@ -285,6 +285,8 @@ impl Engine for LevelDbEngine {
                 .max()
                 .or(Some(0)),
             buffer_bytes: None,
+            gets: None,
+            get_table_probes: None,
             // The simulated drive sits under Strata only.
             drive: None,
         }

@@ -307,6 +307,8 @@ impl Engine for RocksDbEngine {
                 .max()
                 .or(Some(0)),
             buffer_bytes: None,
+            gets: None,
+            get_table_probes: None,
             // The simulated drive sits under Strata only.
             drive: None,
         }

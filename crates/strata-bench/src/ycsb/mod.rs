@@ -12,11 +12,12 @@ mod workload;
 pub use crate::results::OpSummary;
 pub use workload::{Workload, OP_NAMES};
 
+use crate::bench::measure::{hit_ratio_between, tables_per_get_between};
 use crate::engine::{dir_size, BenchResult, Engine};
 use crate::gen::{fnv_hash64, write_decimal};
 use crate::results::RunResult;
 use hdrhistogram::Histogram;
-use stats::{hit_ratio_between, us, OpStats};
+use stats::{us, OpStats};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
@@ -197,6 +198,7 @@ fn finish(
         buffer_bytes: after.buffer_bytes,
         write_amplification: after.write_amplification,
         hit_ratio: hit_ratio_between(before, &after),
+        tables_per_get: tables_per_get_between(before, &after),
         db_bytes: dir_size(engine.path()),
         found: stats.reads_found(),
         op_latencies: stats.summaries(),

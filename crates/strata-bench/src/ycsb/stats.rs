@@ -2,7 +2,7 @@
 //! end (no shared counters on the hot path).
 
 use super::workload::{Op, OP_NAMES};
-use crate::engine::{BenchResult, EngineStats};
+use crate::engine::BenchResult;
 use crate::results::OpSummary;
 use hdrhistogram::Histogram;
 
@@ -96,11 +96,4 @@ impl OpStats {
 /// The `q` quantile of a nanosecond histogram, in microseconds.
 pub(crate) fn us(h: &Histogram<u64>, q: f64) -> f64 {
     h.value_at_quantile(q) as f64 / 1000.0
-}
-
-/// Block-cache hit ratio between two counter snapshots.
-pub(crate) fn hit_ratio_between(before: &EngineStats, after: &EngineStats) -> Option<f64> {
-    let hits = after.cache_hits?.checked_sub(before.cache_hits?)?;
-    let misses = after.cache_misses?.checked_sub(before.cache_misses?)?;
-    (hits + misses > 0).then(|| hits as f64 / (hits + misses) as f64)
 }
