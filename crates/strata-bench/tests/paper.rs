@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use strata_bench::paper::spec::Scale;
-use strata_bench::paper::{paper, run_paper, Ran, PAPERS};
+use strata_bench::paper::{paper, papers, run_paper, Ran, PAPERS};
 
 #[test]
 fn the_autumn_report_has_a_measured_row_for_every_claim() {
@@ -110,4 +110,10 @@ fn unknown_papers_are_refused_by_name() {
     }
     let unknown = paper("nope", Scale::Quick).err().unwrap();
     assert!(unknown.contains("unknown paper") && unknown.contains("autumn"), "{unknown}");
+    // A list runs the named papers in its order; one unknown name refuses the list.
+    let names =
+        |list: &str| papers(list, Scale::Quick).map(|ps| ps.iter().map(|p| p.name).collect::<Vec<_>>());
+    assert_eq!(names("dlsm,lsbm").unwrap(), ["dlsm", "lsbm"]);
+    assert_eq!(names("all").unwrap(), PAPERS);
+    assert!(names("dlsm,nope").unwrap_err().contains("\"nope\""));
 }

@@ -1,4 +1,4 @@
-//! `strata-bench paper <name|all> [--quick]`: runs the experiments a paper
+//! `strata-bench paper <name[,name...]|all> [--quick]`: runs the experiments a paper
 //! reports that this machine can run and writes `docs/papers/<name>.md` (each
 //! claim beside Strata's measurement, with the ratio of the two) and a bar
 //! chart per experiment drawn like the paper's figure.
@@ -32,7 +32,8 @@ pub const PAPERS: &[&str] = &["autumn", "dlsm", "lsbm", "pcp", "lwc"];
 #[derive(Parser, Debug, Clone)]
 #[command(name = "strata-bench paper", about = "Reproduce a paper's claims and write its report")]
 pub struct PaperArgs {
-    /// A paper (autumn, dlsm, lsbm, pcp, lwc) or `all`.
+    /// A paper (autumn, dlsm, lsbm, pcp, lwc), several separated by commas
+    /// (`dlsm,lsbm`: the two share their experiment, run once), or `all`.
     pub name: String,
     /// Every experiment at a reduced size: minutes, not hours.
     #[arg(long)]
@@ -52,6 +53,12 @@ pub fn paper(name: &str, scale: Scale) -> Result<Paper, String> {
         "lwc" => Ok(lwc::paper(scale)),
         n => Err(format!("unknown paper {n:?} (known: {}, all)", PAPERS.join(", "))),
     }
+}
+
+/// The papers `names` lists (`dlsm,lsbm`, or `all`), in its order, at `scale`.
+pub fn papers(names: &str, scale: Scale) -> Result<Vec<Paper>, String> {
+    let names: Vec<&str> = if names == "all" { PAPERS.to_vec() } else { names.split(',').collect() };
+    names.iter().map(|n| paper(n, scale)).collect()
 }
 
 /// Results of the experiments already run in this invocation, by command, so
@@ -138,8 +145,7 @@ pub fn main(argv: &[std::ffi::OsString]) -> Result<(), String> {
         Err(e) => e.exit(),
     };
     let scale = if args.quick { Scale::Quick } else { Scale::Full };
-    let names: Vec<&str> = if args.name == "all" { PAPERS.to_vec() } else { vec![args.name.as_str()] };
-    let papers = names.iter().map(|n| paper(n, scale)).collect::<Result<Vec<_>, _>>()?;
+    let papers = papers(&args.name, scale)?;
     let stdout = std::io::stdout();
     let mut log = stdout.lock();
     let mut ran = Ran::new();
