@@ -34,6 +34,8 @@ pub fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict
         gets,
         multi_gets,
         get_table_probes,
+        iter_seeks,
+        iter_tables_opened,
         files_deleted,
         range_dels_written,
         range_dels_dropped,

@@ -513,6 +513,13 @@ def test_stats(db):
         db[key(i)] = b"v"
     after = db.stats()["writes"]
     assert after > before
+    # A scan counts one positioning and the flushed table it reads.
+    db.flush()
+    s = db.stats()
+    assert len(list(db.items())) == 10
+    t = db.stats()
+    assert t["iter_seeks"] == s["iter_seeks"] + 1
+    assert t["iter_tables_opened"] == s["iter_tables_opened"] + 1
 
 
 # --------------------------------------------------------------------------

@@ -154,6 +154,10 @@ fn a_prefix_no_table_holds_reads_no_data_block() {
         let lookups = |s: &strata::Stats| s.cache.hits + s.cache.misses;
         let block_reads = lookups(&after) - lookups(&before);
         assert!(checks <= 3, "group {g}: {checks} checks of 3 tables");
+        // One segment per table: a table skipped whole is not counted as read.
+        let opened = after.iter_tables_opened - before.iter_tables_opened;
+        assert_eq!(opened, checks - skips, "group {g}: tables read");
+        assert_eq!(after.iter_seeks - before.iter_seeks, 1, "group {g}: one positioning");
         if skips == checks {
             assert_eq!(block_reads, 0, "group {g}: every table skipped, yet blocks were looked up");
         }

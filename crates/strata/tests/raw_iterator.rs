@@ -481,6 +481,68 @@ fn bounded_scans_do_not_read_files_past_the_upper_bound() {
     assert_eq!(saved, 2 * (files as u64 - 1), "{s}");
 }
 
+/// `Stats::iter_seeks` and `Stats::iter_tables_opened` count what user
+/// iterators did: one positioning per scan, one open per file a scan reads
+/// (none past its upper bound), and nothing for gets or compactions.
+#[test]
+fn iterators_count_their_seeks_and_the_tables_they_open() {
+    let opts = common::small_options()
+        .with_vfs(Arc::new(MemVfs::new()))
+        .with_compression(strata::CompressionType::None);
+    let db = Db::open("/db", opts).unwrap();
+    let k = |i: u32| format!("k{i:04}").into_bytes();
+    const N: u32 = 400;
+    for i in 0..N {
+        db.put(k(i), vec![b'v'; 40]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+    let s = db.stats();
+    let levels: Vec<usize> = s.levels.iter().map(|l| l.files).filter(|&f| f > 0).collect();
+    let [files] = levels[..] else { panic!("one level: {s}") };
+    assert!(files > 2 && s.levels[0].files == 0, "one run of several files: {s}");
+    let counts = || {
+        let s = db.stats();
+        (s.iter_seeks, s.iter_tables_opened)
+    };
+    let start = counts();
+    assert_eq!(db.iter().count(), N as usize);
+    assert_eq!(counts(), (start.0 + 1, start.1 + files as u64), "a full scan reads every file once");
+
+    // Scans of three and of four keys: each opens one file, and one more for
+    // each file start after its first key and within its bounds. Each of the
+    // `files - 1` starts lies in two of the three-key scans and three of the
+    // four-key ones.
+    let start = counts();
+    let mut scans = 0;
+    for b in 3..N {
+        for upper in [Bound::Excluded(k(b)), Bound::Included(k(b))] {
+            assert!(db.range((Bound::Included(k(b - 3)), upper)).count() >= 3);
+            scans += 1;
+        }
+    }
+    let (seeks, opened) = counts();
+    assert_eq!(seeks - start.0, scans);
+    assert_eq!(opened - start.1, scans + 5 * (files as u64 - 1), "{s}");
+
+    // A raw iterator counts each positioning, the seek to the last key too.
+    let mut it = db.raw_iterator();
+    it.seek_to_last();
+    it.seek(k(10));
+    it.seek_for_prev(k(20));
+    it.seek_to_first();
+    it.status().unwrap();
+    drop(it);
+    assert_eq!(counts().0, seeks + 4);
+
+    // Gets and compactions read tables but are not iterators.
+    let before = counts();
+    assert!(db.get(k(7)).unwrap().is_some());
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+    assert_eq!(counts(), before);
+}
+
 /// Raw seeks land in DTables like the user iterator's first positioning, so
 /// under `lwc` with seek compaction they charge each multi-segment table and
 /// get it rewritten into one segment.

@@ -109,7 +109,7 @@ impl DbIterator {
             Some(it) => it,
             None => {
                 let mut it = self.view.build();
-                self.view.record_seek(self.view.key_range().0, true);
+                self.view.record_seek(Some(self.view.key_range().0), true);
                 match &self.view.lower {
                     Bound::Included(k) | Bound::Excluded(k) => {
                         it.seek(&make_internal_key(k, MAX_SEQ, KIND_FOR_SEEK))?
@@ -161,9 +161,7 @@ impl DbIterator {
             Some(it) => it,
             None => {
                 let mut it = self.view.build();
-                if let (_, Some(hi)) = self.view.key_range() {
-                    self.view.record_seek(hi, false);
-                }
+                self.view.record_seek(self.view.key_range().1, false);
                 match &self.view.upper {
                     Bound::Included(k) | Bound::Excluded(k) => {
                         it.seek_for_prev(&make_internal_key(k, 0, ValueKind::Delete))?

@@ -138,7 +138,10 @@ impl IterView {
         frags: &Arc<Fragments>,
         upper: &Option<UpperBound>,
     ) -> Box<dyn InternalIterator> {
-        let it = RunIterator::new(files, self.db.tables.clone(), self.bro).with_upper_bound(upper.clone());
+        let db = Arc::clone(&self.db);
+        let it = RunIterator::new(files, self.db.tables.clone(), self.bro)
+            .with_upper_bound(upper.clone())
+            .counting_opens(Arc::new(move || Counters::add(&db.counters.iter_tables_opened, 1)));
         self.source(
             match &self.prefix {
                 Some(skip) => it.with_prefix_skip(skip.clone()),
@@ -170,11 +173,13 @@ impl IterView {
         *left -= bytes;
     }
 
-    /// Charges a positioning seek to `user_key` (see `record_iterator_seek`),
-    /// when seeks are counted.
-    pub fn record_seek(&self, user_key: &[u8], forward: bool) {
-        if self.until_sample.is_some() {
-            self.db.record_iterator_seek(&self.sv.version, user_key, forward);
+    /// Counts a positioning (`Stats::iter_seeks`) and, when seeks are
+    /// counted, charges it to `user_key` (see `record_iterator_seek`; `None`:
+    /// a seek to the last key, which charges nothing).
+    pub fn record_seek(&self, user_key: Option<&[u8]>, forward: bool) {
+        Counters::add(&self.db.counters.iter_seeks, 1);
+        if let (Some(k), Some(_)) = (user_key, self.until_sample) {
+            self.db.record_iterator_seek(&self.sv.version, k, forward);
         }
     }
 

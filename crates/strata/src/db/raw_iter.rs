@@ -450,7 +450,7 @@ impl DbRawIterator {
             (Some(k), Some(l)) => Some(k.max(l)),
             (k, l) => k.or(l),
         };
-        self.view.record_seek(target.unwrap_or_default(), true);
+        self.view.record_seek(Some(target.unwrap_or_default()), true);
         match target {
             Some(t) => {
                 self.target.clear();
@@ -480,12 +480,15 @@ impl DbRawIterator {
         };
         match target {
             Some((t, seq, kind)) => {
-                self.view.record_seek(t, false);
+                self.view.record_seek(Some(t), false);
                 self.target.clear();
                 append_internal_key(&mut self.target, t, seq, kind);
                 self.it.seek_for_prev(&self.target)?;
             }
-            None => self.it.seek_to_last()?,
+            None => {
+                self.view.record_seek(None, false);
+                self.it.seek_to_last()?
+            }
         }
         self.dir = Direction::Reverse;
         self.find_prev(false)

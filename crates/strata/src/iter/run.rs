@@ -39,6 +39,8 @@ pub struct RunIterator {
     upper: Option<UpperBound>,
     /// Key buffers of a table iterator dropped at the bound, for the next open.
     spare: Option<(Vec<u8>, Vec<u8>)>,
+    /// Called for each table opened to be read (a user scan's count).
+    on_open: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 impl RunIterator {
@@ -54,7 +56,15 @@ impl RunIterator {
             prefix: None,
             upper: None,
             spare: None,
+            on_open: None,
         }
+    }
+
+    /// [`Self::new`] that calls `on_open` for each table it opens to read
+    /// (not for one its prefix filter skips whole).
+    pub(crate) fn counting_opens(mut self, on_open: Arc<dyn Fn() + Send + Sync>) -> Self {
+        self.on_open = Some(on_open);
+        self
     }
 
     /// [`Self::new`] for a scan bounded above by `upper`: forward moves stop
@@ -105,9 +115,13 @@ impl RunIterator {
                     let (keep, checked) = table.prefix_segments(&skip.probe);
                     let skipped = (table.num_segments() - keep.len()) as u64;
                     (skip.record)(checked, skipped);
+                    if !keep.is_empty() {
+                        self.count_open();
+                    }
                     self.current = Some(TableIter::over_segments(table, self.opts, &keep).reusing(buffers));
                     return Ok(());
                 }
+                self.count_open();
                 Some(
                     match self.windows.remove(&f.id) {
                         Some((offset, data)) => {
@@ -121,6 +135,12 @@ impl RunIterator {
             None => None,
         };
         Ok(())
+    }
+
+    fn count_open(&self) {
+        if let Some(f) = &self.on_open {
+            f();
+        }
     }
 
     fn skip_forward(&mut self) -> Result<()> {

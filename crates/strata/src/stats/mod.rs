@@ -292,6 +292,33 @@ pub struct Stats {
     pub prefix_filter_skips: u64,
     /// Tables probed by point lookups (read amplification = this / gets).
     pub get_table_probes: u64,
+    /// Positionings of user iterators: each seek, seek for prev, seek to
+    /// first or last, and a range iterator's first step in either direction
+    /// (RocksDB's `rocksdb.number.db.seek` counts the two seeks only).
+    pub iter_seeks: u64,
+    /// Tables user iterators opened to read (a range read's tables scanned
+    /// = this / [`Self::iter_seeks`]; the dLSM paper's Fig. 12(c)). A table
+    /// wholly past the scan's upper bound, or whose prefix filter rules the
+    /// scan's prefix out, is not read and not counted; compactions' reads
+    /// are not counted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strata::{Db, MemVfs, Options};
+    ///
+    /// let db = Db::open("/db", Options::default().with_vfs(std::sync::Arc::new(MemVfs::new())))?;
+    /// db.put(b"a", b"1")?;
+    /// db.flush()?;
+    /// db.put(b"b", b"2")?;
+    /// db.flush()?;
+    /// // Both flushed tables overlap the scan; the memtable is not a table.
+    /// assert_eq!(db.iter().count(), 2);
+    /// let s = db.stats();
+    /// assert_eq!((s.iter_seeks, s.iter_tables_opened), (1, 2));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub iter_tables_opened: u64,
     /// Table files deleted from disk.
     pub files_deleted: u64,
     /// Point lookups answered by a compaction-buffer file (LSbM).
@@ -555,6 +582,14 @@ impl fmt::Display for Stats {
                 self.multi_gets, self.multi_get_keys
             )?;
         }
+        if self.iter_seeks > 0 {
+            writeln!(
+                f,
+                "iterator seeks {}, tables opened per seek {:.2}",
+                self.iter_seeks,
+                self.iter_tables_opened as f64 / self.iter_seeks as f64
+            )?;
+        }
         write!(
             f,
             "gets {}, tables probed per get {:.2}; memtables {} B; open tables {} ({} B index+filter)",
@@ -611,6 +646,8 @@ pub(crate) struct Counters {
     pub multi_gets: AtomicU64,
     pub multi_get_keys: AtomicU64,
     pub get_probes: AtomicU64,
+    pub iter_seeks: AtomicU64,
+    pub iter_tables_opened: AtomicU64,
     pub prefix_filter_checks: AtomicU64,
     pub prefix_filter_skips: AtomicU64,
     pub files_deleted: AtomicU64,
@@ -782,6 +819,8 @@ impl Counters {
         s.multi_gets = g(&self.multi_gets);
         s.multi_get_keys = g(&self.multi_get_keys);
         s.get_table_probes = g(&self.get_probes);
+        s.iter_seeks = g(&self.iter_seeks);
+        s.iter_tables_opened = g(&self.iter_tables_opened);
         s.prefix_filter_checks = g(&self.prefix_filter_checks);
         s.prefix_filter_skips = g(&self.prefix_filter_skips);
         s.files_deleted = g(&self.files_deleted);
