@@ -68,9 +68,15 @@ fn file_stem(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect()
 }
 
-/// 12500 -> "12.5k", for throughput axes.
+/// 12500 -> "12.5k", for throughput axes; below 1, two significant digits
+/// (0.26, 0.034), so small rates and ratios keep their differences.
 pub(crate) fn short_number(v: f64) -> String {
     let a = v.abs();
+    if a > 0.0 && a < 1.0 {
+        let digits = (1 - a.log10().floor() as i32).clamp(1, 12) as usize;
+        let s = format!("{v:.digits$}");
+        return s.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
     if a >= 1e6 {
         format!("{:.1}M", v / 1e6)
     } else if a >= 1e4 {
@@ -255,6 +261,12 @@ mod tests {
         assert_eq!(short_number(2_500_000.0), "2.5M");
         assert_eq!(short_number(1_500.0), "1.5k");
         assert_eq!(short_number(0.5), "0.5");
+        assert_eq!(short_number(0.26), "0.26");
+        assert_eq!(short_number(0.2), "0.2");
+        assert_eq!(short_number(0.0344), "0.034");
+        assert_eq!(short_number(0.96), "0.96");
+        assert_eq!(short_number(-0.5), "-0.5");
+        assert_eq!(short_number(0.0), "0");
         assert_eq!(short_number(5.0), "5");
         assert_eq!(file_stem("ycsb/a b"), "ycsb_a_b");
     }

@@ -240,6 +240,14 @@ pub struct EngineStats {
     /// filter passed the key, or that has none; the dLSM paper's disk
     /// accesses per read when nothing is cached).
     pub get_table_probes: Option<u64>,
+    /// User iterator positionings since open (`Stats::iter_seeks`).
+    pub iter_seeks: Option<u64>,
+    /// Tables those iterators opened to read (`Stats::iter_tables_opened`;
+    /// the dLSM paper's files scanned per range query).
+    pub iter_tables_opened: Option<u64>,
+    /// Compactions' time by stage since open, when every task ran under
+    /// one pipeline (not `auto`, which picks per task).
+    pub compaction_stages: Option<strata::compaction::stage_model::StageProfile>,
     /// The simulated drive's counters (`--drive_model`).
     pub drive: Option<crate::results::DriveResult>,
 }
@@ -500,6 +508,8 @@ pub struct StrataEngine {
     path: PathBuf,
     /// Idle compaction is on.
     idle: bool,
+    /// The output pipeline every compaction runs with.
+    pipeline: strata::CompactionPipeline,
 }
 
 impl StrataEngine {
@@ -628,6 +638,7 @@ impl StrataEngine {
             prefix_ro: strata::ReadOptions::default().with_total_order_seek(cfg.total_order_seek),
             get_ro: strata::ReadOptions::default().with_buffer_dispatch(cfg.buffer_dispatch),
             idle: idle.is_some(),
+            pipeline: cfg.compaction_pipeline,
             policy: cfg.policy.clone(),
             mapping,
             drive,
@@ -736,6 +747,18 @@ impl Engine for StrataEngine {
             buffer_bytes: Some(s.levels.iter().map(|l| l.buffer_bytes_in_no_run).sum()),
             gets: Some(s.gets),
             get_table_probes: Some(s.get_table_probes),
+            iter_seeks: Some(s.iter_seeks),
+            iter_tables_opened: Some(s.iter_tables_opened),
+            compaction_stages: (!matches!(self.pipeline, strata::CompactionPipeline::Auto { .. })).then(
+                || {
+                    strata::compaction::stage_model::StageProfile::measured(
+                        self.pipeline,
+                        s.compaction_time,
+                        &s.compaction_stages,
+                        s.compaction_bytes_read,
+                    )
+                },
+            ),
             drive: self.drive.as_ref().map(|d| crate::results::DriveResult {
                 model: crate::smr::describe(&d.config()),
                 stats: d.stats(),

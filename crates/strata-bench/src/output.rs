@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::results::RunResult;
 
 /// Columns of `results.csv`, in order.
-pub const RESULTS_HEADER: [&str; 18] = [
+pub const RESULTS_HEADER: [&str; 19] = [
     "engine",
     "benchmark",
     "repetition",
@@ -29,6 +29,7 @@ pub const RESULTS_HEADER: [&str; 18] = [
     "levels_in_use",
     "buffer_bytes",
     "tables_per_get",
+    "tables_per_seek",
 ];
 
 /// Columns of `samples.csv`, in order.
@@ -71,6 +72,7 @@ struct ResultRow<'a> {
     levels_in_use: Option<usize>,
     buffer_bytes: Option<u64>,
     tables_per_get: Option<f64>,
+    tables_per_seek: Option<f64>,
 }
 
 // Field order must match SAMPLES_HEADER.
@@ -132,6 +134,7 @@ fn write_results_csv(path: &Path, results: &[RunResult]) -> Result<(), String> {
             levels_in_use: r.levels_in_use,
             buffer_bytes: r.buffer_bytes,
             tables_per_get: r.tables_per_get,
+            tables_per_seek: r.tables_per_seek,
         };
         w.serialize(row).map_err(|e| format!("write {}: {e}", path.display()))?;
     }
@@ -250,6 +253,8 @@ mod tests {
                     db_bytes: 5_000_000,
                     buffer_bytes: hit.map(|_| 400_000),
                     tables_per_get: hit.map(|_| 1.5),
+                    tables_per_seek: hit.map(|_| 2.25),
+                    stages: None,
                     found: 1000,
                     samples,
                     op_latencies: Vec::new(),
@@ -298,12 +303,13 @@ mod tests {
         // leveldb's missing hit ratio is an empty cell, not 0.
         assert_eq!(&rows[8][0], "leveldb");
         assert_eq!(&rows[8][10], "");
-        // The new columns: mean latency, stall seconds, levels in use, buffer bytes, tables per get.
+        // The new columns: mean latency, stall seconds, levels in use, buffer
+        // bytes, tables per get, tables per seek.
         assert_eq!(
-            (&rows[0][13], &rows[0][14], &rows[0][15], &rows[0][16], &rows[0][17]),
-            ("20.0", "1.5", "3", "400000", "1.5")
+            (&rows[0][13], &rows[0][14], &rows[0][15], &rows[0][16], &rows[0][17], &rows[0][18]),
+            ("20.0", "1.5", "3", "400000", "1.5", "2.25")
         );
-        assert_eq!((&rows[8][16], &rows[8][17]), ("", ""), "leveldb counts neither");
+        assert_eq!((&rows[8][16], &rows[8][17], &rows[8][18]), ("", "", ""), "leveldb counts none");
 
         let mut rd = csv::ReaderBuilder::new().from_path(dir.path().join("op_latencies.csv")).unwrap();
         assert_eq!(rd.headers().unwrap(), &csv::StringRecord::from(OP_LATENCIES_HEADER.to_vec()));

@@ -83,6 +83,15 @@ pub struct RunResult {
     /// engine counts them (see `EngineStats::get_table_probes`).
     #[serde(default)]
     pub tables_per_get: Option<f64>,
+    /// Tables an iterator seek opened to read (a range query's files
+    /// scanned), over the benchmark, if the engine counts them (see
+    /// `EngineStats::iter_tables_opened`).
+    #[serde(default)]
+    pub tables_per_seek: Option<f64>,
+    /// Where the benchmark's compactions spent their time, by stage, if
+    /// the engine times them under one fixed pipeline (see `StageSecs`).
+    #[serde(default)]
+    pub stages: Option<StageSecs>,
     /// Reads that found their key (sanity check against the data set).
     pub found: u64,
     /// Time series, for benchmarks that sample.
@@ -98,6 +107,23 @@ pub struct RunResult {
     /// The simulated drive's counters since open, at the end (`--drive_model`).
     #[serde(default)]
     pub drive: Option<DriveResult>,
+}
+
+/// Seconds the compactions of one benchmark spent per stage (Strata's
+/// `strata::compaction::stage_model::StageProfile` between two snapshots;
+/// the PCP paper's steps S1, S2–S4, S5–S6 and S7).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StageSecs {
+    /// Bytes the compactions read.
+    pub bytes: u64,
+    /// Reading the inputs (S1).
+    pub read: f64,
+    /// Verifying, decompressing and merging them (S2–S4).
+    pub merge: f64,
+    /// Compressing and checksumming the output blocks (S5–S6).
+    pub compute: f64,
+    /// Writing them (S7).
+    pub write: f64,
 }
 
 /// What the simulated drive (`--drive_model`) did under one engine, since open.

@@ -25,6 +25,8 @@ fn the_pcp_report_has_a_row_per_pipeline_and_a_measured_row_for_every_claim() {
         assert!(text.contains(&format!("| {row}")), "row {row} in the page:\n{text}");
     }
     assert!(log.contains("compaction_pipeline=pcp"), "the pcp row ran the pipeline:\n{log}");
+    // Figs. 8–9: scp's stage breakdown, measured (check_report saw a ratio in every row).
+    assert!(text.contains("(computation ÷ read and write time of its compactions)"), "{text}");
     // Fig. 11(a): one c-ppcp row per sub-task size, each run with its own size.
     for bytes in [65536, 524288, 4194304] {
         assert!(text.contains(&format!("| strata/leveled+c-ppcp/{bytes}")), "sub-task row {bytes}:\n{text}");
@@ -44,6 +46,10 @@ fn the_dlsm_and_lsbm_reports_share_one_run_and_measure_every_claim() {
     assert!(log.contains("filluniquerandom"), "dLSM's report ran the experiment");
     assert!(text.contains("then, on the same databases"), "its steps are listed");
     assert!(text.contains("](data/buffer/rangehot-hit_ratio.svg)"), "time series linked:\n{text}");
+    assert!(
+        text.contains("`ranges` strata/tiered ÷ `strata/blsm` (tables scanned per range query"),
+        "{text}"
+    );
     let (_, log) = check_report("lsbm", "# LSbM", out.path(), &mut ran);
     assert!(!log.contains("filluniquerandom"), "LSbM's report reused the run:\n{log}");
 }

@@ -2,7 +2,7 @@
 //! what the workers measured into a [`RunResult`].
 
 use crate::engine::{dir_size, BenchResult, Engine, EngineStats};
-use crate::results::RunResult;
+use crate::results::{RunResult, StageSecs};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, WeakProgressBar};
 use std::io::IsTerminal;
@@ -45,6 +45,27 @@ pub fn tables_per_get_between(before: &EngineStats, after: &EngineStats) -> Opti
     let gets = after.gets?.saturating_sub(before.gets?);
     let probes = after.get_table_probes?.saturating_sub(before.get_table_probes?);
     (gets > 0).then(|| probes as f64 / gets as f64)
+}
+
+/// Tables opened per iterator seek between two counter snapshots.
+pub fn tables_per_seek_between(before: &EngineStats, after: &EngineStats) -> Option<f64> {
+    let seeks = after.iter_seeks?.saturating_sub(before.iter_seeks?);
+    let opened = after.iter_tables_opened?.saturating_sub(before.iter_tables_opened?);
+    (seeks > 0).then(|| opened as f64 / seeks as f64)
+}
+
+/// The compactions' stage times between two counter snapshots; `None`
+/// when the engine does not time them or no compaction ran.
+pub fn stages_between(before: &EngineStats, after: &EngineStats) -> Option<StageSecs> {
+    let (b, a) = (before.compaction_stages?, after.compaction_stages?);
+    let s = StageSecs {
+        bytes: a.bytes.saturating_sub(b.bytes),
+        read: a.read - b.read,
+        merge: a.merge - b.merge,
+        compute: a.compute - b.compute,
+        write: a.write - b.write,
+    };
+    (s.bytes > 0).then_some(s)
 }
 
 /// What one worker thread measured.
@@ -262,6 +283,8 @@ pub fn finish(
         write_amplification: after.write_amplification,
         hit_ratio: hit_ratio_between(before, &after),
         tables_per_get: tables_per_get_between(before, &after),
+        tables_per_seek: tables_per_seek_between(before, &after),
+        stages: stages_between(before, &after),
         db_bytes: dir_size(engine.path()),
         found,
         samples: Vec::new(),

@@ -262,6 +262,29 @@ mod tests {
         assert_eq!(per_get("overwrite", &mut state), None);
     }
 
+    /// A seek benchmark reports the tables each seek opened (the dLSM
+    /// report's Fig. 12(c)), and a get benchmark reports none.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn seek_benchmarks_report_tables_scanned_per_seek() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine =
+            crate::engine::StrataEngine::open(&crate::engine::EngineConfig::small(dir.path())).unwrap();
+        let args = crate::cli::parse_args(["x", "--num=3000", "--reads=300", "--quiet"]).unwrap();
+        let mut state = DbState::new(false);
+        let per_seek = |name: &str, state: &mut DbState| {
+            run_benchmark(&engine, name, &args, state).unwrap().results[0].0.tables_per_seek
+        };
+        per_seek("fillrandom", &mut state);
+        engine.flush().unwrap();
+        engine.wait_for_compactions().unwrap();
+        assert_eq!(per_seek("readrandom", &mut state), None, "gets are not seeks");
+        let scanned = per_seek("seekrandomnext100", &mut state).unwrap();
+        // A hundred entries of 100 bytes span a table or a few per run.
+        let tables = engine.db().stats().levels.iter().map(|l| l.files).sum::<usize>() as f64;
+        assert!(scanned >= 1.0 && scanned <= tables, "{scanned} tables per seek of {tables}");
+    }
+
     /// Regression (each timed step started the `latest_*` ring empty, so with
     /// no writer they read every key alike, and under one they read only
     /// what the memtables held): the history of the fills and earlier steps

@@ -9,7 +9,8 @@
 //! through the engine's idle compaction (the dLSM paper's dynamic workload).
 
 use super::measure::{
-    hit_ratio_between, mean_us, new_hist, progress, progress_println, quantile_us, tables_per_get_between,
+    hit_ratio_between, mean_us, new_hist, progress, progress_println, quantile_us, stages_between,
+    tables_per_get_between, tables_per_seek_between,
 };
 use super::read::ReadOp;
 use super::Outcome;
@@ -138,6 +139,8 @@ pub fn run(
         write_amplification: after.write_amplification,
         hit_ratio: hit_ratio_between(&before, &after),
         tables_per_get: tables_per_get_between(&before, &after),
+        tables_per_seek: tables_per_seek_between(&before, &after),
+        stages: stages_between(&before, &after),
         db_bytes: dir_size(engine.path()),
         found,
         samples: outcome,

@@ -64,7 +64,10 @@ fn paper_cell(p: PaperValue) -> String {
 
 fn claim_row(c: &Claim, results: &[RunResult]) -> String {
     let better = if c.metric.lower_is_better() { "lower is better" } else { "higher is better" };
-    let compared = if c.of.benchmark == c.over.benchmark {
+    let compared = if c.over == super::spec::itself() {
+        // A ratio within one result: no baseline, and no better side.
+        format!("`{}` {} ({})", c.of.benchmark, c.of.row, c.metric.label())
+    } else if c.of.benchmark == c.over.benchmark {
         format!("`{}` {} ÷ `{}` ({}, {better})", c.of.benchmark, c.of.row, c.over.row, c.metric.label())
     } else {
         let (of, over) = (&c.of, &c.over);

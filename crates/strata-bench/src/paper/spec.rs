@@ -1,7 +1,7 @@
 //! What a paper's report is made of: experiments (a benchmark plan and the
 //! claims read from its results), each claim set beside the paper's number.
 
-use crate::results::RunResult;
+use crate::results::{RunResult, StageSecs};
 
 /// How big the runs are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +105,13 @@ pub enum Metric {
     /// Tables a point read searched, per get (the dLSM paper's disk
     /// accesses per read from disk).
     TablesPerGet,
+    /// Tables an iterator seek opened, per seek (the dLSM paper's files
+    /// scanned per range query).
+    TablesPerSeek,
+    /// One set of compaction stages' time over another's, within one
+    /// result (the PCP paper's execution-time breakdown, Figs. 8–9); a claim
+    /// on it has no baseline (see [`itself`]).
+    StageRatio(Stages, Stages),
     /// Mean block-cache hit ratio of the samples after this many seconds
     /// (the dynamic workload's phase after the writes stop).
     HitRatioAfter(f64),
@@ -139,6 +146,11 @@ impl Metric {
             Metric::HitRatio => r.hit_ratio,
             Metric::DbBytes => (r.db_bytes > 0).then_some(r.db_bytes as f64),
             Metric::TablesPerGet => r.tables_per_get,
+            Metric::TablesPerSeek => r.tables_per_seek,
+            Metric::StageRatio(of, over) => {
+                let s = r.stages?;
+                (over.secs(&s) > 0.0).then(|| of.secs(&s) / over.secs(&s))
+            }
             Metric::HitRatioAfter(t) => {
                 mean(r.samples.iter().filter(|s| s.t_secs > t).filter_map(|s| s.hit_ratio))
             }
@@ -169,6 +181,10 @@ impl Metric {
             Metric::HitRatio => "block-cache hit ratio".into(),
             Metric::DbBytes => "database size (bytes)".into(),
             Metric::TablesPerGet => "tables searched per get".into(),
+            Metric::TablesPerSeek => "tables scanned per range query".into(),
+            Metric::StageRatio(of, over) => {
+                format!("{} ÷ {} time of its compactions", of.name(), over.name())
+            }
             Metric::HitRatioAfter(t) => format!("mean hit ratio after {t} s"),
             Metric::ThroughputAfter(t) => format!("mean reads/s after {t} s"),
             Metric::DriveLoadMbPerSec => "user MB/s on the simulated drive".into(),
@@ -206,6 +222,40 @@ pub enum PaperValue {
     Above1,
 }
 
+/// Sets of compaction stages, by the PCP paper's steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stages {
+    /// Reading the inputs (S1).
+    Read,
+    /// Writing the outputs (S7).
+    Write,
+    /// Reading and writing (S1 and S7).
+    Io,
+    /// The computation between: verifying, decompressing, merging,
+    /// compressing and checksumming (S2–S6).
+    Cpu,
+}
+
+impl Stages {
+    fn secs(self, s: &StageSecs) -> f64 {
+        match self {
+            Stages::Read => s.read,
+            Stages::Write => s.write,
+            Stages::Io => s.read + s.write,
+            Stages::Cpu => s.merge + s.compute,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Stages::Read => "read",
+            Stages::Write => "write",
+            Stages::Io => "read and write",
+            Stages::Cpu => "computation",
+        }
+    }
+}
+
 /// One side of a claim's ratio: a benchmark (or step label) on an engine row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Side {
@@ -218,6 +268,12 @@ pub struct Side {
 /// `benchmark` on `row`.
 pub fn side(benchmark: &str, row: &str) -> Side {
     Side { benchmark: benchmark.to_string(), row: row.to_string() }
+}
+
+/// The baseline side of a claim whose metric is already a ratio within the
+/// technique's result ([`Metric::StageRatio`]): it divides by 1.
+pub fn itself() -> Side {
+    side("", "")
 }
 
 /// One claim of the paper, checked against one ratio measured here.
@@ -241,6 +297,9 @@ impl Claim {
     /// either side did not report it.
     pub fn measured(&self, results: &[RunResult]) -> Option<f64> {
         let of = median(results, &self.of.benchmark, &self.of.row, self.metric)?;
+        if self.over == itself() {
+            return Some(of);
+        }
         let over = median(results, &self.over.benchmark, &self.over.row, self.metric)?;
         (over > 0.0).then(|| of / over)
     }
@@ -261,4 +320,36 @@ pub fn median(results: &[RunResult], benchmark: &str, engine: &str, metric: Metr
         .collect();
     v.sort_by(f64::total_cmp);
     v.get((v.len().max(1) - 1) / 2).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stage ratio is read within one result, and a claim on it divides
+    /// by no baseline; a result without stage times reports none.
+    #[test]
+    fn stage_ratios_are_read_within_one_result() {
+        let stages = StageSecs { bytes: 1, read: 1.0, merge: 2.0, compute: 4.0, write: 3.0 };
+        let r = RunResult {
+            engine: "strata/leveled+scp".into(),
+            benchmark: "compact".into(),
+            stages: Some(stages),
+            ..Default::default()
+        };
+        assert_eq!(Metric::StageRatio(Stages::Cpu, Stages::Io).of(&r), Some(1.5));
+        assert_eq!(Metric::StageRatio(Stages::Write, Stages::Read).of(&r), Some(3.0));
+        let claim = Claim {
+            figure: "Fig. 8",
+            text: String::new(),
+            paper: PaperValue::Ratio(1.5),
+            of: side("compact", "strata/leveled+scp"),
+            over: itself(),
+            metric: Metric::StageRatio(Stages::Read, Stages::Write),
+        };
+        let other = RunResult { engine: "strata/leveled+pcp".into(), ..r.clone() };
+        assert_eq!(claim.measured(&[other, r.clone()]), Some(1.0 / 3.0));
+        let untimed = RunResult { stages: None, ..r };
+        assert_eq!(claim.measured(&[untimed]), None);
+    }
 }

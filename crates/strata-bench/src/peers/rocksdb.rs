@@ -309,6 +309,9 @@ impl Engine for RocksDbEngine {
             buffer_bytes: None,
             gets: None,
             get_table_probes: None,
+            iter_seeks: None,
+            iter_tables_opened: None,
+            compaction_stages: None,
             // The simulated drive sits under Strata only.
             drive: None,
         }

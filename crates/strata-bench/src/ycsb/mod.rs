@@ -12,7 +12,9 @@ mod workload;
 pub use crate::results::OpSummary;
 pub use workload::{Workload, OP_NAMES};
 
-use crate::bench::measure::{hit_ratio_between, tables_per_get_between};
+use crate::bench::measure::{
+    hit_ratio_between, stages_between, tables_per_get_between, tables_per_seek_between,
+};
 use crate::engine::{dir_size, BenchResult, Engine};
 use crate::gen::{fnv_hash64, write_decimal};
 use crate::results::RunResult;
@@ -199,6 +201,8 @@ fn finish(
         write_amplification: after.write_amplification,
         hit_ratio: hit_ratio_between(before, &after),
         tables_per_get: tables_per_get_between(before, &after),
+        tables_per_seek: tables_per_seek_between(before, &after),
+        stages: stages_between(before, &after),
         db_bytes: dir_size(engine.path()),
         found: stats.reads_found(),
         op_latencies: stats.summaries(),
