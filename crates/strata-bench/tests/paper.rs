@@ -50,6 +50,8 @@ fn the_dlsm_and_lsbm_reports_share_one_run_and_measure_every_claim() {
         text.contains("`ranges` strata/tiered ÷ `strata/blsm` (tables scanned per range query"),
         "{text}"
     );
+    // Fig. 14: the same databases' range queries after a full compaction over before it.
+    assert!(text.contains("`ranges_after_full` strata/dlsm ÷ `ranges_before_full` strata/dlsm"), "{text}");
     let (_, log) = check_report("lsbm", "# LSbM", out.path(), &mut ran);
     assert!(!log.contains("filluniquerandom"), "LSbM's report reused the run:\n{log}");
 }

@@ -20,6 +20,11 @@ pub const LEVELED: &str = "strata/leveled";
 /// The stepped-merge (SM-tree) baseline.
 pub const SM: &str = "strata/tiered";
 
+/// Range queries with the writer stopped, before the full compaction.
+pub const RANGES_BEFORE_FULL: &str = "ranges_before_full";
+/// The same after it.
+pub const RANGES_AFTER_FULL: &str = "ranges_after_full";
+
 /// Timed steps: label, read distribution, with the writer. LSbM reads
 /// RangeHot and Zipfian keys; dLSM reads the `latest_*` distributions, over
 /// the ring of recent writes that the load starts and every step's writer
@@ -138,6 +143,17 @@ pub fn experiment(scale: Scale, title: &'static str, claims: Vec<Claim>) -> Expe
              --stats_interval_seconds={every}{writer}"
         ),
     });
+    // The dLSM paper's Fig. 14: the same range queries with no writer, before
+    // and after a full compaction of the same databases.
+    let quiet_ranges = format!(
+        "--benchmarks=seekrandom --read_dist=rangehot --seek_nexts=99 --max_scan_distance=100 \
+         --threads=1 --duration={secs} --device_profile={profile} --stats_interval_seconds={every}"
+    );
+    steps.extend([
+        StepSpec { label: RANGES_BEFORE_FULL, flags: quiet_ranges.clone() },
+        StepSpec { label: "full_compaction", flags: "--benchmarks=compact".into() },
+        StepSpec { label: RANGES_AFTER_FULL, flags: quiet_ranges },
+    ]);
     Experiment {
         id: "buffer",
         title,
@@ -155,7 +171,10 @@ pub fn experiment(scale: Scale, title: &'static str, claims: Vec<Claim>) -> Expe
              it holds the recent data (the paper: \"a key range of recent data, about 10 % of the \
              entire key space\"); its read-only step reads the same range. Range queries \
              (`ranges`): one thread, 100 entries \
-             from a rangehot start (LSbM: 100 KB ranges; dLSM: 10 MB of 100 GB). The papers' LSM \
+             from a rangehot start (LSbM: 100 KB ranges; dLSM: 10 MB of 100 GB); then the same \
+             with the writer stopped (`ranges_before_full`), a full manual compaction of the tree \
+             on the bare device (`full_compaction`), and the same again (`ranges_after_full`; the \
+             dLSM paper's Fig. 14, 5–10 MB queries for 100 s after its aggressive compaction). The papers' LSM \
              baseline runs two-phase compaction without the buffer, which is Strata's `blsm`; \
              `leveled` and `tiered` (the papers' SM-tree) run beside it."
         ),
