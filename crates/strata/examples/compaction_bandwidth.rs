@@ -8,11 +8,12 @@
 //! ```
 //!
 //! `SUBTASK_BYTES` in the environment sets `compaction_subtask_bytes` (default
-//! 512 KiB) for the `c-ppcp` rows. `PATHS` (comma-separated directories) spreads the tables over data paths
+//! 512 KiB) for the `c-ppcp` rows, and `VALUE_BYTES` the value size (default
+//! 100; the paper's Fig. 8 sweeps 64 B to 1 KiB key-value pairs). `PATHS` (comma-separated directories) spreads the tables over data paths
 //! (`Options::with_db_paths`): the database and each run get a `base` and a
 //! `run` subdirectory in every one of them.
 //!
-//! Entries are 16-byte random keys with 100-byte values that compress to about
+//! Entries are 16-byte random keys with values (100 bytes by default) that compress to about
 //! half (db_bench's `compression_ratio` 0.5). Bandwidth is input bytes / wall time.
 //! Beside each mode's measured bandwidth, `model` is what the paper's
 //! stage-bandwidth model (`strata::compaction::stage_model`) predicts for it
@@ -41,17 +42,23 @@ fn base_options(compression: CompressionType, direct: bool, paths: &[PathBuf], s
         .with_level0_stop_writes_trigger(1000)
 }
 
-fn build(dir: &Path, mb: u64, compression: CompressionType, paths: &[PathBuf]) -> strata::Result<()> {
+fn build(
+    dir: &Path,
+    mb: u64,
+    value_bytes: usize,
+    compression: CompressionType,
+    paths: &[PathBuf],
+) -> strata::Result<()> {
     let db = Db::open(dir, base_options(compression, false, paths, "base"))?;
     let mut rng = SmallRng::seed_from_u64(7);
-    let entries = mb * 1_000_000 / 116;
+    let entries = mb * 1_000_000 / (16 + value_bytes as u64);
     // Four overlapping L0 tables (or more, if a memtable fills first).
     let per_table = entries / 4 + 1;
     let mut batch = WriteBatch::new();
     for i in 0..entries {
         let key: [u8; 16] = rng.gen();
-        let mut value = vec![0u8; 100];
-        rng.fill(&mut value[..50]);
+        let mut value = vec![0u8; value_bytes];
+        rng.fill(&mut value[..value_bytes / 2]);
         batch.put(key, &value);
         if batch.len() == 1000 {
             db.write(std::mem::take(&mut batch))?;
@@ -87,6 +94,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let direct = args.get(3).is_some_and(|s| s == "direct");
     let reps: usize = args.get(4).map_or(Ok(2), |s| s.parse())?;
     let subtask_bytes: usize = std::env::var("SUBTASK_BYTES").map_or(Ok(512 << 10), |s| s.parse())?;
+    let value_bytes: usize = std::env::var("VALUE_BYTES").map_or(Ok(100), |s| s.parse())?;
     let paths: Vec<PathBuf> = args.get(5).map_or(Vec::new(), |s| s.split(',').map(PathBuf::from).collect());
     let base = dir.join("base");
     for d in std::iter::once(base.clone()).chain(paths.iter().map(|p| p.join("base"))) {
@@ -94,7 +102,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             std::fs::remove_dir_all(&d)?;
         }
     }
-    build(&base, mb, compression, &paths)?;
+    build(&base, mb, value_bytes, compression, &paths)?;
     let modes = [
         CompactionPipeline::Sequential,
         CompactionPipeline::Pipelined,
@@ -102,7 +110,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         CompactionPipeline::Auto { max_compute_threads: 2 },
     ];
     println!(
-        "compression {compression:?}, {} reads, {mb} MB of entries in L0, data paths {paths:?}, sub-tasks of {subtask_bytes} B",
+        "compression {compression:?}, {} reads, {mb} MB of entries (16 B keys, {value_bytes} B values) in L0, data paths {paths:?}, sub-tasks of {subtask_bytes} B",
         if direct { "direct" } else { "page-cache" }
     );
     println!(
