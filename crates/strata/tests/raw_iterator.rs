@@ -429,24 +429,17 @@ fn raw_iterators_pin_their_files() {
     assert_eq!(on_disk(), tables(&db.stats()), "nothing pins the old tables any more");
 }
 
-/// A bounded scan does not open a file of a run that lies wholly past its
-/// upper bound. An iterator that returns a key moves on to the next one (to
-/// step over the key's older versions), so the same scan without the bound,
-/// taking as many keys, reads the first block of the next file whenever the
-/// key after its last one starts that file; the bounded one reads nothing
-/// there. Both return the same keys.
-#[test]
-fn bounded_scans_do_not_read_files_past_the_upper_bound() {
+/// Keys `k0000`..`k0399` 40-byte values, compacted into one
+/// run of three or more files, with no background work left.
+fn one_run_of_several_files() -> (Db, usize, Stats) {
     // Uncompressed, about 22 KB: three or more 8 KiB files, all within the
     // 32 KiB L1 so they stay one run. (Compressed, the same data once fit
-    // one file: a flake-hunt failure of this test under load.)
+    // one file: a flake-hunt failure of a test using it, under load.)
     let opts = common::small_options()
         .with_vfs(Arc::new(MemVfs::new()))
         .with_block_cache_capacity(8 << 20)
         .with_compression(strata::CompressionType::None);
     let db = Db::open("/db", opts).unwrap();
-    let k = |i: u32| format!("k{i:04}").into_bytes();
-    const N: u32 = 400;
     for i in 0..N {
         db.put(k(i), vec![b'v'; 40]).unwrap();
     }
@@ -456,6 +449,25 @@ fn bounded_scans_do_not_read_files_past_the_upper_bound() {
     let levels: Vec<usize> = s.levels.iter().map(|l| l.files).filter(|&f| f > 0).collect();
     let [files] = levels[..] else { panic!("one level: {s}") };
     assert!(files > 2 && s.levels[0].files == 0, "one run of several files: {s}");
+    (db, files, s)
+}
+
+/// Keys of [`one_run_of_several_files`].
+const N: u32 = 400;
+
+fn k(i: u32) -> Vec<u8> {
+    format!("k{i:04}").into_bytes()
+}
+
+/// A bounded scan does not open a file of a run that lies wholly past its
+/// upper bound. An iterator that returns a key moves on to the next one (to
+/// step over the key's older versions), so the same scan without the bound,
+/// taking as many keys, reads the first block of the next file whenever the
+/// key after its last one starts that file; the bounded one reads nothing
+/// there. Both return the same keys.
+#[test]
+fn bounded_scans_do_not_read_files_past_the_upper_bound() {
+    let (db, files, s) = one_run_of_several_files();
     let lookups = || {
         let c = db.stats().cache;
         c.hits + c.misses
@@ -486,21 +498,7 @@ fn bounded_scans_do_not_read_files_past_the_upper_bound() {
 /// (none past its upper bound), and nothing for gets or compactions.
 #[test]
 fn iterators_count_their_seeks_and_the_tables_they_open() {
-    let opts = common::small_options()
-        .with_vfs(Arc::new(MemVfs::new()))
-        .with_compression(strata::CompressionType::None);
-    let db = Db::open("/db", opts).unwrap();
-    let k = |i: u32| format!("k{i:04}").into_bytes();
-    const N: u32 = 400;
-    for i in 0..N {
-        db.put(k(i), vec![b'v'; 40]).unwrap();
-    }
-    db.compact_range(None, None).unwrap();
-    db.wait_for_compactions().unwrap();
-    let s = db.stats();
-    let levels: Vec<usize> = s.levels.iter().map(|l| l.files).filter(|&f| f > 0).collect();
-    let [files] = levels[..] else { panic!("one level: {s}") };
-    assert!(files > 2 && s.levels[0].files == 0, "one run of several files: {s}");
+    let (db, files, s) = one_run_of_several_files();
     let counts = || {
         let s = db.stats();
         (s.iter_seeks, s.iter_tables_opened)

@@ -238,51 +238,33 @@ mod tests {
         }
     }
 
-    /// A read benchmark reports the tables its gets searched, counted over
-    /// that benchmark only (the dLSM report's Fig. 12(a)).
+    /// A read benchmark reports the tables its gets searched (the dLSM
+    /// report's Fig. 12(a)), a seek benchmark the tables each seek opened
+    /// (Fig. 12(c)), each counted over that benchmark only.
     #[test]
     #[allow(clippy::unwrap_used)]
-    fn read_benchmarks_report_tables_searched_per_get() {
+    fn read_benchmarks_report_tables_searched_per_get_and_per_seek() {
         let dir = tempfile::tempdir().unwrap();
         let engine =
             crate::engine::StrataEngine::open(&crate::engine::EngineConfig::small(dir.path())).unwrap();
         let args = crate::cli::parse_args(["x", "--num=3000", "--reads=500", "--quiet"]).unwrap();
         let mut state = DbState::new(false);
-        let per_get = |name: &str, state: &mut DbState| {
-            run_benchmark(&engine, name, &args, state).unwrap().results[0].0.tables_per_get
+        let mut per = |name: &str| {
+            let r = run_benchmark(&engine, name, &args, &mut state).unwrap().results[0].0.clone();
+            (r.tables_per_get, r.tables_per_seek)
         };
-        assert_eq!(per_get("fillrandom", &mut state), None, "a fill does no get");
+        assert_eq!(per("fillrandom"), (None, None), "a fill does no get and no seek");
         engine.flush().unwrap();
         engine.wait_for_compactions().unwrap();
-        let read = per_get("readrandom", &mut state).unwrap();
+        let tables = engine.db().stats().levels.iter().map(|l| l.files).sum::<usize>() as f64;
+        let (Some(read), None) = per("readrandom") else { panic!("gets are not seeks") };
         // One flushed table or more, each searched at most once per get.
-        let tables = engine.db().stats().levels.iter().map(|l| l.files).sum::<usize>() as f64;
         assert!(read > 0.0 && read <= tables, "{read} tables per get of {tables}");
-        // Counted per benchmark, not since open: a fill after the reads did no get.
-        assert_eq!(per_get("overwrite", &mut state), None);
-    }
-
-    /// A seek benchmark reports the tables each seek opened (the dLSM
-    /// report's Fig. 12(c)), and a get benchmark reports none.
-    #[test]
-    #[allow(clippy::unwrap_used)]
-    fn seek_benchmarks_report_tables_scanned_per_seek() {
-        let dir = tempfile::tempdir().unwrap();
-        let engine =
-            crate::engine::StrataEngine::open(&crate::engine::EngineConfig::small(dir.path())).unwrap();
-        let args = crate::cli::parse_args(["x", "--num=3000", "--reads=300", "--quiet"]).unwrap();
-        let mut state = DbState::new(false);
-        let per_seek = |name: &str, state: &mut DbState| {
-            run_benchmark(&engine, name, &args, state).unwrap().results[0].0.tables_per_seek
-        };
-        per_seek("fillrandom", &mut state);
-        engine.flush().unwrap();
-        engine.wait_for_compactions().unwrap();
-        assert_eq!(per_seek("readrandom", &mut state), None, "gets are not seeks");
-        let scanned = per_seek("seekrandomnext100", &mut state).unwrap();
+        let (None, Some(scanned)) = per("seekrandomnext100") else { panic!("seeks are not gets") };
         // A hundred entries of 100 bytes span a table or a few per run.
-        let tables = engine.db().stats().levels.iter().map(|l| l.files).sum::<usize>() as f64;
-        assert!(scanned >= 1.0 && scanned <= tables, "{scanned} tables per seek of {tables}");
+        assert!((1.0..=tables).contains(&scanned), "{scanned} tables per seek of {tables}");
+        // Counted per benchmark, not since open: a fill after the reads read nothing.
+        assert_eq!(per("overwrite"), (None, None));
     }
 
     /// Regression (each timed step started the `latest_*` ring empty, so with
