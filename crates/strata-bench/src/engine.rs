@@ -245,6 +245,8 @@ pub struct EngineStats {
     /// Tables those iterators opened to read (`Stats::iter_tables_opened`;
     /// the dLSM paper's files scanned per range query).
     pub iter_tables_opened: Option<u64>,
+    /// Bytes compactions read since open (Strata's `Stats::compaction_bytes_read`).
+    pub compaction_bytes_read: Option<u64>,
     /// Compactions' time by stage since open, when every task ran under
     /// one pipeline (not `auto`, which picks per task).
     pub compaction_stages: Option<strata::compaction::stage_model::StageProfile>,
@@ -749,6 +751,7 @@ impl Engine for StrataEngine {
             get_table_probes: Some(s.get_table_probes),
             iter_seeks: Some(s.iter_seeks),
             iter_tables_opened: Some(s.iter_tables_opened),
+            compaction_bytes_read: Some(s.compaction_bytes_read),
             compaction_stages: (!matches!(self.pipeline, strata::CompactionPipeline::Auto { .. })).then(
                 || {
                     strata::compaction::stage_model::StageProfile::measured(

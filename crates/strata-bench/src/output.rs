@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::results::RunResult;
 
 /// Columns of `results.csv`, in order.
-pub const RESULTS_HEADER: [&str; 19] = [
+pub const RESULTS_HEADER: [&str; 20] = [
     "engine",
     "benchmark",
     "repetition",
@@ -30,6 +30,7 @@ pub const RESULTS_HEADER: [&str; 19] = [
     "buffer_bytes",
     "tables_per_get",
     "tables_per_seek",
+    "compaction_mb_s",
 ];
 
 /// Columns of `samples.csv`, in order.
@@ -73,6 +74,7 @@ struct ResultRow<'a> {
     buffer_bytes: Option<u64>,
     tables_per_get: Option<f64>,
     tables_per_seek: Option<f64>,
+    compaction_mb_s: Option<f64>,
 }
 
 // Field order must match SAMPLES_HEADER.
@@ -135,6 +137,7 @@ fn write_results_csv(path: &Path, results: &[RunResult]) -> Result<(), String> {
             buffer_bytes: r.buffer_bytes,
             tables_per_get: r.tables_per_get,
             tables_per_seek: r.tables_per_seek,
+            compaction_mb_s: r.compaction_mb_per_sec,
         };
         w.serialize(row).map_err(|e| format!("write {}: {e}", path.display()))?;
     }
@@ -254,6 +257,7 @@ mod tests {
                     buffer_bytes: hit.map(|_| 400_000),
                     tables_per_get: hit.map(|_| 1.5),
                     tables_per_seek: hit.map(|_| 2.25),
+                    compaction_mb_per_sec: hit.map(|_| 12.5),
                     stages: None,
                     found: 1000,
                     samples,
@@ -304,12 +308,24 @@ mod tests {
         assert_eq!(&rows[8][0], "leveldb");
         assert_eq!(&rows[8][10], "");
         // The new columns: mean latency, stall seconds, levels in use, buffer
-        // bytes, tables per get, tables per seek.
+        // bytes, tables per get, tables per seek, compaction MB/s.
         assert_eq!(
-            (&rows[0][13], &rows[0][14], &rows[0][15], &rows[0][16], &rows[0][17], &rows[0][18]),
-            ("20.0", "1.5", "3", "400000", "1.5", "2.25")
+            (
+                &rows[0][13],
+                &rows[0][14],
+                &rows[0][15],
+                &rows[0][16],
+                &rows[0][17],
+                &rows[0][18],
+                &rows[0][19]
+            ),
+            ("20.0", "1.5", "3", "400000", "1.5", "2.25", "12.5")
         );
-        assert_eq!((&rows[8][16], &rows[8][17], &rows[8][18]), ("", "", ""), "leveldb counts none");
+        assert_eq!(
+            (&rows[8][16], &rows[8][17], &rows[8][18], &rows[8][19]),
+            ("", "", "", ""),
+            "leveldb counts none"
+        );
 
         let mut rd = csv::ReaderBuilder::new().from_path(dir.path().join("op_latencies.csv")).unwrap();
         assert_eq!(rd.headers().unwrap(), &csv::StringRecord::from(OP_LATENCIES_HEADER.to_vec()));

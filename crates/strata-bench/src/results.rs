@@ -88,6 +88,12 @@ pub struct RunResult {
     /// `EngineStats::iter_tables_opened`).
     #[serde(default)]
     pub tables_per_seek: Option<f64>,
+    /// Bytes compactions read during the benchmark per second of its wall
+    /// time, MB/s, if the engine counts them and any compaction ran (a
+    /// `compact` step's compaction bandwidth, whatever share of the tree the
+    /// full compaction had to rewrite).
+    #[serde(default)]
+    pub compaction_mb_per_sec: Option<f64>,
     /// Where the benchmark's compactions spent their time, by stage, if
     /// the engine times them under one fixed pipeline (see `StageSecs`).
     #[serde(default)]

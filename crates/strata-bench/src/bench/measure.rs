@@ -54,6 +54,12 @@ pub fn tables_per_seek_between(before: &EngineStats, after: &EngineStats) -> Opt
     (seeks > 0).then(|| opened as f64 / seeks as f64)
 }
 
+/// MB compactions read between two counter snapshots `secs` apart, per second.
+pub fn compaction_mb_per_sec_between(before: &EngineStats, after: &EngineStats, secs: f64) -> Option<f64> {
+    let bytes = after.compaction_bytes_read?.saturating_sub(before.compaction_bytes_read?);
+    (bytes > 0 && secs > 0.0).then(|| bytes as f64 / 1e6 / secs)
+}
+
 /// The compactions' stage times between two counter snapshots; `None`
 /// when the engine does not time them or no compaction ran.
 pub fn stages_between(before: &EngineStats, after: &EngineStats) -> Option<StageSecs> {
@@ -284,6 +290,7 @@ pub fn finish(
         hit_ratio: hit_ratio_between(before, &after),
         tables_per_get: tables_per_get_between(before, &after),
         tables_per_seek: tables_per_seek_between(before, &after),
+        compaction_mb_per_sec: compaction_mb_per_sec_between(before, &after, secs),
         stages: stages_between(before, &after),
         db_bytes: dir_size(engine.path()),
         found,

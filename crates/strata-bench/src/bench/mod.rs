@@ -267,6 +267,31 @@ mod tests {
         assert_eq!(per("overwrite"), (None, None));
     }
 
+    /// A full compaction reports its bandwidth (MB its compactions read per
+    /// second) and, under one fixed pipeline, its stage times (the PCP
+    /// report's Figs. 8–10); reads with nothing to compact report neither.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn a_full_compaction_reports_its_bandwidth_and_stage_times() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine =
+            crate::engine::StrataEngine::open(&crate::engine::EngineConfig::small(dir.path())).unwrap();
+        let args = crate::cli::parse_args(["x", "--num=3000", "--reads=300", "--quiet"]).unwrap();
+        let mut state = DbState::new(false);
+        let mut run =
+            |name: &str| run_benchmark(&engine, name, &args, &mut state).unwrap().results[0].0.clone();
+        run("fillrandom");
+        engine.wait_for_compactions().unwrap();
+        let c = run("compact");
+        let (mb_s, stages) = (c.compaction_mb_per_sec.unwrap(), c.stages.unwrap());
+        assert!(stages.bytes > 0 && stages.merge > 0.0, "{stages:?}");
+        // The bandwidth is the stages' bytes over the step's wall time.
+        assert!((mb_s - stages.bytes as f64 / 1e6 / c.secs).abs() < 1e-6 * mb_s.max(1.0), "{c:?}");
+        engine.wait_for_compactions().unwrap();
+        let r = run("readrandom");
+        assert_eq!((r.compaction_mb_per_sec, r.stages), (None, None));
+    }
+
     /// Regression (each timed step started the `latest_*` ring empty, so with
     /// no writer they read every key alike, and under one they read only
     /// what the memtables held): the history of the fills and earlier steps

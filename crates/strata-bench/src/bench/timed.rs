@@ -9,8 +9,8 @@
 //! through the engine's idle compaction (the dLSM paper's dynamic workload).
 
 use super::measure::{
-    hit_ratio_between, mean_us, new_hist, progress, progress_println, quantile_us, stages_between,
-    tables_per_get_between, tables_per_seek_between,
+    compaction_mb_per_sec_between, hit_ratio_between, mean_us, new_hist, progress, progress_println,
+    quantile_us, stages_between, tables_per_get_between, tables_per_seek_between,
 };
 use super::read::ReadOp;
 use super::Outcome;
@@ -140,6 +140,7 @@ pub fn run(
         hit_ratio: hit_ratio_between(&before, &after),
         tables_per_get: tables_per_get_between(&before, &after),
         tables_per_seek: tables_per_seek_between(&before, &after),
+        compaction_mb_per_sec: compaction_mb_per_sec_between(&before, &after, secs),
         stages: stages_between(&before, &after),
         db_bytes: dir_size(engine.path()),
         found,

@@ -20,7 +20,7 @@ fn claim(figure: &'static str, text: &str, paper: f64, benchmark: &str, row: &st
         paper: PaperValue::Ratio(paper),
         of: side(benchmark, row),
         over: side(benchmark, SCP),
-        metric: Metric::Throughput,
+        metric: Metric::Speed,
     }
 }
 
@@ -39,7 +39,7 @@ fn breakdown(figure: &'static str, text: &str, paper: PaperValue, of: Stages, ov
 
 /// Bars of each row's throughput over `scp`'s, as the paper plots speed-ups.
 fn speedup(benchmarks: Vec<&'static str>) -> Chart {
-    Chart { benchmarks, metric: Metric::Throughput, over: Some(SCP) }
+    Chart { benchmarks, metric: Metric::Speed, over: Some(SCP) }
 }
 
 /// Entries (`quick` and `full` of them) and the tree's shape at `scale`:
@@ -122,9 +122,10 @@ fn inserts(scale: Scale) -> Experiment {
              own threads; reads on a read thread), `c-ppcp` (2 compress threads and merges cut into \
              sub-tasks on 2 threads: the paper's C-PPCP), `auto` (Strata's choice per task from \
              the stage times; no claim). `fillrandom` is the insert throughput the paper plots; \
-             `compact` then rewrites the whole tree once (a full manual compaction), so its \
-             operations per second (one operation per row) compare the compaction bandwidth over \
-             the same bytes in every row. The chart divides each row by `scp`, as the paper's \
+             `compact` then runs one full manual compaction, whose bandwidth is the MB its \
+             compactions read per second of the step (each row's tree holds its own shape when \
+             the fill ends, and files a full compaction moves down whole are not read, so the \
+             rows compact different amounts). The chart divides each row by `scp`, as the paper's \
              Fig. 10(f) does. Figs. 8(b)–9(b)'s breakdown is `scp`'s `compact` at the paper's 100 B \
              values: reading its inputs (S1), verifying, decompressing and merging them (S2–S4), \
              compressing and checksumming (S5–S6) and writing (S7), timed by the engine; the paper \
@@ -225,7 +226,7 @@ fn subtask_claim(text: &str, of: u64, over: Option<u64>) -> Claim {
         paper: PaperValue::Above1,
         of: side("compact", &cppcp_row(of)),
         over: side("compact", &over.map_or_else(|| SCP.to_string(), cppcp_row)),
-        metric: Metric::Throughput,
+        metric: Metric::Speed,
     }
 }
 
@@ -267,8 +268,8 @@ fn subtasks(scale: Scale) -> Experiment {
         title: "Figure 11(a): compaction bandwidth by sub-task size",
         conditions: format!(
             "{num} entries of 16 B keys and 100 B values inserted in random order by one thread, \
-             then one full manual compaction (`compact`) whose operations per second compare the \
-             compaction bandwidth over the same bytes in every row; lz4, the paper's 4 MiB \
+             then one full manual compaction (`compact`), whose bandwidth is the MB its \
+             compactions read per second of the step; lz4, the paper's 4 MiB \
              memtable and 2 MiB tables, through the page cache, 2 cores. One `c-ppcp` row per \
              sub-task size from 64 KiB to 4 MiB (`leveled+c-ppcp/BYTES`: 2 threads merge the \
              sub-tasks, 2 compress) beside one `scp` row. The paper's PCP pipelines the steps of \

@@ -96,6 +96,11 @@ pub enum Metric {
     MeanLatency,
     /// Operations per second.
     Throughput,
+    /// A step's own speed: for a full compaction (`compact`), the MB its
+    /// compactions read per second (the PCP paper's compaction bandwidth,
+    /// over the bytes each row's tree needed rewritten); for any other
+    /// benchmark, operations per second.
+    Speed,
     /// p99 latency of one YCSB operation type (`READ`, `SCAN`), µs.
     OpP99(&'static str),
     /// Block-cache hit ratio over the measured phase.
@@ -142,6 +147,8 @@ impl Metric {
         match self {
             Metric::MeanLatency => (r.mean_us > 0.0).then_some(r.mean_us),
             Metric::Throughput => (r.ops_per_sec > 0.0).then_some(r.ops_per_sec),
+            Metric::Speed if r.benchmark == "compact" => r.compaction_mb_per_sec,
+            Metric::Speed => Metric::Throughput.of(r),
             Metric::OpP99(op) => r.op_latencies.iter().find(|o| o.op == op).map(|o| o.p99_us),
             Metric::HitRatio => r.hit_ratio,
             Metric::DbBytes => (r.db_bytes > 0).then_some(r.db_bytes as f64),
@@ -177,6 +184,7 @@ impl Metric {
         match self {
             Metric::MeanLatency => "mean latency (µs/op)".into(),
             Metric::Throughput => "throughput (ops/s)".into(),
+            Metric::Speed => "ops/s; `compact`: MB compacted/s".into(),
             Metric::OpP99(op) => format!("{op} p99 latency (µs)"),
             Metric::HitRatio => "block-cache hit ratio".into(),
             Metric::DbBytes => "database size (bytes)".into(),
@@ -202,6 +210,7 @@ impl Metric {
         !matches!(
             self,
             Metric::Throughput
+                | Metric::Speed
                 | Metric::HitRatio
                 | Metric::HitRatioAfter(_)
                 | Metric::ThroughputAfter(_)

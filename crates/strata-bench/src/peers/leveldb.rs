@@ -289,6 +289,7 @@ impl Engine for LevelDbEngine {
             get_table_probes: None,
             iter_seeks: None,
             iter_tables_opened: None,
+            compaction_bytes_read: None,
             compaction_stages: None,
             // The simulated drive sits under Strata only.
             drive: None,

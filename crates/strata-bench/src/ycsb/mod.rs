@@ -13,7 +13,8 @@ pub use crate::results::OpSummary;
 pub use workload::{Workload, OP_NAMES};
 
 use crate::bench::measure::{
-    hit_ratio_between, stages_between, tables_per_get_between, tables_per_seek_between,
+    compaction_mb_per_sec_between, hit_ratio_between, stages_between, tables_per_get_between,
+    tables_per_seek_between,
 };
 use crate::engine::{dir_size, BenchResult, Engine};
 use crate::gen::{fnv_hash64, write_decimal};
@@ -202,6 +203,7 @@ fn finish(
         hit_ratio: hit_ratio_between(before, &after),
         tables_per_get: tables_per_get_between(before, &after),
         tables_per_seek: tables_per_seek_between(before, &after),
+        compaction_mb_per_sec: compaction_mb_per_sec_between(before, &after, secs),
         stages: stages_between(before, &after),
         db_bytes: dir_size(engine.path()),
         found: stats.reads_found(),
