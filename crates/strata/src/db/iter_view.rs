@@ -38,6 +38,9 @@ pub(crate) struct IterView {
     total_order_seek: bool,
     /// A prefix scan's filter probe for the tables (memtables are always read).
     prefix: Option<PrefixSkip>,
+    /// Counts a table opened to be read (`Stats::iter_tables_opened`), one
+    /// closure shared by every run's cursor.
+    count_open: Arc<dyn Fn() + Send + Sync>,
     /// The view's range tombstones visible at `seq` within the bounds, or
     /// the error met loading them (reported by every positioning).
     range_dels: std::result::Result<Arc<Fragments>, crate::error::Error>,
@@ -85,7 +88,9 @@ impl IterView {
         let until_sample = db.counts_seeks().then(super::seek::next_sample_gap);
         let (lo, hi) = key_range(&lower, &upper);
         let range_dels = db.view_range_dels(&sv, seq, lo, hi);
+        let counted = Arc::clone(&db);
         IterView {
+            count_open: Arc::new(move || Counters::add(&counted.counters.iter_tables_opened, 1)),
             db,
             sv,
             seq,
@@ -138,10 +143,9 @@ impl IterView {
         frags: &Arc<Fragments>,
         upper: &Option<UpperBound>,
     ) -> Box<dyn InternalIterator> {
-        let db = Arc::clone(&self.db);
         let it = RunIterator::new(files, self.db.tables.clone(), self.bro)
             .with_upper_bound(upper.clone())
-            .counting_opens(Arc::new(move || Counters::add(&db.counters.iter_tables_opened, 1)));
+            .counting_opens(Arc::clone(&self.count_open));
         self.source(
             match &self.prefix {
                 Some(skip) => it.with_prefix_skip(skip.clone()),
