@@ -261,8 +261,10 @@ mod tests {
         // One flushed table or more, each searched at most once per get.
         assert!(read > 0.0 && read <= tables, "{read} tables per get of {tables}");
         let (None, Some(scanned)) = per("seekrandomnext100") else { panic!("seeks are not gets") };
-        // A hundred entries of 100 bytes span a table or a few per run.
-        assert!((1.0..=tables).contains(&scanned), "{scanned} tables per seek of {tables}");
+        // A hundred entries of 100 bytes span a table or a few per run; a
+        // seek past the last key opens none (a flake-hunt failure of the
+        // first form of this check, which wanted one table per seek or more).
+        assert!(scanned > 0.0 && scanned <= tables, "{scanned} tables per seek of {tables}");
         // Counted per benchmark, not since open: a fill after the reads read nothing.
         assert_eq!(per("overwrite"), (None, None));
     }
@@ -280,8 +282,10 @@ mod tests {
         let mut state = DbState::new(false);
         let mut run =
             |name: &str| run_benchmark(&engine, name, &args, &mut state).unwrap().results[0].0.clone();
+        // Not settled first: a settled tree may sit in one level, where a
+        // full compaction merges nothing; the fill's last memtable is flushed
+        // and merged down.
         run("fillrandom");
-        engine.wait_for_compactions().unwrap();
         let c = run("compact");
         let (mb_s, stages) = (c.compaction_mb_per_sec.unwrap(), c.stages.unwrap());
         assert!(stages.bytes > 0 && stages.merge > 0.0, "{stages:?}");
