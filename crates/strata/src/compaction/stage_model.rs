@@ -13,7 +13,10 @@
 //!   `l / max(t_read, t_merge, t_compute, t_write)`;
 //! - `Parallel { k }` (C-PPCP, eq. 6): sub-tasks merged by `k` threads and
 //!   blocks compressed by `k` threads,
-//!   `l / max(t_read, t_merge / k, t_compute / k, t_write)`; the `Parallel`
+//!   `l / max(t_read, t_merge / k, t_compute / k, t_write)`; where a pipeline's
+//!   own timing shows the task thread's serial share of the merge (taking
+//!   the sub-tasks' entries in order and cutting blocks), that share does not
+//!   split: `max(t_serial, (t_merge - t_serial) / k)`. The `Parallel`
 //!   that `Auto` runs compresses on `k` threads but does not split merges,
 //!   so its merge stage stays `t_merge`;
 //! - striping reads and writes over `d` devices (S-PPCP, eq. 4), which
@@ -47,6 +50,11 @@ pub struct StageProfile {
     pub read: f64,
     /// Verifying, decompressing and merging (S2–S4).
     pub merge: f64,
+    /// Of `merge`, what the task's own thread did when a pipeline ran it
+    /// (taking merged entries from its sub-tasks and cutting blocks), which
+    /// no number of merge threads shares; 0 for a sequential task, whose
+    /// timing cannot tell it apart, so the model lets all of `merge` split.
+    pub merge_serial: f64,
     /// Compressing and checksumming output blocks (S5–S6).
     pub compute: f64,
     /// Writing output blocks (S7).
@@ -57,19 +65,22 @@ impl StageProfile {
     /// The profile of a task that ran under `mode` for `wall` with `stages`.
     /// Sequentially every stage ran on the task's thread, so the merge is
     /// what the wall time leaves; in a pipeline the merge is the merging
-    /// threads' own work (wall time less their waits, plus sub-tasks merged
-    /// on other threads), and may include reads the merging thread did itself.
+    /// threads' own work: the task's thread's (wall time less its waits,
+    /// serial), plus sub-tasks merged on other threads; it may include reads
+    /// the merging thread did itself.
     pub fn measured(mode: CompactionPipeline, wall: Duration, stages: &StageTimes, bytes: u64) -> Self {
         let s = |d: Duration| d.as_secs_f64();
         let (read, compute, write) = (s(stages.read), s(stages.compute), s(stages.write));
-        let merge = match mode {
-            CompactionPipeline::Sequential => s(wall) - read - compute - write,
+        let (merge, merge_serial) = match mode {
+            CompactionPipeline::Sequential => ((s(wall) - read - compute - write).max(0.0), 0.0),
             _ => {
-                s(wall) - s(stages.merge_waiting) - s(stages.subtask_waiting) - s(stages.read_waiting)
-                    + s(stages.subtask_merge)
+                let own =
+                    (s(wall) - s(stages.merge_waiting) - s(stages.subtask_waiting) - s(stages.read_waiting))
+                        .max(0.0);
+                (own + s(stages.subtask_merge), own)
             }
         };
-        StageProfile { bytes, read, merge: merge.max(0.0), compute, write }
+        StageProfile { bytes, read, merge, merge_serial, compute, write }
     }
 
     /// The sum of two profiles (tasks run one after another).
@@ -78,6 +89,7 @@ impl StageProfile {
             bytes: self.bytes + o.bytes,
             read: self.read + o.read,
             merge: self.merge + o.merge,
+            merge_serial: self.merge_serial + o.merge_serial,
             compute: self.compute + o.compute,
             write: self.write + o.write,
         }
@@ -128,7 +140,10 @@ impl StageProfile {
             }
             CompactionPipeline::Parallel { compute_threads: k } => {
                 let k = k.max(1) as f64;
-                let merge = if split_merges { self.merge / k } else { self.merge };
+                // Split, the sub-tasks share k threads; the task's thread
+                // still takes every entry from them in order.
+                let split = self.merge_serial.max((self.merge - self.merge_serial) / k);
+                let merge = if split_merges { split } else { self.merge };
                 self.read.max(merge).max(self.compute / k).max(self.write)
             }
         };
@@ -229,6 +244,32 @@ mod tests {
         let q = seq(6.0, 0.0, 0.5, 0.5);
         assert_eq!(q.choice(4, 64), CompactionPipeline::Sequential);
         assert!((q.bottleneck(auto, 64) - 6.0).abs() < 1e-9);
+    }
+
+    /// The model split the task thread's serial work over the merge threads
+    /// too, one reason it put c-ppcp 21–42 % above its measured bandwidth.
+    #[test]
+    fn a_split_merge_keeps_the_task_thread_s_share_serial() {
+        let d = Duration::from_secs_f64;
+        let c2 = CompactionPipeline::Parallel { compute_threads: 2 };
+        // 4 s wall: the task thread waited 1.5 s for sub-tasks, which two
+        // threads merged in 3 s; compress 2 s, read and write 0.5 s each.
+        let st = StageTimes {
+            compute: d(2.0),
+            write: d(0.5),
+            read: d(0.5),
+            subtask_merge: d(3.0),
+            subtask_waiting: d(1.5),
+            subtasks: 8,
+            ..StageTimes::default()
+        };
+        let p = StageProfile::measured(c2, d(4.0), &st, 1);
+        assert!((p.merge_serial - 2.5).abs() < 1e-9 && (p.merge - 5.5).abs() < 1e-9, "{p:?}");
+        // The task thread's 2.5 s bounds, not (5.5 s / 2) nor the sub-tasks' 1.5 s.
+        assert!((p.bottleneck(c2, 64) - 2.5).abs() < 1e-9);
+        // A sequential profile of the same work cannot tell the share: all of it splits.
+        let q = StageProfile { merge_serial: 0.0, ..p };
+        assert!((q.bottleneck(c2, 64) - 2.75).abs() < 1e-9);
     }
 
     #[test]
