@@ -238,15 +238,23 @@ mod tests {
         }
     }
 
+    /// Strata in a fresh directory with the bench's small test settings
+    /// (the directory lives as long as the first value).
+    #[allow(clippy::unwrap_used)]
+    fn small_engine() -> (tempfile::TempDir, crate::engine::StrataEngine) {
+        let dir = tempfile::tempdir().unwrap();
+        let engine =
+            crate::engine::StrataEngine::open(&crate::engine::EngineConfig::small(dir.path())).unwrap();
+        (dir, engine)
+    }
+
     /// A read benchmark reports the tables its gets searched (the dLSM
     /// report's Fig. 12(a)), a seek benchmark the tables each seek opened
     /// (Fig. 12(c)), each counted over that benchmark only.
     #[test]
     #[allow(clippy::unwrap_used)]
     fn read_benchmarks_report_tables_searched_per_get_and_per_seek() {
-        let dir = tempfile::tempdir().unwrap();
-        let engine =
-            crate::engine::StrataEngine::open(&crate::engine::EngineConfig::small(dir.path())).unwrap();
+        let (_dir, engine) = small_engine();
         let args = crate::cli::parse_args(["x", "--num=3000", "--reads=500", "--quiet"]).unwrap();
         let mut state = DbState::new(false);
         let mut per = |name: &str| {
@@ -275,9 +283,7 @@ mod tests {
     #[test]
     #[allow(clippy::unwrap_used)]
     fn a_full_compaction_reports_its_bandwidth_and_stage_times() {
-        let dir = tempfile::tempdir().unwrap();
-        let engine =
-            crate::engine::StrataEngine::open(&crate::engine::EngineConfig::small(dir.path())).unwrap();
+        let (_dir, engine) = small_engine();
         let args = crate::cli::parse_args(["x", "--num=3000", "--reads=300", "--quiet"]).unwrap();
         let mut state = DbState::new(false);
         let mut run =
@@ -303,9 +309,7 @@ mod tests {
     #[test]
     #[allow(clippy::unwrap_used)]
     fn latest_reads_draw_from_what_the_load_and_earlier_steps_wrote() {
-        let dir = tempfile::tempdir().unwrap();
-        let engine =
-            crate::engine::StrataEngine::open(&crate::engine::EngineConfig::small(dir.path())).unwrap();
+        let (_dir, engine) = small_engine();
         let mut state = DbState::new(false);
         let load = crate::cli::parse_args(["x", "--num=1000", "--quiet"]).unwrap();
         run_benchmark(&engine, "fillseq", &load, &mut state).unwrap();
