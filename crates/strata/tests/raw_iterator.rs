@@ -429,8 +429,8 @@ fn raw_iterators_pin_their_files() {
     assert_eq!(on_disk(), tables(&db.stats()), "nothing pins the old tables any more");
 }
 
-/// Keys `k0000`..`k0399` 40-byte values, compacted into one
-/// run of three or more files, with no background work left.
+/// Keys `k0000`..`k0399` with 40-byte values, compacted into one run of
+/// three or more files, with no background work left.
 fn one_run_of_several_files() -> (Db, usize, Stats) {
     // Uncompressed, about 22 KB: three or more 8 KiB files, all within the
     // 32 KiB L1 so they stay one run. (Compressed, the same data once fit
@@ -533,11 +533,16 @@ fn iterators_count_their_seeks_and_the_tables_they_open() {
     drop(it);
     assert_eq!(counts().0, seeks + 4);
 
-    // Gets and compactions read tables but are not iterators.
+    // Gets and compactions read tables but are not iterators. The new
+    // version gives the full compaction a table to merge into the run (with
+    // nothing above it, the run's level has nothing to merge).
     let before = counts();
     assert!(db.get(k(7)).unwrap().is_some());
+    db.put(k(7), b"new").unwrap();
+    let merged = db.stats().compaction_bytes_read;
     db.compact_range(None, None).unwrap();
     db.wait_for_compactions().unwrap();
+    assert!(db.stats().compaction_bytes_read > merged, "the compaction read the run");
     assert_eq!(counts(), before);
 }
 
