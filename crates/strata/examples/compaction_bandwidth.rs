@@ -20,7 +20,9 @@
 //! from the same repetition's sequential stage times (as the paper predicts
 //! its speed-ups from its SCP profile), `own` what it gives from the mode's
 //! own stage times (how near the run came to its slowest stage), and `err`
-//! how far the measurement is from each.
+//! how far the measurement is from each. `merge s` is the merge stage the
+//! model sees, `cpu s` the CPU every thread of the compaction used (the
+//! model's cores bound is it over the cores).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -114,7 +116,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if direct { "direct" } else { "page-cache" }
     );
     println!(
-        "{:<10} {:>4} {:>9} {:>9} {:>8} {:>8} {:>8} {:>6} {:>8} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>9}",
+        "{:<10} {:>4} {:>9} {:>9} {:>8} {:>8} {:>8} {:>6} {:>8} {:>6} {:>10} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10} {:>9} {:>8} {:>9}",
         "mode",
         "rep",
         "in MB",
@@ -127,7 +129,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "err",
         "compute s",
         "write s",
-        "task s",
+        "merge s",
+        "cpu s",
         "wait s",
         "subtask s",
         "subwait s",
@@ -154,31 +157,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let wall = t.elapsed().as_secs_f64();
             let s = db.stats();
             let st = s.compaction_stages;
-            // The compaction thread's own work: everything but waiting on the
-            // output stages and on sub-tasks, and (sequential) but the compute
-            // and write it did itself.
-            let merge = match mode {
-                CompactionPipeline::Sequential => {
-                    s.compaction_time.as_secs_f64() - st.compute.as_secs_f64() - st.write.as_secs_f64()
-                }
-                _ => {
-                    s.compaction_time.as_secs_f64()
-                        - st.merge_waiting.as_secs_f64()
-                        - st.subtask_waiting.as_secs_f64()
-                }
-            };
             let measured = s.compaction_bytes_read as f64 / 1e6 / wall;
+            let own_profile = StageProfile::measured(mode, s.compaction_time, &st, s.compaction_bytes_read);
             if mode == CompactionPipeline::Sequential {
-                profile = Some(StageProfile::measured(mode, s.compaction_time, &st, s.compaction_bytes_read));
+                profile = Some(own_profile);
             }
             // Auto is modelled as the mode the model chooses from the sequential
             // profile (the engine chose from its own recent tasks).
             let model = profile.map_or(0.0, |p| p.bandwidth(mode, cores) / 1e6);
-            let own = StageProfile::measured(mode, s.compaction_time, &st, s.compaction_bytes_read)
-                .bandwidth(mode, cores)
-                / 1e6;
+            let own = own_profile.bandwidth(mode, cores) / 1e6;
             println!(
-                "{:<10} {:>4} {:>9.1} {:>9.1} {:>8.2} {:>8.1} {:>8.1} {:>5.0}% {:>8.1} {:>5.0}% {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>9} {:>8.2} {:>9.2}",
+                "{:<10} {:>4} {:>9.1} {:>9.1} {:>8.2} {:>8.1} {:>8.1} {:>5.0}% {:>8.1} {:>5.0}% {:>10.2} {:>10.2} {:>10.2} {:>8.2} {:>10.2} {:>10.2} {:>10.2} {:>9} {:>8.2} {:>9.2}",
                 mode.name(),
                 rep,
                 s.compaction_bytes_read as f64 / 1e6,
@@ -191,7 +180,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 (measured / own - 1.0) * 100.0,
                 st.compute.as_secs_f64(),
                 st.write.as_secs_f64(),
-                merge,
+                own_profile.merge,
+                st.cpu.as_secs_f64(),
                 st.merge_waiting.as_secs_f64(),
                 st.subtask_merge.as_secs_f64(),
                 st.subtask_waiting.as_secs_f64(),

@@ -185,6 +185,8 @@ fn stage_times_are_reported_for_merges() {
         // The read stage: every merge reads its inputs through readahead windows.
         assert!(s.compaction_stages.read > std::time::Duration::ZERO, "{mode:?}: {:?}", s.compaction_stages);
         assert!(s.compaction_time >= s.compaction_stages.merge_waiting, "{mode:?}");
+        // The CPU of every thread the merges used, the task's own included.
+        assert!(s.compaction_stages.cpu > std::time::Duration::ZERO, "{mode:?}: {:?}", s.compaction_stages);
         if mode == CompactionPipeline::Sequential {
             assert_eq!(s.compaction_stages.merge_waiting, std::time::Duration::ZERO);
             // On the task's own thread, compute and write are part of its wall time.

@@ -101,6 +101,7 @@ pub(crate) fn execute(
                 _ => None,
             };
             let read_before = crate::table::reader::read_time();
+            let cpu_before = crate::util::cpu_time::thread_cpu_ns();
             match plan {
                 Some((plan, threads)) => {
                     let inputs = SubtaskInputs {
@@ -135,6 +136,7 @@ pub(crate) fn execute(
             out.progress().add_read_since(read_before);
             let stages = out.progress();
             let outputs = out.finish()?;
+            stages.add_cpu_since(cpu_before);
             let written: u64 = outputs.iter().map(|o| o.size).sum();
             let range_dels_written = outputs.iter().map(|o| o.num_range_dels).sum();
             let n_out = outputs.len();

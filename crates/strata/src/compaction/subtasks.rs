@@ -198,66 +198,70 @@ pub(crate) fn merge_subtasks(
         {
             let (claims, changed, progress) = (&claims, &changed, &progress);
             scope.spawn(move || {
-                let mut chunks: Vec<Chunk> = vec![None; inputs.runs.len()];
-                for j in 0..n {
-                    {
-                        let mut c = claims.lock();
-                        while !c.abort && j >= c.consumed + read_window {
-                            changed.wait(&mut c);
+                progress.counting_cpu(|| {
+                    let mut chunks: Vec<Chunk> = vec![None; inputs.runs.len()];
+                    for j in 0..n {
+                        {
+                            let mut c = claims.lock();
+                            while !c.abort && j >= c.consumed + read_window {
+                                changed.wait(&mut c);
+                            }
+                            if c.abort {
+                                return;
+                            }
                         }
-                        if c.abort {
+                        let t = Instant::now();
+                        let r = read_inputs(plan, inputs, j, &mut chunks);
+                        progress.read_ns.fetch_add(nanos(t), AtomicOrdering::Relaxed);
+                        let failed = r.is_err();
+                        claims.lock().slots.insert(j, r);
+                        changed.notify_all();
+                        if failed {
                             return;
                         }
                     }
-                    let t = Instant::now();
-                    let r = read_inputs(plan, inputs, j, &mut chunks);
-                    progress.read_ns.fetch_add(nanos(t), AtomicOrdering::Relaxed);
-                    let failed = r.is_err();
-                    claims.lock().slots.insert(j, r);
-                    changed.notify_all();
-                    if failed {
-                        return;
-                    }
-                }
+                })
             });
         }
         for _ in 0..threads {
             let tx = tx.clone();
             let (claims, changed, progress) = (&claims, &changed, &progress);
-            scope.spawn(move || loop {
-                let (i, windows) = {
-                    let mut c = claims.lock();
-                    while !c.abort && c.next < n && c.next >= c.consumed + window {
-                        changed.wait(&mut c);
-                    }
-                    if c.abort || c.next >= n {
-                        return;
-                    }
-                    c.next += 1;
-                    let i = c.next - 1;
-                    let t = Instant::now();
-                    let windows = loop {
-                        if c.abort {
+            scope.spawn(move || {
+                progress.counting_cpu(|| loop {
+                    let (i, windows) = {
+                        let mut c = claims.lock();
+                        while !c.abort && c.next < n && c.next >= c.consumed + window {
+                            changed.wait(&mut c);
+                        }
+                        if c.abort || c.next >= n {
                             return;
                         }
-                        if let Some(w) = c.slots.remove(&i) {
-                            break w;
-                        }
-                        changed.wait(&mut c);
+                        c.next += 1;
+                        let i = c.next - 1;
+                        let t = Instant::now();
+                        let windows = loop {
+                            if c.abort {
+                                return;
+                            }
+                            if let Some(w) = c.slots.remove(&i) {
+                                break w;
+                            }
+                            changed.wait(&mut c);
+                        };
+                        progress.read_wait_ns.fetch_add(nanos(t), AtomicOrdering::Relaxed);
+                        (i, windows)
                     };
-                    progress.read_wait_ns.fetch_add(nanos(t), AtomicOrdering::Relaxed);
-                    (i, windows)
-                };
-                let t = Instant::now();
-                let read_before = crate::table::reader::read_time();
-                let r = windows.and_then(|w| merge_one(plan, inputs, i, w, is_base));
-                progress.add_read_since(read_before);
-                progress.subtask_ns.fetch_add(nanos(t), AtomicOrdering::Relaxed);
-                progress.subtasks.fetch_add(1, AtomicOrdering::Relaxed);
-                let failed = r.is_err();
-                if tx.send((i, r)).is_err() || failed {
-                    return;
-                }
+                    let t = Instant::now();
+                    let read_before = crate::table::reader::read_time();
+                    let r = windows.and_then(|w| merge_one(plan, inputs, i, w, is_base));
+                    progress.add_read_since(read_before);
+                    progress.subtask_ns.fetch_add(nanos(t), AtomicOrdering::Relaxed);
+                    progress.subtasks.fetch_add(1, AtomicOrdering::Relaxed);
+                    let failed = r.is_err();
+                    if tx.send((i, r)).is_err() || failed {
+                        return;
+                    }
+                })
             });
         }
         drop(tx);

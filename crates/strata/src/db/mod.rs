@@ -473,7 +473,8 @@ fn pipeline_report(s: &Stats, mode: crate::options::CompactionPipeline) -> Strin
          compute (compress+checksum) {:.3} s, write {:.3} s, merge waiting on output {:.3} s\n\
          sub-tasks {}, merging them {:.3} s, waiting for them {:.3} s\n\
          read {:.3} s, merge waiting on reads {:.3} s\n\
-         tables finished apart {}, merge waiting on them {:.3} s",
+         tables finished apart {}, merge waiting on them {:.3} s\n\
+         cpu (every thread) {:.3} s",
         mode.name(),
         s.compactions,
         mb(s.compaction_bytes_read),
@@ -490,5 +491,6 @@ fn pipeline_report(s: &Stats, mode: crate::options::CompactionPipeline) -> Strin
         st.read_waiting.as_secs_f64(),
         st.finished_apart,
         st.finish_waiting.as_secs_f64(),
+        st.cpu.as_secs_f64(),
     )
 }

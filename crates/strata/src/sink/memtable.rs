@@ -23,13 +23,15 @@ pub(crate) fn write_memtable(env: &Env<'_>, mem: &Arc<MemTable>) -> Result<(Vec<
     let target = WriteTarget { level: 0, run: RunTarget::New, inputs: &[], entries: mem.len() as u64 };
     let mut out = OutputWriter::new(env, &view, &target, u64::MAX)
         .with_range_dels(Fragments::of(&mem.range_dels(MAX_SEQ)));
-    let mut it = mem.iter();
-    it.seek_to_first()?;
-    while it.valid() {
-        out.add(it.key(), it.value(), parse_internal_key(it.key())?.seq)?;
-        it.next()?;
-    }
     let progress = out.progress();
-    let outputs = out.finish()?;
+    let outputs = progress.counting_cpu(|| {
+        let mut it = mem.iter();
+        it.seek_to_first()?;
+        while it.valid() {
+            out.add(it.key(), it.value(), parse_internal_key(it.key())?.seq)?;
+            it.next()?;
+        }
+        out.finish()
+    })?;
     Ok((outputs, progress.times()))
 }

@@ -184,7 +184,10 @@ impl<'a> OutputWriter<'a> {
         while self.finishing.len() + 1 >= self.stripes {
             self.complete_oldest()?;
         }
-        let job = std::thread::Builder::new().name("strata-finish".into()).spawn(move || b.finish())?;
+        let progress = Arc::clone(&self.progress);
+        let job = std::thread::Builder::new()
+            .name("strata-finish".into())
+            .spawn(move || progress.counting_cpu(|| b.finish()))?;
         self.finishing.push_back((sealed, job));
         self.progress.finished_apart.fetch_add(1, Ordering::Relaxed);
         Ok(())

@@ -46,6 +46,12 @@ pub struct StageTimes {
     pub finished_apart: u64,
     /// The merging thread waiting for such a table to be finished.
     pub finish_waiting: Duration,
+    /// CPU time used by every thread that worked on the task: its own, and
+    /// the read, merge, compute, write and finish threads'. On a machine
+    /// with fewer cores than busy stages this, over the cores, bounds the
+    /// task (`compaction::stage_model`). Zero where the platform has no
+    /// per-thread CPU clock.
+    pub cpu: Duration,
 }
 
 impl std::ops::AddAssign for StageTimes {
@@ -60,6 +66,7 @@ impl std::ops::AddAssign for StageTimes {
         self.read_waiting += o.read_waiting;
         self.finished_apart += o.finished_apart;
         self.finish_waiting += o.finish_waiting;
+        self.cpu += o.cpu;
     }
 }
 
@@ -632,6 +639,7 @@ pub(crate) struct Counters {
     pub compaction_read_wait_ns: AtomicU64,
     pub compaction_finished_apart: AtomicU64,
     pub compaction_finish_wait_ns: AtomicU64,
+    pub compaction_cpu_ns: AtomicU64,
     pub write_groups: AtomicU64,
     pub writes: AtomicU64,
     pub wal_syncs: AtomicU64,
@@ -728,6 +736,7 @@ impl Counters {
                 Self::add(&self.compaction_read_wait_ns, ns(r.stages.read_waiting));
                 Self::add(&self.compaction_finished_apart, r.stages.finished_apart);
                 Self::add(&self.compaction_finish_wait_ns, ns(r.stages.finish_waiting));
+                Self::add(&self.compaction_cpu_ns, ns(r.stages.cpu));
                 Self::add(&self.table_rewrites, u64::from(r.reason == TABLE_REWRITE));
             }
             "append" => {
@@ -799,6 +808,7 @@ impl Counters {
             read_waiting: Duration::from_nanos(g(&self.compaction_read_wait_ns)),
             finished_apart: g(&self.compaction_finished_apart),
             finish_waiting: Duration::from_nanos(g(&self.compaction_finish_wait_ns)),
+            cpu: Duration::from_nanos(g(&self.compaction_cpu_ns)),
         };
         s.write_amplification = if s.user_bytes_written == 0 {
             0.0

@@ -320,8 +320,13 @@ impl TableBuilder {
         if w.num_data_blocks != self.props.num_data_blocks {
             return Err(Error::Io(std::io::Error::other("table pipeline lost a data block")));
         }
-        let filter = match &self.filter {
-            Some(f) => w.write_block(&f.finish(), CompressionType::None)?,
+        let filter_block = self.filter.as_ref().map(|f| f.finish());
+        // The table's tail and its sync are the write stage's work too (the
+        // paper's S7 ends when the table is durable), on whichever thread
+        // finishes the table.
+        let tail = std::time::Instant::now();
+        let filter = match &filter_block {
+            Some(f) => w.write_block(f, CompressionType::None)?,
             None => BlockHandle::default(),
         };
         if !self.range_dels.is_empty() {
@@ -335,6 +340,7 @@ impl TableBuilder {
         w.file.append(&footer)?;
         w.offset += crate::table::format::FOOTER_LEN as u64;
         w.file.sync()?;
+        w.progress.add_write(tail.elapsed());
         let p = self.props;
         Ok(TableSummary {
             file_size: w.offset,

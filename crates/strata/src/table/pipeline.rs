@@ -33,6 +33,8 @@ use crate::stats::StageTimes;
 use crate::table::block::BlockBuilder;
 use crate::table::format::{block_trailer, compress_block, BlockHandle, BLOCK_TRAILER_LEN};
 use crate::table::observer::DataBlockObserver;
+use crate::table::reader::ReadTime;
+use crate::util::cpu_time::{thread_cpu_ns, thread_cpu_ns_since};
 use crate::vfs::WritableFile;
 
 /// A block ready to append: the stored payload followed by its trailer.
@@ -184,15 +186,36 @@ pub(crate) struct Progress {
     /// the merging thread's waits for them.
     pub(crate) finished_apart: AtomicU64,
     pub(crate) finish_wait_ns: AtomicU64,
+    /// CPU time of every thread that worked for the task (`util::cpu_time`).
+    pub(crate) cpu_ns: AtomicU64,
 }
 
 impl Progress {
     /// Adds this thread's readahead time since `before` (from
     /// `reader::read_time`) to the read stage.
-    pub(crate) fn add_read_since(&self, before: (u64, u64)) {
-        let (busy, wait) = crate::table::reader::read_time();
-        self.read_ns.fetch_add(busy.saturating_sub(before.0), Ordering::Relaxed);
-        self.read_wait_ns.fetch_add(wait.saturating_sub(before.1), Ordering::Relaxed);
+    pub(crate) fn add_read_since(&self, before: ReadTime) {
+        let now = crate::table::reader::read_time();
+        self.read_ns.fetch_add(now.busy.saturating_sub(before.busy), Ordering::Relaxed);
+        self.read_wait_ns.fetch_add(now.wait.saturating_sub(before.wait), Ordering::Relaxed);
+        self.cpu_ns.fetch_add(now.cpu.saturating_sub(before.cpu), Ordering::Relaxed);
+    }
+
+    /// Adds `d` of write-stage work (appends, a table's tail, its sync).
+    pub(crate) fn add_write(&self, d: Duration) {
+        self.write_ns.fetch_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// Adds the CPU this thread used since `before` (a `thread_cpu_ns` on it).
+    pub(crate) fn add_cpu_since(&self, before: u64) {
+        self.cpu_ns.fetch_add(thread_cpu_ns_since(before), Ordering::Relaxed);
+    }
+
+    /// Runs `f` on this thread, adding the CPU it used to the task's.
+    pub(crate) fn counting_cpu<T>(&self, f: impl FnOnce() -> T) -> T {
+        let before = thread_cpu_ns();
+        let r = f();
+        self.add_cpu_since(before);
+        r
     }
 
     pub(crate) fn times(&self) -> StageTimes {
@@ -208,6 +231,7 @@ impl Progress {
             read_waiting: d(&self.read_wait_ns),
             finished_apart: self.finished_apart.load(Ordering::Relaxed),
             finish_waiting: d(&self.finish_wait_ns),
+            cpu: d(&self.cpu_ns),
         }
     }
 }
@@ -272,11 +296,14 @@ impl BlockPipeline {
         };
         for _ in 0..threads {
             let (rx, tx, p) = (jobs_rx.clone(), sealed_tx.clone(), progress.clone());
-            pipeline.sealers.push(spawn("strata-seal", move || seal_loop(&rx, &tx, compression, &p))?);
+            pipeline.sealers.push(spawn("strata-seal", move || {
+                p.counting_cpu(|| seal_loop(&rx, &tx, compression, &p));
+            })?);
         }
         drop((jobs_rx, sealed_tx));
-        pipeline.writer =
-            Some(spawn("strata-write", move || write_loop(writer, &sealed_rx, &credit_tx, &written))?);
+        pipeline.writer = Some(spawn("strata-write", move || {
+            progress.counting_cpu(|| write_loop(writer, &sealed_rx, &credit_tx, &written))
+        })?);
         Ok(pipeline)
     }
 
@@ -403,12 +430,13 @@ fn write_loop(
     let mut pending: BTreeMap<u64, Sealed> = BTreeMap::new();
     let mut next = 0u64;
     for s in sealed.iter() {
+        // The stage's time is all it does between two arrivals: ordering,
+        // appending, index entries, credits; not only the appends.
+        let t = Instant::now();
         pending.insert(s.job.seq, s);
         while let Some(s) = pending.remove(&next) {
             for (block, b) in s.blocks?.iter().zip(&s.job.blocks) {
-                let t = Instant::now();
                 let handle = w.write_sealed(block)?;
-                w.progress.write_ns.fetch_add(nanos_since(t), Ordering::Relaxed);
                 w.data_block_written(handle, &b.first, &b.last, &b.raw);
                 written.bytes.fetch_add(block.bytes.len() as u64, Ordering::Relaxed);
                 written.raw.fetch_add(b.raw.len() as u64, Ordering::Relaxed);
@@ -416,6 +444,7 @@ fn write_loop(
             next += 1;
             let _ = credits.send(());
         }
+        w.progress.add_write(t.elapsed());
     }
     if !pending.is_empty() {
         return Err(Error::Io(std::io::Error::other(
@@ -505,6 +534,54 @@ mod tests {
                 estimate as f64 > size as f64 * 0.7 && estimate <= size,
                 "{mode:?}: {estimate} vs {size}"
             );
+        }
+    }
+
+    /// A file whose sync takes at least [`SYNC`], as a device's does.
+    struct SlowSync(MemFile);
+
+    const SYNC: Duration = Duration::from_millis(20);
+
+    impl WritableFile for SlowSync {
+        fn append(&mut self, data: &[u8]) -> Result<()> {
+            self.0.append(data)
+        }
+        fn flush(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn sync(&mut self) -> Result<()> {
+            std::thread::sleep(SYNC);
+            Ok(())
+        }
+        fn len(&self) -> u64 {
+            WritableFile::len(&self.0)
+        }
+    }
+
+    /// The write stage timed data-block appends only: a table's meta blocks,
+    /// footer and sync fell outside every stage, and the stage model counted
+    /// them as the merge's (a sequential task) or as no stage's (a pipeline).
+    #[test]
+    fn the_write_stage_times_the_table_s_tail_and_its_sync() {
+        for mode in MODES {
+            let opts = TableBuilderOptions {
+                block_size: 512,
+                compression: CompressionType::Lz4,
+                pipeline: mode,
+                ..Default::default()
+            };
+            let mut b = TableBuilder::new(Box::new(SlowSync(MemFile::default())), opts);
+            let progress = Arc::new(Progress::default());
+            b.set_progress(Arc::clone(&progress));
+            for (k, v) in entries(2_000) {
+                b.add(&k, &v).unwrap();
+            }
+            b.finish().unwrap();
+            let t = progress.times();
+            assert!(t.write >= SYNC, "{mode:?}: {t:?}");
+            // A pipeline's seal and write threads count their CPU; the
+            // builder's own thread is its caller's to count.
+            assert_eq!(t.cpu > Duration::ZERO, mode != CompactionPipeline::Sequential, "{mode:?}: {t:?}");
         }
     }
 

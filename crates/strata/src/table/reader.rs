@@ -81,30 +81,45 @@ pub(crate) struct Readahead {
     next: Option<Prefetch>,
 }
 
-/// The bytes from `offset` on, read by another thread (with the time the read took).
+/// The bytes from `offset` on, read by another thread (with the time and
+/// the CPU the read took).
 #[derive(Debug)]
 struct Prefetch {
     offset: u64,
-    bytes: Receiver<(Result<Vec<u8>>, u64)>,
+    bytes: Receiver<(Result<Vec<u8>>, u64, u64)>,
 }
 
 thread_local! {
     /// Time spent in readahead reads on behalf of this thread: its own, and
-    /// those of read threads whose window it took (busy ns), and waiting for a
-    /// read thread (wait ns). Compactions read the difference around a merge
-    /// for their read-stage statistics.
-    static READ_TIME: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    /// those of read threads whose window it took (busy ns), waiting for a
+    /// read thread (wait ns), and those read threads' CPU (this thread's own
+    /// is its thread's). Compactions read the difference around a merge for
+    /// their read-stage statistics.
+    static READ_TIME: Cell<ReadTime> = const { Cell::new(ReadTime { busy: 0, wait: 0, cpu: 0 }) };
 }
 
-/// This thread's (busy, waiting) readahead nanoseconds so far.
-pub(crate) fn read_time() -> (u64, u64) {
+/// Readahead nanoseconds on behalf of one thread ([`read_time`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ReadTime {
+    pub(crate) busy: u64,
+    pub(crate) wait: u64,
+    /// CPU of read threads whose windows this thread took.
+    pub(crate) cpu: u64,
+}
+
+/// This thread's readahead nanoseconds so far.
+pub(crate) fn read_time() -> ReadTime {
     READ_TIME.with(Cell::get)
 }
 
-fn add_read_time(busy: u64, wait: u64) {
+fn add_read_time(busy: u64, wait: u64, cpu: u64) {
     READ_TIME.with(|c| {
-        let (b, w) = c.get();
-        c.set((b.saturating_add(busy), w.saturating_add(wait)));
+        let t = c.get();
+        c.set(ReadTime {
+            busy: t.busy.saturating_add(busy),
+            wait: t.wait.saturating_add(wait),
+            cpu: t.cpu.saturating_add(cpu),
+        });
     });
 }
 
@@ -132,8 +147,9 @@ impl Readahead {
         let started = std::thread::Builder::new().name("strata-read".into()).spawn(move || {
             // The receiver may be gone (the iterator dropped); nothing to do then.
             let t = Instant::now();
+            let cpu = crate::util::cpu_time::thread_cpu_ns();
             let r = file.read_at(offset, len);
-            let _ = tx.send((r, nanos(t)));
+            let _ = tx.send((r, nanos(t), crate::util::cpu_time::thread_cpu_ns_since(cpu)));
         });
         self.next = started.is_ok().then_some(Prefetch { offset, bytes: rx });
     }
@@ -150,9 +166,9 @@ impl Readahead {
             return Ok(false);
         }
         let t = Instant::now();
-        let (bytes, busy) =
+        let (bytes, busy, cpu) =
             p.bytes.recv().map_err(|_| Error::Io(std::io::Error::other("read thread stopped")))?;
-        add_read_time(busy, nanos(t));
+        add_read_time(busy, nanos(t), cpu);
         let bytes = bytes?;
         let mut data = match usize::try_from(offset.saturating_sub(self.offset)) {
             Ok(from) if starts_here && from < self.data.len() => self.data.split_off(from),
@@ -686,7 +702,7 @@ impl Table {
                         let want = (opts.readahead as u64).max(len as u64).min(data_end - handle.offset);
                         let t = Instant::now();
                         w.data = self.file.read_at(handle.offset, want as usize)?;
-                        add_read_time(nanos(t), 0);
+                        add_read_time(nanos(t), 0, 0);
                         w.offset = handle.offset;
                     }
                     let next = w.offset + w.data.len() as u64;
