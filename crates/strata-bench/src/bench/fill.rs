@@ -56,12 +56,13 @@ pub fn fill(
             let value = values.next(args.value_size());
             let t0 = Instant::now();
             engine.put(&key, value)?;
-            out.record(t0.elapsed().as_nanos() as u64, key.len() + value.len(), false);
+            let t1 = Instant::now();
+            out.record(t1.duration_since(t0).as_nanos() as u64, key.len() + value.len(), false);
             recent.record(index);
             if (i + 1) % PROGRESS_BATCH == 0 {
                 pb.inc(PROGRESS_BATCH);
             }
-            if deadline.expired_after(i + 1) {
+            if deadline.passed_at(t1) {
                 break;
             }
         }

@@ -277,6 +277,27 @@ mod tests {
         assert_eq!(per("overwrite"), (None, None));
     }
 
+    /// Regression (`--duration` was checked every 1024 operations, so 1024
+    /// range queries of 140 ms under the `hdd` profile ran a 10 s step for
+    /// 144 s and put `paper --quick` over its budget): a closed-loop
+    /// benchmark stops after the operation during which its time ran out.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn a_closed_loop_benchmark_stops_at_the_operation_its_duration_ends_in() {
+        let (_dir, engine) = small_engine();
+        let mut state = DbState::new(false);
+        let load = crate::cli::parse_args(["x", "--num=3000", "--quiet"]).unwrap();
+        run_benchmark(&engine, "fillrandom", &load, &mut state).unwrap();
+        // A nanosecond: every operation takes longer, so each thread does one.
+        let line = ["x", "--num=3000", "--reads=3000", "--threads=2", "--duration=0.000000001", "--quiet"];
+        let args = crate::cli::parse_args(line).unwrap();
+        for name in ["fillrandom", "readrandom", "seekrandomnext10", "multireadrandom"] {
+            let r = run_benchmark(&engine, name, &args, &mut state).unwrap().results[0].0.clone();
+            let per_op = if name == "multireadrandom" { args.batch_size as u64 } else { 1 };
+            assert_eq!(r.ops, 2 * per_op, "{name}: {r:?}");
+        }
+    }
+
     /// A full compaction reports its bandwidth (MB its compactions read per
     /// second) and, under one fixed pipeline, its stage times (the PCP
     /// report's Figs. 8–10); reads with nothing to compact report neither.

@@ -32,11 +32,12 @@ pub fn prefix_scans(engine: &dyn Engine, name: &str, args: &Args, seeds: &[u64])
             let prefix = &key[..args.prefix_size.min(key.len())];
             let t0 = Instant::now();
             let (entries, bytes) = engine.scan_prefix(prefix)?;
-            out.record(t0.elapsed().as_nanos() as u64, bytes, entries > 0);
+            let t1 = Instant::now();
+            out.record(t1.duration_since(t0).as_nanos() as u64, bytes, entries > 0);
             if (i + 1) % PROGRESS_BATCH == 0 {
                 pb.inc(PROGRESS_BATCH);
             }
-            if deadline.expired_after(i + 1) {
+            if deadline.passed_at(t1) {
                 break;
             }
         }

@@ -2,8 +2,7 @@
 //! seekrandomnext10/100.
 
 use super::measure::{
-    conclude, finish, progress, quantile_us, run_threads, Deadline, ThreadOut, DURATION_CHECK_OPS,
-    PROGRESS_BATCH,
+    conclude, finish, progress, quantile_us, run_threads, Deadline, ThreadOut, PROGRESS_BATCH, SCAN_CHUNK,
 };
 use super::Outcome;
 use crate::cli::Args;
@@ -103,11 +102,12 @@ pub fn random_reads(
                     (entries > 0, bytes)
                 }
             };
-            out.record(t0.elapsed().as_nanos() as u64, bytes, found);
+            let t1 = Instant::now();
+            out.record(t1.duration_since(t0).as_nanos() as u64, bytes, found);
             if (i + 1) % PROGRESS_BATCH == 0 {
                 pb.inc(PROGRESS_BATCH);
             }
-            if deadline.expired_after(i + 1) {
+            if deadline.passed_at(t1) {
                 break;
             }
         }
@@ -153,16 +153,16 @@ pub fn multi_reads(
             }
             let t0 = Instant::now();
             let (found, bytes) = engine.multi_get(&keys, args.pin_slice)?;
-            out.record_batch(t0.elapsed().as_nanos() as u64, n as u64, bytes, found);
+            let t1 = Instant::now();
+            out.record_batch(t1.duration_since(t0).as_nanos() as u64, n as u64, bytes, found);
             let before = done;
             done += n as u64;
-            // Progress and the clock every PROGRESS_BATCH / DURATION_CHECK_OPS keys, as per-key reads.
+            // Progress every PROGRESS_BATCH keys, as per-key reads.
             let ticks = done / PROGRESS_BATCH - before / PROGRESS_BATCH;
             if ticks > 0 {
                 pb.inc(ticks * PROGRESS_BATCH);
             }
-            let check = done / DURATION_CHECK_OPS > before / DURATION_CHECK_OPS;
-            if check && deadline.expired() {
+            if deadline.passed_at(t1) {
                 break;
             }
         }
@@ -186,13 +186,14 @@ pub fn multi_reads(
 /// readseq: each thread scans forward from the first key, up to `--reads` entries
 /// (a full scan by default). ops = entries read. Entries are not timed one by
 /// one, so percentiles are left empty (NaN), not estimated. One scan call, or
-/// with `--duration` > 0 chunks of them with a clock check between chunks.
+/// with `--duration` > 0 chunks of [`SCAN_CHUNK`] entries with a clock check
+/// between chunks.
 pub fn read_seq(engine: &dyn Engine, name: &str, args: &Args, threads: usize) -> BenchResult<Outcome> {
     let reads = args.reads();
     let before = engine.stats();
     let start = Instant::now();
     let deadline = Deadline::new(start, args.duration);
-    let chunk = if deadline.is_set() { DURATION_CHECK_OPS } else { reads };
+    let chunk = if deadline.is_set() { SCAN_CHUNK } else { reads };
     let outs = run_threads(threads, |_| {
         let mut out = ThreadOut::new()?;
         let (mut from, mut last) = (Vec::new(), Vec::new());
