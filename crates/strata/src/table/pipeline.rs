@@ -481,13 +481,17 @@ mod tests {
             .collect()
     }
 
+    /// 512-byte blocks: many blocks, and batches, from few entries.
+    fn small_blocks(mode: CompactionPipeline, compression: CompressionType) -> TableBuilderOptions {
+        TableBuilderOptions { block_size: 512, compression, pipeline: mode, ..Default::default() }
+    }
+
     fn build(
         mode: CompactionPipeline,
         compression: CompressionType,
         file: Box<dyn WritableFile>,
     ) -> Result<u64> {
-        let opts = TableBuilderOptions { block_size: 512, compression, pipeline: mode, ..Default::default() };
-        let mut b = TableBuilder::new(file, opts);
+        let mut b = TableBuilder::new(file, small_blocks(mode, compression));
         for (k, v) in entries(5_000) {
             b.add(&k, &v)?;
         }
@@ -514,13 +518,8 @@ mod tests {
     #[test]
     fn the_size_estimate_follows_the_compressed_size() {
         for mode in MODES {
-            let opts = TableBuilderOptions {
-                block_size: 512,
-                compression: CompressionType::Lz4,
-                pipeline: mode,
-                ..Default::default()
-            };
-            let mut b = TableBuilder::new(Box::new(MemFile::default()), opts);
+            let mut b =
+                TableBuilder::new(Box::new(MemFile::default()), small_blocks(mode, CompressionType::Lz4));
             // Large enough that batches were written before the end (before the
             // first one is, blocks in flight count at their raw size).
             for (k, v) in entries(40_000) {
@@ -564,13 +563,8 @@ mod tests {
     #[test]
     fn the_write_stage_times_the_table_s_tail_and_its_sync() {
         for mode in MODES {
-            let opts = TableBuilderOptions {
-                block_size: 512,
-                compression: CompressionType::Lz4,
-                pipeline: mode,
-                ..Default::default()
-            };
-            let mut b = TableBuilder::new(Box::new(SlowSync(MemFile::default())), opts);
+            let file = Box::new(SlowSync(MemFile::default()));
+            let mut b = TableBuilder::new(file, small_blocks(mode, CompressionType::Lz4));
             let progress = Arc::new(Progress::default());
             b.set_progress(Arc::clone(&progress));
             for (k, v) in entries(2_000) {
