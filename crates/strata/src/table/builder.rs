@@ -229,7 +229,7 @@ impl TableBuilder {
         let pending = if self.data_block.is_empty() { 0 } else { self.data_block.estimated_size() };
         let out = match &self.out {
             BlockOut::Inline(w) => w.offset,
-            BlockOut::Pipelined(p) => p.estimated_size(0),
+            BlockOut::Pipelined(p) => p.estimated_size(),
             BlockOut::Failed => 0,
         };
         out + pending as u64
