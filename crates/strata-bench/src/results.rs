@@ -128,7 +128,7 @@ pub struct StageSecs {
     pub merge: f64,
     /// Compressing and checksumming the output blocks (S5–S6).
     pub compute: f64,
-    /// Writing them (S7).
+    /// Writing them, with each table's meta blocks and sync (S7).
     pub write: f64,
 }
 

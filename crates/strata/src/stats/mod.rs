@@ -22,7 +22,9 @@ pub struct StageTimes {
     /// Compressing and checksumming data blocks (on the compaction thread
     /// when sequential, summed over the compute threads otherwise).
     pub compute: Duration,
-    /// Appending data blocks to the files.
+    /// The write stage: appending data blocks (with a pipeline, all the write
+    /// thread does between two blocks' arrivals), and each table's meta
+    /// blocks, footer and sync.
     pub write: Duration,
     /// The merging thread waiting for the compute and write stages to take
     /// a block (their queues were full); 0 when sequential.

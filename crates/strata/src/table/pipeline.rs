@@ -170,7 +170,7 @@ struct Written {
 pub(crate) struct Progress {
     /// Time the seal threads spent compressing and checksumming.
     pub(crate) compute_ns: AtomicU64,
-    /// Time the write thread spent appending.
+    /// The write stage: the write thread's work, and tables' tails and syncs.
     pub(crate) write_ns: AtomicU64,
     /// Time the builder waited for a free slot (the stages behind it were full).
     pub(crate) producer_wait_ns: AtomicU64,
