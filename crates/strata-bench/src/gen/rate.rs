@@ -25,11 +25,20 @@ impl RateLimiter {
             return;
         }
         let start = *self.start.get_or_insert_with(Instant::now);
+        if let Some(d) = self.delay(bytes, start.elapsed()) {
+            std::thread::sleep(d);
+        }
+    }
+
+    /// Accounts `bytes` and returns how long a writer `elapsed` after the
+    /// first call sleeps before writing them: none when unlimited, on
+    /// schedule, or behind it (it catches up).
+    pub(crate) fn delay(&mut self, bytes: u64, elapsed: Duration) -> Option<Duration> {
+        if self.bytes_per_sec == 0 {
+            return None;
+        }
         self.total = self.total.saturating_add(bytes);
         let due = Duration::from_secs_f64(self.total as f64 / self.bytes_per_sec as f64);
-        let elapsed = start.elapsed();
-        if due > elapsed {
-            std::thread::sleep(due - elapsed);
-        }
+        due.checked_sub(elapsed).filter(|d| !d.is_zero())
     }
 }

@@ -6,7 +6,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicU64;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 fn counts(chooser: &mut dyn KeyChooser, n: usize, draws: usize, seed: u64) -> Vec<u64> {
     let mut rng = SmallRng::seed_from_u64(seed);
@@ -189,19 +189,33 @@ fn make_read_dist_validates() {
     assert!(make_read_dist("uniform", 0, 0.99, 0.15, 0.98, 1, None).is_err());
 }
 
+/// The schedule, without a clock. A flake-hunt failure of this test's first
+/// form, which timed 50 real waits against an upper bound: under load they
+/// took 0.272 s against at most 0.26.
 #[test]
 fn rate_limiter_holds_rate() {
+    let ms = Duration::from_millis;
+    // Within a microsecond: the schedule is computed in floating point.
+    let about =
+        |d: Option<Duration>, want: u64| d.is_some_and(|d| d.abs_diff(ms(want)) < Duration::from_micros(1));
     let mut rl = RateLimiter::new(250_000);
-    let t = Instant::now();
-    for _ in 0..50 {
-        rl.wait(1000);
+    // 1 KB at 250 KB/s is 4 ms: a writer at the start waits for it.
+    assert!(about(rl.delay(1000, Duration::ZERO), 4));
+    // 50 KB are due at 200 ms, whatever the sleeps' overshoot: at 100 ms
+    // the 50th KB waits the remaining 100 ms.
+    for _ in 1..49 {
+        rl.delay(1000, Duration::ZERO);
     }
-    let secs = t.elapsed().as_secs_f64();
-    assert!((0.199..0.26).contains(&secs), "50 KB at 250 KB/s took {secs:.3}s, want 0.2s");
-    let t = Instant::now();
-    let mut free = RateLimiter::new(0);
-    (0..1000).for_each(|_| free.wait(1 << 20));
-    assert!(t.elapsed().as_millis() < 50, "0 must mean unlimited");
+    assert!(about(rl.delay(1000, ms(100)), 100));
+    // A writer behind its schedule (a stall) does not wait until it is back on it.
+    assert_eq!(rl.delay(1000, ms(300)), None);
+    assert!(about(rl.delay(25_000, ms(300)), 4));
+    // 0 means unlimited.
+    assert_eq!(RateLimiter::new(0).delay(1 << 30, Duration::ZERO), None);
+    // The real wait sleeps at least the schedule (never less; more under load).
+    let (mut rl, t) = (RateLimiter::new(250_000), Instant::now());
+    (0..5).for_each(|_| rl.wait(1000));
+    assert!(t.elapsed() >= ms(20), "5 KB at 250 KB/s took {:?}", t.elapsed());
 }
 
 #[test]
