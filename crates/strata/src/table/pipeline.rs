@@ -364,7 +364,10 @@ impl BlockPipeline {
         while self.in_flight > 0 {
             self.take_credit()?;
         }
-        Ok(self.written.bytes.load(Ordering::Relaxed))
+        // Exact now: a table still under its target after settling must not
+        // settle again on every entry until the next block refreshes it.
+        self.estimate = self.estimate_now();
+        Ok(self.estimate)
     }
 
     /// Written bytes plus the blocks in flight at the compression ratio seen
