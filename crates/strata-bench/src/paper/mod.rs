@@ -6,6 +6,7 @@
 mod autumn;
 mod buffer;
 mod dlsm;
+pub mod load;
 mod lsbm;
 mod lwc;
 mod pcp;
@@ -61,10 +62,13 @@ pub fn papers(names: &str, scale: Scale) -> Result<Vec<Paper>, String> {
     names.iter().map(|n| paper(n, scale)).collect()
 }
 
+/// How long the machine is watched before each experiment for other work.
+const LOAD_SAMPLE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Results of the experiments already run in this invocation, by command, so
 /// papers that share an experiment (dLSM and LSbM) run it once: the results,
-/// the seconds the run took and the load average when it started.
-pub type Ran = HashMap<String, (Vec<RunResult>, f64, String)>;
+/// the seconds the run took and the machine's load when it started.
+pub type Ran = HashMap<String, (Vec<RunResult>, f64, load::Load)>;
 
 /// Runs every experiment of `paper` (or takes its results from `ran`) and
 /// writes `<out>/<name>.md`, its charts `<out>/<name>-<experiment>.svg` and
@@ -103,7 +107,7 @@ pub fn run_paper(
         let (results, secs, load) = match ran.get(&key) {
             Some(done) => done.clone(),
             None => {
-                let load = render::load_average();
+                let load = load::sample(LOAD_SAMPLE);
                 let start = Instant::now();
                 let results = run_plan(&plan, log)?;
                 // A previous run's files (a step since renamed) must not sit beside this one's.
@@ -127,7 +131,7 @@ pub fn run_paper(
     let report = out.join(format!("{}.md", paper.name));
     let machine = render::Machine {
         cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
-        load_before: load_before.unwrap_or_else(|| "?".into()),
+        load_before: load_before.unwrap_or_else(|| load::sample(LOAD_SAMPLE)),
         engines: compiled_engines(),
     };
     std::fs::write(&report, render::markdown(paper, &runs, scale, &machine))
