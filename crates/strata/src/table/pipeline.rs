@@ -13,7 +13,7 @@
 //! Blocks travel in batches of about 64 KiB. The writer returns a credit for
 //! every batch in the file and the builder hands a batch over only while
 //! fewer than `window` are in flight (plus the one being gathered): the memory
-//! bound is that many raw batches plus sealed copies. Waiting for every credit
+//! bound is that many raw batches plus their compressed forms. Waiting for every credit
 //! is how the builder learns the exact file size (`settle`).
 //! A failure in any stage ends every stage: the writer drops its queue, the
 //! sealers' sends fail, the builder's next hand-over or `finish` fails and
@@ -37,20 +37,26 @@ use crate::table::reader::ReadTime;
 use crate::util::cpu_time::{thread_cpu_ns, thread_cpu_ns_since};
 use crate::vfs::WritableFile;
 
-/// A block ready to append: the stored payload followed by its trailer.
-pub(crate) struct SealedBlock {
-    bytes: Vec<u8>,
-    stored_len: u64,
+/// A block's stored form: its compressed payload (none where the raw bytes
+/// are stored as they are) and its trailer. The raw bytes are not copied, so
+/// an uncompressed block goes to the file from the buffer it was built in.
+struct SealedBlock {
+    compressed: Option<Vec<u8>>,
+    trailer: [u8; BLOCK_TRAILER_LEN],
 }
 
-/// Compresses `raw` (when that saves space) and appends the trailer.
-pub(crate) fn seal_block(raw: &[u8], compression: CompressionType) -> Result<SealedBlock> {
+impl SealedBlock {
+    /// The payload as stored, given the raw block it was sealed from.
+    fn stored<'a>(&'a self, raw: &'a [u8]) -> &'a [u8] {
+        self.compressed.as_deref().unwrap_or(raw)
+    }
+}
+
+/// Compresses `raw` (when that saves space) and computes the trailer.
+fn seal_block(raw: &[u8], compression: CompressionType) -> Result<SealedBlock> {
     let (compressed, ty) = compress_block(raw, compression)?;
-    let stored = compressed.as_deref().unwrap_or(raw);
-    let mut bytes = Vec::with_capacity(stored.len() + BLOCK_TRAILER_LEN);
-    bytes.extend_from_slice(stored);
-    bytes.extend_from_slice(&block_trailer(stored, ty));
-    Ok(SealedBlock { bytes, stored_len: stored.len() as u64 })
+    let trailer = block_trailer(compressed.as_deref().unwrap_or(raw), ty);
+    Ok(SealedBlock { compressed, trailer })
 }
 
 /// The file side of a table: appends data blocks in key order and builds the
@@ -83,13 +89,8 @@ impl DataWriter {
 
     /// Appends any block (data, filter, properties, index) without copying it.
     pub(crate) fn write_block(&mut self, raw: &[u8], compression: CompressionType) -> Result<BlockHandle> {
-        let (compressed, ty) = compress_block(raw, compression)?;
-        let stored = compressed.as_deref().unwrap_or(raw);
-        self.file.append(stored)?;
-        self.file.append(&block_trailer(stored, ty))?;
-        let handle = BlockHandle { offset: self.offset, size: stored.len() as u64 };
-        self.offset += (stored.len() + BLOCK_TRAILER_LEN) as u64;
-        Ok(handle)
+        let sealed = seal_block(raw, compression)?;
+        self.write_sealed(&sealed, raw)
     }
 
     /// [`Self::write_block`] for a data block on the builder's own thread,
@@ -100,24 +101,21 @@ impl DataWriter {
         compression: CompressionType,
     ) -> Result<BlockHandle> {
         let t = Instant::now();
-        let (compressed, ty) = compress_block(raw, compression)?;
-        let stored = compressed.as_deref().unwrap_or(raw);
-        let trailer = block_trailer(stored, ty);
+        let sealed = seal_block(raw, compression)?;
         let t2 = Instant::now();
-        self.file.append(stored)?;
-        self.file.append(&trailer)?;
+        let handle = self.write_sealed(&sealed, raw)?;
         self.progress.write_ns.fetch_add(nanos_since(t2), Ordering::Relaxed);
         self.progress.compute_ns.fetch_add(nanos_between(t, t2), Ordering::Relaxed);
-        let handle = BlockHandle { offset: self.offset, size: stored.len() as u64 };
-        self.offset += (stored.len() + BLOCK_TRAILER_LEN) as u64;
         Ok(handle)
     }
 
-    /// Appends a data block sealed elsewhere.
-    fn write_sealed(&mut self, block: &SealedBlock) -> Result<BlockHandle> {
-        self.file.append(&block.bytes)?;
-        let handle = BlockHandle { offset: self.offset, size: block.stored_len };
-        self.offset += block.bytes.len() as u64;
+    /// Appends a block sealed from `raw` (here or on a seal thread).
+    fn write_sealed(&mut self, block: &SealedBlock, raw: &[u8]) -> Result<BlockHandle> {
+        let stored = block.stored(raw);
+        self.file.append(stored)?;
+        self.file.append(&block.trailer)?;
+        let handle = BlockHandle { offset: self.offset, size: stored.len() as u64 };
+        self.offset += (stored.len() + BLOCK_TRAILER_LEN) as u64;
         Ok(handle)
     }
 
@@ -452,9 +450,9 @@ fn write_loop(
         pending.insert(s.job.seq, s);
         while let Some(s) = pending.remove(&next) {
             for (block, b) in s.blocks?.iter().zip(&s.job.blocks) {
-                let handle = w.write_sealed(block)?;
+                let handle = w.write_sealed(block, &b.raw)?;
                 w.data_block_written(handle, &b.first, &b.last, &b.raw);
-                written.bytes.fetch_add(block.bytes.len() as u64, Ordering::Relaxed);
+                written.bytes.fetch_add(handle.size + BLOCK_TRAILER_LEN as u64, Ordering::Relaxed);
                 written.raw.fetch_add(b.raw.len() as u64, Ordering::Relaxed);
             }
             next += 1;
