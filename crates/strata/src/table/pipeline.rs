@@ -10,7 +10,8 @@
 //!        +------------------- credits ----------------------+
 //! ```
 //!
-//! Blocks travel in batches of about 64 KiB. The writer returns a credit for
+//! Blocks travel in batches of 64 KiB to 1 MiB (growing with the table,
+//! [`batch_target`]). The writer returns a credit for
 //! every batch in the file and the builder hands a batch over only while
 //! fewer than `window` are in flight (plus the one being gathered): the memory
 //! bound is that many raw batches plus their compressed forms. Waiting for every credit
@@ -139,7 +140,7 @@ struct RawBlock {
 }
 
 /// Consecutive data blocks handed over together: one queue operation and one
-/// thread wake-up per ~64 KiB instead of per block (per-block hand-overs made
+/// thread wake-up per batch instead of per block (per-block hand-overs made
 /// an uncompressed pipeline slower than the sequential path).
 struct Job {
     seq: u64,
@@ -151,8 +152,16 @@ struct Sealed {
     blocks: Result<Vec<SealedBlock>>,
 }
 
-/// Raw bytes gathered before a batch is handed to the seal threads.
-const BATCH_BYTES: usize = 64 << 10;
+/// Raw bytes a batch gathers before it is handed to the seal threads: an
+/// eighth of what the table has handed over so far, within these bounds. A
+/// table's first batches are small, so its stages start early; a large
+/// table's are large, because every hand-over costs thread wake-ups.
+const MIN_BATCH_BYTES: usize = 64 << 10;
+const MAX_BATCH_BYTES: usize = 1 << 20;
+
+fn batch_target(raw_sent: u64) -> usize {
+    usize::try_from(raw_sent / 8).unwrap_or(usize::MAX).clamp(MIN_BATCH_BYTES, MAX_BATCH_BYTES)
+}
 
 /// Bytes one pipeline's write stage has written, for the builder's
 /// file-size estimate.
@@ -313,12 +322,12 @@ impl BlockPipeline {
     }
 
     /// Adds a finished data block to the batch, handing the batch to the seal
-    /// threads once it holds `BATCH_BYTES`. Fails if any stage has failed.
+    /// threads once it holds [`batch_target`]. Fails if any stage has failed.
     pub(crate) fn submit(&mut self, raw: Vec<u8>, first: Vec<u8>, last: Vec<u8>) -> Result<()> {
         self.raw_sent += raw.len() as u64;
         self.batch_bytes += raw.len();
         self.batch.push(RawBlock { raw, first, last });
-        if self.batch_bytes >= BATCH_BYTES {
+        if self.batch_bytes >= batch_target(self.raw_sent) {
             self.send_batch()?;
         }
         self.estimate = self.estimate_now();
@@ -505,8 +514,17 @@ mod tests {
         compression: CompressionType,
         file: Box<dyn WritableFile>,
     ) -> Result<u64> {
+        build_n(mode, compression, file, 5_000)
+    }
+
+    fn build_n(
+        mode: CompactionPipeline,
+        compression: CompressionType,
+        file: Box<dyn WritableFile>,
+        n: usize,
+    ) -> Result<u64> {
         let mut b = TableBuilder::new(file, small_blocks(mode, compression));
-        for (k, v) in entries(5_000) {
+        for (k, v) in entries(n) {
             b.add(&k, &v)?;
         }
         Ok(b.finish()?.file_size)
@@ -523,6 +541,37 @@ mod tests {
                 assert_eq!(size, bytes.len() as u64);
                 match &first {
                     None => first = Some(bytes),
+                    Some(f) => assert!(f == &bytes, "{mode:?} {compression:?} wrote other bytes"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn batches_grow_with_the_table_from_64_kib_to_1_mib() {
+        assert_eq!(batch_target(0), MIN_BATCH_BYTES);
+        assert_eq!(batch_target(512 << 10), 64 << 10);
+        assert_eq!(batch_target(1 << 20), 128 << 10);
+        assert_eq!(batch_target(8 << 20), MAX_BATCH_BYTES);
+        assert_eq!(batch_target(u64::MAX), MAX_BATCH_BYTES);
+    }
+
+    /// Over 8 MiB of blocks: the batches grow to their largest on the way.
+    #[test]
+    fn a_table_whose_batches_grow_is_written_the_same_by_every_mode() {
+        for compression in [CompressionType::None, CompressionType::Lz4] {
+            let mut first: Option<Vec<u8>> = None;
+            for mode in MODES {
+                let file = MemFile::default();
+                let size = build_n(mode, compression, Box::new(file.clone()), 400_000).unwrap();
+                let bytes = file.bytes();
+                assert_eq!(size, bytes.len() as u64);
+                match &first {
+                    None => {
+                        let raw = compression == CompressionType::None;
+                        assert!(!raw || size > 9 << 20, "{size} B: too few for the batches to grow");
+                        first = Some(bytes)
+                    }
                     Some(f) => assert!(f == &bytes, "{mode:?} {compression:?} wrote other bytes"),
                 }
             }
