@@ -116,8 +116,9 @@ fn reads_under_writes(scale: Scale) -> Experiment {
     claims.extend([
         claim(
             "Fig. 12(a)",
-            "disk accesses per read: dLSM's above LSM's (its buffer's tables; bloom bits here 10, \
-             dLSM 14.8 on the levels feeding its buffer; the paper: 15 for all)",
+            "disk accesses per read: dLSM's above LSM's (its buffer's tables; bloom bits here 10 on \
+             average for every policy, dLSM 14.8 on the levels feeding its buffer and fewer below; \
+             the paper: 15 for all)",
             PaperValue::Above1,
             (lu, DLSM),
             (lu, LSM),

@@ -28,7 +28,8 @@
 //!
 //! dLSM is the same without the trim and with no buffer at the last level
 //! (the deepest holding data; its paper buffers levels `1..k-1`), with
-//! bigger bloom filters on every level that feeds a buffer.
+//! bigger bloom filters on every level that feeds a buffer, paid for by the
+//! levels that feed none (the tree keeps `bloom_bits_per_key` on average).
 //!
 //! Persistent state (in the MANIFEST): bLSM's draining runs, plus per level the
 //! frozen flag, the bytes merged in this round, `S'_i`, and how many entries of
@@ -424,17 +425,30 @@ impl CompactionPolicy for LsbmPolicy {
         self.blsm.level_target_bytes(view, level)
     }
 
+    /// dLSM: a lookup probes about `ratio` buffer tables per level, so each
+    /// filter's false-positive rate is divided by the ratio:
+    /// log2(r/f)/ln 2 = bits + log2(r)/ln 2 (14.8 for 10 bits and r = 10).
+    /// Only tables a buffer may receive get them: those of levels whose
+    /// merges go into a buffered level. The levels that feed no buffer (the
+    /// last, most of the data) pay for them, so the tree keeps
+    /// `bloom_bits_per_key` on average and every policy is compared at the
+    /// same filter memory (`buffer_bits`).
     fn bloom_bits_for_level(&self, view: &LsmView, level: usize, default_bits: f64) -> f64 {
-        // dLSM: a lookup probes about `ratio` buffer tables per level, so each
-        // filter's false-positive rate is divided by the ratio:
-        // log2(r/f)/ln 2 = bits + log2(r)/ln 2 (14.8 for 10 bits and r = 10).
-        // Only tables a buffer may receive: those of levels above the one
-        // above the last (whose merges go into the unbuffered last level).
-        let feeds_buffer = self.buffers_level(view, level + 1);
-        if self.variant == BufferVariant::Dlsm && feeds_buffer && default_bits > 0.0 {
-            default_bits + self.blsm.cfg.multiplier.log2() / std::f64::consts::LN_2
+        if self.variant != BufferVariant::Dlsm || default_bits <= 0.0 {
+            return default_bits;
+        }
+        let delta = self.blsm.cfg.multiplier.log2() / std::f64::consts::LN_2;
+        let entries = |feeding: bool| -> u64 {
+            (view.levels.iter().enumerate())
+                .filter(|&(l, _)| self.buffers_level(view, l + 1) == feeding)
+                .flat_map(|(_, lv)| lv.runs.iter().flat_map(|r| r.files.iter().map(|f| f.num_entries)))
+                .sum()
+        };
+        let (plus, minus) = buffer_bits(delta, default_bits, entries(true), entries(false));
+        if self.buffers_level(view, level + 1) {
+            default_bits + plus
         } else {
-            default_bits
+            default_bits - minus
         }
     }
 
@@ -493,6 +507,22 @@ impl BufferPolicy for LsbmPolicy {
         // table, which is why it sizes their bloom filters up.
         self.variant == BufferVariant::Lsbm
     }
+}
+
+/// dLSM's filter bits above and below a level's default: `(plus, minus)`
+/// for tables of levels that feed a buffer (`feeding` entries) and of those
+/// that feed none (`other`), with `plus × feeding = minus × other`, so the
+/// tree's average stays the default. The levels that pay keep at least half
+/// their bits; when that is not enough (upper levels as big as the last
+/// one), the buffer levels get less than `delta`. With nothing to pay from
+/// (a last-level buffer, or no data yet below the buffers), the buffer
+/// levels get `delta` on top: the paper's sizing, and more memory.
+fn buffer_bits(delta: f64, default_bits: f64, feeding: u64, other: u64) -> (f64, f64) {
+    if feeding == 0 || other == 0 {
+        return (delta, 0.0);
+    }
+    let paid = (delta * feeding as f64).min(other as f64 * default_bits / 2.0);
+    (paid / feeding as f64, paid / other as f64)
 }
 
 #[cfg(test)]
@@ -709,6 +739,55 @@ mod tests {
         assert_eq!(d.bloom_bits_for_level(&v, 3, 10.0), 10.0);
         assert_eq!(d.bloom_bits_for_level(&v, 1, 0.0), 0.0);
         assert_eq!(d.bloom_bits_for_level(&LsmView::new(4), 0, 10.0), 10.0, "an empty tree has no buffer");
+        assert_eq!(policy(BufferVariant::Lsbm).bloom_bits_for_level(&v, 1, 10.0), 10.0);
+    }
+
+    /// dLSM's bigger filters are paid by the levels that feed no buffer, so
+    /// the tree's filters average the default (the same filter memory as every
+    /// other policy); the payers keep at least half their bits.
+    #[test]
+    fn dlsm_buffer_bits_keep_the_trees_average() {
+        let d = policy(BufferVariant::Dlsm);
+        let with_entries =
+            |id, n| crate::compaction::policy::FileView { num_entries: n, ..file(id, 0, 99, 500) };
+        let tree = |l1: u64, l2: u64, l3: u64| {
+            view(
+                vec![
+                    (vec![], vec![]),
+                    (vec![run(1, vec![with_entries(1, l1)])], vec![]),
+                    (vec![run(2, vec![with_entries(2, l2)])], vec![]),
+                    (vec![run(3, vec![with_entries(3, l3)])], vec![]),
+                ],
+                &LsbmState::default(),
+            )
+        };
+        let delta = 10f64.log2() / std::f64::consts::LN_2;
+        let average = |v: &LsmView| {
+            let n = |l: usize| v.levels[l].runs[0].files[0].num_entries as f64;
+            let bits: f64 = (1..4).map(|l| n(l) * d.bloom_bits_for_level(v, l, 10.0)).sum();
+            bits / (1..4).map(n).sum::<f64>()
+        };
+        // The paper's shape: L1 feeds B_2 and gets the full increment; L2 and
+        // L3 (merges into the unbuffered last level, and the last) pay it.
+        let v = tree(100, 1_000, 9_000);
+        assert!((d.bloom_bits_for_level(&v, 1, 10.0) - (10.0 + delta)).abs() < 1e-9);
+        assert!((d.bloom_bits_for_level(&v, 0, 10.0) - (10.0 + delta)).abs() < 1e-9, "flushes feed B_1");
+        let paid = d.bloom_bits_for_level(&v, 3, 10.0);
+        assert!((paid - (10.0 - delta * 100.0 / 10_000.0)).abs() < 1e-9, "{paid}");
+        assert_eq!(d.bloom_bits_for_level(&v, 2, 10.0), paid);
+        assert!((average(&v) - 10.0).abs() < 1e-9, "{}", average(&v));
+        // Upper levels far bigger than the payers: those keep half their bits,
+        // and the buffer levels get what that pays for.
+        let v = tree(20_000, 50, 50);
+        assert!((d.bloom_bits_for_level(&v, 3, 10.0) - 5.0).abs() < 1e-9);
+        assert!((d.bloom_bits_for_level(&v, 1, 10.0) - (10.0 + 5.0 * 100.0 / 20_000.0)).abs() < 1e-9);
+        assert!((average(&v) - 10.0).abs() < 1e-9, "{}", average(&v));
+        // With the last level buffered too, nothing pays: the paper's sizing on top.
+        let all = policy(BufferVariant::Dlsm).with_last_level_buffer(true);
+        let v = tree(100, 1_000, 9_000);
+        assert!((all.bloom_bits_for_level(&v, 3, 10.0) - (10.0 + delta)).abs() < 1e-9);
+        // LSbM sizes no filter differently.
+        assert_eq!(policy(BufferVariant::Lsbm).bloom_bits_for_level(&v, 3, 10.0), 10.0);
         assert_eq!(policy(BufferVariant::Lsbm).bloom_bits_for_level(&v, 1, 10.0), 10.0);
     }
 

@@ -67,7 +67,9 @@ pub enum CompactionStyle {
     /// the last level (the deepest holding data; see
     /// [`Options::with_buffer_last_level`](crate::Options::with_buffer_last_level)),
     /// with larger bloom filters (`bits + log2(ratio)/ln 2`, 14.8 for 10 bits
-    /// and ratio 10) on the tables that feed buffers.
+    /// and ratio 10) on the tables that feed buffers, paid for by the levels
+    /// that feed none, so the tree's filters still average
+    /// `bloom_bits_per_key` (the same filter memory as every other policy).
     ///
     /// # Examples
     ///
