@@ -7,7 +7,10 @@
 //! - **Balance (range adjustment, no data moves)**: a victim's keys that fall
 //!   in the gap between two targets go to the smaller of the two, whose range
 //!   grows over the gap. Ranges never overlap inside a level, so a point read
-//!   still probes one table per level.
+//!   still probes one table per level. The slides' other adjustment, giving
+//!   part of an over-full table's own range to a sibling without moving its
+//!   data, is not built (it needs tables whose data outlives their range;
+//!   docs/ARCHITECTURE.md): such a table is divided instead.
 //! - **Victims**: most segments first, then largest (not round robin), so a
 //!   table appends made large moves down before it needs a rewrite; above
 //!   the deepest level in use a table over `max_segments` goes down as a
