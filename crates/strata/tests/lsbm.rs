@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod common;
+
 use strata::{CompactionStyle, Db, MemVfs, Options, ReadOptions, Stats};
 
 fn opts(vfs: &Arc<MemVfs>, style: CompactionStyle) -> Options {
@@ -503,26 +505,10 @@ fn buffer_bytes_in_no_run_leave_out_the_runs_own_files() {
     }
 }
 
-/// Filter bits of the live run files (`Σ entries × bits`) over their entries,
-/// replayed from the MANIFEST: a buffer file no run lists is deleted from its
-/// run there, so only the tree's own data counts.
+/// Filter bits per key of the live run files.
 fn run_filter_bits_per_key(vfs: &MemVfs) -> f64 {
-    use strata::version::{read_current, read_manifest};
-    let dir = std::path::Path::new("/db");
-    let path = dir.join(format!("MANIFEST-{:06}", read_current(vfs, dir).unwrap()));
-    let mut live = std::collections::HashMap::new();
-    read_manifest(vfs, &path, |e| {
-        for (_, _, id) in &e.deleted_files {
-            live.remove(id);
-        }
-        for (_, _, f) in &e.new_files {
-            live.insert(f.id, (f.num_entries as f64, f.bloom_bits_per_key.expect("bits recorded")));
-        }
-        Ok(())
-    })
-    .unwrap();
-    let entries: f64 = live.values().map(|&(n, _)| n).sum();
-    live.values().map(|&(n, b)| n * b).sum::<f64>() / entries
+    let (bits, entries) = common::filters::live_filter_bits(vfs, std::path::Path::new("/db"));
+    bits / entries as f64
 }
 
 /// Regression (dLSM's bigger buffer filters came on top of the budget, so it

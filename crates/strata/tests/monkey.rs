@@ -7,6 +7,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+mod common;
+
 use strata::version::{read_current, read_manifest, VersionEdit};
 use strata::wal::LogWriter;
 use strata::{BloomAllocation, CompactionStyle, CompressionType, Db, MemVfs, Options, Stats, Vfs};
@@ -106,23 +108,9 @@ fn strip_bloom_bits(vfs: &MemVfs, dir: &Path) {
     w.sync().unwrap();
 }
 
-/// Filter bits of the live tables (`Σ entries × bits`) and their entries,
-/// replayed from the MANIFEST.
+/// Filter bits of the live tables (`Σ entries × bits`) and their entries.
 fn filter_memory(vfs: &MemVfs) -> (f64, u64) {
-    let dir = Path::new("/db");
-    let path = dir.join(format!("MANIFEST-{:06}", read_current(vfs, dir).unwrap()));
-    let mut live = std::collections::HashMap::new();
-    read_manifest(vfs, &path, |e| {
-        for (_, _, id) in &e.deleted_files {
-            live.remove(id);
-        }
-        for (_, _, f) in &e.new_files {
-            live.insert(f.id, (f.num_entries, f.bloom_bits_per_key.expect("bits recorded")));
-        }
-        Ok(())
-    })
-    .unwrap();
-    (live.values().map(|&(n, b)| n as f64 * b).sum(), live.values().map(|&(n, _)| n).sum())
+    common::filters::live_filter_bits(vfs, Path::new("/db"))
 }
 
 /// Loads the tree under both allocations and measures missing-key lookups.

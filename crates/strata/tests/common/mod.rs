@@ -6,6 +6,7 @@
 
 pub mod cursor;
 pub mod custom_policy;
+pub mod filters;
 pub mod hook_vfs;
 pub mod keyspaces;
 
