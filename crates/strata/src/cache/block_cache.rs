@@ -11,6 +11,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::cache::handle::Namespaced;
+use crate::cache::int_hash::IntHash;
 pub use crate::cache::sharded::CacheStats;
 use crate::cache::sharded::{Entries, ShardedLru};
 use crate::table::Block;
@@ -25,6 +26,7 @@ impl Entries for Blocks {
     type Key = Key;
     type Value = Arc<Block>;
     type Member = u64;
+    type MemberHash = IntHash;
 
     fn file(&(ns, file_id, _): &Key) -> (u64, u64) {
         (ns, file_id)

@@ -9,6 +9,7 @@
 
 pub mod block_cache;
 mod handle;
+mod int_hash;
 mod map_budget;
 mod namespace;
 pub mod row_cache;

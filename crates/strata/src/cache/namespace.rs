@@ -3,9 +3,9 @@
 //! the database's.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::cache::int_hash::IntHash;
 use crate::cache::CacheStats;
 
 /// Hands out the namespace ids of one cache; never reused.
@@ -18,30 +18,9 @@ impl Namespaces {
     }
 }
 
-/// A multiplicative hash of a namespace id: cheaper than SipHash on the
-/// lookup path, and ids are ours, not an attacker's.
-#[derive(Default)]
-pub(crate) struct NsHasher(u64);
-
-impl Hasher for NsHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
 /// One shard's counters per namespace (`capacity_bytes` unused).
 #[derive(Default)]
-pub(crate) struct NsCounts(HashMap<u64, CacheStats, BuildHasherDefault<NsHasher>>);
+pub(crate) struct NsCounts(HashMap<u64, CacheStats, IntHash>);
 
 impl NsCounts {
     fn at(&mut self, ns: u64) -> &mut CacheStats {

@@ -81,6 +81,7 @@ impl Entries for Rows {
     type Key = Key;
     type Value = Row;
     type Member = Key;
+    type MemberHash = std::hash::RandomState;
 
     fn file(key: &Key) -> (u64, u64) {
         file_of(key)

@@ -11,11 +11,12 @@
 
 use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet};
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 
 use lru::LruCache;
 use parking_lot::Mutex;
 
+use crate::cache::int_hash::IntHash;
 use crate::cache::namespace::{Namespaces, NsCounts};
 
 /// Most shards a cache is split into.
@@ -58,6 +59,9 @@ pub(crate) trait Entries {
     type Value;
     /// The part of a key the per-file index keeps (the rest is the file).
     type Member: Hash + Eq + Clone;
+    /// How the per-file index hashes members (`IntHash` for integers; a
+    /// byte key keeps the standard library's).
+    type MemberHash: BuildHasher + Default;
     /// The (namespace, file id) of a key.
     fn file(key: &Self::Key) -> (u64, u64);
     fn member(key: &Self::Key) -> &Self::Member;
@@ -74,11 +78,14 @@ pub(crate) trait Entries {
     }
 }
 
+/// The resident members of one (namespace, file).
+type Members<E> = HashSet<<E as Entries>::Member, <E as Entries>::MemberHash>;
+
 /// One independently locked part of the cache.
 struct Shard<E: Entries> {
     lru: LruCache<E::Key, E::Value>,
     /// Resident members of each (namespace, file).
-    by_file: HashMap<(u64, u64), HashSet<E::Member>>,
+    by_file: HashMap<(u64, u64), Members<E>, IntHash>,
     usage: usize,
     capacity: usize,
     stats: CacheStats,
@@ -153,7 +160,7 @@ impl<E: Entries> ShardedLru<E> {
             .map(|_| {
                 Mutex::new(Shard {
                     lru: LruCache::unbounded(),
-                    by_file: HashMap::new(),
+                    by_file: HashMap::default(),
                     usage: 0,
                     capacity: per_shard,
                     stats: CacheStats::default(),

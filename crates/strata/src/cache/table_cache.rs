@@ -15,6 +15,7 @@ use std::sync::{Arc, Weak};
 use parking_lot::Mutex;
 
 use crate::cache::handle::Namespaced;
+use crate::cache::int_hash::IntHash;
 use crate::cache::sharded::{Entries, ShardedLru};
 use crate::cache::{BlockCache, MapBudget, TableSlot};
 use crate::error::{Error, Result};
@@ -64,6 +65,7 @@ impl Entries for Handles {
     type Key = (u64, u64);
     type Value = Resident;
     type Member = ();
+    type MemberHash = IntHash;
     fn file(key: &(u64, u64)) -> (u64, u64) {
         *key
     }
