@@ -93,6 +93,10 @@ pub struct Case {
     /// Monkey's bloom allocation: filters sized per run, and rebuilt in place
     /// (a patch appended to the table) as the tree changes.
     pub monkey: bool,
+    /// dLSM's aggressive compaction whenever it has nothing else to do (see
+    /// [`options`]); off where a case needs the same operations in the same
+    /// order on every run, as an I/O fault aimed at one of them does.
+    pub idle_compaction: bool,
 }
 
 impl Case {
@@ -114,6 +118,7 @@ impl Case {
             extra_reopens: false,
             keyspaces: Vec::new(),
             monkey: false,
+            idle_compaction: true,
         }
     }
 
@@ -142,6 +147,9 @@ impl Case {
             .with_compaction_subtask_bytes(2 << 10);
         if self.monkey {
             o = o.with_bloom_allocation(strata::BloomAllocation::Monkey);
+        }
+        if !self.idle_compaction {
+            o = o.with_idle_compaction(None);
         }
         if self.data_paths {
             o.with_db_paths(["/data-a", "/data-b"])
